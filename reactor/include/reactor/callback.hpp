@@ -1,0 +1,105 @@
+// reactor::Callback: a move-only `void()` callable with an inline buffer.
+//
+// Why not std::function: it requires copyable targets (futures capture move-only
+// state) and allocates for anything larger than two pointers. Callback stores
+// targets up to kInlineSize bytes in place, so scheduling a typical lambda
+// (a few pointers, a shared_ptr) never touches the heap; larger or throwing-move
+// targets are boxed on the heap. Not thread-safe; owns its target.
+#pragma once
+
+#include <cstddef>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace reactor {
+
+class Callback {
+public:
+    // Big enough for a lambda holding six pointers, or three shared_ptrs.
+    static constexpr std::size_t kInlineSize = 48;
+
+    Callback() noexcept = default;
+    Callback(std::nullptr_t) noexcept {}
+
+    template <class F>
+        requires(!std::is_same_v<std::remove_cvref_t<F>, Callback> &&
+                 std::is_invocable_r_v<void, std::remove_cvref_t<F>&>)
+    Callback(F&& f) {  // NOLINT(google-explicit-constructor): lambdas convert implicitly
+        using T = std::remove_cvref_t<F>;
+        if constexpr (fits_inline<T>()) {
+            ::new (static_cast<void*>(storage_)) T(std::forward<F>(f));
+            ops_ = &inline_ops<T>;
+        } else {
+            ::new (static_cast<void*>(storage_)) T*(new T(std::forward<F>(f)));
+            ops_ = &boxed_ops<T>;
+        }
+    }
+
+    Callback(Callback&& other) noexcept { take(other); }
+    Callback& operator=(Callback&& other) noexcept {
+        if (this != &other) {
+            reset();
+            take(other);
+        }
+        return *this;
+    }
+    Callback(const Callback&) = delete;
+    Callback& operator=(const Callback&) = delete;
+    ~Callback() { reset(); }
+
+    explicit operator bool() const noexcept { return ops_ != nullptr; }
+
+    // Precondition: non-empty.
+    void operator()() { ops_->invoke(storage_); }
+
+    // Destroys the target (and so releases its captures) now.
+    void reset() noexcept {
+        if (ops_) {
+            ops_->destroy(storage_);
+            ops_ = nullptr;
+        }
+    }
+
+private:
+    struct Ops {
+        void (*invoke)(void*);
+        void (*move_to)(void* from, void* to) noexcept;  // leaves `from` destroyed
+        void (*destroy)(void*) noexcept;
+    };
+
+    template <class T>
+    static constexpr bool fits_inline() {
+        return sizeof(T) <= kInlineSize && alignof(T) <= alignof(std::max_align_t) &&
+               std::is_nothrow_move_constructible_v<T>;
+    }
+
+    template <class T>
+    static constexpr Ops inline_ops{
+        [](void* p) { (*static_cast<T*>(p))(); },
+        [](void* from, void* to) noexcept {
+            ::new (to) T(std::move(*static_cast<T*>(from)));
+            static_cast<T*>(from)->~T();
+        },
+        [](void* p) noexcept { static_cast<T*>(p)->~T(); },
+    };
+
+    template <class T>
+    static constexpr Ops boxed_ops{
+        [](void* p) { (**static_cast<T**>(p))(); },
+        [](void* from, void* to) noexcept { ::new (to) T*(*static_cast<T**>(from)); },
+        [](void* p) noexcept { delete *static_cast<T**>(p); },
+    };
+
+    void take(Callback& other) noexcept {
+        if (other.ops_) {
+            other.ops_->move_to(other.storage_, storage_);
+            ops_ = std::exchange(other.ops_, nullptr);
+        }
+    }
+
+    alignas(std::max_align_t) std::byte storage_[kInlineSize];
+    const Ops* ops_ = nullptr;
+};
+
+}  // namespace reactor

@@ -1,0 +1,237 @@
+// reactor::Scheduler: one event loop, driven by one thread.
+//
+// It owns, and nothing else does:
+//   ready queue   callbacks to run now, FIFO (call_soon)
+//   sleeping heap timers keyed (deadline, sequence): equal deadlines fire FIFO (call_later/call_at)
+//   read/write waiters   fd -> callback, one read and one write slot per fd (read_wait/add_reader/...)
+//   selector      the OS readiness call (select(2) by default)
+// It never owns the fds it watches. Every member is "loop thread only" except
+// call_soon_threadsafe(), which any thread may call and which wakes a loop
+// blocked in the selector. No member ever calls a user callback synchronously:
+// callbacks only run inside run()/run_once()/run_forever(), one at a time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "reactor/callback.hpp"
+#include "reactor/selector.hpp"
+
+namespace reactor {
+
+class Scheduler;
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using Duration = Clock::duration;
+// Injectable time source (tests advance a fake one). Must be monotonic.
+using ClockFunction = std::function<TimePoint()>;
+
+// Identifies one scheduled callback by (slot, generation), so a stale Handle
+// (its callback ran, was cancelled, or its slot was reused) is a harmless no-op.
+// Loop thread only; must not be used after its Scheduler is destroyed.
+class Handle {
+public:
+    Handle() = default;
+    // Prevents the callback from running and releases it (and its captures) now.
+    // Returns true if it was pending. Safe from inside any callback, including
+    // the one this handle names (then it returns false: it is already running).
+    bool cancel();
+    // True while the callback is scheduled and not yet started or cancelled.
+    bool pending() const;
+
+private:
+    friend class Scheduler;
+    Handle(Scheduler* s, std::uint32_t slot, std::uint32_t gen) : sched_(s), slot_(slot), gen_(gen) {}
+    Scheduler* sched_ = nullptr;
+    std::uint32_t slot_ = 0;
+    std::uint32_t gen_ = 0;
+};
+
+// What the exception handler receives. `exception` may be null (e.g. an fd
+// reported closed); `origin` is where the failing callback was scheduled or
+// registered, when known.
+struct ErrorContext {
+    std::string message;
+    std::exception_ptr exception;
+    std::source_location origin;
+    bool origin_known = false;
+    int fd = -1;
+};
+using ExceptionHandler = std::function<void(const ErrorContext&)>;
+
+// The default handler: one fmt-formatted line on stderr, e.g.
+//   reactor: exception in callback scheduled at tests/x.cpp:12: boom
+void default_exception_handler(const ErrorContext& ctx);
+std::string describe(const ErrorContext& ctx);  // that line, without the newline
+
+class Scheduler {
+public:
+    struct Options {
+        Backend backend = Backend::select;
+        std::unique_ptr<Selector> selector;  // overrides backend when set (tests inject one)
+        ClockFunction clock;                 // empty: Clock::now
+    };
+
+    Scheduler();
+    explicit Scheduler(Options options);
+    ~Scheduler();  // destroys pending callbacks unrun; closes only its own wakeup fd
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    // ---- callbacks and timers (loop thread only) ----
+    Handle call_soon(Callback cb, std::source_location where = std::source_location::current());
+
+    // Fires no earlier than now() + delay (rounded up to the clock's tick);
+    // a negative delay counts as zero. Equal deadlines fire in scheduling order.
+    template <class Rep, class Period>
+    Handle call_later(std::chrono::duration<Rep, Period> delay, Callback cb,
+                      std::source_location where = std::source_location::current()) {
+        auto d = std::chrono::ceil<Duration>(delay);
+        return call_at(timer_base() + (d < Duration::zero() ? Duration::zero() : d), std::move(cb), where);
+    }
+    Handle call_at(TimePoint deadline, Callback cb,
+                   std::source_location where = std::source_location::current());
+
+    // Any thread. Wakes the loop if it is blocked in the selector. Callbacks
+    // posted from one thread run in the order posted.
+    void call_soon_threadsafe(Callback cb, std::source_location where = std::source_location::current());
+
+    // ---- fd waiters (loop thread only) ----
+    // One-shot (Beazley): the waiter is removed before its callback runs.
+    void read_wait(int fd, Callback cb, std::source_location where = std::source_location::current());
+    void write_wait(int fd, Callback cb, std::source_location where = std::source_location::current());
+    // Persistent (asyncio): called on every readiness until removed.
+    void add_reader(int fd, Callback cb, std::source_location where = std::source_location::current());
+    void add_writer(int fd, Callback cb, std::source_location where = std::source_location::current());
+    // Return true if a waiter was registered. A removed waiter that was already
+    // due in the current batch does not run.
+    bool remove_reader(int fd);
+    bool remove_writer(int fd);
+    // Registering again on the same fd and direction replaces the waiter.
+    // A negative fd, or one the selector cannot watch, throws std::invalid_argument
+    // and changes nothing.
+
+    // ---- running ----
+    // Until nothing is ready, sleeping or waiting (or stop()).
+    void run();
+    // Until stop(). Idle time is spent blocked in the selector.
+    void run_forever();
+    // Exactly one iteration (see the phase comment in scheduler.cpp). Blocks
+    // in the selector only if nothing is ready.
+    void run_once();
+    // Makes run()/run_forever() return after the current iteration. Loop thread
+    // only (from another thread: call_soon_threadsafe([&]{ s.stop(); })).
+    void stop();
+
+    // The loop's clock, read once per iteration (after the selector returns).
+    TimePoint now() const noexcept { return now_; }
+
+    // ---- errors ----
+    // An exception escaping a callback never unwinds out of the loop: it goes
+    // here and the loop carries on. Empty restores the default.
+    void set_exception_handler(ExceptionHandler handler);
+    // Delivers ctx to the handler (used by the loop and by layers above it).
+    void call_exception_handler(const ErrorContext& ctx) noexcept;
+
+    // ---- introspection (tests, debugging) ----
+    std::size_t ready_count() const;              // live callbacks in the ready queue
+    std::size_t timer_count() const noexcept { return live_timers_; }
+    std::size_t waiter_count() const noexcept { return waiters_; }
+    bool empty() const;  // nothing ready, sleeping, waiting or posted
+    const Selector& selector() const noexcept { return *selector_; }
+
+private:
+    friend class Handle;
+
+    enum class SlotKind : std::uint8_t { free, soon, timer, oneshot_waiter, persistent_waiter };
+    struct Slot {
+        Callback cb;
+        std::source_location where;
+        std::uint32_t gen = 0;
+        std::uint32_t next_free = 0;
+        SlotKind kind = SlotKind::free;
+        int fd = -1;
+        bool is_read = false;
+    };
+    // A reference into the slot table, live only while gen matches.
+    struct Ref {
+        std::uint32_t slot = kNoSlot;
+        std::uint32_t gen = 0;
+    };
+    struct Timer {
+        TimePoint deadline;
+        std::uint64_t seq;
+        Ref ref;
+    };
+    struct FdWaiters {
+        Ref read, write;
+    };
+    static constexpr std::uint32_t kNoSlot = UINT32_MAX;
+
+    // Phases of one iteration, in order (run_once_unguarded).
+    void run_once_unguarded();
+    std::optional<std::chrono::nanoseconds> compute_timeout();
+    void poll_io(std::optional<std::chrono::nanoseconds> timeout);
+    void move_ready_io();
+    void move_due_timers();
+    void run_ready();
+
+    bool has_work() const;
+    TimePoint timer_base();
+    Interest interest_of(int fd) const;
+    bool live(Ref r) const { return r.slot != kNoSlot && slots_[r.slot].gen == r.gen; }
+    Ref alloc_slot(Callback cb, std::source_location where, SlotKind kind);
+    void free_slot(std::uint32_t slot);
+    bool cancel(std::uint32_t slot, std::uint32_t gen);
+    void set_waiter(int fd, bool is_read, bool persistent, Callback cb, std::source_location where);
+    bool remove_waiter(int fd, bool is_read);
+    void drop_closed_fd(int fd, int error);
+    void drain_threadsafe();
+    void invoke(Callback& cb, const std::source_location& where) noexcept;
+    void purge_cancelled_timers();
+
+    std::unique_ptr<Selector> selector_;
+    ClockFunction clock_;
+    TimePoint now_;
+
+    std::vector<Slot> slots_;  // slab of scheduled callables; indexes are stable, storage is not
+    std::uint32_t free_head_ = kNoSlot;
+
+    std::vector<Ref> ready_;          // FIFO; double-buffered with running_batch_
+    std::vector<Ref> running_batch_;  // so the run phase takes exactly a snapshot
+    std::vector<Timer> sleeping_;  // binary min-heap on (deadline, seq)
+    std::uint64_t timer_seq_ = 0;
+    std::size_t live_timers_ = 0;  // in the heap and not cancelled
+    std::size_t dead_timers_ = 0;  // cancelled but still in the heap (removed lazily)
+
+    std::vector<FdWaiters> waiting_;  // indexed by fd: the read/write waiter maps
+    std::size_t waiters_ = 0;
+    std::vector<FdEvent> events_;    // reused across iterations
+
+    // call_soon_threadsafe: the only state touched by other threads.
+    struct Posted {
+        Callback cb;
+        std::source_location where;
+    };
+    std::mutex posted_mutex_;
+    std::vector<Posted> posted_;
+    std::vector<Posted> posted_batch_;
+    std::atomic<bool> wake_pending_{false};
+    int wakeup_fd_ = -1;  // eventfd, watched for reading; owned
+
+    ExceptionHandler exception_handler_;
+    bool stopping_ = false;
+    bool running_ = false;  // inside run()/run_forever()/run_once()
+};
+
+}  // namespace reactor

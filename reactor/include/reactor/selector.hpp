@@ -1,0 +1,72 @@
+// reactor::Selector: the OS readiness call behind one small interface.
+//
+// The Scheduler owns one Selector and tells it, declaratively, which events it
+// wants per fd (set_interest); the backend decides when to sync that with the
+// kernel (select rebuilds fd_sets per call, epoll batches epoll_ctl before the
+// wait). A Selector never owns the fds it watches and never calls user code.
+// Loop thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace reactor {
+
+enum class Interest : std::uint8_t { none = 0, read = 1, write = 2, read_write = 3 };
+
+constexpr Interest operator|(Interest a, Interest b) {
+    return static_cast<Interest>(static_cast<std::uint8_t>(a) | static_cast<std::uint8_t>(b));
+}
+constexpr bool wants(Interest set, Interest bit) {
+    return (static_cast<std::uint8_t>(set) & static_cast<std::uint8_t>(bit)) != 0;
+}
+
+// One fd's readiness, as reported by wait(). Readiness may be spurious (a read
+// can still answer EAGAIN: then wait again). error != 0 means the fd itself is
+// unusable (EBADF: it was closed while registered); the loop drops its waiters.
+struct FdEvent {
+    int fd = -1;
+    bool readable = false;
+    bool writable = false;
+    int error = 0;
+};
+
+class Selector {
+public:
+    virtual ~Selector() = default;
+
+    // "select", "poll", "epoll": for logs and benchmark tables.
+    virtual std::string_view name() const noexcept = 0;
+
+    // Declares what the loop wants to hear about `fd`; Interest::none forgets it.
+    // Throws std::invalid_argument if this backend cannot watch `fd` (negative,
+    // or >= FD_SETSIZE for select); the previous interest is then unchanged.
+    virtual void set_interest(int fd, Interest interest) = 0;
+
+    // Blocks until at least one watched fd is ready or `timeout` elapses
+    // (nullopt: no limit; zero: just poll). Appends events to `out`. EINTR is
+    // retried with the remaining time, so the call never returns early because
+    // of a signal. Other failures throw std::system_error.
+    virtual void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) = 0;
+};
+
+// Which OS readiness call a Scheduler uses; chosen at construction.
+//   select  the reference (and the default): fds below FD_SETSIZE (1024) only.
+//   poll    any fd; O(registered fds) per wait.
+//   epoll   any fd; O(ready fds) per wait: pick it for many connections.
+enum class Backend : std::uint8_t { select, poll, epoll };
+
+std::string_view to_string(Backend backend) noexcept;
+// "select", "poll" or "epoll"; nullopt for anything else.
+std::optional<Backend> parse_backend(std::string_view name) noexcept;
+
+// Throws std::invalid_argument for a backend this build does not provide.
+std::unique_ptr<Selector> make_selector(Backend backend);
+// The reference backend: select(2), fds 0 .. FD_SETSIZE-1 only.
+std::unique_ptr<Selector> make_select_selector();
+
+}  // namespace reactor

@@ -1,0 +1,453 @@
+#include "reactor/scheduler.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace reactor {
+namespace {
+
+// Rebuild the sleeping heap once cancelled timers outnumber live ones (and
+// there are enough of them to be worth an O(n) pass).
+constexpr std::size_t kPurgeMinDeadTimers = 256;
+
+// Min-heap on (deadline, seq): std heap algorithms build max-heaps, so invert.
+struct LaterFirst {
+    template <class T>
+    bool operator()(const T& a, const T& b) const {
+        return a.deadline != b.deadline ? a.deadline > b.deadline : a.seq > b.seq;
+    }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- errors
+
+std::string describe(const ErrorContext& ctx) {
+    std::string line = fmt::format("reactor: {}", ctx.message);
+    if (ctx.origin_known) line += fmt::format(" (from {}:{})", ctx.origin.file_name(), ctx.origin.line());
+    if (ctx.exception) {
+        try {
+            std::rethrow_exception(ctx.exception);
+        } catch (const std::exception& e) {
+            line += fmt::format(": {}", e.what());
+        } catch (...) {
+            line += ": unknown exception";
+        }
+    }
+    return line;
+}
+
+void default_exception_handler(const ErrorContext& ctx) { fmt::print(stderr, "{}\n", describe(ctx)); }
+
+void Scheduler::set_exception_handler(ExceptionHandler handler) { exception_handler_ = std::move(handler); }
+
+void Scheduler::call_exception_handler(const ErrorContext& ctx) noexcept {
+    try {
+        if (exception_handler_) {
+            exception_handler_(ctx);
+            return;
+        }
+    } catch (...) {
+        std::fputs("reactor: the exception handler itself threw; original error follows\n", stderr);
+    }
+    try {
+        default_exception_handler(ctx);
+    } catch (...) {
+        std::fputs("reactor: failed to report an error\n", stderr);
+    }
+}
+
+// ---------------------------------------------------------------- lifetime
+
+Scheduler::Scheduler() : Scheduler(Options{}) {}
+
+Scheduler::Scheduler(Options options)
+    : selector_(options.selector ? std::move(options.selector) : make_selector(options.backend)),
+      clock_(options.clock ? std::move(options.clock) : ClockFunction([] { return Clock::now(); })),
+      now_(clock_()) {
+    wakeup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wakeup_fd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
+    try {
+        selector_->set_interest(wakeup_fd_, Interest::read);
+    } catch (...) {
+        ::close(wakeup_fd_);
+        throw;
+    }
+}
+
+Scheduler::~Scheduler() {
+    // Destroying a callback may run user destructors that touch the scheduler
+    // (schedule, cancel, report): keep every member alive until none is left.
+    while (!slots_.empty() || !posted_.empty()) {
+        auto doomed_slots = std::move(slots_);
+        std::vector<Posted> doomed_posted;
+        {
+            std::lock_guard lock(posted_mutex_);
+            doomed_posted.swap(posted_);
+        }
+        slots_.clear();
+        free_head_ = kNoSlot;
+        ready_.clear();
+        sleeping_.clear();
+        waiting_.clear();
+        live_timers_ = waiters_ = 0;
+    }
+    ::close(wakeup_fd_);
+}
+
+// ---------------------------------------------------------------- slots
+
+Scheduler::Ref Scheduler::alloc_slot(Callback cb, std::source_location where, SlotKind kind) {
+    std::uint32_t i;
+    if (free_head_ != kNoSlot) {
+        i = free_head_;
+        free_head_ = slots_[i].next_free;
+    } else {
+        if (slots_.size() >= kNoSlot) throw std::length_error("reactor: too many scheduled callbacks");
+        i = static_cast<std::uint32_t>(slots_.size());
+        slots_.emplace_back();
+    }
+    Slot& s = slots_[i];
+    s.cb = std::move(cb);
+    s.where = where;
+    s.kind = kind;
+    return Ref{i, s.gen};
+}
+
+void Scheduler::free_slot(std::uint32_t i) {
+    Slot& s = slots_[i];
+    // Destroy the callable only after the bookkeeping: its captures' destructors
+    // may re-enter the scheduler and grow slots_.
+    Callback doomed = std::move(s.cb);
+    s.kind = SlotKind::free;
+    ++s.gen;
+    s.fd = -1;
+    s.next_free = free_head_;
+    free_head_ = i;
+}
+
+bool Handle::cancel() { return sched_ && sched_->cancel(slot_, gen_); }
+
+bool Handle::pending() const {
+    if (!sched_ || slot_ >= sched_->slots_.size()) return false;
+    const auto& s = sched_->slots_[slot_];
+    return s.gen == gen_ && (s.kind == Scheduler::SlotKind::soon || s.kind == Scheduler::SlotKind::timer);
+}
+
+bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {
+    if (slot >= slots_.size()) return false;
+    Slot& s = slots_[slot];
+    if (s.gen != gen || (s.kind != SlotKind::soon && s.kind != SlotKind::timer)) return false;
+    // The queue entry stays behind and is skipped when reached (its gen no
+    // longer matches); the callable is released now.
+    if (s.kind == SlotKind::timer) {
+        --live_timers_;
+        ++dead_timers_;
+    }
+    free_slot(slot);
+    if (dead_timers_ >= kPurgeMinDeadTimers && dead_timers_ > live_timers_) purge_cancelled_timers();
+    return true;
+}
+
+void Scheduler::purge_cancelled_timers() {
+    std::erase_if(sleeping_, [this](const Timer& t) { return !live(t.ref); });
+    std::make_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
+    dead_timers_ = 0;
+}
+
+// ---------------------------------------------------------------- scheduling
+
+Handle Scheduler::call_soon(Callback cb, std::source_location where) {
+    Ref r = alloc_slot(std::move(cb), where, SlotKind::soon);
+    ready_.push_back(r);
+    return Handle(this, r.slot, r.gen);
+}
+
+Handle Scheduler::call_at(TimePoint deadline, Callback cb, std::source_location where) {
+    Ref r = alloc_slot(std::move(cb), where, SlotKind::timer);
+    sleeping_.push_back(Timer{deadline, timer_seq_++, r});
+    std::push_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
+    ++live_timers_;
+    return Handle(this, r.slot, r.gen);
+}
+
+TimePoint Scheduler::timer_base() {
+    // Inside the loop, delays count from the cached clock. Outside it the cache
+    // may be arbitrarily old, and counting from it would fire early.
+    if (!running_) now_ = clock_();
+    return now_;
+}
+
+void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
+    {
+        std::lock_guard lock(posted_mutex_);
+        posted_.push_back(Posted{std::move(cb), where});
+    }
+    // One eventfd write per batch: whoever flips the flag wakes the loop.
+    if (!wake_pending_.exchange(true, std::memory_order_acq_rel)) {
+        std::uint64_t one = 1;
+        while (::write(wakeup_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+        }
+    }
+}
+
+void Scheduler::drain_threadsafe() {
+    std::uint64_t count;
+    while (::read(wakeup_fd_, &count, sizeof count) < 0 && errno == EINTR) {
+    }
+    wake_pending_.store(false, std::memory_order_release);
+    {
+        std::lock_guard lock(posted_mutex_);
+        posted_batch_.swap(posted_);
+    }
+    for (auto& p : posted_batch_) ready_.push_back(alloc_slot(std::move(p.cb), p.where, SlotKind::soon));
+    posted_batch_.clear();
+}
+
+// ---------------------------------------------------------------- fd waiters
+
+void Scheduler::read_wait(int fd, Callback cb, std::source_location where) {
+    set_waiter(fd, true, false, std::move(cb), where);
+}
+void Scheduler::write_wait(int fd, Callback cb, std::source_location where) {
+    set_waiter(fd, false, false, std::move(cb), where);
+}
+void Scheduler::add_reader(int fd, Callback cb, std::source_location where) {
+    set_waiter(fd, true, true, std::move(cb), where);
+}
+void Scheduler::add_writer(int fd, Callback cb, std::source_location where) {
+    set_waiter(fd, false, true, std::move(cb), where);
+}
+bool Scheduler::remove_reader(int fd) { return remove_waiter(fd, true); }
+bool Scheduler::remove_writer(int fd) { return remove_waiter(fd, false); }
+
+Interest Scheduler::interest_of(int fd) const {
+    const FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
+    Interest i = Interest::none;
+    if (live(w.read)) i = i | Interest::read;
+    if (live(w.write)) i = i | Interest::write;
+    return i;
+}
+
+void Scheduler::set_waiter(int fd, bool is_read, bool persistent, Callback cb, std::source_location where) {
+    if (fd < 0) throw std::invalid_argument(fmt::format("reactor: invalid fd {} (negative)", fd));
+    if (fd == wakeup_fd_) throw std::invalid_argument(fmt::format("reactor: fd {} is the loop's own wakeup fd", fd));
+    if (!cb) throw std::invalid_argument("reactor: empty callback");
+    auto index = static_cast<std::size_t>(fd);
+    Interest wanted = index < waiting_.size() ? interest_of(fd) : Interest::none;
+    wanted = wanted | (is_read ? Interest::read : Interest::write);
+    selector_->set_interest(fd, wanted);  // validates fd first: on throw nothing has changed
+    if (index >= waiting_.size()) waiting_.resize(index + 1);
+
+    Ref r = alloc_slot(std::move(cb), where, persistent ? SlotKind::persistent_waiter : SlotKind::oneshot_waiter);
+    slots_[r.slot].fd = fd;
+    slots_[r.slot].is_read = is_read;
+    Ref& entry = is_read ? waiting_[index].read : waiting_[index].write;
+    Ref old = std::exchange(entry, r);
+    if (live(old)) {
+        free_slot(old.slot);
+    } else {
+        ++waiters_;
+    }
+}
+
+bool Scheduler::remove_waiter(int fd, bool is_read) {
+    if (fd < 0 || static_cast<std::size_t>(fd) >= waiting_.size()) return false;
+    Ref& entry = is_read ? waiting_[static_cast<std::size_t>(fd)].read : waiting_[static_cast<std::size_t>(fd)].write;
+    if (!live(entry)) return false;
+    Ref old = std::exchange(entry, Ref{});
+    --waiters_;
+    selector_->set_interest(fd, interest_of(fd));
+    free_slot(old.slot);
+    return true;
+}
+
+void Scheduler::drop_closed_fd(int fd, int error) {
+    if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
+    FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
+    ErrorContext ctx;
+    ctx.fd = fd;
+    ctx.message = fmt::format("fd {} was closed while registered ({}); its waiters were dropped", fd,
+                              std::strerror(error));
+    for (Ref r : {w.read, w.write}) {
+        if (live(r) && !ctx.origin_known) {
+            ctx.origin = slots_[r.slot].where;
+            ctx.origin_known = true;
+        }
+    }
+    remove_waiter(fd, true);
+    remove_waiter(fd, false);
+    selector_->set_interest(fd, Interest::none);
+    // Phases only enqueue: the report runs in the run phase like any callback.
+    call_soon([this, ctx = std::move(ctx)] { call_exception_handler(ctx); });
+}
+
+// ---------------------------------------------------------------- the loop
+
+bool Scheduler::has_work() const {
+    return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || wake_pending_.load(std::memory_order_acquire);
+}
+
+bool Scheduler::empty() const { return !has_work() && ready_count() == 0; }
+
+std::size_t Scheduler::ready_count() const {
+    return static_cast<std::size_t>(std::count_if(ready_.begin(), ready_.end(), [this](Ref r) { return live(r); }));
+}
+
+void Scheduler::stop() { stopping_ = true; }
+
+void Scheduler::run() {
+    running_ = true;
+    now_ = clock_();
+    while (!stopping_ && has_work()) run_once_unguarded();
+    stopping_ = running_ = false;
+}
+
+void Scheduler::run_forever() {
+    running_ = true;
+    now_ = clock_();
+    do {
+        run_once_unguarded();
+    } while (!stopping_);
+    stopping_ = running_ = false;
+}
+
+void Scheduler::run_once() {
+    bool nested = running_;
+    running_ = true;
+    run_once_unguarded();
+    running_ = nested;
+}
+
+// One iteration, in phases (asyncio's _run_once, libuv's uv_run):
+//  1. compute_timeout: 0 if anything is ready (or stop() was called), else until
+//     the earliest live deadline, else no limit. Cancelled timers at the top of
+//     the heap are dropped here so they cannot cause an early wake-up.
+//  2. poll_io: block in the selector, then read the clock, once.
+//  3. move_ready_io: due fd waiters (and posts from other threads) join the
+//     ready queue; nothing user-written runs yet.
+//  4. move_due_timers: every timer with deadline <= now joins the ready queue
+//     in (deadline, seq) order, all before any runs, so a zero-delay timer that
+//     re-arms itself lands in the next iteration and cannot starve I/O.
+//  5. run_ready: run exactly the callbacks that were ready when this phase
+//     began; whatever they schedule runs in the next iteration, after the next
+//     poll. This is the only place user callbacks are invoked.
+void Scheduler::run_once_unguarded() {
+    poll_io(compute_timeout());
+    move_ready_io();
+    move_due_timers();
+    run_ready();
+}
+
+std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
+    if (!ready_.empty() || stopping_) return std::chrono::nanoseconds::zero();
+    while (!sleeping_.empty() && !live(sleeping_.front().ref)) {
+        std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
+        sleeping_.pop_back();
+        --dead_timers_;
+    }
+    if (sleeping_.empty()) return std::nullopt;
+    return std::max(sleeping_.front().deadline - now_, Duration::zero());
+}
+
+void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
+    events_.clear();
+    selector_->wait(timeout, events_);
+    now_ = clock_();
+}
+
+void Scheduler::move_ready_io() {
+    for (const FdEvent& ev : events_) {
+        if (ev.fd == wakeup_fd_) {
+            drain_threadsafe();
+            continue;
+        }
+        if (ev.fd < 0 || static_cast<std::size_t>(ev.fd) >= waiting_.size()) continue;
+        if (ev.error != 0) {
+            drop_closed_fd(ev.fd, ev.error);
+            continue;
+        }
+        const FdWaiters& w = waiting_[static_cast<std::size_t>(ev.fd)];
+        if (ev.readable && live(w.read)) ready_.push_back(w.read);
+        if (ev.writable && live(w.write)) ready_.push_back(w.write);
+    }
+}
+
+void Scheduler::move_due_timers() {
+    while (!sleeping_.empty() && sleeping_.front().deadline <= now_) {
+        Ref r = sleeping_.front().ref;
+        std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
+        sleeping_.pop_back();
+        if (!live(r)) {
+            --dead_timers_;
+            continue;
+        }
+        // Due: from now on it is an ordinary ready callback.
+        slots_[r.slot].kind = SlotKind::soon;
+        --live_timers_;
+        ready_.push_back(r);
+    }
+}
+
+void Scheduler::run_ready() {
+    running_batch_.swap(ready_);
+    for (Ref r : running_batch_) {
+        // Skips entries cancelled or removed by an earlier callback of this batch.
+        if (!live(r)) continue;
+        Slot& s = slots_[r.slot];
+        std::source_location where = s.where;
+        Callback cb = std::move(s.cb);
+        switch (s.kind) {
+        case SlotKind::soon:
+            free_slot(r.slot);
+            invoke(cb, where);
+            break;
+        case SlotKind::oneshot_waiter: {
+            // One-shot: deregistered before it runs, so it may re-register itself.
+            int fd = s.fd;
+            Ref& entry = s.is_read ? waiting_[static_cast<std::size_t>(fd)].read
+                                   : waiting_[static_cast<std::size_t>(fd)].write;
+            entry = Ref{};
+            --waiters_;
+            free_slot(r.slot);
+            selector_->set_interest(fd, interest_of(fd));
+            invoke(cb, where);
+            break;
+        }
+        case SlotKind::persistent_waiter:
+            // Run it from a local so it may remove or replace itself; put it
+            // back only if it is still the registered waiter afterwards.
+            invoke(cb, where);
+            if (live(r)) slots_[r.slot].cb = std::move(cb);
+            break;
+        case SlotKind::timer:
+        case SlotKind::free:
+            break;  // unreachable: due timers are re-kinded, free slots are not live
+        }
+    }
+    running_batch_.clear();
+}
+
+void Scheduler::invoke(Callback& cb, const std::source_location& where) noexcept {
+    try {
+        cb();
+    } catch (...) {
+        ErrorContext ctx;
+        ctx.message = "exception in callback";
+        ctx.exception = std::current_exception();
+        ctx.origin = where;
+        ctx.origin_known = true;
+        call_exception_handler(ctx);
+    }
+}
+
+}  // namespace reactor

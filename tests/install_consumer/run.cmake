@@ -1,0 +1,14 @@
+# Installs the already-built project into a scratch prefix, then configures and
+# builds a separate project that uses find_package(reactor CONFIG REQUIRED),
+# and runs it.
+file(REMOVE_RECURSE ${WORK_DIR})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
+                COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install_consumer -B ${WORK_DIR}/build
+                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${WORK_DIR}/build/consumer OUTPUT_VARIABLE out COMMAND_ERROR_IS_FATAL ANY)
+if(NOT out MATCHES "consumer: 3 callbacks ran")
+  message(FATAL_ERROR "unexpected consumer output: ${out}")
+endif()
+message(STATUS "installed package works: ${out}")
