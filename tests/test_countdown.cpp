@@ -1,0 +1,96 @@
+// Runs the real countdown example at high speed and talks to its echo server
+// over TCP on 127.0.0.1.
+#define BOOST_TEST_MODULE countdown
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/process.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+int connect_loopback(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+std::string read_line(int fd) {
+    std::string line;
+    char c;
+    while (::recv(fd, &c, 1, 0) == 1 && c != '\n') line += c;
+    return line;
+}
+
+std::vector<std::string> lines_matching(const std::string& text, const std::regex& re) {
+    std::vector<std::string> out;
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) out.push_back(it->str());
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(counts_down_counts_up_and_echoes_over_tcp) {
+    // --speed 20: the 20 s program takes about 1 s.
+    testsupport::Child child(testsupport::example_path("countdown"), {"--port", "0", "--speed", "20"});
+    auto first = child.read_line(5s);
+    BOOST_REQUIRE(first);
+    std::smatch m;
+    BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+))")), *first);
+    int port = std::stoi(m[1]);
+
+    int fd = connect_loopback(port);
+    std::string req = "hello\nworld\r\n";
+    BOOST_REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size()));
+    BOOST_TEST(read_line(fd) == "Got: hello");
+    BOOST_TEST(read_line(fd) == "Got: world");
+    // A message split across two writes is answered once it is complete.
+    ::send(fd, "spl", 3, MSG_NOSIGNAL);
+    ::usleep(10'000);
+    ::send(fd, "it\n", 3, MSG_NOSIGNAL);
+    BOOST_TEST(read_line(fd) == "Got: split");
+    ::close(fd);
+
+    std::string out = *first + "\n" + child.read_all(10s);
+    BOOST_TEST(child.wait(5s) == 0);
+
+    auto downs = lines_matching(out, std::regex(R"(Down \d+)"));
+    BOOST_TEST(downs == (std::vector<std::string>{"Down 6", "Down 5", "Down 4", "Down 3", "Down 2", "Down 1"}),
+               boost::test_tools::per_element());
+    auto ups = lines_matching(out, std::regex(R"(Up \d+)"));
+    BOOST_REQUIRE_EQUAL(ups.size(), 20u);
+    for (std::size_t i = 0; i < ups.size(); ++i) BOOST_TEST(ups[i] == "Up " + std::to_string(i));
+    // Concurrency, not sequence: counting up starts before the countdown's second step.
+    BOOST_TEST(out.find("Up 1") < out.find("Down 5"));
+    BOOST_TEST(out.find("echo: 127.0.0.1:") != std::string::npos);
+    BOOST_TEST(out.find("Down 1") < out.find("countdown finished"));
+}
+
+BOOST_AUTO_TEST_CASE(help_explains_the_options_and_exits_zero) {
+    testsupport::Child child(testsupport::example_path("countdown"), {"--help"});
+    std::string out = child.read_all(5s);
+    BOOST_TEST(child.wait(5s) == 0);
+    for (const char* word : {"--port", "--from", "--speed", "Down", "Up", "Got:"})
+        BOOST_TEST(out.find(word) != std::string::npos, word);
+}
+
+BOOST_AUTO_TEST_CASE(bad_options_are_rejected_clearly) {
+    testsupport::Child child(testsupport::example_path("countdown"), {"--speed", "fast"});
+    std::string err = child.read_stderr(5s);
+    BOOST_TEST(child.wait(5s) == 2);
+    BOOST_TEST(err.find("--speed expects a number") != std::string::npos, err);
+}
