@@ -2,10 +2,14 @@
 # builds a separate project that uses find_package(reactor CONFIG REQUIRED),
 # and runs it.
 file(REMOVE_RECURSE ${WORK_DIR})
+set(extra_flags "")
+if(SANITIZE)  # the installed library was built with sanitizers: so must its consumer be
+  set(extra_flags "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install_consumer -B ${WORK_DIR}/build
-                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix COMMAND_ERROR_IS_FATAL ANY)
+                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix ${extra_flags} COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${WORK_DIR}/build/consumer OUTPUT_VARIABLE out COMMAND_ERROR_IS_FATAL ANY)
 if(NOT out MATCHES "consumer: 3 callbacks ran")
