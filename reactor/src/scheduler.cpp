@@ -305,27 +305,41 @@ std::size_t Scheduler::ready_count() const {
 
 void Scheduler::stop() { stopping_ = true; }
 
+// Marks the loop as running for the scope; refuses re-entry, because a
+// callback that ran the loop again would run the batch its caller is running.
+class Scheduler::RunGuard {
+public:
+    explicit RunGuard(Scheduler& s) : s_(s) {
+        if (s_.running_) throw std::logic_error("reactor: the loop is already running (run called from a callback?)");
+        s_.running_ = true;
+    }
+    ~RunGuard() { s_.running_ = false; }
+    RunGuard(const RunGuard&) = delete;
+    RunGuard& operator=(const RunGuard&) = delete;
+
+private:
+    Scheduler& s_;
+};
+
 void Scheduler::run() {
-    running_ = true;
+    RunGuard guard(*this);
     now_ = clock_();
     while (!stopping_ && has_work()) run_once_unguarded();
-    stopping_ = running_ = false;
+    stopping_ = false;
 }
 
 void Scheduler::run_forever() {
-    running_ = true;
+    RunGuard guard(*this);
     now_ = clock_();
     do {
         run_once_unguarded();
     } while (!stopping_);
-    stopping_ = running_ = false;
+    stopping_ = false;
 }
 
 void Scheduler::run_once() {
-    bool nested = running_;
-    running_ = true;
+    RunGuard guard(*this);
     run_once_unguarded();
-    running_ = nested;
 }
 
 // One iteration, in phases (asyncio's _run_once, libuv's uv_run):

@@ -122,6 +122,7 @@ public:
     // and changes nothing.
 
     // ---- running ----
+    // Loop thread only, and never from inside a callback (std::logic_error):
     // Until nothing is ready, sleeping or waiting (or stop()).
     void run();
     // Until stop(). Idle time is spent blocked in the selector.
@@ -152,6 +153,7 @@ public:
 
 private:
     friend class Handle;
+    class RunGuard;
 
     enum class SlotKind : std::uint8_t { free, soon, timer, oneshot_waiter, persistent_waiter };
     struct Slot {
