@@ -1,0 +1,67 @@
+// reactor::Address: a socket address by value (IPv4, IPv6 or Unix domain).
+//
+// A plain copyable value that owns no resource. parse() and unix_path() never
+// touch the network; resolve() is the one member that may block (getaddrinfo).
+// Every member may be called from any thread.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace reactor {
+
+class Address {
+public:
+    // AF_UNSPEC: "no address" (what local_of/peer_of give for a closed fd).
+    Address() noexcept;
+
+    // Numeric only: "127.0.0.1", "::1", "0.0.0.0", "::". A host name, a scope
+    // ("fe80::1%eth0") or garbage throws std::invalid_argument. Never blocks.
+    static Address parse(std::string_view numeric_host, std::uint16_t port);
+    // "127.0.0.1:8080" or "[::1]:8080" (IPv6 needs the brackets).
+    static Address parse(std::string_view host_and_port);
+    // A Unix domain stream address. A leading '@' names a Linux abstract
+    // socket (no file). Throws std::invalid_argument if the path does not fit
+    // in sockaddr_un (107 bytes) or is empty.
+    static Address unix_path(std::string_view path);
+    // Loopback shorthands for servers and tests.
+    static Address loopback_v4(std::uint16_t port) { return parse("127.0.0.1", port); }
+    static Address loopback_v6(std::uint16_t port) { return parse("::1", port); }
+
+    // BLOCKS the calling thread in getaddrinfo() (it may wait for DNS). Call it
+    // before starting the loop, or from another thread, never from a loop
+    // callback of a server that must stay responsive. A numeric host returns at
+    // once without a lookup. Throws std::runtime_error when nothing resolves.
+    static std::vector<Address> resolve(std::string_view host, std::uint16_t port);
+
+    // The address a socket is bound to / connected to; AF_UNSPEC on failure.
+    static Address local_of(int fd);
+    static Address peer_of(int fd);
+    // Wraps raw storage (accept, recvfrom). `len` is clamped to sockaddr_storage.
+    static Address from_sockaddr(const sockaddr* sa, socklen_t len);
+
+    int family() const noexcept { return storage_.ss_family; }
+    bool is_ip() const noexcept { return family() == AF_INET || family() == AF_INET6; }
+    bool is_unix() const noexcept { return family() == AF_UNIX; }
+    // 0 for Unix and unspecified addresses.
+    std::uint16_t port() const noexcept;
+    // "127.0.0.1", "::1", the Unix path ("@name" for abstract), "" if unspecified.
+    std::string host() const;
+    // "127.0.0.1:8080", "[::1]:8080", "unix:/tmp/x.sock", "unspecified".
+    std::string to_string() const;
+
+    const sockaddr* data() const noexcept { return reinterpret_cast<const sockaddr*>(&storage_); }
+    socklen_t size() const noexcept { return len_; }
+
+    friend bool operator==(const Address& a, const Address& b) noexcept;
+
+private:
+    sockaddr_storage storage_;
+    socklen_t len_ = 0;
+};
+
+}  // namespace reactor

@@ -1,0 +1,196 @@
+// reactor::TcpConnection: one connected non-blocking stream socket, TCP or Unix domain.
+//
+// Owns its fd. An open connection owns itself (nobody has to keep a pointer);
+// once closed it is released on a later loop iteration, after its close
+// callback has run, so it is never freed while one of its callbacks is on the
+// stack. Loop thread only. No member calls back synchronously, except write(),
+// which may run the high-water callback before it returns (as asyncio's
+// pause_writing()).
+//
+// State diagram:
+//
+//            close() with output pending          output flushed (or write error)
+//   open ───────────────────────────────> closing ──────────────────────────────> closed
+//     │                                                                             ^
+//     └── abort(), reset, error, close() with nothing pending, EOF after shutdown ──┘
+//
+// Reading and writing are independent half-duplex flags inside `open`: reading
+// can be paused and resumed, and stops for good at EOF; writing stops for good
+// after shutdown_write().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "reactor/address.hpp"
+#include "reactor/byte_buffer.hpp"
+#include "reactor/scheduler.hpp"
+
+namespace reactor {
+
+// Why a connection closed, as given to its close callback.
+enum class CloseKind : std::uint8_t {
+    local,  // close() or abort() was called on this side (and the flush, if any, succeeded)
+    eof,    // the peer finished sending, and the connection then closed gracefully
+    reset,  // the peer reset the connection (ECONNRESET, EPIPE, ECONNABORTED)
+    error,  // any other socket error; `error` says which
+};
+std::string_view to_string(CloseKind kind) noexcept;
+
+struct CloseReason {
+    CloseKind kind = CloseKind::local;
+    int error = 0;  // errno for reset and error, else 0
+    // "eof", "reset: Connection reset by peer", ...
+    std::string to_string() const;
+};
+
+struct ConnectionOptions {
+    // Output buffer water marks (asyncio's defaults): the high-water callback
+    // runs when buffered() grows above `high_water`, the low-water callback
+    // when it then falls to `low_water` or below. Requires low <= high.
+    std::size_t high_water = 64 * 1024;
+    std::size_t low_water = 16 * 1024;
+    // Most bytes one recv(2) may return; one recv per readiness, so no
+    // connection can starve the others. The bytes land in a buffer shared by
+    // all connections of the thread, hence no per-connection cost.
+    std::size_t read_size = 64 * 1024;
+};
+
+class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
+    struct Passkey {};
+
+public:
+    enum class State : std::uint8_t { open, closing, closed };
+
+    // `data` is valid only during the call: copy what you keep.
+    using DataCallback = std::function<void(TcpConnection&, std::string_view data)>;
+    using EventCallback = std::function<void(TcpConnection&)>;
+    using CloseCallback = std::function<void(TcpConnection&, const CloseReason&)>;
+
+    // Takes ownership of `fd`, a connected non-blocking stream socket, and
+    // starts reading (the data callback can first run on the next iteration,
+    // so set callbacks right after adopting). TcpListener and connect() call
+    // this for you. Throws std::invalid_argument, after closing the fd, if the
+    // options are inconsistent or the backend cannot watch the fd (select:
+    // fd >= FD_SETSIZE). Loop thread only.
+    static std::shared_ptr<TcpConnection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {});
+
+    TcpConnection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options);
+    ~TcpConnection();
+    TcpConnection(const TcpConnection&) = delete;
+    TcpConnection& operator=(const TcpConnection&) = delete;
+
+    // ---- callbacks (set them any time; an empty one means "nothing to do") ----
+    // Data received. Without a data callback, received bytes are discarded.
+    void set_data_callback(DataCallback cb) { on_data_ = std::move(cb); }
+    // The peer shut down its sending side. Without an EOF callback the
+    // connection then closes by itself (flushing pending output first; close
+    // reason eof). With one, it stays open for writing: finish with
+    // shutdown_write() (which then closes it, reason eof) or close().
+    void set_eof_callback(EventCallback cb) { on_eof_ = std::move(cb); }
+    // The output buffer became empty: everything written so far was handed to
+    // the kernel. Runs on a later iteration, never from inside write().
+    void set_drain_callback(EventCallback cb) { on_drain_ = std::move(cb); }
+    // buffered() grew above the high mark (called from write(): the only
+    // synchronous callback), and later fell to the low mark (from the loop).
+    // Each crossing is reported once; high and low alternate.
+    void set_high_water_callback(EventCallback cb) { on_high_water_ = std::move(cb); }
+    void set_low_water_callback(EventCallback cb) { on_low_water_ = std::move(cb); }
+    // Exactly once, on a later iteration than the event that closed it. After
+    // it returns every callback is dropped (breaking cycles through captures)
+    // and the connection releases itself.
+    void set_close_callback(CloseCallback cb) { on_close_ = std::move(cb); }
+
+    // ---- writing ----
+    // Sends now what the kernel takes and buffers the rest, which goes out in
+    // order as the socket becomes writable (write interest is registered only
+    // after EAGAIN). Never refuses data for being large: watch the high-water
+    // callback. Returns false, dropping `data`, once the connection is closing
+    // or closed or after shutdown_write(); a send error (e.g. peer reset) also
+    // returns false and closes the connection (close callback on a later
+    // iteration). Never raises SIGPIPE.
+    bool write(std::string_view data);
+    std::size_t buffered() const noexcept { return out_.size(); }
+    // Requires low <= high (std::invalid_argument). Takes effect at the next write or flush.
+    void set_water_marks(std::size_t high, std::size_t low);
+    bool above_high_water() const noexcept { return above_high_; }
+
+    // ---- reading ----
+    // Stops/restarts delivering data (the bytes wait in the kernel, and the
+    // peer is eventually held back by TCP flow control). Idempotent.
+    void pause_reading();
+    void resume_reading();
+    // True while data can still arrive: open, not paused, no EOF yet.
+    bool reading() const noexcept { return reader_registered_; }
+
+    // ---- ending ----
+    // Half-close: after the buffered output is flushed, shut down the sending
+    // side (the peer reads EOF); reading continues. Later writes return false.
+    void shutdown_write();
+    // Graceful: stop reading, flush buffered output, then close (reason local,
+    // unless the flush fails). A peer that never reads keeps it `closing`
+    // forever: use abort() if you cannot wait. Idempotent.
+    void close();
+    // Immediate: discard buffered output and close now; the peer sees a reset
+    // (TCP). Reason local. Idempotent.
+    void abort();
+
+    // ---- inspection ----
+    State state() const noexcept { return state_; }
+    bool is_open() const noexcept { return state_ == State::open; }
+    int fd() const noexcept { return fd_; }  // -1 once closed
+    Address local_address() const { return Address::local_of(fd_); }
+    Address peer_address() const { return Address::peer_of(fd_); }
+    Scheduler& scheduler() const noexcept { return sched_; }
+    // TCP_NODELAY (TcpListener and connect() turn it on for TCP). No-op on Unix sockets.
+    void set_no_delay(bool on) noexcept;
+
+private:
+    void on_readable();
+    void on_writable();
+    void on_eof();
+    void update_reader();
+    void register_writer();
+    void do_shutdown_write();
+    void begin_close(CloseKind kind);
+    void fail(int error);
+    void finish_close(CloseReason reason, bool abortive);
+    void schedule_drain();
+
+    Scheduler& sched_;
+    int fd_;
+    State state_ = State::open;
+    CloseKind closing_kind_ = CloseKind::local;  // what `closing` reports once flushed
+    std::shared_ptr<TcpConnection> self_;       // set while open or closing: see the header comment
+
+    ByteBuffer out_;
+    std::size_t high_water_;
+    std::size_t low_water_;
+    std::size_t read_size_;
+
+    bool reading_wanted_ = true;  // not paused by the user
+    bool reader_registered_ = false;
+    bool writer_registered_ = false;
+    bool read_eof_ = false;
+    bool shutdown_requested_ = false;
+    bool write_shut_ = false;
+    bool above_high_ = false;
+    bool drain_scheduled_ = false;
+
+    DataCallback on_data_;
+    EventCallback on_eof_;
+    EventCallback on_drain_;
+    EventCallback on_high_water_;
+    EventCallback on_low_water_;
+    CloseCallback on_close_;
+};
+
+using TcpConnectionPtr = std::shared_ptr<TcpConnection>;
+
+std::string_view to_string(TcpConnection::State state) noexcept;
+
+}  // namespace reactor

@@ -1,0 +1,104 @@
+// reactor::TcpListener: a listening stream socket (TCP over IPv4/IPv6, or Unix
+// domain) that accepts connections and hands each over as a TcpConnection.
+//
+// Owns its fd (and, for a Unix path it created, the socket file). Owned by
+// whoever holds the shared_ptr; destroying it, or close(), stops listening
+// (connections already accepted live on). Destroy it before its Scheduler.
+// Loop thread only; never calls back synchronously.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <system_error>
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "reactor/address.hpp"
+#include "reactor/scheduler.hpp"
+#include "reactor/tcp_connection.hpp"
+
+namespace reactor {
+
+class TcpListener : public std::enable_shared_from_this<TcpListener> {
+    struct Passkey {};
+
+public:
+    // Receives each accepted connection, already reading: set its callbacks
+    // here (data can first arrive on the next iteration).
+    using AcceptCallback = std::function<void(const TcpConnectionPtr&)>;
+    // Accept trouble that did not stop the listener: fd exhaustion (accepting
+    // pauses for accept_pause), or a connection refused because the backend
+    // cannot watch its fd. Without one, these go to the Scheduler's exception handler.
+    using ErrorCallback = std::function<void(TcpListener&, std::error_code, std::string_view what)>;
+
+    struct Options {
+        int backlog = SOMAXCONN;
+        bool reuse_address = true;  // SO_REUSEADDR (TCP): restart while old connections linger in TIME_WAIT
+        bool reuse_port = false;    // SO_REUSEPORT (TCP): several listeners share a port
+        // After EMFILE/ENFILE/ENOBUFS/ENOMEM, accepting stops this long rather
+        // than spinning on a listening socket that stays readable; pending
+        // clients wait in the backlog meanwhile.
+        std::chrono::milliseconds accept_pause{100};
+        ConnectionOptions connection;  // for every accepted connection
+    };
+
+    // Binds, listens and starts accepting. `address` may use port 0 (see
+    // address() for the port picked) or be a Unix address: a stale socket file
+    // at that path is replaced, and the file is removed again on close. Throws
+    // std::system_error (e.g. EADDRINUSE) or std::invalid_argument.
+    [[nodiscard]] static std::shared_ptr<TcpListener> listen(Scheduler& sched, const Address& address,
+                                                             AcceptCallback on_accept, Options options);
+    [[nodiscard]] static std::shared_ptr<TcpListener> listen(Scheduler& sched, const Address& address,
+                                                             AcceptCallback on_accept) {
+        return listen(sched, address, std::move(on_accept), Options{});
+    }
+
+    TcpListener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options);
+    ~TcpListener();
+    TcpListener(const TcpListener&) = delete;
+    TcpListener& operator=(const TcpListener&) = delete;
+
+    void set_error_callback(ErrorCallback cb);
+
+    // Stops listening and closes the fd. Safe from inside the accept callback;
+    // idempotent. Later connection attempts are refused by the kernel.
+    void close();
+    bool listening() const noexcept { return fd_ >= 0; }
+    // The bound address, with the real port when port 0 was asked for.
+    const Address& address() const noexcept { return address_; }
+    int fd() const noexcept { return fd_; }
+
+    // Counters for logs and tests.
+    std::uint64_t accepted() const noexcept { return accepted_; }
+    std::uint64_t refused() const noexcept { return refused_; }  // accepted, then closed (fd unwatchable)
+
+private:
+    void start_accepting();
+    void on_readable();
+    void pause_accepting(int error);
+    void report(int error, std::string_view what);
+
+    Scheduler& sched_;
+    int fd_;
+    Address address_;
+    struct Callbacks {
+        AcceptCallback on_accept;
+        ErrorCallback on_error;
+    };
+    std::shared_ptr<Callbacks> callbacks_;  // shared so that close() inside a callback is safe
+    Options options_;
+    Handle resume_timer_;
+    bool owns_path_ = false;  // Unix: unlink the socket file on close if it is still ours
+    dev_t path_dev_ = 0;
+    ino_t path_ino_ = 0;
+    std::uint64_t accepted_ = 0;
+    std::uint64_t refused_ = 0;
+};
+
+using TcpListenerPtr = std::shared_ptr<TcpListener>;
+
+}  // namespace reactor

@@ -1,0 +1,175 @@
+#include "reactor/address.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace reactor {
+
+Address::Address() noexcept { std::memset(&storage_, 0, sizeof storage_); }
+
+Address Address::parse(std::string_view numeric_host, std::uint16_t port) {
+    // inet_pton needs a NUL-terminated string; INET6_ADDRSTRLEN bounds any valid input.
+    char text[INET6_ADDRSTRLEN + 1];
+    if (numeric_host.empty() || numeric_host.size() >= sizeof text)
+        throw std::invalid_argument(fmt::format("reactor: '{}' is not a numeric IPv4 or IPv6 address", numeric_host));
+    std::memcpy(text, numeric_host.data(), numeric_host.size());
+    text[numeric_host.size()] = '\0';
+
+    Address a;
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&a.storage_);
+    if (::inet_pton(AF_INET, text, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        a.len_ = sizeof(sockaddr_in);
+        return a;
+    }
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&a.storage_);
+    if (::inet_pton(AF_INET6, text, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        a.len_ = sizeof(sockaddr_in6);
+        return a;
+    }
+    throw std::invalid_argument(fmt::format("reactor: '{}' is not a numeric IPv4 or IPv6 address", numeric_host));
+}
+
+Address Address::parse(std::string_view host_and_port) {
+    auto bad = [&] {
+        return std::invalid_argument(
+            fmt::format("reactor: '{}' is not 'a.b.c.d:port' or '[v6]:port'", host_and_port));
+    };
+    auto colon = host_and_port.rfind(':');
+    if (colon == std::string_view::npos) throw bad();
+    std::string_view host = host_and_port.substr(0, colon);
+    std::string_view port_text = host_and_port.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    } else if (host.find(':') != std::string_view::npos) {
+        throw bad();  // an IPv6 address without brackets is ambiguous
+    }
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535 || port_text.empty())
+        throw bad();
+    return parse(host, static_cast<std::uint16_t>(port));
+}
+
+Address Address::unix_path(std::string_view path) {
+    Address a;
+    auto* un = reinterpret_cast<sockaddr_un*>(&a.storage_);
+    // The kernel wants a NUL-terminated path for a file; abstract names are
+    // counted by length instead, so the terminator is not needed there.
+    if (path.empty() || path.size() >= sizeof un->sun_path)
+        throw std::invalid_argument(
+            fmt::format("reactor: Unix socket path must be 1..{} bytes, got {}", sizeof un->sun_path - 1, path.size()));
+    un->sun_family = AF_UNIX;
+    std::memcpy(un->sun_path, path.data(), path.size());
+    if (path.front() == '@') un->sun_path[0] = '\0';
+    a.len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + (path.front() == '@' ? 0 : 1));
+    return a;
+}
+
+std::vector<Address> Address::resolve(std::string_view host, std::uint16_t port) {
+    try {
+        return {parse(host, port)};
+    } catch (const std::invalid_argument&) {
+        // not numeric: fall through to a real lookup
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* list = nullptr;
+    std::string name(host);
+    int rc = ::getaddrinfo(name.c_str(), nullptr, &hints, &list);
+    if (rc != 0) throw std::runtime_error(fmt::format("reactor: cannot resolve '{}': {}", host, ::gai_strerror(rc)));
+    std::vector<Address> out;
+    for (addrinfo* ai = list; ai; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+        Address a = from_sockaddr(ai->ai_addr, ai->ai_addrlen);
+        if (a.family() == AF_INET) reinterpret_cast<sockaddr_in*>(&a.storage_)->sin_port = htons(port);
+        else reinterpret_cast<sockaddr_in6*>(&a.storage_)->sin6_port = htons(port);
+        if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+    }
+    ::freeaddrinfo(list);
+    if (out.empty()) throw std::runtime_error(fmt::format("reactor: '{}' has no IPv4 or IPv6 address", host));
+    return out;
+}
+
+Address Address::from_sockaddr(const sockaddr* sa, socklen_t len) {
+    Address a;
+    len = std::min<socklen_t>(len, sizeof a.storage_);
+    std::memcpy(&a.storage_, sa, len);
+    a.len_ = len;
+    return a;
+}
+
+Address Address::local_of(int fd) {
+    Address a;
+    socklen_t len = sizeof a.storage_;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a.storage_), &len) != 0) return Address();
+    a.len_ = len;
+    return a;
+}
+
+Address Address::peer_of(int fd) {
+    Address a;
+    socklen_t len = sizeof a.storage_;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a.storage_), &len) != 0) return Address();
+    a.len_ = len;
+    return a;
+}
+
+std::uint16_t Address::port() const noexcept {
+    if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
+    if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
+    return 0;
+}
+
+std::string Address::host() const {
+    char text[INET6_ADDRSTRLEN];
+    if (family() == AF_INET) {
+        ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, text, sizeof text);
+        return text;
+    }
+    if (family() == AF_INET6) {
+        ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, text, sizeof text);
+        return text;
+    }
+    if (family() == AF_UNIX) {
+        const auto* un = reinterpret_cast<const sockaddr_un*>(&storage_);
+        auto offset = offsetof(sockaddr_un, sun_path);
+        if (len_ <= offset) return {};  // unnamed (e.g. the client end of a connection)
+        std::string path(un->sun_path, len_ - offset);
+        if (path[0] == '\0') {
+            path[0] = '@';  // abstract
+        } else if (auto nul = path.find('\0'); nul != std::string::npos) {
+            path.resize(nul);
+        }
+        return path;
+    }
+    return {};
+}
+
+std::string Address::to_string() const {
+    switch (family()) {
+    case AF_INET: return fmt::format("{}:{}", host(), port());
+    case AF_INET6: return fmt::format("[{}]:{}", host(), port());
+    case AF_UNIX: return fmt::format("unix:{}", host());
+    default: return "unspecified";
+    }
+}
+
+bool operator==(const Address& a, const Address& b) noexcept {
+    return a.len_ == b.len_ && std::memcmp(&a.storage_, &b.storage_, a.len_) == 0;
+}
+
+}  // namespace reactor

@@ -1,0 +1,65 @@
+// Private helpers shared by the socket classes: thin wrappers over the socket
+// system calls with the flags every socket here wants (non-blocking, close-on-exec).
+// Not installed; loop-independent; never call user code.
+#pragma once
+
+#include <cerrno>
+#include <cstddef>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+namespace reactor::detail {
+
+// Owns one fd until release(); closes it otherwise. Move-only.
+class UniqueFd {
+public:
+    UniqueFd() = default;
+    explicit UniqueFd(int fd) noexcept : fd_(fd) {}
+    UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    UniqueFd& operator=(UniqueFd&& o) noexcept {
+        if (this != &o) reset(std::exchange(o.fd_, -1));
+        return *this;
+    }
+    ~UniqueFd() { reset(); }
+    int get() const noexcept { return fd_; }
+    int release() noexcept { return std::exchange(fd_, -1); }
+    void reset(int fd = -1) noexcept;
+
+private:
+    int fd_ = -1;
+};
+
+// close(2) without retrying EINTR: on Linux the fd is gone either way, and a
+// retry could close an fd another thread just received.
+void close_fd(int fd) noexcept;
+
+// A non-blocking, close-on-exec socket. Throws std::system_error.
+UniqueFd make_socket(int family, int type);
+
+// Best-effort socket options (failure is ignored: they are optimisations).
+void set_no_delay(int fd) noexcept;
+// Throws std::system_error (a listener without it fails to restart quickly).
+void set_reuse_address(int fd);
+void set_reuse_port(int fd);
+// SO_LINGER {on, 0}: close() then sends RST and discards unsent data.
+void set_linger_zero(int fd) noexcept;
+
+// A receive buffer of at least n bytes shared by every socket of the calling
+// thread. Valid until the next call on this thread: socket classes hand a view
+// of it to a data callback and never read again before that callback returns
+// (the loop does not nest), so one buffer serves all connections at no
+// per-connection memory cost.
+char* read_scratch(std::size_t n);
+
+// The pending error of a socket (SO_ERROR), 0 if none.
+int take_socket_error(int fd) noexcept;
+
+// The peer went away abruptly (as opposed to a local failure).
+inline bool is_reset_error(int err) noexcept { return err == ECONNRESET || err == EPIPE || err == ECONNABORTED; }
+
+inline std::system_error system_error(int err, std::string_view what) {
+    return std::system_error(err, std::generic_category(), std::string(what));
+}
+
+}  // namespace reactor::detail

@@ -1,0 +1,267 @@
+#include "reactor/tcp_connection.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "socket_ops.hpp"
+
+namespace reactor {
+
+std::string_view to_string(CloseKind kind) noexcept {
+    switch (kind) {
+    case CloseKind::local: return "local";
+    case CloseKind::eof: return "eof";
+    case CloseKind::reset: return "reset";
+    case CloseKind::error: return "error";
+    }
+    return "unknown";
+}
+
+std::string CloseReason::to_string() const {
+    if (error == 0) return std::string(reactor::to_string(kind));
+    return fmt::format("{}: {}", reactor::to_string(kind), std::strerror(error));
+}
+
+std::string_view to_string(TcpConnection::State state) noexcept {
+    switch (state) {
+    case TcpConnection::State::open: return "open";
+    case TcpConnection::State::closing: return "closing";
+    case TcpConnection::State::closed: return "closed";
+    }
+    return "unknown";
+}
+
+// ---------------------------------------------------------------- lifetime
+
+std::shared_ptr<TcpConnection> TcpConnection::adopt(Scheduler& sched, int fd, ConnectionOptions options) {
+    detail::UniqueFd owned(fd);
+    if (options.low_water > options.high_water)
+        throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}",
+                                                options.low_water, options.high_water));
+    if (options.read_size == 0) throw std::invalid_argument("reactor: read_size must be positive");
+    auto conn = std::make_shared<TcpConnection>(Passkey{}, sched, owned.release(), options);
+    // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
+    // and its destructor closes the fd. Only a registered connection owns itself.
+    conn->update_reader();
+    conn->self_ = conn;
+    return conn;
+}
+
+TcpConnection::TcpConnection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options)
+    : sched_(sched),
+      fd_(fd),
+      high_water_(options.high_water),
+      low_water_(options.low_water),
+      read_size_(options.read_size) {}
+
+TcpConnection::~TcpConnection() {
+    // Only reached open if adopt() failed before anything was registered.
+    if (fd_ >= 0) detail::close_fd(fd_);
+}
+
+void TcpConnection::set_no_delay(bool on) noexcept {
+    int v = on ? 1 : 0;
+    if (fd_ >= 0) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
+}
+
+void TcpConnection::set_water_marks(std::size_t high, std::size_t low) {
+    if (low > high)
+        throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}", low, high));
+    high_water_ = high;
+    low_water_ = low;
+}
+
+// ---------------------------------------------------------------- reading
+
+void TcpConnection::pause_reading() {
+    reading_wanted_ = false;
+    update_reader();
+}
+
+void TcpConnection::resume_reading() {
+    reading_wanted_ = true;
+    update_reader();
+}
+
+// The one place that decides whether the fd is watched for reading.
+void TcpConnection::update_reader() {
+    bool want = state_ == State::open && reading_wanted_ && !read_eof_;
+    if (want && !reader_registered_) {
+        sched_.add_reader(fd_, [this] { on_readable(); });  // self_ keeps `this` alive while registered
+        reader_registered_ = true;
+    } else if (!want && reader_registered_) {
+        sched_.remove_reader(fd_);
+        reader_registered_ = false;
+    }
+}
+
+void TcpConnection::on_readable() {
+    char* buf = detail::read_scratch(read_size_);
+    ssize_t n;
+    do {
+        n = ::recv(fd_, buf, read_size_, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+        if (on_data_) on_data_(*this, std::string_view(buf, static_cast<std::size_t>(n)));
+        return;
+    }
+    if (n == 0) return on_eof();
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // spurious readiness: wait again
+    fail(errno);
+}
+
+void TcpConnection::on_eof() {
+    read_eof_ = true;
+    update_reader();
+    if (!on_eof_) return begin_close(CloseKind::eof);
+    on_eof_(*this);
+    // Both directions are finished: nothing more can happen on this socket.
+    if (state_ == State::open && write_shut_) finish_close({CloseKind::eof, 0}, false);
+}
+
+// ---------------------------------------------------------------- writing
+
+bool TcpConnection::write(std::string_view data) {
+    if (state_ != State::open || shutdown_requested_) return false;
+    if (data.empty()) return true;
+    if (out_.empty()) {
+        // Nothing queued, so order allows sending straight away: the common
+        // case costs one send(2) and no copy.
+        ssize_t n;
+        do {
+            n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                fail(errno);
+                return false;
+            }
+            n = 0;
+        }
+        if (static_cast<std::size_t>(n) == data.size()) {
+            if (on_drain_) schedule_drain();
+            return true;
+        }
+        data.remove_prefix(static_cast<std::size_t>(n));
+        out_.append(data);
+        register_writer();
+    } else {
+        out_.append(data);  // the writer is registered: it sends in order
+    }
+    // Last, so the callback sees a consistent connection and may do anything.
+    if (!above_high_ && out_.size() > high_water_) {
+        above_high_ = true;
+        if (on_high_water_) on_high_water_(*this);
+    }
+    return true;
+}
+
+void TcpConnection::register_writer() {
+    if (writer_registered_) return;
+    sched_.add_writer(fd_, [this] { on_writable(); });
+    writer_registered_ = true;
+}
+
+void TcpConnection::on_writable() {
+    if (!out_.empty()) {
+        ssize_t n;
+        do {
+            n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            return fail(errno);
+        }
+        out_.consume(static_cast<std::size_t>(n));
+    }
+    if (above_high_ && out_.size() <= low_water_) {
+        above_high_ = false;
+        if (on_low_water_) on_low_water_(*this);  // may write, close, abort...
+        if (state_ == State::closed) return;
+    }
+    if (!out_.empty()) return;
+
+    sched_.remove_writer(fd_);
+    writer_registered_ = false;
+    if (state_ == State::closing) return finish_close({closing_kind_, 0}, false);
+    if (shutdown_requested_) return do_shutdown_write();
+    if (on_drain_) on_drain_(*this);
+}
+
+void TcpConnection::schedule_drain() {
+    if (drain_scheduled_) return;
+    drain_scheduled_ = true;
+    sched_.call_soon([self = shared_from_this()] {
+        self->drain_scheduled_ = false;
+        // Later writes may have queued output again: on_writable reports that drain.
+        if (self->state_ == State::open && self->out_.empty() && self->on_drain_) self->on_drain_(*self);
+    });
+}
+
+void TcpConnection::shutdown_write() {
+    if (state_ != State::open || shutdown_requested_) return;
+    shutdown_requested_ = true;
+    if (out_.empty()) do_shutdown_write();  // else on_writable does it once flushed
+}
+
+void TcpConnection::do_shutdown_write() {
+    // ENOTCONN: the peer already reset; reading reports that, nothing to do here.
+    ::shutdown(fd_, SHUT_WR);
+    write_shut_ = true;
+    if (read_eof_) finish_close({CloseKind::eof, 0}, false);
+}
+
+// ---------------------------------------------------------------- closing
+
+void TcpConnection::close() { begin_close(CloseKind::local); }
+
+void TcpConnection::abort() {
+    if (state_ == State::closed) return;
+    out_.clear();
+    finish_close({CloseKind::local, 0}, true);
+}
+
+void TcpConnection::begin_close(CloseKind kind) {
+    if (state_ != State::open) return;
+    if (out_.empty()) return finish_close({kind, 0}, false);
+    state_ = State::closing;
+    closing_kind_ = kind;
+    update_reader();  // the writer stays: on_writable finishes the close once flushed
+}
+
+void TcpConnection::fail(int error) {
+    finish_close({detail::is_reset_error(error) ? CloseKind::reset : CloseKind::error, error}, false);
+}
+
+// Deregisters before closing the fd (a closed fd must never stay in the
+// selector), then hands the self-reference to the close-callback call: the
+// connection is released after that callback, on a fresh stack.
+void TcpConnection::finish_close(CloseReason reason, bool abortive) {
+    if (state_ == State::closed) return;
+    state_ = State::closed;
+    if (reader_registered_) sched_.remove_reader(fd_);
+    if (writer_registered_) sched_.remove_writer(fd_);
+    reader_registered_ = writer_registered_ = false;
+    if (abortive) detail::set_linger_zero(fd_);
+    detail::close_fd(fd_);
+    fd_ = -1;
+    out_.release();
+    sched_.call_soon([self = std::move(self_), reason] {
+        CloseCallback on_close = std::move(self->on_close_);
+        self->on_data_ = nullptr;
+        self->on_eof_ = nullptr;
+        self->on_drain_ = nullptr;
+        self->on_high_water_ = nullptr;
+        self->on_low_water_ = nullptr;
+        if (on_close) on_close(*self, reason);
+    });
+}
+
+}  // namespace reactor

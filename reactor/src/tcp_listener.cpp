@@ -1,0 +1,167 @@
+#include "reactor/tcp_listener.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "socket_ops.hpp"
+
+namespace reactor {
+namespace {
+
+// A socket file left behind by a server that died is replaced; one that a live
+// server still answers on is not (asyncio removes any socket file; we probe first).
+void remove_stale_socket_file(const Address& address) {
+    std::string path = address.host();
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return;  // absent, or not ours to remove
+    auto probe = detail::make_socket(AF_UNIX, SOCK_STREAM);
+    int rc;
+    do {
+        rc = ::connect(probe.get(), address.data(), address.size());
+    } while (rc != 0 && errno == EINTR);
+    if (rc == 0 || errno == EAGAIN)
+        throw detail::system_error(EADDRINUSE, fmt::format("reactor: a server is listening on {}", address.to_string()));
+    if (errno == ECONNREFUSED) ::unlink(path.c_str());
+}
+
+// accept(2) failures that concern only the connection being accepted (it died
+// in the backlog, or a firewall refused it): Linux documents that the caller
+// should simply try the next one.
+bool is_per_connection_error(int err) {
+    switch (err) {
+    case ECONNABORTED:
+    case EPROTO:
+    case EPERM:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+        return true;
+    default:
+        return false;
+    }
+}
+
+}  // namespace
+
+std::shared_ptr<TcpListener> TcpListener::listen(Scheduler& sched, const Address& address, AcceptCallback on_accept,
+                                                 Options options) {
+    if (!address.is_ip() && !address.is_unix())
+        throw std::invalid_argument("reactor: listen needs an IPv4, IPv6 or Unix address");
+    auto fd = detail::make_socket(address.family(), SOCK_STREAM);
+    if (address.is_ip()) {
+        if (options.reuse_address) detail::set_reuse_address(fd.get());
+        if (options.reuse_port) detail::set_reuse_port(fd.get());
+    }
+    bool file_path = address.is_unix() && address.host().front() != '@';
+    if (file_path) remove_stale_socket_file(address);
+    if (::bind(fd.get(), address.data(), address.size()) != 0)
+        throw detail::system_error(errno, fmt::format("reactor: bind {}", address.to_string()));
+
+    struct stat st {};
+    bool owns_path = file_path && ::stat(address.host().c_str(), &st) == 0;
+    if (::listen(fd.get(), options.backlog) != 0) {
+        int err = errno;
+        if (owns_path) ::unlink(address.host().c_str());
+        throw detail::system_error(err, fmt::format("reactor: listen {}", address.to_string()));
+    }
+    Address bound = address.is_unix() ? address : Address::local_of(fd.get());
+    auto listener = std::make_shared<TcpListener>(Passkey{}, sched, fd.release(), bound, std::move(on_accept), options);
+    listener->owns_path_ = owns_path;
+    listener->path_dev_ = st.st_dev;
+    listener->path_ino_ = st.st_ino;
+    listener->start_accepting();  // may throw (select: fd >= FD_SETSIZE); the destructor cleans up
+    return listener;
+}
+
+TcpListener::TcpListener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options)
+    : sched_(sched),
+      fd_(fd),
+      address_(bound),
+      callbacks_(std::make_shared<Callbacks>(Callbacks{std::move(on_accept), nullptr})),
+      options_(options) {}
+
+TcpListener::~TcpListener() { close(); }
+
+void TcpListener::close() {
+    if (fd_ < 0) return;
+    sched_.remove_reader(fd_);
+    resume_timer_.cancel();
+    detail::close_fd(fd_);
+    fd_ = -1;
+    if (owns_path_) {
+        // Remove the socket file only if it is still the one we bound: another
+        // server may have replaced it since.
+        std::string path = address_.host();
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0 && st.st_dev == path_dev_ && st.st_ino == path_ino_) ::unlink(path.c_str());
+        owns_path_ = false;
+    }
+    // The callbacks may capture what holds us (a cycle): drop them. If we are
+    // inside one, the caller's copy of the pointer keeps it alive until it returns.
+    callbacks_.reset();
+}
+
+void TcpListener::set_error_callback(ErrorCallback cb) {
+    if (callbacks_) callbacks_->on_error = std::move(cb);
+}
+
+void TcpListener::start_accepting() {
+    if (fd_ >= 0) sched_.add_reader(fd_, [this] { on_readable(); });  // close() deregisters before we die
+}
+
+// Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.
+void TcpListener::on_readable() {
+    auto keep_alive = shared_from_this();  // the accept callback may drop the last reference
+    auto callbacks = callbacks_;           // ... or close() and so drop the callbacks
+    while (fd_ >= 0) {
+        int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            int err = errno;
+            if (err == EINTR || is_per_connection_error(err)) continue;
+            if (err == EAGAIN || err == EWOULDBLOCK) return;
+            // EMFILE, ENFILE, ENOBUFS, ENOMEM, or something unexpected: the
+            // socket stays readable, so retrying now would spin.
+            return pause_accepting(err);
+        }
+        if (address_.is_ip()) detail::set_no_delay(fd);
+        TcpConnectionPtr conn;
+        try {
+            conn = TcpConnection::adopt(sched_, fd, options_.connection);  // closes fd on failure
+        } catch (const std::invalid_argument& e) {
+            ++refused_;
+            report(EMFILE, fmt::format("accepted connection closed: {}", e.what()));
+            continue;
+        }
+        ++accepted_;
+        if (callbacks->on_accept) callbacks->on_accept(conn);
+    }
+}
+
+void TcpListener::pause_accepting(int error) {
+    sched_.remove_reader(fd_);
+    resume_timer_ = sched_.call_later(options_.accept_pause, [this] { start_accepting(); });
+    report(error, fmt::format("accept failed; not accepting for the next {} ms", options_.accept_pause.count()));
+}
+
+void TcpListener::report(int error, std::string_view what) {
+    if (auto callbacks = callbacks_; callbacks && callbacks->on_error)
+        return callbacks->on_error(*this, std::error_code(error, std::generic_category()), what);
+    ErrorContext ctx;
+    ctx.message = fmt::format("listener {}: {} ({})", address_.to_string(), what, std::strerror(error));
+    ctx.fd = fd_;
+    sched_.call_exception_handler(ctx);
+}
+
+}  // namespace reactor
