@@ -96,8 +96,7 @@ public:
     template <class Rep, class Period>
     Handle call_later(std::chrono::duration<Rep, Period> delay, Callback cb,
                       std::source_location where = std::source_location::current()) {
-        auto d = std::chrono::ceil<Duration>(delay);
-        return call_at(timer_base() + (d < Duration::zero() ? Duration::zero() : d), std::move(cb), where);
+        return call_at(deadline_after(delay), std::move(cb), where);
     }
     Handle call_at(TimePoint deadline, Callback cb,
                    std::source_location where = std::source_location::current());
@@ -190,6 +189,17 @@ private:
 
     bool has_work() const;
     TimePoint timer_base();
+    // now() + delay rounded up, saturating at TimePoint::max(): a delay beyond
+    // the clock's range (seconds::max() meaning "never", a huge double) must not
+    // overflow into the past and fire at once. Negative (or NaN) counts as zero.
+    template <class Rep, class Period>
+    TimePoint deadline_after(std::chrono::duration<Rep, Period> delay) {
+        const TimePoint base = timer_base();
+        if (!(delay > std::chrono::duration<Rep, Period>::zero())) return base;
+        using Wide = std::chrono::duration<long double>;
+        if (Wide(delay) >= Wide(TimePoint::max() - base)) return TimePoint::max();
+        return base + std::chrono::ceil<Duration>(delay);
+    }
     Interest interest_of(int fd) const;
     bool live(Ref r) const { return r.slot != kNoSlot && slots_[r.slot].gen == r.gen; }
     Ref alloc_slot(Callback cb, std::source_location where, SlotKind kind);
