@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+"""report.py RAW_DIR RESULTS_DIR: turns bench/run's raw tables into
+RESULTS_DIR/results.md (markdown) and the gnuplot data files in RAW_DIR.
+
+Inputs (tab-separated, written by bench/run):
+  machine.tsv  key, value
+  echo.tsv     run, shape, server, msgs_per_s | fail, mb_per_s | fail
+  micro.tsv    run, bench, lib, metric, value
+Every figure is the median of the runs; all runs are printed beside it.
+"""
+import collections
+import statistics
+import sys
+from pathlib import Path
+
+OURS = ["reactor-select", "reactor-poll", "reactor-epoll"]
+# "Best peer" columns: the best of every library peer (the C loops are ceilings, not peers).
+PEERS = ["libuv", "libevent", "asio", "uvloop", "asyncio"]
+TARGET_PEERS = ["libuv", "libevent", "asio"]  # the issue's "best of libuv, libevent and Asio"
+CEILING = "c-epoll"
+SERVER_ORDER = OURS + PEERS + ["c-epoll", "c-select"]
+SHAPE_ORDER = ["1x64B", "10x1KiB", "10x100KiB", "100x1KiB", "1+1000idle"]
+SHAPE_TITLE = {
+    "1x64B": "1 connection x 64 B (client and server on CPU 0)",
+    "10x1KiB": "10 connections x 1 KiB (server CPU 0, client CPU 1)",
+    "10x100KiB": "10 connections x 100 KiB (server CPU 0, client CPU 1)",
+    "100x1KiB": "100 connections x 1 KiB (server CPU 0, client CPU 1)",
+    "1+1000idle": "1 active (64 B) + 1,000 idle connections (client and server on CPU 0)",
+}
+SELECT_SHAPES = ["1x64B", "10x1KiB", "10x100KiB", "100x1KiB"]  # <= 100 connections
+
+MICRO_ROWS = [  # (bench, metric, label, peers that compete, short label for the chart)
+    ("chain", "ns_per_hop", "call_soon chain: ns per hop", ["asio", "asio-reactor", "libuv"], "chain/hop"),
+    ("post", "ns_per_post", "N posted: ns per call_soon", ["asio"], "post"),
+    ("post", "ns_per_run", "N posted: ns per callback run", ["asio"], "post/run"),
+    ("post", "ns_per_post_cold", "N posted, first round (cold): ns per call_soon", ["asio"], "post(cold)"),
+    ("post", "ns_per_run_cold", "N posted, first round (cold): ns per callback run", ["asio"], "post/run(cold)"),
+    ("timers", "ns_per_insert", "N timers: ns per insert (wall)", ["asio", "libuv"], "timer/insert"),
+    ("timers", "cpu_ns_per_dispatch", "N timers: CPU ns per dispatch", ["asio", "libuv"], "timer/dispatch"),
+    ("timers", "ns_per_insert_cold", "N timers, first round (cold): ns per insert", ["asio", "libuv"],
+     "timer/insert(cold)"),
+    ("timers", "cpu_ns_per_dispatch_cold", "N timers, first round (cold): CPU ns per dispatch", ["asio", "libuv"],
+     "timer/dispatch(cold)"),
+    ("futures", "ns_per_then", "then chain: ns per then (attach + run)", [], "then"),
+    ("futures", "ns_per_then_attach", "then chain: ns per then, attach part", [], "then/attach"),
+    ("futures", "ns_per_then_run", "then chain: ns per then, run part", [], "then/run"),
+    ("futures", "ns_per_then_fanout", "then fan-out (one iteration): ns per then", [], "then/fanout"),
+    ("futures", "ns_per_pair", "future/promise pair: ns per pair", [], "future+promise"),
+]
+
+
+def read_tsv(path):
+    if not path.exists():
+        return []
+    return [line.rstrip("\n").split("\t") for line in path.read_text().splitlines() if line.strip()]
+
+
+def fmt_num(x, digits=None):
+    if x is None:
+        return "—"
+    if digits is not None:
+        return f"{x:.{digits}f}"
+    if x >= 1000:
+        return f"{x:,.0f}"
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def fmt_ratio(r):
+    return "—" if r is None else f"{r:.2f}x"
+
+
+def main():
+    raw, out = Path(sys.argv[1]), Path(sys.argv[2])
+    machine = dict((r[0], r[1]) for r in read_tsv(raw / "machine.tsv") if len(r) >= 2)
+    runs = int(machine.get("runs", "3"))
+
+    # ---- echo
+    echo = collections.defaultdict(list)  # (shape, server) -> [rate or None per run]
+    mbs = collections.defaultdict(list)
+    for row in read_tsv(raw / "echo.tsv"):
+        run, shape, server, rate, mb = row
+        echo[(shape, server)].append(None if rate == "fail" else float(rate))
+        mbs[(shape, server)].append(None if mb == "fail" else float(mb))
+    shapes = [s for s in SHAPE_ORDER if any(k[0] == s for k in echo)]
+    servers = [s for s in SERVER_ORDER if any(k[1] == s for k in echo)]
+
+    def med(shape, server, table=echo):
+        vals = [v for v in table.get((shape, server), []) if v is not None]
+        # A median needs every run to have succeeded; a failed run is shown as such.
+        if not vals or len(vals) < len(table.get((shape, server), [])):
+            return None
+        return statistics.median(vals)
+
+    def best_of(shape, names):
+        cands = [(med(shape, n), n) for n in names if med(shape, n) is not None]
+        return max(cands) if cands else (None, None)
+
+    # ---- micro
+    micro = collections.defaultdict(list)  # (bench, metric, lib) -> [values]
+    for row in read_tsv(raw / "micro.tsv"):
+        run, bench, lib, metric, value = row
+        micro[(bench, metric, lib)].append(float(value))
+
+    def mmed(bench, metric, lib):
+        v = micro.get((bench, metric, lib))
+        return statistics.median(v) if v else None
+
+    lines = []
+    w = lines.append
+    w("# Benchmark results")
+    w("")
+    w(f"Generated by `bench/run{' --quick' if machine.get('quick') == '1' else ''}` on {machine.get('date', '?')}. "
+      f"Machine: {machine.get('cpu', '?')}, {machine.get('nproc', '?')} CPUs (KVM guest), Linux {machine.get('kernel', '?')}, "
+      f"{machine.get('compiler', '?')}, everything built Release -O2.")
+    w(f"Load average (1/5/15 min) before: {machine.get('load_before', '?')}, after: {machine.get('load_after', '?')}; "
+      f"total time {machine.get('elapsed_s', '?')} s.")
+    w(f"Peers: libuv {machine.get('libuv', '?')}, libevent {machine.get('libevent', '?')}, "
+      f"Asio {machine.get('asio', '?')}, {machine.get('python', '?')} asyncio, uvloop {machine.get('uvloop', '?')}.")
+    w("")
+    w(f"Each figure is the median of {runs} run(s); every run is listed. Echo runs: warm-up "
+      f"{machine.get('warmup', '?')} s (discarded), then {machine.get('duration', '?')} s measured, one message in "
+      "flight per connection, every echoed byte verified. Runs are interleaved (run 1 of every server and shape, "
+      "then run 2, ...), so background load spreads over all servers alike. "
+      "**x best peer**: ratio to the best library peer (libuv, libevent, Asio, uvloop, asyncio) in the same run; "
+      "**x C ceiling**: ratio to the hand-written C epoll loop (`c-epoll`). For echo, higher is better; "
+      "for micro timings (ns), lower is better.")
+    w("")
+
+    # ---- targets first: the summary a reader wants
+    targets = []  # (what, value text, met bool or None)
+
+    def target(what, value, goal, higher_is_better=True, note=""):
+        if value is None:
+            targets.append((what, "not measured", None, note))
+            return
+        met = value >= goal if higher_is_better else value <= goal
+        targets.append((what, f"{value:.2f}x (goal {'≥' if higher_is_better else '≤'} {goal}x)", met, note))
+
+    for shape in shapes:
+        ours, ours_name = best_of(shape, OURS)
+        peer, peer_name = best_of(shape, TARGET_PEERS)
+        ceil = med(shape, CEILING)
+        target(f"echo {shape}: ours (best: {ours_name or '—'}) vs best of libuv/libevent/Asio ({peer_name or '—'})",
+               ratio(ours, peer), 1.0)
+        target(f"echo {shape}: ours (best: {ours_name or '—'}) vs C ceiling", ratio(ours, ceil), 0.95)
+        if shape in SELECT_SHAPES:
+            target(f"echo {shape}: reactor-select vs C ceiling", ratio(med(shape, "reactor-select"), ceil), 0.95)
+        target(f"echo {shape}: ours vs asyncio", ratio(ours, med(shape, "asyncio")), 3.5)
+    if "1+1000idle" in shapes:
+        target("echo 1+1000idle: reactor-epoll vs C epoll ceiling",
+               ratio(med("1+1000idle", "reactor-epoll"), med("1+1000idle", CEILING)), 0.95)
+
+    def best_ours_micro(bench, metric):
+        c = [(mmed(bench, metric, l), l) for l in OURS if mmed(bench, metric, l) is not None]
+        return min(c) if c else (None, None)
+
+    v, n = best_ours_micro("chain", "ns_per_hop")
+    target(f"call_soon chain ({n or '—'}) vs Asio post chain", ratio(v, mmed("chain", "ns_per_hop", "asio")), 1.2,
+           False, "Asio without any I/O object never polls")
+    target(f"call_soon chain ({n or '—'}) vs Asio post chain with its reactor",
+           ratio(v, mmed("chain", "ns_per_hop", "asio-reactor")), 1.2, False, "informative: same shape as ours")
+    v, n = best_ours_micro("timers", "ns_per_insert")
+    target(f"timer insert ({n or '—'}) vs libuv", ratio(v, mmed("timers", "ns_per_insert", "libuv")), 1.0, False)
+    v, n = best_ours_micro("timers", "cpu_ns_per_dispatch")
+    target(f"timer dispatch CPU ({n or '—'}) vs Asio", ratio(v, mmed("timers", "cpu_ns_per_dispatch", "asio")), 1.0,
+           False)
+    then, n = best_ours_micro("futures", "ns_per_then")
+    if then is None:
+        targets.append(("then: ns per continuation", "not measured (futures not built)", None, ""))
+    else:
+        targets.append((f"then chain: ns per continuation ({n})", f"{then:.1f} ns (goal ≤ 80 ns)", then <= 80, ""))
+    fan, n = best_ours_micro("futures", "ns_per_then_fanout")
+    if fan is not None:
+        targets.append((f"then fan-out: ns per continuation ({n})", f"{fan:.1f} ns (goal ≤ 80 ns)", fan <= 80,
+                        "informative: no loop iteration per link"))
+
+    w("## Targets (issue 5)")
+    w("")
+    w("| target | measured | met? |")
+    w("|---|---|---|")
+    for what, value, met, note in targets:
+        mark = "—" if met is None else ("yes" if met else "**MISSED**")
+        w(f"| {what}{' (' + note + ')' if note else ''} | {value} | {mark} |")
+    w("")
+
+    # ---- echo tables
+    w("## Echo")
+    w("")
+    w("![echo throughput relative to the C epoll ceiling](echo.png)")
+    w("")
+    for shape in shapes:
+        best_peer, best_peer_name = best_of(shape, PEERS)
+        ceil = med(shape, CEILING)
+        w(f"### {SHAPE_TITLE.get(shape, shape)}")
+        w("")
+        w("| server | " + " | ".join(f"run {i + 1} msg/s" for i in range(runs)) +
+          " | median msg/s | MB/s | x best peer | x C ceiling |")
+        w("|---|" + "---:|" * (runs + 4))
+        for server in servers:
+            vals = echo.get((shape, server), [])
+            cells = [("fail" if v is None else fmt_num(v)) for v in vals] + [""] * (runs - len(vals))
+            m = med(shape, server)
+            mark = " (best peer)" if server == best_peer_name else ""
+            w(f"| {server}{mark} | " + " | ".join(cells[:runs]) +
+              f" | {fmt_num(m)} | {fmt_num(med(shape, server, mbs))} | {fmt_ratio(ratio(m, best_peer))} | "
+              f"{fmt_ratio(ratio(m, ceil))} |")
+        w("")
+
+    # ---- micro table
+    w("## Micro benchmarks")
+    w("")
+    w("![micro benchmarks](micro.png)")
+    w("")
+    w("Times in ns (lower is better); `x best peer` = ours / best peer time (< 1 is faster). "
+      f"N = {machine.get('micro_n', '?')}. No C ceiling exists for these: that column is omitted. "
+      "Post and timers run two rounds on one loop: the first (cold) grows every pool from empty, the "
+      "second is the steady state and the headline figure. Chain, post and insert are wall time; "
+      "timer dispatch is process CPU time (CLOCK_PROCESS_CPUTIME_ID), so time asleep waiting for the "
+      "deadlines does not count.")
+    w("")
+    w("| benchmark | lib | " + " | ".join(f"run {i + 1}" for i in range(runs)) + " | median | x best peer |")
+    w("|---|---|" + "---:|" * (runs + 2))
+    plot_rows = []
+    for bench, metric, label, peers, short in MICRO_ROWS:
+        libs = [l for l in OURS + peers if (bench, metric, l) in micro]
+        if not libs:
+            continue
+        pc = [(mmed(bench, metric, p), p) for p in peers if mmed(bench, metric, p) is not None]
+        best = min(pc) if pc else (None, None)
+        for lib in libs:
+            vals = micro[(bench, metric, lib)]
+            cells = [fmt_num(v) for v in vals] + [""] * (runs - len(vals))
+            m = mmed(bench, metric, lib)
+            r = "" if lib in peers else fmt_ratio(ratio(m, best[0]))
+            if lib == best[1]:
+                r = "(best peer)"
+            w(f"| {label} | {lib} | " + " | ".join(cells[:runs]) + f" | {fmt_num(m)} | {r} |")
+        plot_rows.append((short, {l: mmed(bench, metric, l) for l in libs}))
+    w("")
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+
+    # ---- gnuplot data: echo (ratio to the C ceiling), micro (ns)
+    with open(raw / "echo_plot.dat", "w") as f:
+        f.write("shape " + " ".join(servers) + "\n")
+        for shape in shapes:
+            ceil = med(shape, CEILING)
+            f.write(shape + " " + " ".join(
+                ("NaN" if ratio(med(shape, s), ceil) is None else f"{ratio(med(shape, s), ceil):.4f}")
+                for s in servers) + "\n")
+    micro_libs = [l for l in OURS + ["asio", "asio-reactor", "libuv"]
+                  if any(l in d for _, d in plot_rows)]
+    with open(raw / "micro_plot.dat", "w") as f:
+        f.write("bench " + " ".join(micro_libs) + "\n")
+        for short, d in plot_rows:
+            f.write(f'"{short}" ' + " ".join(
+                "NaN" if d.get(l) is None else f"{d[l]:.3f}" for l in micro_libs) + "\n")
+
+
+if __name__ == "__main__":
+    main()
