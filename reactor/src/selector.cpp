@@ -26,7 +26,8 @@ std::optional<Backend> parse_backend(std::string_view name) noexcept {
 std::unique_ptr<Selector> make_selector(Backend backend) {
     switch (backend) {
     case Backend::select: return make_select_selector();
-    default: break;
+    case Backend::poll: return make_poll_selector();
+    case Backend::epoll: return make_epoll_selector();
     }
     throw std::invalid_argument(fmt::format("reactor: the {} backend is not available in this build", to_string(backend)));
 }

@@ -58,6 +58,32 @@ public:
 //   select  the reference (and the default): fds below FD_SETSIZE (1024) only.
 //   poll    any fd; O(registered fds) per wait.
 //   epoll   any fd; O(ready fds) per wait: pick it for many connections.
+//
+// When to pick which:
+//   select  small programs, teaching, tests, anything that stays well under
+//           1024 open fds. Stateless (the fd_sets are rebuilt per wait), so a
+//           closed fd is reported at once and a reused fd number just works.
+//           Cost per wait grows with the highest fd number, not with how many
+//           fds are watched. Registering fd >= FD_SETSIZE throws.
+//   poll    the same stateless semantics without the FD_SETSIZE ceiling: a
+//           program that may hold more than 1024 fds (or inherits high fd
+//           numbers) but watches at most a few hundred at a time. Cost per
+//           wait grows with the number of watched fds (10,000 idle TCP
+//           sockets cost about 4 ms per wait on a 2-core VM; epoll: ~1.3 us).
+//   epoll   servers with many connections, most of them idle: a wait costs
+//           what the ready fds cost, and registrations persist in the kernel,
+//           so re-arming the same interest costs no system call. The price is
+//           kernel state that can go stale: an fd closed while registered is
+//           only noticed when its registration changes or after an idle second
+//           (both reported as EBADF), and if an fd is closed and the same
+//           number comes back from open()/accept() within the same loop
+//           iteration, registered with the same interest, the new file is
+//           never watched (libev and libuv share this limitation). Rule that
+//           avoids it: remove an fd's waiters, then close it from a later
+//           callback (call_soon), as muduo does.
+// All three are level-triggered, retry EINTR with the remaining time and round
+// timeouts up (never wake early). poll and epoll report an error or hang-up as
+// both readable and writable (the owner's read or write then finds it).
 enum class Backend : std::uint8_t { select, poll, epoll };
 
 std::string_view to_string(Backend backend) noexcept;
@@ -68,5 +94,14 @@ std::optional<Backend> parse_backend(std::string_view name) noexcept;
 std::unique_ptr<Selector> make_selector(Backend backend);
 // The reference backend: select(2), fds 0 .. FD_SETSIZE-1 only.
 std::unique_ptr<Selector> make_select_selector();
+// poll(2) (ppoll, nanosecond timeouts): any fd, O(watched fds) per wait.
+// An fd reported closed (error = EBADF) is also forgotten by the selector.
+std::unique_ptr<Selector> make_poll_selector();
+// epoll(7), level-triggered, registrations batched into epoll_ctl right before
+// each wait and only when the interest changed: any fd, O(ready fds) per wait.
+// An fd reported closed (error = EBADF, or another errno if epoll cannot
+// watch it) is also forgotten by the selector. Regular files, which epoll
+// refuses, are reported always ready, as select and poll do.
+std::unique_ptr<Selector> make_epoll_selector();
 
 }  // namespace reactor

@@ -1,0 +1,267 @@
+// The epoll backend (see epoll_selector.hpp for the guarantees and the
+// fd-reuse limitation). Level-triggered, persistent registrations, changes
+// batched into epoll_ctl right before epoll_wait.
+#include "epoll_selector.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "wait_budget.hpp"
+
+// epoll_pwait2 (ns timeouts) is in glibc since 2.35 and Linux since 5.11;
+// without it, millisecond timeouts rounded up.
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#define REACTOR_HAVE_EPOLL_PWAIT2 1
+#else
+#define REACTOR_HAVE_EPOLL_PWAIT2 0
+#endif
+
+namespace reactor {
+namespace {
+
+// epoll_wait's output starts small (a typical iteration has a few ready fds)
+// and doubles whenever a wait fills it, up to 4096 events (48 KiB). More ready
+// fds than that are reported by the next wait: level-triggered epoll rotates
+// its ready list, so none starves.
+constexpr std::size_t kInitialEvents = 64;
+constexpr std::size_t kMaxEvents = 4096;
+
+std::uint32_t epoll_bits(Interest interest) {
+    std::uint32_t bits = 0;
+    if (wants(interest, Interest::read)) bits |= EPOLLIN;
+    if (wants(interest, Interest::write)) bits |= EPOLLOUT;
+    return bits;
+}
+
+// Each registration carries (generation << 32 | fd) as its event data. An
+// event whose generation is not the fd's current one comes from a
+// registration we no longer know (the fd was closed while its file lived on
+// elsewhere, and could not be removed): libev's "egen" trick.
+std::uint64_t make_tag(int fd, std::uint32_t generation) {
+    return (std::uint64_t{generation} << 32) | static_cast<std::uint32_t>(fd);
+}
+
+}  // namespace
+
+EpollSelector::EpollSelector() : EpollSelector(Options{}) {}
+
+EpollSelector::EpollSelector(Options options)
+    : events_(kInitialEvents),
+      idle_check_interval_(std::max(options.idle_check_interval, std::chrono::nanoseconds(1))) {
+    epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (epfd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: epoll_create1");
+}
+
+EpollSelector::~EpollSelector() { ::close(epfd_); }
+
+void EpollSelector::set_interest(int fd, Interest interest) {
+    if (fd < 0) throw std::invalid_argument(fmt::format("reactor: invalid fd {} (negative)", fd));
+    auto key = static_cast<std::size_t>(fd);
+    if (key >= entries_.size()) {
+        if (interest == Interest::none) return;
+        entries_.resize(key + 1);
+    }
+    Entry& e = entries_[key];
+    e.wanted = interest;
+    if (!e.queued) {
+        e.queued = true;
+        changes_.push_back(fd);
+    }
+}
+
+// ---------------------------------------------------------------- applying changes
+
+// Only fds whose wanted interest differs from the kernel's get a system call:
+// "read, then none, then read again" between two waits costs nothing.
+void EpollSelector::apply_changes(std::vector<FdEvent>& out) {
+    for (int fd : changes_) {
+        Entry& e = entries_[static_cast<std::size_t>(fd)];
+        e.queued = false;
+        if (e.always_ready) {
+            if (e.wanted == Interest::none) {
+                e.always_ready = false;
+                std::erase(always_ready_, fd);
+            }
+            continue;
+        }
+        if (e.wanted != e.in_kernel) sync(fd, e, out);
+    }
+    changes_.clear();
+}
+
+void EpollSelector::sync(int fd, Entry& e, std::vector<FdEvent>& out) {
+    if (e.wanted == Interest::none) {
+        // EBADF or ENOENT: the fd was closed and the kernel already dropped it.
+        ctl(EPOLL_CTL_DEL, fd, Interest::none, 0);
+        e.in_kernel = Interest::none;
+        return;
+    }
+    std::uint32_t generation = ++e.generation;
+    int op = e.in_kernel == Interest::none ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    int rc = ctl(op, fd, e.wanted, generation);
+    if (rc != 0 && op == EPOLL_CTL_MOD && errno == ENOENT) {
+        // Closed behind our back; if the number was reused, this adds the new file.
+        rc = ctl(EPOLL_CTL_ADD, fd, e.wanted, generation);
+    } else if (rc != 0 && op == EPOLL_CTL_ADD && errno == EEXIST) {
+        rc = ctl(EPOLL_CTL_MOD, fd, e.wanted, generation);
+    }
+    if (rc == 0) {
+        e.in_kernel = e.wanted;
+        return;
+    }
+    int error = errno;
+    if (error == EPERM) {
+        // epoll refuses fds that are always ready (regular files, /dev/null);
+        // select and poll report them ready every time, and so do we.
+        e.in_kernel = Interest::none;
+        e.always_ready = true;
+        always_ready_.push_back(fd);
+        return;
+    }
+    // EBADF: closed while registered (or before it was ever added). ENOMEM,
+    // ENOSPC (fs.epoll.max_user_watches): cannot be watched. Either way the
+    // owner hears about it instead of waiting forever.
+    unwatch(fd, e, error, out);
+}
+
+int EpollSelector::ctl(int op, int fd, Interest interest, std::uint32_t generation) {
+    ++ctl_calls_;
+    epoll_event ev{};  // non-null even for DEL (kernels before 2.6.9 require it)
+    ev.events = epoll_bits(interest);
+    ev.data.u64 = make_tag(fd, generation);
+    return ::epoll_ctl(epfd_, op, fd, &ev);
+}
+
+void EpollSelector::unwatch(int fd, Entry& e, int error, std::vector<FdEvent>& out) {
+    e.wanted = e.in_kernel = Interest::none;
+    if (e.always_ready) {
+        e.always_ready = false;
+        std::erase(always_ready_, fd);
+    }
+    out.push_back(FdEvent{fd, false, false, error});
+}
+
+// ---------------------------------------------------------------- waiting
+
+void EpollSelector::wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) {
+    const std::size_t before = out.size();
+    apply_changes(out);
+    // Something to report already: just collect what else is ready.
+    if (out.size() != before || !always_ready_.empty()) timeout = std::chrono::nanoseconds::zero();
+
+    // The wait is cut into slices that end when the idle check is due; an
+    // idle check that finds nothing resumes the wait for the time left.
+    detail::WaitBudget budget(timeout);
+    for (;;) {
+        auto remaining = budget.remaining();
+        auto until_check = idle_check_interval_ - idle_for_;
+        bool sliced = !remaining || *remaining > until_check;
+        auto slice = sliced ? until_check : *remaining;
+        int n = wait_once(slice);
+        if (n > 0) {
+            idle_for_ = std::chrono::nanoseconds::zero();
+            collect(n, out);
+            break;
+        }
+        if (n < 0) {
+            // A signal: wait again for what is left, never return early.
+            if (errno == EINTR) continue;
+            throw std::system_error(errno, std::generic_category(), "reactor: epoll_wait");
+        }
+        idle_for_ += slice;
+        if (idle_for_ >= idle_check_interval_) {
+            idle_for_ = std::chrono::nanoseconds::zero();
+            check_for_closed_fds(out);
+            if (out.size() != before) break;
+        }
+        if (!sliced) break;  // the caller's timeout has elapsed
+    }
+    report_always_ready(out);
+    if (stale_seen_) rebuild(out);
+}
+
+int EpollSelector::wait_once(std::chrono::nanoseconds timeout) {
+    auto capacity = static_cast<int>(events_.size());
+#if REACTOR_HAVE_EPOLL_PWAIT2
+    if (use_pwait2_) {
+        timespec ts = detail::to_timespec(timeout);
+        int n = ::epoll_pwait2(epfd_, events_.data(), capacity, &ts, nullptr);
+        // ENOSYS: kernel older than 5.11; EPERM: a seccomp filter that
+        // predates it. Fall back to millisecond timeouts for good.
+        if (n >= 0 || (errno != ENOSYS && errno != EPERM)) return n;
+        use_pwait2_ = false;
+    }
+#endif
+    return ::epoll_wait(epfd_, events_.data(), capacity, detail::to_milliseconds_ceil(timeout));
+}
+
+void EpollSelector::collect(int n, std::vector<FdEvent>& out) {
+    for (int i = 0; i < n; ++i) {
+        const epoll_event& ev = events_[static_cast<std::size_t>(i)];
+        auto fd = static_cast<int>(static_cast<std::uint32_t>(ev.data.u64));
+        auto generation = static_cast<std::uint32_t>(ev.data.u64 >> 32);
+        auto key = static_cast<std::size_t>(fd);
+        if (key >= entries_.size() || entries_[key].in_kernel == Interest::none ||
+            entries_[key].generation != generation) {
+            stale_seen_ = true;  // not ours any more: cleared by rebuild() below
+            continue;
+        }
+        // Error or hang-up: wake both directions; the owner's read or write
+        // then returns the actual error (or 0 for EOF).
+        bool failed = (ev.events & (EPOLLERR | EPOLLHUP)) != 0;
+        out.push_back(FdEvent{fd, failed || (ev.events & EPOLLIN) != 0, failed || (ev.events & EPOLLOUT) != 0, 0});
+    }
+    if (static_cast<std::size_t>(n) == events_.size() && events_.size() < kMaxEvents) {
+        events_.resize(events_.size() * 2);
+    }
+}
+
+void EpollSelector::report_always_ready(std::vector<FdEvent>& out) const {
+    for (int fd : always_ready_) {
+        Interest i = entries_[static_cast<std::size_t>(fd)].wanted;
+        out.push_back(FdEvent{fd, wants(i, Interest::read), wants(i, Interest::write), 0});
+    }
+}
+
+// ---------------------------------------------------------------- closed fds
+
+// F_GETFD is the cheapest call that fails with EBADF for a closed fd.
+void EpollSelector::check_for_closed_fds(std::vector<FdEvent>& out) {
+    ++idle_checks_;
+    for (std::size_t key = 0; key < entries_.size(); ++key) {
+        Entry& e = entries_[key];
+        if (e.in_kernel == Interest::none && !e.always_ready) continue;
+        int fd = static_cast<int>(key);
+        if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) unwatch(fd, e, EBADF, out);
+    }
+}
+
+// A registration we cannot remove (its fd number is closed, so epoll_ctl
+// cannot name it) only goes away with its epoll set: make a fresh set and
+// register everything we know again. Rare: it needs a closed fd whose file
+// is still open elsewhere.
+void EpollSelector::rebuild(std::vector<FdEvent>& out) {
+    stale_seen_ = false;
+    int fresh = ::epoll_create1(EPOLL_CLOEXEC);
+    if (fresh < 0) throw std::system_error(errno, std::generic_category(), "reactor: epoll_create1");
+    ::close(epfd_);
+    epfd_ = fresh;
+    ++rebuilds_;
+    for (std::size_t key = 0; key < entries_.size(); ++key) {
+        Entry& e = entries_[key];
+        if (e.in_kernel == Interest::none) continue;
+        e.in_kernel = Interest::none;
+        sync(static_cast<int>(key), e, out);
+    }
+}
+
+std::unique_ptr<Selector> make_epoll_selector() { return std::make_unique<EpollSelector>(); }
+
+}  // namespace reactor
