@@ -1,0 +1,10 @@
+// The whole futures layer in one include: Future<T> and then-chaining,
+// leaf futures (sleep, readable, writable), combinators, and state-machine tasks.
+#pragma once
+
+#include "futures/combinators.hpp"
+#include "futures/errors.hpp"
+#include "futures/future.hpp"
+#include "futures/leaves.hpp"
+#include "futures/task.hpp"
+#include "futures/then.hpp"

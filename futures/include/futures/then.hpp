@@ -1,0 +1,322 @@
+// futures/then.hpp: the continuation states behind then(), catch_error() and finally().
+//
+// Each continuation is exactly one allocation: the derived future's state, which
+// also holds the user's function. It is registered as a done-callback on the
+// source, so it runs from the ready queue on a fresh stack, and it points back at
+// the source only weakly (for cancellation), so a pending chain holds no cycle.
+// Loop thread only. Included by futures/future.hpp.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "futures/future.hpp"
+
+namespace futures::detail {
+
+// A function's result R -> the value type U of the derived Future<U>
+// (a returned Future<U> is flattened).
+template <class R>
+struct Unwrap {
+    using type = R;
+    static constexpr bool is_future = false;
+};
+template <class U>
+struct Unwrap<Future<U>> {
+    using type = U;
+    static constexpr bool is_future = true;
+};
+
+// then() passes the value as an rvalue when f accepts one, else as T&.
+template <class F, class T>
+constexpr bool then_invocable() {
+    if constexpr (std::is_void_v<T>) {
+        return std::is_invocable_v<F&>;
+    } else {
+        return std::is_invocable_v<F&, T&&> || std::is_invocable_v<F&, T&>;
+    }
+}
+
+template <class F, class T>
+decltype(auto) call_with_value(F& f, State<T>& src) {
+    if constexpr (std::is_void_v<T>) {
+        return std::invoke(f);
+    } else if constexpr (std::is_invocable_v<F&, T&&>) {
+        return std::invoke(f, src.take_value());
+    } else {
+        return std::invoke(f, src.value());
+    }
+}
+
+template <class F, class T>
+using ThenResult = decltype(call_with_value(std::declval<F&>(), std::declval<State<T>&>()));
+template <class F, class T>
+using ThenValue = typename Unwrap<std::remove_cvref_t<ThenResult<F, T>>>::type;
+
+// The error type a catch_error handler declares: its (only) parameter's.
+template <class F>
+struct HandlerArg : HandlerArg<decltype(&F::operator())> {};
+template <class R, class A>
+struct HandlerArg<R (*)(A)> {
+    using type = A;
+};
+template <class C, class R, class A>
+struct HandlerArg<R (C::*)(A)> {
+    using type = A;
+};
+template <class C, class R, class A>
+struct HandlerArg<R (C::*)(A) const> {
+    using type = A;
+};
+template <class C, class R, class A>
+struct HandlerArg<R (C::*)(A) noexcept> {
+    using type = A;
+};
+template <class C, class R, class A>
+struct HandlerArg<R (C::*)(A) const noexcept> {
+    using type = A;
+};
+
+// What a catch_error handler returns (it takes std::exception_ptr, or the error it declares).
+template <class F, bool kCatchAll = std::is_invocable_v<F&, std::exception_ptr>>
+struct CatchResult {
+    using type = std::invoke_result_t<F&, std::exception_ptr>;
+};
+template <class F>
+struct CatchResult<F, false> {
+    using type = std::invoke_result_t<F&, typename HandlerArg<F>::type>;
+};
+
+// An exception a continuation threw after its future was completed some other
+// way (it was cancelled from inside the continuation): nobody else can see it.
+void report_orphan_exception(StateBase& out, std::exception_ptr error) noexcept;
+
+// Calls `call()` and completes `out` with what it returns: nothing, a value,
+// or a future to follow. An exception it throws fails `out`.
+template <class U, class Call>
+void complete_with(State<U>& out, Call&& call) {
+    using R = decltype(call());
+    try {
+        if constexpr (Unwrap<std::remove_cvref_t<R>>::is_future) {
+            auto&& inner = call();
+            if (!out.pending()) return;
+            State<U>& in = Access::state(inner);  // an empty future: InvalidStateError
+            if (&in == &out) throw InvalidStateError("futures: a continuation returned its own future");
+            out.follow(in);
+        } else if constexpr (std::is_void_v<R>) {
+            call();
+            if (out.pending()) out.finish_value();
+        } else {
+            auto&& value = call();
+            if (out.pending()) out.finish_value(std::forward<decltype(value)>(value));
+        }
+    } catch (...) {
+        if (out.pending()) {
+            out.finish_exception(std::current_exception());
+        } else {
+            report_orphan_exception(out, std::current_exception());
+        }
+    }
+}
+
+// Registers `cont` (a ThenState, CatchState or FinallyState) on `src`.
+template <class S, class T>
+void attach(State<T>& src, S* cont, std::source_location where) {
+    cont->wait_on(&src);
+    src.add_callback([self = Ref<S>(cont), s = &src] { self->fire(*s); }, where);
+}
+
+template <class T, class F>
+class ThenState final : public State<ThenValue<F, T>> {
+    using U = ThenValue<F, T>;
+
+public:
+    template <class G>
+    ThenState(reactor::Scheduler& sched, std::source_location where, G&& f)
+        : State<U>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
+
+    void fire(State<T>& src) {
+        if (this->pending()) {  // else cancelled before src completed: f never runs
+            this->clear_wait();
+            if (src.status() == Status::done) {
+                complete_with(*this, [&]() -> decltype(auto) { return call_with_value(*f_, src); });
+            } else {
+                this->finish_like(src);  // skip f: the error or cancellation flows on
+            }
+        }
+        f_.reset();  // its captures go now, not when the last handle does
+    }
+
+protected:
+    void destroy_payload() noexcept override {
+        f_.reset();
+        State<U>::destroy_payload();
+    }
+
+private:
+    std::optional<F> f_;
+};
+
+template <class T, class F>
+class CatchState final : public State<T> {
+    static constexpr bool kCatchAll = std::is_invocable_v<F&, std::exception_ptr>;
+
+public:
+    template <class G>
+    CatchState(reactor::Scheduler& sched, std::source_location where, G&& f)
+        : State<T>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
+
+    void fire(State<T>& src) {
+        if (this->pending()) {
+            this->clear_wait();
+            if (src.status() == Status::failed) {
+                handle(src);
+            } else {
+                this->finish_from(src);  // a value or a cancellation passes through
+            }
+        }
+        f_.reset();
+    }
+
+protected:
+    void destroy_payload() noexcept override {
+        f_.reset();
+        State<T>::destroy_payload();
+    }
+
+private:
+    void handle(State<T>& src) {
+        if constexpr (kCatchAll) {
+            src.mark_retrieved();
+            complete_with(*this, [&]() -> decltype(auto) { return std::invoke(*f_, src.error()); });
+        } else {
+            using E = std::remove_cvref_t<typename HandlerArg<F>::type>;
+            bool matched = false;
+            try {
+                std::rethrow_exception(src.error());
+            } catch (E& e) {
+                matched = true;
+                src.mark_retrieved();
+                complete_with(*this, [&]() -> decltype(auto) { return std::invoke(*f_, e); });
+            } catch (...) {
+            }
+            if (!matched) this->finish_like(src);
+        }
+    }
+
+    std::optional<F> f_;
+};
+
+template <class T, class F>
+class FinallyState final : public State<T> {
+    using R = std::remove_cvref_t<std::invoke_result_t<F&>>;
+
+public:
+    template <class G>
+    FinallyState(reactor::Scheduler& sched, std::source_location where, G&& f)
+        : State<T>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
+
+    // Runs f however src ended, even if this future was cancelled meanwhile.
+    void fire(State<T>& src) {
+        this->clear_wait();
+        try {
+            if constexpr (is_future_v<R>) {
+                R cleanup = std::invoke(*f_);
+                f_.reset();
+                auto& c = Access::state(cleanup);
+                source_ = Ref<State<T>>(&src);  // src is complete: no cycle
+                this->wait_on(&c);
+                c.add_callback([self = Ref<FinallyState>(this), c = &c] { self->after_cleanup(*c); },
+                               this->origin());
+                return;
+            } else {
+                std::invoke(*f_);
+            }
+        } catch (...) {
+            f_.reset();
+            if (this->pending()) {
+                this->finish_exception(std::current_exception());
+            } else {
+                report_orphan_exception(*this, std::current_exception());
+            }
+            return;
+        }
+        f_.reset();
+        if (this->pending()) this->finish_from(src);
+    }
+
+protected:
+    void destroy_payload() noexcept override {
+        f_.reset();
+        source_ = {};
+        State<T>::destroy_payload();
+    }
+
+private:
+    void after_cleanup(StateBase& cleanup) {
+        Ref<State<T>> src = std::move(source_);
+        this->clear_wait();
+        if (!this->pending()) return;
+        if (cleanup.status() != Status::done) {
+            this->finish_like(cleanup);  // the cleanup's own failure wins
+        } else {
+            this->finish_from(*src);
+        }
+    }
+
+    std::optional<F> f_;
+    Ref<State<T>> source_;  // while the cleanup future runs
+};
+
+}  // namespace futures::detail
+
+namespace futures {
+
+template <class T>
+template <class F>
+auto Future<T>::then(F&& f, std::source_location where) const {
+    using Fn = std::decay_t<F>;
+    static_assert(detail::then_invocable<Fn, T>(),
+                  "then(f): f must be callable with the value (as T&&, T or T&), or with nothing for Future<void>");
+    using U = detail::ThenValue<Fn, T>;
+    detail::State<T>& src = state();
+    auto* cont = new detail::ThenState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
+    Future<U> out = detail::Access::adopt<U>(cont);
+    detail::attach(src, cont, where);
+    return out;
+}
+
+template <class T>
+template <class F>
+Future<T> Future<T>::catch_error(F&& f, std::source_location where) const {
+    using Fn = std::decay_t<F>;
+    using R = typename detail::CatchResult<Fn>::type;
+    using V = std::remove_cvref_t<R>;
+    static_assert(std::is_same_v<V, Future<T>> || (std::is_void_v<T> && std::is_void_v<V>) ||
+                      (!std::is_void_v<T> && std::is_convertible_v<R, T>),
+                  "catch_error(f): f must return T (something convertible to it) or Future<T>");
+    detail::State<T>& src = state();
+    auto* cont = new detail::CatchState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
+    Future<T> out = detail::Access::adopt<T>(cont);
+    detail::attach(src, cont, where);
+    return out;
+}
+
+template <class T>
+template <class F>
+Future<T> Future<T>::finally(F&& f, std::source_location where) const {
+    using Fn = std::decay_t<F>;
+    static_assert(std::is_invocable_v<Fn&>, "finally(f): f must be callable with no arguments");
+    using R = std::remove_cvref_t<std::invoke_result_t<Fn&>>;
+    static_assert(std::is_void_v<R> || is_future_v<R>, "finally(f): f must return void or a Future");
+    detail::State<T>& src = state();
+    auto* cont = new detail::FinallyState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
+    Future<T> out = detail::Access::adopt<T>(cont);
+    detail::attach(src, cont, where);
+    return out;
+}
+
+}  // namespace futures

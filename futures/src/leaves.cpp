@@ -1,0 +1,104 @@
+// Leaf futures: timers and fd readiness, each one state that also remembers
+// how to take back what it asked of the Scheduler when cancelled.
+#include "futures/leaves.hpp"
+
+namespace futures {
+namespace detail {
+namespace {
+
+// Done when its timer fires; cancelling cancels the timer (releasing it now).
+class TimerState final : public State<void> {
+public:
+    TimerState(reactor::Scheduler& sched, std::source_location where) : State<void>(sched, where, false) {}
+
+    template <class Schedule>
+    void start(Schedule&& schedule) {
+        timer_ = schedule([self = Ref<TimerState>(this)] { self->fire(); });
+    }
+
+private:
+    void fire() {
+        if (pending()) finish_value();
+    }
+    StateBase* cancel_step(bool& accepted) override {
+        if (pending()) timer_.cancel();  // the caller holds a reference: we survive our callback's
+        return State<void>::cancel_step(accepted);
+    }
+
+    reactor::Handle timer_;
+};
+
+// Done when its fd is ready in one direction; cancelling removes the waiter.
+class FdState final : public State<void> {
+public:
+    FdState(reactor::Scheduler& sched, std::source_location where, int fd, bool read)
+        : State<void>(sched, where, false), fd_(fd), read_(read) {}
+
+    void start() {
+        auto cb = [self = Ref<FdState>(this)] {
+            if (self->pending()) self->finish_value();
+        };
+        if (read_) {
+            scheduler().read_wait(fd_, std::move(cb), origin());
+        } else {
+            scheduler().write_wait(fd_, std::move(cb), origin());
+        }
+    }
+
+private:
+    StateBase* cancel_step(bool& accepted) override {
+        if (pending()) {
+            if (read_) {
+                scheduler().remove_reader(fd_);
+            } else {
+                scheduler().remove_writer(fd_);
+            }
+        }
+        return State<void>::cancel_step(accepted);
+    }
+
+    int fd_;
+    bool read_;
+};
+
+Future<void> make_fd_wait(reactor::Scheduler& sched, int fd, bool read, std::source_location where) {
+    auto* s = new FdState(sched, where, fd, read);
+    Future<void> f = Access::adopt<void>(s);
+    s->start();  // throws std::invalid_argument for a bad fd; f then frees the state
+    return f;
+}
+
+}  // namespace
+
+Future<void> make_sleep(reactor::Scheduler& sched, reactor::Duration delay, std::source_location where) {
+    auto* s = new TimerState(sched, where);
+    Future<void> f = Access::adopt<void>(s);
+    s->start([&](reactor::Callback cb) { return sched.call_later(delay, std::move(cb), where); });
+    return f;
+}
+
+}  // namespace detail
+
+Future<void> sleep_until(reactor::Scheduler& sched, reactor::TimePoint deadline, std::source_location where) {
+    auto* s = new detail::TimerState(sched, where);
+    Future<void> f = detail::Access::adopt<void>(s);
+    s->start([&](reactor::Callback cb) { return sched.call_at(deadline, std::move(cb), where); });
+    return f;
+}
+
+Future<void> readable(reactor::Scheduler& sched, int fd, std::source_location where) {
+    return detail::make_fd_wait(sched, fd, true, where);
+}
+
+Future<void> writable(reactor::Scheduler& sched, int fd, std::source_location where) {
+    return detail::make_fd_wait(sched, fd, false, where);
+}
+
+Future<void> make_ready_future(reactor::Scheduler& sched, std::source_location where) {
+    auto* s = new detail::State<void>(sched, where, false);
+    Future<void> f = detail::Access::adopt<void>(s);
+    s->finish_value();
+    return f;
+}
+
+}  // namespace futures

@@ -1,0 +1,250 @@
+// The non-template half of a future's shared state: completion, callback
+// scheduling, cancellation, and death (with the "exception was never retrieved"
+// report). See futures/detail/state.hpp for the state diagram.
+#include "futures/detail/state.hpp"
+
+#include <fmt/format.h>
+
+namespace futures {
+
+std::string_view to_string(Status status) noexcept {
+    switch (status) {
+    case Status::pending:
+        return "pending";
+    case Status::done:
+        return "done";
+    case Status::failed:
+        return "failed";
+    case Status::cancelled:
+        return "cancelled";
+    }
+    return "?";
+}
+
+namespace detail {
+namespace {
+
+bool is_cancelled_error(const std::exception_ptr& e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const CancelledError&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+// States whose last strong reference went while another state was being
+// disposed. Disposing a state drops its callbacks, which may hold the last
+// reference to the next state of a chain, and so on: a queue instead of
+// recursion keeps the stack flat for a million-long pending chain.
+struct DisposeQueue {
+    StateBase* head = nullptr;
+    StateBase* tail = nullptr;
+    bool draining = false;
+};
+thread_local DisposeQueue dispose_queue;
+
+}  // namespace
+
+// ---------------------------------------------------------------- callbacks
+
+std::uint32_t CallbackList::push(reactor::Callback cb, std::source_location where) {
+    if (size_ == UINT32_MAX - 1) throw std::length_error("futures: too many done-callbacks on one future");
+    if (size_ == 0) {
+        first_.cb = std::move(cb);
+        first_.where = where;
+    } else {
+        rest_.push_back(Entry{std::move(cb), where});
+    }
+    return size_++;
+}
+
+void CallbackList::clear() noexcept {
+    // Move out first: destroying a callback may release states that touch nothing
+    // here, but keep the list consistent anyway.
+    reactor::Callback first = std::move(first_.cb);
+    std::vector<Entry> rest = std::move(rest_);
+    rest_.clear();
+    size_ = 0;
+}
+
+CallbackId StateBase::add_callback(reactor::Callback cb, std::source_location where) {
+    if (!cb) throw std::invalid_argument("futures: empty done-callback");
+    std::uint32_t index = callbacks_.push(std::move(cb), where);
+    if (!pending()) schedule(index);  // already done: still never inline
+    return CallbackId{index};
+}
+
+bool StateBase::remove_callback(CallbackId id) noexcept {
+    if (id.index >= callbacks_.size()) return false;
+    auto& entry = callbacks_[id.index];
+    if (!entry.cb) return false;  // already started, or removed
+    entry.cb.reset();             // a trampoline already scheduled finds it empty
+    return true;
+}
+
+void StateBase::schedule(std::uint32_t index) {
+    // The trampoline keeps this state alive until the callback has run, so the
+    // callback may read it through a plain pointer (and so hold no reference
+    // that would make a cycle while pending). 16 bytes: stored inline.
+    sched_->call_soon([self = Ref<StateBase>(this), index] { self->run_callback(index); },
+                      callbacks_[index].where);
+}
+
+void StateBase::schedule_all() {
+    for (std::uint32_t i = 0, n = callbacks_.size(); i < n; ++i) {
+        if (callbacks_[i].cb) schedule(i);
+    }
+}
+
+void StateBase::run_callback(std::uint32_t index) {
+    // Taken out before it runs: it runs once, and remove_callback now says false.
+    reactor::Callback cb = std::move(callbacks_[index].cb);
+    if (cb) cb();  // an exception goes to the Scheduler's handler, naming `where`
+}
+
+// ---------------------------------------------------------------- completion
+
+void StateBase::finish_done() {
+    status_ = Status::done;
+    schedule_all();
+}
+
+void StateBase::finish_failed(std::exception_ptr e) {
+    status_ = Status::failed;
+    error_ = std::move(e);
+    schedule_all();
+}
+
+void StateBase::finish_exception(std::exception_ptr e) {
+    if (is_cancelled_error(e)) {
+        finish_cancelled(std::move(e));
+    } else {
+        finish_failed(std::move(e));
+    }
+}
+
+void StateBase::finish_cancelled(std::exception_ptr e) {
+    status_ = Status::cancelled;
+    error_ = std::move(e);  // null: result() makes a CancelledError naming this future
+    schedule_all();
+}
+
+void StateBase::finish_like(StateBase& src) {
+    if (src.status_ == Status::cancelled) {
+        finish_cancelled(src.error_);
+    } else {
+        src.retrieved_ = true;  // passed on: from now on this state answers for it
+        finish_failed(src.error_);
+    }
+}
+
+void StateBase::require_settable(const char* operation) const {
+    if (!settable_) {
+        throw InvalidStateError(fmt::format(
+            "{}: this {} (created at {}:{}) completes itself; only a future made with Future(sched) can be "
+            "completed by hand",
+            operation, kind(), origin_.file_name(), origin_.line()));
+    }
+    if (!pending()) {
+        throw InvalidStateError(fmt::format("{}: the future created at {}:{} is already {}", operation,
+                                            origin_.file_name(), origin_.line(), to_string(status_)));
+    }
+}
+
+void StateBase::throw_not_done() {
+    switch (status_) {
+    case Status::pending:
+        throw InvalidStateError(fmt::format("result() of the {} created at {}:{}: it is still pending", kind(),
+                                            origin_.file_name(), origin_.line()));
+    case Status::failed:
+        retrieved_ = true;
+        std::rethrow_exception(error_);
+    case Status::cancelled:
+        if (error_) std::rethrow_exception(error_);
+        throw CancelledError(
+            fmt::format("the {} created at {}:{} was cancelled", kind(), origin_.file_name(), origin_.line()));
+    case Status::done:
+        break;
+    }
+    throw InvalidStateError("futures: throw_not_done on a done future");
+}
+
+std::exception_ptr StateBase::exception() {
+    if (status_ == Status::done) return nullptr;
+    if (status_ == Status::failed) {
+        retrieved_ = true;
+        return error_;
+    }
+    throw_not_done();  // pending: InvalidStateError; cancelled: CancelledError
+}
+
+// ---------------------------------------------------------------- cancellation
+
+StateBase* StateBase::cancel_step(bool& accepted) {
+    accepted = pending();
+    if (!accepted) return nullptr;
+    StateBase* upstream = waiting_on();
+    clear_wait();
+    finish_cancelled();
+    return upstream;
+}
+
+bool StateBase::cancel() {
+    bool accepted = false;
+    Ref<StateBase> next(cancel_step(accepted));
+    while (next) {
+        bool ignored = false;
+        next = Ref<StateBase>(next->cancel_step(ignored));
+    }
+    return accepted;
+}
+
+// ---------------------------------------------------------------- death
+
+void StateBase::die(StateBase* s) noexcept {
+    DisposeQueue& q = dispose_queue;
+    s->next_dead_ = nullptr;
+    if (q.tail) {
+        q.tail->next_dead_ = s;
+    } else {
+        q.head = s;
+    }
+    q.tail = s;
+    if (q.draining) return;  // the outer die() gets to it
+    q.draining = true;
+    while (StateBase* dead = q.head) {
+        q.head = dead->next_dead_;
+        if (!q.head) q.tail = nullptr;
+        dead->dispose();
+    }
+    q.draining = false;
+}
+
+void StateBase::dispose() noexcept {
+    ++weak_;  // the memory must outlive the payload's destructors, which may drop weak refs to us
+    report_unretrieved();
+    destroy_payload();
+    callbacks_.clear();
+    link_.reset();
+    error_ = nullptr;
+    if (--weak_ == 0) delete this;
+}
+
+void StateBase::report_unretrieved() noexcept {
+    if (status_ != Status::failed || retrieved_) return;
+    reactor::ErrorContext ctx;
+    try {
+        ctx.message = fmt::format("{} exception was never retrieved", kind());
+    } catch (...) {
+        ctx.message = "exception was never retrieved";
+    }
+    ctx.exception = error_;
+    ctx.origin = origin_;
+    ctx.origin_known = true;
+    sched_->call_exception_handler(ctx);
+}
+
+}  // namespace detail
+}  // namespace futures
