@@ -10,8 +10,10 @@
 
 namespace reactor_test {
 
-// Add poll and epoll here once their backends exist.
-inline std::vector<reactor::Backend> all_backends() { return {reactor::Backend::select}; }
+// Every backend this build provides: the reference first.
+inline std::vector<reactor::Backend> all_backends() {
+    return {reactor::Backend::select, reactor::Backend::poll, reactor::Backend::epoll};
+}
 
 }  // namespace reactor_test
 
