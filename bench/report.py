@@ -196,6 +196,17 @@ def main():
     w("")
     w("![echo throughput relative to the C epoll ceiling](echo.png)")
     w("")
+    w("Summary: median messages/s, and in brackets the ratio to the C epoll ceiling of the same run.")
+    w("")
+    w("| server | " + " | ".join(shapes) + " |")
+    w("|---|" + "---:|" * len(shapes))
+    for server in servers:
+        cells = []
+        for shape in shapes:
+            m = med(shape, server)
+            cells.append("fail" if m is None else f"{fmt_num(m)} ({fmt_ratio(ratio(m, med(shape, CEILING)))})")
+        w(f"| {server} | " + " | ".join(cells) + " |")
+    w("")
     for shape in shapes:
         best_peer, best_peer_name = best_of(shape, PEERS)
         ceil = med(shape, CEILING)
@@ -220,7 +231,7 @@ def main():
     w("![micro benchmarks](micro.png)")
     w("")
     w("Times in ns (lower is better); `x best peer` = ours / best peer time (< 1 is faster). "
-      f"N = {machine.get('micro_n', '?')}. No C ceiling exists for these: that column is omitted. "
+      f"N = {machine.get('micro_n', '?')} (chains: {machine.get('chain_n', '?')} steps). No C ceiling exists for these: that column is omitted. "
       "Post and timers run two rounds on one loop: the first (cold) grows every pool from empty, the "
       "second is the steady state and the headline figure. Chain, post and insert are wall time; "
       "timer dispatch is process CPU time (CLOCK_PROCESS_CPUTIME_ID), so time asleep waiting for the "
