@@ -318,6 +318,26 @@ BOOST_AUTO_TEST_CASE(call_at_fires_at_the_time_point_and_past_ones_at_once) {
     CHECK_EMPTY(s);
 }
 
+// Outside the loop the cached now() may be arbitrarily old: a delay scheduled
+// there counts from the clock as it is, or the timer would fire early.
+BOOST_AUTO_TEST_CASE(delays_outside_the_loop_count_from_the_current_clock) {
+    FakeLoop loop;
+    auto& s = loop.sched;
+    s.call_soon([] {});
+    s.run();  // the loop's cache now holds t0
+    loop.clock.advance(1h);  // time passes while the loop is not running
+    const TimePoint deadline = loop.clock.now() + 10ms;
+    int fired = 0;
+    s.call_later(10ms, [&] {
+        BOOST_TEST((s.now() >= deadline));
+        ++fired;
+    });
+    s.run_once();  // sleeps the full 10 ms first
+    BOOST_TEST(fired == 1);
+    BOOST_TEST((loop.clock.now() == deadline));
+    CHECK_EMPTY(s);
+}
+
 // Delays scheduled from a callback count from the loop's cached now(), read
 // once per iteration, so timers armed in one batch share one time base.
 BOOST_AUTO_TEST_CASE(delays_inside_callbacks_count_from_cached_now) {
@@ -469,12 +489,15 @@ BOOST_AUTO_TEST_CASE(timer_cancelled_by_earlier_callback_of_same_batch_does_not_
         bag.push_back("first");
         was_pending = second.pending();  // due and queued, but not started
         cancelled = second.cancel();
+        s.call_soon([&] { bag.push_back("scheduled by first"); });  // may reuse second's slot
     });
     second = s.call_later(20ms, [&bag, token] { bag.push_back("second"); });
     s.call_later(20ms, [&] { bag.push_back("third"); });
     loop.clock.advance(25ms);  // all three become due in the same iteration
     s.run_once();
     BOOST_TEST(bag == (Bag{"first", "third"}), boost::test_tools::per_element());
+    s.run_once();
+    BOOST_TEST(bag == (Bag{"first", "third", "scheduled by first"}), boost::test_tools::per_element());
     BOOST_TEST(was_pending);
     BOOST_TEST(cancelled);
     BOOST_TEST(token.use_count() == 1);
@@ -491,11 +514,16 @@ BOOST_AUTO_TEST_CASE(call_soon_cancelled_by_earlier_callback_of_same_batch_does_
         BOOST_TEST(victim.pending());
         BOOST_TEST(victim.cancel());
         BOOST_TEST(!victim.pending());
+        // Likely reuses the victim's slot: it must run next iteration, not in
+        // the victim's place in this batch.
+        s.call_soon([&] { bag.push_back("scheduled by a"); });
     });
     victim = s.call_soon([&] { bag.push_back("victim"); });
     s.call_soon([&] { bag.push_back("c"); });
     s.run_once();
     BOOST_TEST(bag == (Bag{"a", "c"}), boost::test_tools::per_element());
+    s.run_once();
+    BOOST_TEST(bag == (Bag{"a", "c", "scheduled by a"}), boost::test_tools::per_element());
     CHECK_EMPTY(s);
 }
 
@@ -579,7 +607,8 @@ BOOST_AUTO_TEST_CASE(self_rescheduling_call_soon_runs_once_per_iteration) {
     bool keep_going = true;
     std::function<void()> again = [&] {
         ++runs;
-        if (keep_going) s.call_soon([&] { again(); });
+        // (Bounded, so a loop that drained instead of snapshotting fails fast.)
+        if (keep_going && runs < 1000) s.call_soon([&] { again(); });
     };
     s.call_soon([&] { again(); });
     for (int i = 1; i <= 5; ++i) {
@@ -601,7 +630,7 @@ BOOST_AUTO_TEST_CASE(self_rescheduling_call_soon_does_not_starve_io) {
     bool io_done = false;
     std::function<void()> spin = [&] {
         ++spins;
-        if (!io_done) s.call_soon([&] { spin(); });
+        if (!io_done && spins < 1000) s.call_soon([&] { spin(); });
     };
     s.call_soon([&] { spin(); });
     s.read_wait(p.r, [&] {
@@ -631,7 +660,7 @@ BOOST_AUTO_TEST_CASE(zero_delay_timer_rearming_itself_does_not_starve_io) {
     bool io_done = false;
     std::function<void()> tick = [&] {
         ++ticks;
-        if (!io_done) s.call_later(0ms, [&] { tick(); });
+        if (!io_done && ticks < 1000) s.call_later(0ms, [&] { tick(); });
     };
     s.call_later(0ms, [&] { tick(); });
     s.read_wait(p.r, [&] {

@@ -17,12 +17,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -103,6 +106,40 @@ struct SocketPair {
     }
 };
 
+// Turns a hang into a failure: if the test is still running after `limit`, it
+// reports an error and keeps asking the loop to stop (call_soon_threadsafe) so
+// that run()/run_forever()/run_once() return. Declare it after the Scheduler.
+class Watchdog {
+public:
+    explicit Watchdog(Scheduler& s, std::chrono::milliseconds limit = 5s)
+        : thread_([this, &s, limit] {
+              std::unique_lock lock(mutex_);
+              if (cv_.wait_for(lock, limit, [this] { return done_; })) return;
+              fired_ = true;
+              while (!cv_.wait_for(lock, 100ms, [this] { return done_; })) {
+                  s.call_soon_threadsafe([&s] { s.stop(); });
+              }
+          }) {}
+    ~Watchdog() {
+        {
+            std::lock_guard lock(mutex_);
+            done_ = true;
+        }
+        cv_.notify_one();
+        thread_.join();
+        BOOST_CHECK_MESSAGE(!fired_, "watchdog: the test hung and was stopped");
+    }
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    bool fired_ = false;  // written by the watchdog thread before done_ is read under mutex_
+    std::thread thread_;  // last: starts once the members above exist
+};
+
 // Makes at least `n` fds available, if the hard limit allows. False otherwise.
 bool ensure_fd_limit(rlim_t n) {
     rlimit lim{};
@@ -123,6 +160,7 @@ BOOST_AUTO_TEST_SUITE(oneshot)
 
 BOOST_DATA_TEST_CASE(read_wait_fires_once_and_is_removed_before_its_callback, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p;
     p.put("abc");
     int calls = 0;
@@ -140,6 +178,7 @@ BOOST_DATA_TEST_CASE(read_wait_fires_once_and_is_removed_before_its_callback, da
 
 BOOST_DATA_TEST_CASE(read_wait_may_reregister_itself, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p;
     std::vector<int> bag;
     int round = 0;
@@ -159,6 +198,7 @@ BOOST_DATA_TEST_CASE(read_wait_may_reregister_itself, data::make(all_backends())
 
 BOOST_DATA_TEST_CASE(write_wait_fires_on_a_writable_socket, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     SocketPair sp;
     int calls = 0;
     s.write_wait(sp.a, [&] {
@@ -176,6 +216,7 @@ BOOST_DATA_TEST_CASE(write_wait_fires_on_a_writable_socket, data::make(all_backe
 // One read slot and one write slot per fd, independent of each other.
 BOOST_DATA_TEST_CASE(read_and_write_waiters_on_one_fd_are_independent, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     SocketPair sp;
     Bag bag;
     s.read_wait(sp.a, [&] {
@@ -202,6 +243,7 @@ BOOST_AUTO_TEST_SUITE(persistent)
 
 BOOST_DATA_TEST_CASE(add_reader_fires_every_iteration_until_removed, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p;
     p.put();  // never drained: level-triggered readiness every iteration
     int calls = 0;
@@ -220,6 +262,7 @@ BOOST_DATA_TEST_CASE(add_reader_fires_every_iteration_until_removed, data::make(
 
 BOOST_DATA_TEST_CASE(add_writer_fires_until_removed_by_itself, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     SocketPair sp;
     int calls = 0;
     bool removed = false;
@@ -244,6 +287,7 @@ BOOST_DATA_TEST_CASE(add_writer_fires_until_removed_by_itself, data::make(all_ba
 
 BOOST_DATA_TEST_CASE(add_reader_serves_a_stream_until_eof, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p;
     std::string got;
     s.add_reader(p.r, [&] {
@@ -262,6 +306,34 @@ BOOST_DATA_TEST_CASE(add_reader_serves_a_stream_until_eof, data::make(all_backen
     CHECK_EMPTY(s);
 }
 
+// The clock is read after the selector returns, also when it returns because
+// of I/O: a delay scheduled from an I/O callback counts from the wake-up, not
+// from before the sleep (which would make the timer fire early).
+BOOST_DATA_TEST_CASE(now_is_refreshed_when_io_wakes_the_loop, data::make(all_backends()), backend) {
+    Scheduler s(on(backend));
+    Watchdog watchdog(s);
+    Pipe p;
+    Clock::time_point written{};
+    Clock::time_point io_ran{};
+    bool timer_ok = false;
+    s.read_wait(p.r, [&] {
+        io_ran = Clock::now();
+        BOOST_TEST((s.now() >= written));
+        p.take();
+        s.call_later(20ms, [&] { timer_ok = Clock::now() - io_ran >= 20ms; });
+    });
+    std::thread writer([&] {
+        std::this_thread::sleep_for(40ms);  // the loop is blocked in the selector meanwhile
+        written = Clock::now();
+        p.put();
+    });
+    s.run_once();  // wakes for the pipe
+    writer.join();
+    s.run();
+    BOOST_TEST(timer_ok);
+    CHECK_EMPTY(s);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // ============================================================ changing waiters from callbacks
@@ -270,6 +342,7 @@ BOOST_AUTO_TEST_SUITE(changes)
 
 BOOST_DATA_TEST_CASE(registering_again_replaces_the_waiter, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p;
     p.put();
     Bag bag;
@@ -289,6 +362,7 @@ BOOST_DATA_TEST_CASE(registering_again_replaces_the_waiter, data::make(all_backe
 // which then must not run. (The order of the two depends on the backend.)
 BOOST_DATA_TEST_CASE(remove_reader_from_earlier_callback_prevents_due_reader, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p1, p2;
     p1.put();
     p2.put();
@@ -316,6 +390,7 @@ BOOST_DATA_TEST_CASE(remove_reader_from_earlier_callback_prevents_due_reader, da
 // replacement was not due yet and runs in the next iteration.
 BOOST_DATA_TEST_CASE(replacing_a_due_waiter_from_earlier_callback, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p1, p2;
     p1.put();
     p2.put();
@@ -342,6 +417,7 @@ BOOST_DATA_TEST_CASE(replacing_a_due_waiter_from_earlier_callback, data::make(al
 
 BOOST_DATA_TEST_CASE(one_shot_removing_itself_is_a_no_op, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p;
     p.put();
     bool removed = true;
@@ -353,6 +429,7 @@ BOOST_DATA_TEST_CASE(one_shot_removing_itself_is_a_no_op, data::make(all_backend
 
 BOOST_DATA_TEST_CASE(persistent_reader_replacing_itself, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p;
     p.put();
     Bag bag;
@@ -375,6 +452,7 @@ BOOST_DATA_TEST_CASE(persistent_reader_replacing_itself, data::make(all_backends
 
 BOOST_DATA_TEST_CASE(adding_waiters_from_inside_callbacks, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     SocketPair sp;
     Bag bag;
     s.call_soon([&] {
@@ -405,6 +483,7 @@ BOOST_AUTO_TEST_SUITE(bad_input)
 
 BOOST_DATA_TEST_CASE(negative_fd_is_rejected_and_changes_nothing, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     auto token = std::make_shared<int>(0);
     auto expect_rejected = [&](int fd, auto register_it) {
         try {
@@ -428,9 +507,45 @@ BOOST_DATA_TEST_CASE(negative_fd_is_rejected_and_changes_nothing, data::make(all
 
 BOOST_DATA_TEST_CASE(empty_callback_is_rejected, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p;
     BOOST_CHECK_THROW(s.read_wait(p.r, reactor::Callback{}), std::invalid_argument);
     BOOST_CHECK_THROW(s.add_writer(p.w, nullptr), std::invalid_argument);
+    CHECK_EMPTY(s);
+}
+
+// The loop's own eventfd (for call_soon_threadsafe) cannot be taken over.
+BOOST_DATA_TEST_CASE(the_loops_wakeup_fd_is_rejected, data::make(all_backends()), backend) {
+    auto open_fds = [] {
+        std::vector<int> fds;
+        for (int fd = 0; fd < 4096; ++fd) {
+            if (::fcntl(fd, F_GETFD) != -1) fds.push_back(fd);
+        }
+        return fds;
+    };
+    const auto before = open_fds();
+    Scheduler s(on(backend));
+    Watchdog watchdog(s);
+    int wakeup_fd = -1;
+    for (int fd : open_fds()) {
+        if (std::find(before.begin(), before.end(), fd) != before.end()) continue;
+        char target[64] = {};
+        const std::string link = "/proc/self/fd/" + std::to_string(fd);
+        if (::readlink(link.c_str(), target, sizeof target - 1) > 0 && std::string(target) == "anon_inode:[eventfd]") {
+            wakeup_fd = fd;
+        }
+    }
+    if (wakeup_fd < 0) {
+        BOOST_TEST_MESSAGE("skipped: could not identify the loop's eventfd");
+        return;
+    }
+    BOOST_CHECK_THROW(s.read_wait(wakeup_fd, [] {}), std::invalid_argument);
+    BOOST_CHECK_THROW(s.add_writer(wakeup_fd, [] {}), std::invalid_argument);
+    BOOST_TEST(!s.remove_reader(wakeup_fd));
+    int ran = 0;
+    s.call_soon_threadsafe([&] { ++ran; });  // the wakeup path still works
+    s.run();
+    BOOST_TEST(ran == 1);
     CHECK_EMPTY(s);
 }
 
@@ -445,6 +560,7 @@ BOOST_DATA_TEST_CASE(fd_at_or_above_fd_setsize, data::make(all_backends()), back
         return;
     }
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe p, other;
     BOOST_REQUIRE(::dup2(p.r, kBigFd) == kBigFd);
     Fd big(kBigFd);
@@ -464,7 +580,7 @@ BOOST_DATA_TEST_CASE(fd_at_or_above_fd_setsize, data::make(all_backends()), back
                 } else {
                     s.add_writer(big, [&, token] { bag.push_back("big"); });
                 }
-                BOOST_ERROR("no exception for fd " << kBigFd);
+                BOOST_FAIL("no exception for fd " << kBigFd);  // stop here: the fd_sets may be corrupt
             } catch (const std::invalid_argument& e) {
                 const std::string what = e.what();
                 BOOST_TEST_MESSAGE("message: " << what);
@@ -491,6 +607,7 @@ BOOST_DATA_TEST_CASE(fd_at_or_above_fd_setsize, data::make(all_backends()), back
 // fds keep being served.
 BOOST_DATA_TEST_CASE(fd_closed_from_a_callback_is_reported_and_dropped, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe doomed, alive;
     std::vector<ErrorContext> reports;
     s.set_exception_handler([&](const ErrorContext& ctx) { reports.push_back(ctx); });
@@ -530,6 +647,7 @@ BOOST_DATA_TEST_CASE(fd_closed_from_a_callback_is_reported_and_dropped, data::ma
 
 BOOST_DATA_TEST_CASE(fd_closed_after_registering_is_reported_and_dropped, data::make(all_backends()), backend) {
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     Pipe doomed, alive;
     std::vector<int> reported_fds;
     s.set_exception_handler([&](const ErrorContext& ctx) { reported_fds.push_back(ctx.fd); });
@@ -565,6 +683,7 @@ BOOST_DATA_TEST_CASE(eintr_resumes_the_wait_with_the_remaining_time, data::make(
     g_signals = 0;
 
     Scheduler s(on(backend));
+    Watchdog watchdog(s);
     int fired = 0;
     const auto start = Clock::now();
     s.call_later(100ms, [&] { ++fired; });
