@@ -6,6 +6,28 @@ namespace futures {
 namespace detail {
 namespace {
 
+// The callback a leaf gives the Scheduler. If the Scheduler destroys it without
+// running it (it is being destroyed; an fd wait was dropped because the fd was
+// closed or the waiter replaced), the leaf can never complete: it is cancelled,
+// so a task waiting on it is released instead of leaking with it.
+template <class S>
+class Producer {
+public:
+    Producer(S* state, const char* dropped) noexcept : state_(state), dropped_(dropped) {}
+    Producer(Producer&&) noexcept = default;
+    Producer& operator=(Producer&&) = delete;
+    ~Producer() {
+        if (state_) state_->abandon(dropped_);
+    }
+    void operator()() {
+        if (state_->pending()) state_->finish_value();
+    }
+
+private:
+    Ref<S> state_;
+    const char* dropped_;
+};
+
 // Done when its timer fires; cancelling cancels the timer (releasing it now).
 class TimerState final : public State<void> {
 public:
@@ -13,16 +35,14 @@ public:
 
     template <class Schedule>
     void start(Schedule&& schedule) {
-        timer_ = schedule([self = Ref<TimerState>(this)] { self->fire(); });
+        timer_ = schedule(Producer<TimerState>(this, "the Scheduler dropped this timer"));
     }
 
 private:
-    void fire() {
-        if (pending()) finish_value();
-    }
     StateBase* cancel_step(bool& accepted) override {
-        if (pending()) timer_.cancel();  // the caller holds a reference: we survive our callback's
-        return State<void>::cancel_step(accepted);
+        StateBase* next = State<void>::cancel_step(accepted);
+        if (accepted) timer_.cancel();  // the caller holds a reference: we survive our callback's
+        return next;
     }
 
     reactor::Handle timer_;
@@ -35,26 +55,26 @@ public:
         : State<void>(sched, where, false), fd_(fd), read_(read) {}
 
     void start() {
-        auto cb = [self = Ref<FdState>(this)] {
-            if (self->pending()) self->finish_value();
-        };
+        const char* dropped =
+            "the Scheduler dropped this fd wait (the fd was closed or its waiter replaced, or the loop is gone)";
         if (read_) {
-            scheduler().read_wait(fd_, std::move(cb), origin());
+            scheduler().read_wait(fd_, Producer<FdState>(this, dropped), origin());
         } else {
-            scheduler().write_wait(fd_, std::move(cb), origin());
+            scheduler().write_wait(fd_, Producer<FdState>(this, dropped), origin());
         }
     }
 
 private:
     StateBase* cancel_step(bool& accepted) override {
-        if (pending()) {
+        StateBase* next = State<void>::cancel_step(accepted);
+        if (accepted) {
             if (read_) {
                 scheduler().remove_reader(fd_);
             } else {
                 scheduler().remove_writer(fd_);
             }
         }
-        return State<void>::cancel_step(accepted);
+        return next;
     }
 
     int fd_;

@@ -84,12 +84,28 @@ bool StateBase::remove_callback(CallbackId id) noexcept {
     return true;
 }
 
+// What a completed state puts on the ready queue for each of its callbacks.
+// It keeps the state alive until the callback has run, so the callback may read
+// the state through a plain pointer (and so hold no reference that would make a
+// cycle while pending). If the Scheduler drops it unrun (it is being destroyed),
+// it drops the callback too: that releases whatever the callback held (a task
+// waiting on this state, say), which breaks the cycles a pending task forms with
+// the future it waits on. 16 bytes: stored inline in the reactor::Callback.
+struct StateBase::Trampoline {
+    Ref<StateBase> self;
+    std::uint32_t index;
+
+    Trampoline(Ref<StateBase> s, std::uint32_t i) noexcept : self(std::move(s)), index(i) {}
+    Trampoline(Trampoline&&) noexcept = default;
+    Trampoline& operator=(Trampoline&&) = delete;
+    ~Trampoline() {
+        if (self) self->callbacks_[index].cb.reset();  // after a run: already empty
+    }
+    void operator()() { self->run_callback(index); }
+};
+
 void StateBase::schedule(std::uint32_t index) {
-    // The trampoline keeps this state alive until the callback has run, so the
-    // callback may read it through a plain pointer (and so hold no reference
-    // that would make a cycle while pending). 16 bytes: stored inline.
-    sched_->call_soon([self = Ref<StateBase>(this), index] { self->run_callback(index); },
-                      callbacks_[index].where);
+    sched_->call_soon(Trampoline(Ref<StateBase>(this), index), callbacks_[index].where);
 }
 
 void StateBase::schedule_all() {
@@ -105,6 +121,16 @@ void StateBase::run_callback(std::uint32_t index) {
 }
 
 // ---------------------------------------------------------------- completion
+
+void StateBase::abandon(const char* why) noexcept {
+    if (!pending()) return;
+    try {
+        finish_cancelled(std::make_exception_ptr(CancelledError(
+            fmt::format("{} (the future created at {}:{})", why, origin_.file_name(), origin_.line()))));
+    } catch (...) {
+        finish_cancelled();  // out of memory for the message: plain CancelledError
+    }
+}
 
 void StateBase::finish_done() {
     status_ = Status::done;

@@ -22,7 +22,8 @@ Future<void> make_sleep(reactor::Scheduler& sched, reactor::Duration delay, std:
 }
 
 // Done once `delay` has passed on the loop's clock: never early; a negative
-// delay counts as zero. Cancelling the future cancels the timer at once.
+// delay counts as zero. Cancelling the future cancels the timer at once. If the
+// Scheduler is destroyed first, the future is cancelled.
 template <class Rep, class Period>
 [[nodiscard]] Future<void> sleep(reactor::Scheduler& sched, std::chrono::duration<Rep, Period> delay,
                                  std::source_location where = std::source_location::current()) {
@@ -35,12 +36,12 @@ template <class Rep, class Period>
 
 // Done when `fd` is readable (resp. writable): a one-shot read_wait/write_wait
 // underneath, so it replaces any waiter already registered on that fd and
-// direction (and a later registration replaces it: the future then never
-// completes). Cancelling removes the waiter. Readiness may be spurious: a
+// direction. Cancelling removes the waiter. Readiness may be spurious: a
 // non-blocking read can still say EAGAIN; then wait again. The fd is not owned.
-// An invalid fd throws std::invalid_argument here. If the fd is closed while
-// waited on, the Scheduler reports it and the future stays pending: cancel it
-// or bound it with with_timeout.
+// An invalid fd throws std::invalid_argument here. If the Scheduler drops the
+// wait (the fd was closed while registered, which it also reports; a later
+// registration on the same fd and direction replaced it; the Scheduler is being
+// destroyed), the future is cancelled, with a CancelledError saying so.
 [[nodiscard]] Future<void> readable(reactor::Scheduler& sched, int fd,
                                     std::source_location where = std::source_location::current());
 [[nodiscard]] Future<void> writable(reactor::Scheduler& sched, int fd,

@@ -167,6 +167,10 @@ public:
     CallbackId add_callback(reactor::Callback cb, std::source_location where);
     // True if the callback had not started yet; it will not run.
     bool remove_callback(CallbackId id) noexcept;
+    // Completes a leaf whose producer (a timer, an fd wait) the Scheduler dropped
+    // unrun: it is destroyed, the fd was closed, or the waiter was replaced. The
+    // state is cancelled (with `why`), so whatever waits on it is released.
+    void abandon(const char* why) noexcept;
 
     // ---- completing (callers have checked pending()) ----
     void finish_done();                           // the subclass stored the value first
@@ -215,6 +219,7 @@ private:
     static void die(StateBase* s) noexcept;  // queues s for dispose(), never recursively
     void dispose() noexcept;
     void report_unretrieved() noexcept;
+    struct Trampoline;
     void schedule(std::uint32_t index);
     void schedule_all();
     void run_callback(std::uint32_t index);

@@ -1,0 +1,45 @@
+// Test support for the futures suites: a recorder for the Scheduler's
+// exception handler, and the "the loop holds nothing" check every test ends with.
+#pragma once
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+#include <reactor/scheduler.hpp>
+
+namespace futures_test {
+
+// Installs itself as `sched`'s exception handler and keeps every report.
+struct Reports {
+    explicit Reports(reactor::Scheduler& sched) {
+        sched.set_exception_handler([this](const reactor::ErrorContext& ctx) { list.push_back(ctx); });
+    }
+    std::size_t size() const { return list.size(); }
+    const reactor::ErrorContext& operator[](std::size_t i) const { return list.at(i); }
+    std::vector<reactor::ErrorContext> list;
+};
+
+// what() of an exception_ptr ("" for none, "?" for a non-std exception).
+inline std::string what(const std::exception_ptr& e) {
+    if (!e) return "";
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        return ex.what();
+    } catch (...) {
+        return "?";
+    }
+}
+
+}  // namespace futures_test
+
+// Every test ends with this: no live timer, waiter or ready callback is left.
+#define CHECK_LOOP_EMPTY(s)                   \
+    do {                                      \
+        BOOST_TEST((s).ready_count() == 0u);  \
+        BOOST_TEST((s).timer_count() == 0u);  \
+        BOOST_TEST((s).waiter_count() == 0u); \
+        BOOST_TEST((s).empty());              \
+    } while (0)

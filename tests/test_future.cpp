@@ -1,0 +1,387 @@
+// Future<T> tests: the state machine (pending -> done | failed | cancelled), its
+// misuse errors, done-callbacks (scheduled with call_soon in registration order,
+// never inline), and the "exception was never retrieved" report.
+//
+// Each test records what happened in a bag and asserts exact order, and ends by
+// checking that the scheduler holds nothing (CHECK_LOOP_EMPTY).
+#define BOOST_TEST_MODULE future
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <futures/futures.hpp>
+
+#include "support/fake_clock.hpp"
+#include "support/futures_util.hpp"
+
+namespace {
+
+using futures::CancelledError;
+using futures::Future;
+using futures::InvalidStateError;
+using futures::Status;
+using futures_test::Reports;
+using futures_test::what;
+using Bag = std::vector<std::string>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(state_machine)
+
+BOOST_AUTO_TEST_CASE(pending_future_refuses_to_be_read) {
+    reactor_test::FakeLoop loop;
+    Future<int> f(loop.sched);
+    BOOST_TEST(f.valid());
+    BOOST_TEST(!f.done());
+    BOOST_TEST((f.status() == Status::pending));
+    BOOST_CHECK_THROW(f.result(), InvalidStateError);
+    BOOST_CHECK_THROW(f.exception(), InvalidStateError);
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(set_result_then_result) {
+    reactor_test::FakeLoop loop;
+    Future<std::string> f(loop.sched);
+    f.set_result("hello");
+    BOOST_TEST(f.done());
+    BOOST_TEST(!f.failed());
+    BOOST_TEST(!f.cancelled());
+    BOOST_TEST(f.result() == "hello");
+    BOOST_TEST(!f.exception());
+    Future<void> v(loop.sched);
+    v.set_result();
+    BOOST_CHECK_NO_THROW(v.result());
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(second_completion_is_an_invalid_state_error) {
+    reactor_test::FakeLoop loop;
+    Future<int> f(loop.sched);
+    f.set_result(1);
+    BOOST_CHECK_THROW(f.set_result(2), InvalidStateError);
+    BOOST_CHECK_THROW(f.set_exception(std::runtime_error("late")), InvalidStateError);
+    BOOST_TEST(f.result() == 1);  // unchanged
+    BOOST_TEST(!f.cancel());      // too late to cancel: false, nothing changes
+    BOOST_TEST(f.result() == 1);
+
+    Future<int> c(loop.sched);
+    BOOST_TEST(c.cancel());
+    BOOST_CHECK_THROW(c.set_result(3), InvalidStateError);
+    BOOST_TEST(!c.cancel());
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(invalid_state_error_names_the_future) {
+    reactor_test::FakeLoop loop;
+    Future<int> f(loop.sched);
+    const auto line = __LINE__ - 1;
+    f.set_result(1);
+    try {
+        f.set_result(2);
+        BOOST_FAIL("no exception");
+    } catch (const InvalidStateError& e) {
+        std::string text = e.what();
+        BOOST_TEST(text.find("test_future.cpp:" + std::to_string(line)) != std::string::npos, text);
+        BOOST_TEST(text.find("already done") != std::string::npos, text);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(failed_future_rethrows_the_same_exception) {
+    reactor_test::FakeLoop loop;
+    Future<int> f(loop.sched);
+    auto error = std::make_exception_ptr(std::runtime_error("boom"));
+    f.set_exception(error);
+    BOOST_TEST(f.failed());
+    BOOST_TEST((f.exception() == error));
+    BOOST_CHECK_EXCEPTION(f.result(), std::runtime_error, [](const auto& e) { return std::string(e.what()) == "boom"; });
+    BOOST_CHECK_THROW(f.set_exception(nullptr), std::invalid_argument);
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_makes_result_throw_cancelled_error) {
+    reactor_test::FakeLoop loop;
+    Future<int> f(loop.sched);
+    BOOST_TEST(f.cancel());
+    BOOST_TEST(f.cancelled());
+    BOOST_TEST(f.done());
+    BOOST_CHECK_THROW(f.result(), CancelledError);
+    BOOST_CHECK_THROW(f.exception(), CancelledError);
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(completing_with_cancelled_error_means_cancelled) {
+    reactor_test::FakeLoop loop;
+    Future<int> f(loop.sched);
+    f.set_exception(CancelledError("stopped by the user"));
+    BOOST_TEST(f.cancelled());
+    BOOST_CHECK_EXCEPTION(f.result(), CancelledError,
+                          [](const auto& e) { return std::string(e.what()) == "stopped by the user"; });
+}
+
+BOOST_AUTO_TEST_CASE(empty_future_throws_on_use) {
+    Future<int> f;
+    BOOST_TEST(!f.valid());
+    BOOST_CHECK_THROW(f.done(), InvalidStateError);
+    BOOST_CHECK_THROW(f.result(), InvalidStateError);
+    BOOST_CHECK_THROW(f.cancel(), InvalidStateError);
+    BOOST_CHECK_THROW((void)f.then([](int) {}), InvalidStateError);
+    BOOST_TEST(!f.remove_done_callback(futures::CallbackId{0}));
+}
+
+BOOST_AUTO_TEST_CASE(copies_share_one_state) {
+    reactor_test::FakeLoop loop;
+    Future<int> a(loop.sched);
+    Future<int> b = a;
+    BOOST_TEST((a == b));
+    b.set_result(7);
+    BOOST_TEST(a.result() == 7);
+    a.result() = 8;  // a reference into the shared slot
+    BOOST_TEST(b.result() == 8);
+    BOOST_TEST(!(a == Future<int>(loop.sched)));
+}
+
+BOOST_AUTO_TEST_CASE(move_only_values) {
+    reactor_test::FakeLoop loop;
+    Future<std::unique_ptr<int>> f(loop.sched);
+    f.set_result(std::make_unique<int>(5));
+    BOOST_TEST(*f.result() == 5);
+    std::unique_ptr<int> taken = std::move(f.result());
+    BOOST_TEST(*taken == 5);
+}
+
+BOOST_AUTO_TEST_CASE(derived_futures_complete_themselves) {
+    reactor_test::FakeLoop loop;
+    Future<int> src(loop.sched);
+    Future<int> derived = src.then([](int v) { return v; });
+    BOOST_CHECK_THROW(derived.set_result(1), InvalidStateError);
+    BOOST_CHECK_THROW(derived.set_exception(std::runtime_error("x")), InvalidStateError);
+    Future<void> timer = futures::sleep(loop.sched, std::chrono::seconds(1));
+    BOOST_CHECK_THROW(timer.set_result(), InvalidStateError);
+    BOOST_TEST(timer.cancel());
+    BOOST_TEST(derived.cancel());
+    loop.sched.run();
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(ready_and_exception_futures) {
+    reactor_test::FakeLoop loop;
+    auto r = futures::make_ready_future(loop.sched, std::string("x"));
+    BOOST_TEST(r.result() == "x");
+    auto v = futures::make_ready_future(loop.sched);
+    BOOST_TEST(v.done());
+    auto e = futures::make_exception_future<int>(loop.sched, std::logic_error("bad"));
+    BOOST_TEST(e.failed());
+    BOOST_TEST(what(e.exception()) == "bad");
+    auto c = futures::make_exception_future<void>(loop.sched, CancelledError());
+    BOOST_TEST(c.cancelled());
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(status_names) {
+    BOOST_TEST(futures::to_string(Status::pending) == "pending");
+    BOOST_TEST(futures::to_string(Status::done) == "done");
+    BOOST_TEST(futures::to_string(Status::failed) == "failed");
+    BOOST_TEST(futures::to_string(Status::cancelled) == "cancelled");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(done_callbacks)
+
+BOOST_AUTO_TEST_CASE(never_run_inside_set_result) {
+    reactor_test::FakeLoop loop;
+    Bag bag;
+    Future<int> f(loop.sched);
+    f.add_done_callback([&] { bag.push_back("cb"); });
+    f.set_result(1);
+    BOOST_TEST(bag.empty());  // scheduled, not run
+    BOOST_TEST(loop.sched.ready_count() == 1u);
+    loop.sched.run_once();
+    BOOST_TEST(bag == Bag{"cb"});
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(never_run_inline_on_an_already_done_future) {
+    reactor_test::FakeLoop loop;
+    Bag bag;
+    Future<int> f(loop.sched);
+    f.set_result(1);
+    f.add_done_callback([&] { bag.push_back("late"); });
+    BOOST_TEST(bag.empty());
+    loop.sched.run_once();
+    BOOST_TEST(bag == Bag{"late"});
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(run_in_registration_order_on_every_outcome) {
+    for (Status outcome : {Status::done, Status::failed, Status::cancelled}) {
+        reactor_test::FakeLoop loop;
+        Bag bag;
+        Future<int> f(loop.sched);
+        for (int i = 0; i < 5; ++i) f.add_done_callback([&bag, i] { bag.push_back(std::to_string(i)); });
+        if (outcome == Status::done) f.set_result(1);
+        if (outcome == Status::failed) f.set_exception(std::runtime_error("x"));
+        if (outcome == Status::cancelled) f.cancel();
+        f.add_done_callback([&bag] { bag.push_back("after"); });
+        loop.sched.run();
+        BOOST_TEST(bag == (Bag{"0", "1", "2", "3", "4", "after"}));
+        if (outcome == Status::failed) (void)f.exception();
+        CHECK_LOOP_EMPTY(loop.sched);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(callback_receives_the_future) {
+    reactor_test::FakeLoop loop;
+    Bag bag;
+    Future<int> f(loop.sched);
+    f.add_done_callback([&](Future<int>& self) { bag.push_back(std::to_string(self.result())); });
+    f.add_done_callback([&](const Future<int>& self) { bag.push_back(self == f ? "same" : "other"); });
+    f.set_result(42);
+    loop.sched.run();
+    BOOST_TEST(bag == (Bag{"42", "same"}));
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_may_add_callbacks) {
+    reactor_test::FakeLoop loop;
+    Bag bag;
+    Future<int> f(loop.sched);
+    f.add_done_callback([&] {
+        bag.push_back("first");
+        f.add_done_callback([&] { bag.push_back("added by first"); });
+    });
+    f.add_done_callback([&] { bag.push_back("second"); });
+    f.set_result(1);
+    loop.sched.run_once();
+    BOOST_TEST(bag == (Bag{"first", "second"}));  // the new one runs next iteration
+    loop.sched.run_once();
+    BOOST_TEST(bag == (Bag{"first", "second", "added by first"}));
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(remove_before_and_after_completion) {
+    reactor_test::FakeLoop loop;
+    Bag bag;
+    Future<int> f(loop.sched);
+    auto a = f.add_done_callback([&] { bag.push_back("a"); });
+    auto b = f.add_done_callback([&] { bag.push_back("b"); });
+    auto c = f.add_done_callback([&] { bag.push_back("c"); });
+    BOOST_TEST(f.remove_done_callback(a));
+    BOOST_TEST(!f.remove_done_callback(a));  // only once
+    f.set_result(1);
+    BOOST_TEST(f.remove_done_callback(c));  // scheduled but not started: still removable
+    loop.sched.run();
+    BOOST_TEST(bag == Bag{"b"});
+    BOOST_TEST(!f.remove_done_callback(b));  // already ran
+    BOOST_TEST(!f.remove_done_callback(futures::CallbackId{99}));
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(removed_callback_releases_its_captures_at_once) {
+    reactor_test::FakeLoop loop;
+    auto token = std::make_shared<int>(0);
+    Future<int> f(loop.sched);
+    auto id = f.add_done_callback([token] {});
+    BOOST_TEST(token.use_count() == 2);
+    f.remove_done_callback(id);
+    BOOST_TEST(token.use_count() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(throwing_callback_goes_to_the_exception_handler) {
+    reactor_test::FakeLoop loop;
+    Reports reports(loop.sched);
+    Bag bag;
+    Future<int> f(loop.sched);
+    f.add_done_callback([] { throw std::runtime_error("callback failed"); });
+    const auto line = __LINE__ - 1;
+    f.add_done_callback([&] { bag.push_back("still runs"); });
+    f.set_result(1);
+    loop.sched.run();
+    BOOST_TEST(bag == Bag{"still runs"});
+    BOOST_REQUIRE(reports.size() == 1u);
+    BOOST_TEST(what(reports[0].exception) == "callback failed");
+    BOOST_TEST(reports[0].origin_known);
+    BOOST_TEST(reports[0].origin.line() == line);
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(empty_callback_is_refused) {
+    reactor_test::FakeLoop loop;
+    Future<int> f(loop.sched);
+    BOOST_CHECK_THROW(f.add_done_callback(reactor::Callback{}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(never_retrieved)
+
+BOOST_AUTO_TEST_CASE(reported_when_the_last_handle_goes_naming_the_creation_site) {
+    reactor_test::FakeLoop loop;
+    Reports reports(loop.sched);
+    unsigned line = 0;
+    {
+        Future<int> f(loop.sched);
+        line = __LINE__ - 1;
+        f.set_exception(std::runtime_error("lost error"));
+        BOOST_TEST(reports.size() == 0u);  // still reachable: not yet
+    }
+    BOOST_REQUIRE(reports.size() == 1u);
+    BOOST_TEST(reports[0].message.find("never retrieved") != std::string::npos, reports[0].message);
+    BOOST_TEST(what(reports[0].exception) == "lost error");
+    BOOST_TEST(reports[0].origin_known);
+    BOOST_TEST(reports[0].origin.line() == line);
+    BOOST_TEST(std::string(reports[0].origin.file_name()).find("test_future.cpp") != std::string::npos);
+    std::string line_text = reactor::describe(reports[0]);
+    BOOST_TEST(line_text.find("lost error") != std::string::npos, line_text);
+    CHECK_LOOP_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(not_reported_once_retrieved) {
+    reactor_test::FakeLoop loop;
+    Reports reports(loop.sched);
+    {
+        Future<int> a(loop.sched);
+        a.set_exception(std::runtime_error("a"));
+        BOOST_CHECK_THROW(a.result(), std::runtime_error);
+        Future<int> b(loop.sched);
+        b.set_exception(std::runtime_error("b"));
+        (void)b.exception();
+        Future<int> c(loop.sched);
+        c.set_exception(std::runtime_error("c"));
+        c.add_done_callback([](Future<int>& self) { (void)self.exception(); });
+        loop.sched.run();
+    }
+    BOOST_TEST(reports.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_and_successful_futures_are_not_reported) {
+    reactor_test::FakeLoop loop;
+    Reports reports(loop.sched);
+    {
+        Future<int> a(loop.sched);
+        a.cancel();
+        Future<int> b(loop.sched);
+        b.set_result(1);
+        Future<int> never_completed(loop.sched);
+        loop.sched.run();
+    }
+    BOOST_TEST(reports.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_that_ignores_the_error_does_not_retrieve_it) {
+    reactor_test::FakeLoop loop;
+    Reports reports(loop.sched);
+    {
+        Future<int> f(loop.sched);
+        f.add_done_callback([] {});
+        f.set_exception(std::runtime_error("ignored"));
+        loop.sched.run();
+    }
+    BOOST_REQUIRE(reports.size() == 1u);
+    BOOST_TEST(what(reports[0].exception) == "ignored");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
