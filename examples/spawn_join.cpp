@@ -1,0 +1,134 @@
+// spawn_join: ten background tasks, joined; and one that fails unjoined.
+//
+// main spawns ten tasks; task i prints "I am background task i", naps, and
+// returns i. main joins them one by one and prints "res=45". It also spawns
+// --failing tasks that throw and that nobody joins: their errors are not lost,
+// the Scheduler's exception handler reports them on stderr ("Task exception was
+// never retrieved", naming the spawn site). --speed X divides every delay by X.
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <futures/futures.hpp>
+#include <reactor/scheduler.hpp>
+
+#include "cli.hpp"
+
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+void say(const std::string& line) {
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+}
+
+// Prints who it is, naps, returns its number.
+class Background {
+public:
+    enum class State { start, napping };
+
+    Background(reactor::Scheduler& sched, int i, Seconds nap) : sched_(sched), i_(i), nap_length_(nap) {}
+
+    futures::Step<int> resume() {
+        switch (state_) {
+        case State::start:
+            say(fmt::format("I am background task {}", i_));
+            state_ = State::napping;
+            return nap_ = futures::sleep(sched_, nap_length_);
+        case State::napping:
+            nap_.result();
+            return i_;
+        }
+        throw std::logic_error("spawn_join: unknown state");
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    int i_;
+    Seconds nap_length_;
+    State state_ = State::start;
+    futures::Future<void> nap_;
+};
+
+// Naps, then fails.
+class Failing {
+public:
+    enum class State { start, napping };
+
+    Failing(reactor::Scheduler& sched, int i, Seconds nap) : sched_(sched), i_(i), nap_length_(nap) {}
+
+    futures::Step<void> resume() {
+        switch (state_) {
+        case State::start:
+            state_ = State::napping;
+            return nap_ = futures::sleep(sched_, nap_length_);
+        case State::napping:
+            nap_.result();
+            throw std::runtime_error(fmt::format("failing task {} gave up on purpose, and nobody joined it", i_));
+        }
+        throw std::logic_error("spawn_join: unknown state");
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    int i_;
+    Seconds nap_length_;
+    State state_ = State::start;
+    futures::Future<void> nap_;
+};
+
+// Spawns everything, joins the ten in order, prints the sum.
+class Main {
+public:
+    enum class State { spawn, joining };
+
+    Main(reactor::Scheduler& sched, int failing, double speed) : sched_(sched), failing_(failing), speed_(speed) {}
+
+    futures::Step<void> resume() {
+        switch (state_) {
+        case State::spawn:
+            for (int i = 0; i < 10; ++i) joins_.push_back(futures::spawn(sched_, Background(sched_, i, Seconds(1) / speed_)));
+            for (int i = 0; i < failing_; ++i) {
+                futures::spawn(sched_, Failing(sched_, i, Seconds(0.5) / speed_));  // handle dropped: never joined
+            }
+            state_ = State::joining;
+            return joins_[0];
+        case State::joining:
+            sum_ += joins_[next_].result();
+            if (++next_ < joins_.size()) return joins_[next_];
+            say(fmt::format("res={}", sum_));
+            return futures::finished;
+        }
+        throw std::logic_error("spawn_join: unknown state");
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    int failing_;
+    double speed_;
+    State state_ = State::spawn;
+    std::vector<futures::Future<int>> joins_;
+    std::size_t next_ = 0;
+    int sum_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    examples::Cli cli("spawn_join", "Ten background tasks return 0..9; main joins them and prints res=45.");
+    cli.option("speed", "1", "divide every delay by this factor");
+    cli.option("failing", "1", "how many extra tasks fail without ever being joined (their errors are reported)");
+    cli.parse(argc, argv);
+    double speed = cli.number("speed");
+    long failing = cli.integer("failing");
+    if (!(speed > 0)) cli.fail("--speed must be positive");
+    if (failing < 0 || failing > 100) cli.fail("--failing must be between 0 and 100");
+
+    reactor::Scheduler sched;
+    futures::run_until_complete(sched, Main(sched, static_cast<int>(failing), speed));
+    sched.run();  // let any failing task still napping finish (and be reported)
+}

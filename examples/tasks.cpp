@@ -1,0 +1,104 @@
+// tasks: two tasks interleave on one loop, and main joins both.
+//
+// task1 prints "Task 1" twice, sleeping 1 s after each; task2 prints "Task 2"
+// three times, sleeping 2 s after each. main spawns both, joins task1 then
+// task2, and prints "done". Output: Task 1, Task 2, Task 1, Task 2, Task 2,
+// done (about 6 s). --speed X divides every delay by X.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+#include <futures/futures.hpp>
+#include <reactor/scheduler.hpp>
+
+#include "cli.hpp"
+
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+void say(const std::string& line) {
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+}
+
+// Prints `text` `times` times, sleeping `pause` after each.
+class Printer {
+public:
+    enum class State { print, sleeping };
+
+    Printer(reactor::Scheduler& sched, std::string text, int times, Seconds pause)
+        : sched_(sched), text_(std::move(text)), times_(times), pause_(pause) {}
+
+    futures::Step<void> resume() {
+        for (;;) {
+            switch (state_) {
+            case State::print:
+                say(text_);
+                state_ = State::sleeping;
+                return sleep_ = futures::sleep(sched_, pause_);
+            case State::sleeping:
+                sleep_.result();  // rethrows CancelledError if the task was cancelled
+                if (++printed_ == times_) return futures::finished;
+                state_ = State::print;
+                continue;  // print again, without waiting for anything
+            }
+        }
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    std::string text_;
+    int times_;
+    Seconds pause_;
+    int printed_ = 0;
+    State state_ = State::print;
+    futures::Future<void> sleep_;
+};
+
+// Spawns both printers, joins them in turn, prints "done".
+class Main {
+public:
+    enum class State { spawn, joining1, joining2 };
+
+    Main(reactor::Scheduler& sched, double speed) : sched_(sched), speed_(speed) {}
+
+    futures::Step<void> resume() {
+        switch (state_) {
+        case State::spawn:
+            task1_ = futures::spawn(sched_, Printer(sched_, "Task 1", 2, Seconds(1) / speed_));
+            task2_ = futures::spawn(sched_, Printer(sched_, "Task 2", 3, Seconds(2) / speed_));
+            state_ = State::joining1;
+            return task1_;
+        case State::joining1:
+            task1_.result();
+            state_ = State::joining2;
+            return task2_;
+        case State::joining2:
+            task2_.result();
+            say("done");
+            return futures::finished;
+        }
+        throw std::logic_error("tasks: unknown state");
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    double speed_;
+    State state_ = State::spawn;
+    futures::Future<void> task1_, task2_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    examples::Cli cli("tasks", "task1 and task2 interleave with sleeps; main joins both and prints done.");
+    cli.option("speed", "1", "divide every delay by this factor");
+    cli.parse(argc, argv);
+    double speed = cli.number("speed");
+    if (!(speed > 0)) cli.fail("--speed must be positive");
+
+    reactor::Scheduler sched;
+    futures::run_until_complete(sched, Main(sched, speed));
+}

@@ -1,0 +1,160 @@
+// Runs the futures examples for real (at a high --speed) and checks what they
+// print, line by line and in order.
+#define BOOST_TEST_MODULE futures_examples
+#include <boost/test/unit_test.hpp>
+
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/process.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+struct Run {
+    std::vector<std::string> out;
+    std::string err;
+    int code = -1;
+};
+
+// Runs an example to the end with stdin closed at once.
+Run run(const std::string& name, const std::vector<std::string>& args) {
+    testsupport::Child child(testsupport::example_path(name), args);
+    child.close_stdin();
+    Run r;
+    r.out = lines_of(child.read_all(20s));
+    r.err = child.read_stderr(5s);
+    r.code = child.wait(10s);
+    return r;
+}
+
+// The number captured by `re` (one group) in `line`; -1 if it does not match.
+double number_in(const std::string& line, const std::string& re) {
+    std::smatch m;
+    if (!std::regex_match(line, m, std::regex(re))) return -1;
+    return std::stod(m[1]);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(toy_jobs_run_concurrently) {
+    Run r = run("toy_jobs", {"--speed", "100"});
+    BOOST_TEST(r.code == 0);
+    BOOST_REQUIRE_MESSAGE(r.out.size() == 7u, r.err);
+    BOOST_TEST(r.out[0] == "job A: start (2 s of work)");
+    BOOST_TEST(r.out[1] == "job B: start (1 s of work)");
+    BOOST_TEST(r.out[2] == "job C: start (3 s of work)");
+    // They finish in order of length, each at about its own length.
+    double b = number_in(r.out[3], R"(job B: done at (\d+\.\d\d)s)");
+    double a = number_in(r.out[4], R"(job A: done at (\d+\.\d\d)s)");
+    double c = number_in(r.out[5], R"(job C: done at (\d+\.\d\d)s)");
+    BOOST_TEST((b >= 1.0 && b < a && a < c), r.out[3] << " / " << r.out[4] << " / " << r.out[5]);
+    BOOST_TEST(a >= 2.0);
+    double total = number_in(r.out[6], R"(total: (\d+\.\d\d)s \(the jobs add up to 6 s\))");
+    BOOST_TEST((total >= 3.0 && total < 5.0), r.out[6]);  // the longest job, not the sum
+    BOOST_TEST(r.err.empty());
+}
+
+BOOST_AUTO_TEST_CASE(tasks_interleave_and_main_joins_both) {
+    Run r = run("tasks", {"--speed", "100"});
+    BOOST_TEST(r.code == 0);
+    BOOST_TEST(r.out == (std::vector<std::string>{"Task 1", "Task 2", "Task 1", "Task 2", "Task 2", "done"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(r.err.empty());
+}
+
+BOOST_AUTO_TEST_CASE(fetch_ms_waits_for_a_line_then_sleeps_while_the_timer_says_hello) {
+    // --speed 50: the nap ends at 60 ms, hello comes at 100 ms.
+    testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50"});
+    child.write_stdin("ping\n");
+    BOOST_TEST(child.read_line(10s).value_or("<none>") == "Will sleep now");
+    BOOST_TEST(child.read_line(10s).value_or("<none>") == "Good morning");
+    BOOST_TEST(child.read_line(10s).value_or("<none>") == "fetch_ms returned \"ping\"");
+    BOOST_TEST(child.read_line(10s).value_or("<none>") == "hello");
+    BOOST_TEST(!child.read_line(5s).has_value());  // and nothing else
+    BOOST_TEST(child.wait(10s) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(fetch_ms_waits_as_long_as_stdin_is_silent) {
+    testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50"});
+    // Nothing typed: only the timer speaks, at 100 ms.
+    BOOST_TEST(child.read_line(10s).value_or("<none>") == "hello");
+    child.write_stdin("late\n");
+    BOOST_TEST(child.read_line(10s).value_or("<none>") == "Will sleep now");
+    BOOST_TEST(child.read_line(10s).value_or("<none>") == "Good morning");
+    BOOST_TEST(child.read_line(10s).value_or("<none>") == "fetch_ms returned \"late\"");
+    BOOST_TEST(child.wait(10s) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(fetch_ms_with_no_input_at_all) {
+    Run r = run("fetch_ms", {"--speed", "50"});
+    BOOST_TEST(r.code == 0);
+    BOOST_TEST(r.out == (std::vector<std::string>{"Will sleep now", "Good morning", "fetch_ms returned \"\"", "hello"}),
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(spawn_join_sums_ten_tasks_and_reports_the_unjoined_failure) {
+    Run r = run("spawn_join", {"--speed", "100"});
+    BOOST_TEST(r.code == 0);
+    std::vector<std::string> expected;
+    for (int i = 0; i < 10; ++i) expected.push_back("I am background task " + std::to_string(i));
+    expected.push_back("res=45");
+    BOOST_TEST(r.out == expected, boost::test_tools::per_element());
+    BOOST_TEST(r.err.find("Task exception was never retrieved") != std::string::npos, r.err);
+    BOOST_TEST(r.err.find("spawn_join.cpp:") != std::string::npos, r.err);  // names the spawn site
+    BOOST_TEST(r.err.find("failing task 0 gave up on purpose") != std::string::npos, r.err);
+    BOOST_TEST(lines_of(r.err).size() == 1u, r.err);  // reported once
+}
+
+BOOST_AUTO_TEST_CASE(spawn_join_without_failing_tasks_is_quiet) {
+    Run r = run("spawn_join", {"--speed", "100", "--failing", "0"});
+    BOOST_TEST(r.code == 0);
+    BOOST_TEST(r.out.back() == "res=45");
+    BOOST_TEST(r.err.empty(), r.err);
+}
+
+BOOST_AUTO_TEST_CASE(chain_runs_its_four_stages_in_order) {
+    Run r = run("chain", {"--speed", "100"});
+    BOOST_TEST(r.code == 0);
+    BOOST_REQUIRE_MESSAGE(r.out.size() == 9u, r.err);
+    std::vector<std::string> fixed(r.out.begin(), r.out.begin() + 6);
+    BOOST_TEST(fixed ==
+                   (std::vector<std::string>{"pipeline: fetched 21", "pipeline: doubled to 42",
+                                             "pipeline: formatted as \"42\"",
+                                             "recover: caught \"not a number: forty-two\", using -1 instead",
+                                             "recover: carrying on with -1", "finally: cleanup ran"}),
+               boost::test_tools::per_element());
+    double gathered = number_in(r.out[6], R"(when_all: sleeps of 1 s, 2 s and 3 s all done after (\d+\.\d\d)s)");
+    BOOST_TEST((gathered >= 3.0 && gathered < 5.0), r.out[6]);
+    double timed_out =
+        number_in(r.out[7], R"(with_timeout: TimeoutError after (\d+\.\d\d)s; the slow operation was cancelled)");
+    BOOST_TEST((timed_out >= 1.0 && timed_out < 3.0), r.out[7]);
+    BOOST_TEST(number_in(r.out[8], R"(done after (\d+\.\d\d)s)") >= 4.5, r.out[8]);
+    BOOST_TEST(r.err.empty(), r.err);
+}
+
+BOOST_AUTO_TEST_CASE(every_example_has_help_and_refuses_bad_options) {
+    for (std::string name : {"toy_jobs", "tasks", "fetch_ms", "spawn_join", "chain"}) {
+        Run help = run(name, {"--help"});
+        BOOST_TEST(help.code == 0, name);
+        BOOST_TEST(!help.out.empty());
+        if (!help.out.empty()) BOOST_TEST(help.out[0].find("usage: " + name) == 0u, help.out[0]);
+        bool mentions_speed = false;
+        for (const auto& line : help.out) mentions_speed = mentions_speed || line.find("--speed") != std::string::npos;
+        BOOST_TEST(mentions_speed, name);
+        Run bad = run(name, {"--speed", "0"});
+        BOOST_TEST(bad.code == 2, name);
+        Run unknown = run(name, {"--nope", "1"});
+        BOOST_TEST(unknown.code == 2, name);
+    }
+}
