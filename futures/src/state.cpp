@@ -3,6 +3,8 @@
 // report). See futures/detail/state.hpp for the state diagram.
 #include "futures/detail/state.hpp"
 
+#include <memory>
+
 #include <fmt/format.h>
 
 namespace futures {
@@ -49,48 +51,78 @@ thread_local DisposeQueue dispose_queue;
 
 // ---------------------------------------------------------------- callbacks
 
-std::uint32_t CallbackList::push(reactor::Callback cb, std::source_location where) {
+std::uint32_t WaiterList::push(Waiter w) {
     if (size_ == UINT32_MAX - 1) throw std::length_error("futures: too many done-callbacks on one future");
     if (size_ == 0) {
-        first_.cb = std::move(cb);
-        first_.where = where;
+        first_ = w;
     } else {
-        rest_.push_back(Entry{std::move(cb), where});
+        rest_.push_back(w);
     }
     return size_++;
 }
 
-void CallbackList::clear() noexcept {
-    // Move out first: destroying a callback may release states that touch nothing
-    // here, but keep the list consistent anyway.
-    reactor::Callback first = std::move(first_.cb);
-    std::vector<Entry> rest = std::move(rest_);
+void WaiterList::drop(Waiter w) noexcept {
+    switch (w.kind) {
+    case Waiter::Kind::state:
+        static_cast<StateBase*>(w.target)->release();
+        break;
+    case Waiter::Kind::user:
+        delete static_cast<UserCallback*>(w.target);
+        break;
+    case Waiter::Kind::empty:
+        break;
+    }
+}
+
+void WaiterList::clear() noexcept {
+    // Emptied before anything is released: releasing may run destructors that
+    // reach other states, never this list, but keep it consistent anyway.
+    Waiter first = std::exchange(first_, Waiter{});
+    std::vector<Waiter> rest = std::move(rest_);
     rest_.clear();
     size_ = 0;
+    drop(first);
+    for (Waiter w : rest) drop(w);
 }
 
 CallbackId StateBase::add_callback(reactor::Callback cb, std::source_location where) {
     if (!cb) throw std::invalid_argument("futures: empty done-callback");
-    std::uint32_t index = callbacks_.push(std::move(cb), where);
+    auto* box = new UserCallback{std::move(cb), where};
+    std::uint32_t index;
+    try {
+        index = callbacks_.push(Waiter{box, 0, Waiter::Kind::user});
+    } catch (...) {
+        delete box;
+        throw;
+    }
     if (!pending()) schedule(index);  // already done: still never inline
+    return CallbackId{index};
+}
+
+CallbackId StateBase::add_waiter(StateBase* waiter, std::uint32_t tag) {
+    std::uint32_t index = callbacks_.push(Waiter{waiter, tag, Waiter::Kind::state});
+    waiter->add_ref();
+    if (!pending()) schedule(index);
     return CallbackId{index};
 }
 
 bool StateBase::remove_callback(CallbackId id) noexcept {
     if (id.index >= callbacks_.size()) return false;
-    auto& entry = callbacks_[id.index];
-    if (!entry.cb) return false;  // already started, or removed
-    entry.cb.reset();             // a trampoline already scheduled finds it empty
+    Waiter w = callbacks_.take(id.index);
+    if (w.kind == Waiter::Kind::empty) return false;  // already started, or removed
+    WaiterList::drop(w);  // a trampoline already scheduled finds the entry empty
     return true;
 }
 
-// What a completed state puts on the ready queue for each of its callbacks.
-// It keeps the state alive until the callback has run, so the callback may read
-// the state through a plain pointer (and so hold no reference that would make a
-// cycle while pending). If the Scheduler drops it unrun (it is being destroyed),
-// it drops the callback too: that releases whatever the callback held (a task
-// waiting on this state, say), which breaks the cycles a pending task forms with
-// the future it waits on. 16 bytes: stored inline in the reactor::Callback.
+void StateBase::on_ready(StateBase&, std::uint32_t) {}
+
+// What a completed state puts on the ready queue for each of its waiters.
+// It keeps the state alive until the waiter has run, so the waiter may read
+// the state through a plain reference (and so hold no reference to it that
+// would make a cycle while pending). If the Scheduler drops it unrun (it is
+// being destroyed), it drops the waiter too: that releases whatever the waiter
+// held (a task waiting on this state, say), which breaks the cycle a pending
+// task forms with the future it waits on. 16 bytes: stored inline.
 struct StateBase::Trampoline {
     Ref<StateBase> self;
     std::uint32_t index;
@@ -99,25 +131,41 @@ struct StateBase::Trampoline {
     Trampoline(Trampoline&&) noexcept = default;
     Trampoline& operator=(Trampoline&&) = delete;
     ~Trampoline() {
-        if (self) self->callbacks_[index].cb.reset();  // after a run: already empty
+        if (self) WaiterList::drop(self->callbacks_.take(index));  // after a run: already empty
     }
     void operator()() { self->run_callback(index); }
 };
 
 void StateBase::schedule(std::uint32_t index) {
-    sched_->call_soon(Trampoline(Ref<StateBase>(this), index), callbacks_[index].where);
+    const Waiter& w = callbacks_[index];
+    std::source_location where = w.kind == Waiter::Kind::user ? static_cast<UserCallback*>(w.target)->where
+                                                               : static_cast<StateBase*>(w.target)->origin_;
+    sched_->call_soon(Trampoline(Ref<StateBase>(this), index), where);
 }
 
 void StateBase::schedule_all() {
     for (std::uint32_t i = 0, n = callbacks_.size(); i < n; ++i) {
-        if (callbacks_[i].cb) schedule(i);
+        if (callbacks_[i].kind != Waiter::Kind::empty) schedule(i);
     }
 }
 
 void StateBase::run_callback(std::uint32_t index) {
     // Taken out before it runs: it runs once, and remove_callback now says false.
-    reactor::Callback cb = std::move(callbacks_[index].cb);
-    if (cb) cb();  // an exception goes to the Scheduler's handler, naming `where`
+    Waiter w = callbacks_.take(index);
+    switch (w.kind) {
+    case Waiter::Kind::state: {
+        auto waiter = Ref<StateBase>::adopt(static_cast<StateBase*>(w.target));
+        waiter->on_ready(*this, w.tag);
+        break;
+    }
+    case Waiter::Kind::user: {
+        std::unique_ptr<UserCallback> box(static_cast<UserCallback*>(w.target));
+        box->cb();  // an exception goes to the Scheduler's handler, naming `where`
+        break;
+    }
+    case Waiter::Kind::empty:
+        break;  // removed after it was scheduled
+    }
 }
 
 // ---------------------------------------------------------------- completion

@@ -46,17 +46,12 @@ protected:
         links_.reserve(inputs);
     }
 
-    // Registers the next input (number links_.size()) and calls
-    // self->on_input<i>(input) from the loop once it completes.
-    template <std::size_t I, class Self, class T>
-    void watch(Self* self, State<T>& input, std::source_location where) {
+    // Registers the next input: on_ready(input, i) once it completes, i = its
+    // position (links_.size() now).
+    void watch(StateBase& input) {
+        auto i = static_cast<std::uint32_t>(links_.size());
         links_.emplace_back(&input);
-        input.add_callback([self = Ref<Self>(self), s = &input] { self->template on_input<I>(*s); }, where);
-    }
-    template <class Self, class T>
-    void watch(Self* self, State<T>& input, std::size_t i, std::source_location where) {
-        links_.emplace_back(&input);
-        input.add_callback([self = Ref<Self>(self), s = &input, i] { self->on_input(i, *s); }, where);
+        input.add_waiter(this, i);
     }
 
     // Bookkeeping for input i, complete: true if its value should be used. If it
@@ -109,10 +104,11 @@ public:
         : GatherState<AllValue<T>>(sched, where, n) {
         if constexpr (!std::is_void_v<T>) values_.resize(n);
     }
-    void watch_all(const std::vector<Future<T>>& inputs, std::source_location where) {
-        for (std::size_t i = 0; i < inputs.size(); ++i) this->watch(this, Access::state(inputs[i]), i, where);
+    void watch_all(const std::vector<Future<T>>& inputs) {
+        for (const auto& f : inputs) this->watch(Access::state(f));
     }
-    void on_input(std::size_t i, State<T>& input) {
+    void on_ready(StateBase& src, std::uint32_t i) override {
+        auto& input = static_cast<State<T>&>(src);
         if (!this->input_done(i, input)) return;
         if constexpr (!std::is_void_v<T>) values_[i].emplace(input.take_value());
         if (!this->last_input()) return;
@@ -137,8 +133,15 @@ public:
     WhenAllTupleState(reactor::Scheduler& sched, std::source_location where)
         : GatherState<std::tuple<Stored<Ts>...>>(sched, where, sizeof...(Ts)) {}
 
-    void watch_all(std::source_location where, const Future<Ts>&... inputs) {
-        watch_each(std::index_sequence_for<Ts...>{}, where, inputs...);
+    void watch_all(const Future<Ts>&... inputs) { (this->watch(Access::state(inputs)), ...); }
+
+    void on_ready(StateBase& src, std::uint32_t i) override { dispatch(src, i, std::index_sequence_for<Ts...>{}); }
+
+private:
+    // The run-time input number -> the compile-time one, with its value type.
+    template <std::size_t... I>
+    void dispatch(StateBase& src, std::uint32_t i, std::index_sequence<I...>) {
+        ((i == I ? on_input<I>(static_cast<State<std::tuple_element_t<I, std::tuple<Ts...>>>&>(src)) : void()), ...);
     }
 
     template <std::size_t I, class T>
@@ -150,12 +153,6 @@ public:
             [](auto&... v) { return std::tuple<Stored<Ts>...>(std::move(*v)...); }, values_));
     }
 
-private:
-    template <std::size_t... I>
-    void watch_each(std::index_sequence<I...>, std::source_location where, const Future<Ts>&... inputs) {
-        (this->template watch<I>(this, Access::state(inputs), where), ...);
-    }
-
     std::tuple<std::optional<Stored<Ts>>...> values_;
 };
 
@@ -164,15 +161,16 @@ class WhenAnyState final : public GatherState<AnyValue<T>> {
 public:
     WhenAnyState(reactor::Scheduler& sched, std::source_location where, std::size_t n)
         : GatherState<AnyValue<T>>(sched, where, n) {}
-    void watch_all(const std::vector<Future<T>>& inputs, std::source_location where) {
-        for (std::size_t i = 0; i < inputs.size(); ++i) this->watch(this, Access::state(inputs[i]), i, where);
+    void watch_all(const std::vector<Future<T>>& inputs) {
+        for (const auto& f : inputs) this->watch(Access::state(f));
     }
-    void on_input(std::size_t i, State<T>& input) {
+    void on_ready(StateBase& src, std::uint32_t i) override {
+        auto& input = static_cast<State<T>&>(src);
         if (!this->input_done(i, input)) return;
         if constexpr (std::is_void_v<T>) {
-            this->finish_value(i);
+            this->finish_value(std::size_t{i});
         } else {
-            this->finish_value(i, input.take_value());
+            this->finish_value(std::size_t{i}, input.take_value());
         }
         this->cancel_inputs();
     }
@@ -188,18 +186,20 @@ public:
 
     void start(State<T>& inner) {
         this->wait_on(&inner);
-        inner.add_callback([self = Ref<TimeoutState>(this), s = &inner] { self->on_inner(*s); }, this->origin());
+        inner.add_waiter(this, 0);
         timer_ = this->scheduler().call_later(
             delay_, [self = Ref<TimeoutState>(this)] { self->on_timeout(); }, this->origin());
     }
 
-private:
-    void on_inner(State<T>& inner) {
+    void on_ready(StateBase& src, std::uint32_t) override {
+        auto& inner = static_cast<State<T>&>(src);
         timer_.cancel();
         if (!this->pending()) return;
         this->clear_wait();
         this->finish_from(inner);
     }
+
+private:
     void on_timeout() {
         if (!this->pending()) return;
         Ref<StateBase> inner(this->waiting_on());
@@ -244,7 +244,7 @@ template <class T>
         }
         return out;
     }
-    s->watch_all(inputs, where);
+    s->watch_all(inputs);
     return out;
 }
 
@@ -266,7 +266,7 @@ template <class T0, class... Ts>
     if (!first.valid() || !(rest.valid() && ...)) throw InvalidStateError("when_all: an input is an empty Future");
     auto* s = new detail::WhenAllTupleState<T0, Ts...>(first.scheduler(), first.origin());
     Future<V> out = detail::Access::adopt<V>(s);
-    s->watch_all(first.origin(), first, rest...);
+    s->watch_all(first, rest...);
     return out;
 }
 
@@ -282,7 +282,7 @@ template <class T>
     detail::require_valid(inputs, "when_any");
     auto* s = new detail::WhenAnyState<T>(inputs.front().scheduler(), where, inputs.size());
     Future<V> out = detail::Access::adopt<V>(s);
-    s->watch_all(inputs, where);
+    s->watch_all(inputs);
     return out;
 }
 

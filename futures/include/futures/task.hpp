@@ -129,6 +129,9 @@ public:
 
     std::string_view kind() const noexcept override { return "Task"; }
 
+    // The awaited future completed: resume.
+    void on_ready(StateBase&, std::uint32_t) override { step(); }
+
 private:
     void step() {
         if (!this->pending()) return;
@@ -174,7 +177,7 @@ private:
             return;
         }
         this->wait_on(f.get());
-        f->add_callback([self = Ref<TaskState>(this)] { self->step(); }, this->origin());
+        f->add_waiter(this, 0);
         if (must_cancel_ && f->cancel()) must_cancel_ = false;
     }
 

@@ -122,11 +122,14 @@ void complete_with(State<U>& out, Call&& call) {
     }
 }
 
+// The tag with which a continuation waits on its source.
+inline constexpr std::uint32_t kSource = 0;
+
 // Registers `cont` (a ThenState, CatchState or FinallyState) on `src`.
-template <class S, class T>
-void attach(State<T>& src, S* cont, std::source_location where) {
+template <class T>
+void attach(State<T>& src, StateBase* cont) {
     cont->wait_on(&src);
-    src.add_callback([self = Ref<S>(cont), s = &src] { self->fire(*s); }, where);
+    src.add_waiter(cont, kSource);
 }
 
 template <class T, class F>
@@ -138,6 +141,12 @@ public:
     ThenState(reactor::Scheduler& sched, std::source_location where, G&& f)
         : State<U>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
 
+    void on_ready(StateBase& src, std::uint32_t tag) override {
+        if (tag == State<U>::kFollowed) return this->adopt(static_cast<State<U>&>(src));
+        fire(static_cast<State<T>&>(src));
+    }
+
+private:
     void fire(State<T>& src) {
         if (this->pending()) {  // else cancelled before src completed: f never runs
             this->clear_wait();
@@ -150,13 +159,11 @@ public:
         f_.reset();  // its captures go now, not when the last handle does
     }
 
-protected:
     void destroy_payload() noexcept override {
         f_.reset();
         State<U>::destroy_payload();
     }
 
-private:
     std::optional<F> f_;
 };
 
@@ -169,6 +176,12 @@ public:
     CatchState(reactor::Scheduler& sched, std::source_location where, G&& f)
         : State<T>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
 
+    void on_ready(StateBase& src, std::uint32_t tag) override {
+        if (tag == State<T>::kFollowed) return this->adopt(static_cast<State<T>&>(src));
+        fire(static_cast<State<T>&>(src));
+    }
+
+private:
     void fire(State<T>& src) {
         if (this->pending()) {
             this->clear_wait();
@@ -181,13 +194,11 @@ public:
         f_.reset();
     }
 
-protected:
     void destroy_payload() noexcept override {
         f_.reset();
         State<T>::destroy_payload();
     }
 
-private:
     void handle(State<T>& src) {
         if constexpr (kCatchAll) {
             src.mark_retrieved();
@@ -219,6 +230,14 @@ public:
     FinallyState(reactor::Scheduler& sched, std::source_location where, G&& f)
         : State<T>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
 
+    static constexpr std::uint32_t kCleanup = 1;
+
+    void on_ready(StateBase& src, std::uint32_t tag) override {
+        if (tag == kCleanup) return after_cleanup(src);
+        fire(static_cast<State<T>&>(src));
+    }
+
+private:
     // Runs f however src ended, even if this future was cancelled meanwhile.
     void fire(State<T>& src) {
         this->clear_wait();
@@ -229,8 +248,7 @@ public:
                 auto& c = Access::state(cleanup);
                 source_ = Ref<State<T>>(&src);  // src is complete: no cycle
                 this->wait_on(&c);
-                c.add_callback([self = Ref<FinallyState>(this), c = &c] { self->after_cleanup(*c); },
-                               this->origin());
+                c.add_waiter(this, kCleanup);
                 return;
             } else {
                 std::invoke(*f_);
@@ -248,14 +266,12 @@ public:
         if (this->pending()) this->finish_from(src);
     }
 
-protected:
     void destroy_payload() noexcept override {
         f_.reset();
         source_ = {};
         State<T>::destroy_payload();
     }
 
-private:
     void after_cleanup(StateBase& cleanup) {
         Ref<State<T>> src = std::move(source_);
         this->clear_wait();
@@ -285,7 +301,7 @@ auto Future<T>::then(F&& f, std::source_location where) const {
     detail::State<T>& src = state();
     auto* cont = new detail::ThenState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
     Future<U> out = detail::Access::adopt<U>(cont);
-    detail::attach(src, cont, where);
+    detail::attach(src, cont);
     return out;
 }
 
@@ -301,7 +317,7 @@ Future<T> Future<T>::catch_error(F&& f, std::source_location where) const {
     detail::State<T>& src = state();
     auto* cont = new detail::CatchState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
     Future<T> out = detail::Access::adopt<T>(cont);
-    detail::attach(src, cont, where);
+    detail::attach(src, cont);
     return out;
 }
 
@@ -315,7 +331,7 @@ Future<T> Future<T>::finally(F&& f, std::source_location where) const {
     detail::State<T>& src = state();
     auto* cont = new detail::FinallyState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
     Future<T> out = detail::Access::adopt<T>(cont);
-    detail::attach(src, cont, where);
+    detail::attach(src, cont);
     return out;
 }
 

@@ -113,24 +113,42 @@ private:
     StateBase* s_ = nullptr;
 };
 
-// The done-callbacks of one state, in registration order. The first lives
-// inline (most futures have exactly one consumer), the rest in a vector.
-// An entry is emptied when it starts running or is removed; indexes are stable.
-class CallbackList {
+// A user's done-callback, boxed: most waiters are continuations, which need no box.
+struct UserCallback {
+    reactor::Callback cb;
+    std::source_location where;
+};
+
+// One waiter of a state: a continuation state to notify (owning one strong
+// reference to it), or a boxed user callback (owned). 16 bytes.
+struct Waiter {
+    enum class Kind : std::uint8_t { empty, state, user };
+    void* target = nullptr;
+    std::uint32_t tag = 0;  // passed back to the continuation: which of its inputs this is
+    Kind kind = Kind::empty;
+};
+
+// The waiters of one state, in registration order. The first lives inline (most
+// futures have exactly one consumer), the rest in a vector. An entry is emptied
+// when it starts running or is removed; indexes are stable.
+class WaiterList {
 public:
-    struct Entry {
-        reactor::Callback cb;
-        std::source_location where;
-    };
+    WaiterList() = default;
+    WaiterList(const WaiterList&) = delete;
+    WaiterList& operator=(const WaiterList&) = delete;
+    ~WaiterList() { clear(); }
 
     std::uint32_t size() const noexcept { return size_; }
-    Entry& operator[](std::uint32_t i) noexcept { return i == 0 ? first_ : rest_[i - 1]; }
-    std::uint32_t push(reactor::Callback cb, std::source_location where);
+    Waiter& operator[](std::uint32_t i) noexcept { return i == 0 ? first_ : rest_[i - 1]; }
+    std::uint32_t push(Waiter w);
+    // Takes entry i out (leaving it empty); the caller now owns what it held.
+    Waiter take(std::uint32_t i) noexcept { return std::exchange((*this)[i], Waiter{}); }
+    static void drop(Waiter w) noexcept;  // releases what a taken entry held
     void clear() noexcept;
 
 private:
-    Entry first_;
-    std::vector<Entry> rest_;
+    Waiter first_;
+    std::vector<Waiter> rest_;
     std::uint32_t size_ = 0;
 };
 
@@ -161,10 +179,13 @@ public:
     virtual std::string_view kind() const noexcept { return "Future"; }
     void mark_retrieved() noexcept { retrieved_ = true; }
 
-    // ---- done-callbacks ----
-    // Scheduled with call_soon when the state completes, or at once if it
-    // already has. `where` is named if the callback throws.
+    // ---- waiters: scheduled with call_soon when the state completes (at once
+    //      if it already has), in registration order ----
+    // A user callback; `where` is named if it throws.
     CallbackId add_callback(reactor::Callback cb, std::source_location where);
+    // A continuation: `waiter->on_ready(*this, tag)` will be called from the loop.
+    // The list holds a strong reference to it until then.
+    CallbackId add_waiter(StateBase* waiter, std::uint32_t tag);
     // True if the callback had not started yet; it will not run.
     bool remove_callback(CallbackId id) noexcept;
     // Completes a leaf whose producer (a timer, an fd wait) the Scheduler dropped
@@ -204,6 +225,11 @@ protected:
         : sched_(&sched), settable_(settable), origin_(origin) {}
     virtual ~StateBase() = default;
 
+    // A state this one waits on (registered with add_waiter(this, tag)) has
+    // completed. Called from the loop, on a fresh stack; `src` stays alive
+    // throughout. Continuations override it.
+    virtual void on_ready(StateBase& src, std::uint32_t tag);
+
     // One step of cancel(): take the request (or not: `accepted`) and return the
     // state it travels to next, or null. Default: a pending state becomes
     // cancelled and passes the request on to what it waits on.
@@ -235,7 +261,7 @@ private:
     std::source_location origin_;
     WeakRef link_;
     StateBase* next_dead_ = nullptr;  // the dispose queue (see die())
-    CallbackList callbacks_;
+    WaiterList callbacks_;
 };
 
 inline WeakRef::WeakRef(StateBase* s) noexcept : s_(s) {
@@ -288,22 +314,26 @@ public:
         }
     }
 
-    // Completes like `inner` once it completes; cancelling this cancels it.
+    // The tag with which follow() waits; a continuation's on_ready passes it to adopt().
+    static constexpr std::uint32_t kFollowed = UINT32_MAX;
+
+    // Completes like `inner` once it completes (the subclass's on_ready calls
+    // adopt() for kFollowed); cancelling this cancels `inner`.
     void follow(State& inner) {
         wait_on(&inner);
-        inner.add_callback([self = Ref<State>(this), src = &inner] { self->adopt(*src); }, origin());
+        inner.add_waiter(this, kFollowed);
     }
 
 protected:
     void destroy_payload() noexcept override { value_.reset(); }
 
-private:
     void adopt(State& src) {
         if (!pending()) return;  // cancelled meanwhile
         clear_wait();
         finish_from(src);
     }
 
+private:
     std::optional<Stored<T>> value_;
 };
 
