@@ -297,11 +297,15 @@ bool Scheduler::has_work() const {
     return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || wake_pending_.load(std::memory_order_acquire);
 }
 
-// Not !has_work(): a cancelled call_soon leaves a dead entry in ready_ until
-// the next run phase skips it, and a cancelled callback is not work. (has_work()
-// may over-count: the loop then just spends one non-blocking iteration.)
+// Not !has_work(), which may over-count (the loop then just spends one
+// non-blocking iteration): a cancelled call_soon leaves a dead entry in ready_
+// until the next run phase skips it, and wake_pending_ can stay set after its
+// post was already drained (a poster that pushed before the drain's swap but
+// flipped the flag after it). Neither is work, so count what really is.
 bool Scheduler::empty() const {
-    return ready_count() == 0 && live_timers_ == 0 && waiters_ == 0 && !wake_pending_.load(std::memory_order_acquire);
+    if (ready_count() != 0 || live_timers_ != 0 || waiters_ != 0) return false;
+    std::lock_guard lock(posted_mutex_);
+    return posted_.empty();
 }
 
 std::size_t Scheduler::ready_count() const {

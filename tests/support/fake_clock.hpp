@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -39,11 +40,14 @@ private:
 
 // Wraps a real Selector. wait(timeout) first polls the real one with a zero
 // timeout; only if nothing is ready does it "sleep": with a finite timeout it
-// advances the fake clock by exactly that timeout (and returns), with no
-// timeout it blocks in the real selector (a test that really waits forever
-// then hangs, as the real loop would). Every requested timeout is recorded.
+// advances the fake clock by exactly that timeout (and returns); with no
+// timeout it blocks in the real selector for up to kMaxRealBlock and, if still
+// nothing came, throws instead of hanging the test (a loop waiting forever
+// with nothing that could wake it is a bug). Every requested timeout is recorded.
 class TestSelector final : public reactor::Selector {
 public:
+    static constexpr std::chrono::seconds kMaxRealBlock{5};
+
     TestSelector(FakeClock& clock, std::unique_ptr<reactor::Selector> inner)
         : clock_(clock), inner_(std::move(inner)) {}
 
@@ -58,7 +62,10 @@ public:
         if (timeout) {
             clock_.advance(std::chrono::ceil<reactor::Duration>(*timeout));
         } else {
-            inner_->wait(std::nullopt, out);
+            inner_->wait(kMaxRealBlock, out);
+            if (out.size() == before) {
+                throw std::runtime_error("TestSelector: the loop waits forever with nothing ready (it would hang)");
+            }
         }
     }
 

@@ -235,7 +235,7 @@ private:
         Callback cb;
         std::source_location where;
     };
-    std::mutex posted_mutex_;
+    mutable std::mutex posted_mutex_;  // mutable: empty() looks at posted_
     std::vector<Posted> posted_;
     std::vector<Posted> posted_batch_;
     std::atomic<bool> wake_pending_{false};
