@@ -164,7 +164,9 @@ void EpollSelector::wait(std::optional<std::chrono::nanoseconds> timeout, std::v
         auto until_check = idle_check_interval_ - idle_for_;
         bool sliced = !remaining || *remaining > until_check;
         auto slice = sliced ? until_check : *remaining;
-        int n = wait_once(slice);
+        // A slice that ends at an idle check needs no precision: rounding it
+        // up to milliseconds only delays the check.
+        int n = wait_once(slice, !sliced);
         if (n > 0) {
             idle_for_ = std::chrono::nanoseconds::zero();
             collect(n, out);
@@ -187,10 +189,12 @@ void EpollSelector::wait(std::optional<std::chrono::nanoseconds> timeout, std::v
     if (stale_seen_) rebuild(out);
 }
 
-int EpollSelector::wait_once(std::chrono::nanoseconds timeout) {
+// epoll_wait (milliseconds) is cheaper than epoll_pwait2, so it is used
+// whenever it loses nothing: zero, whole milliseconds, or an imprecise slice.
+int EpollSelector::wait_once(std::chrono::nanoseconds timeout, bool precise) {
     auto capacity = static_cast<int>(events_.size());
 #if REACTOR_HAVE_EPOLL_PWAIT2
-    if (use_pwait2_) {
+    if (precise && use_pwait2_ && !detail::exact_in_milliseconds(timeout)) {
         timespec ts = detail::to_timespec(timeout);
         int n = ::epoll_pwait2(epfd_, events_.data(), capacity, &ts, nullptr);
         // ENOSYS: kernel older than 5.11; EPERM: a seccomp filter that
@@ -198,6 +202,8 @@ int EpollSelector::wait_once(std::chrono::nanoseconds timeout) {
         if (n >= 0 || (errno != ENOSYS && errno != EPERM)) return n;
         use_pwait2_ = false;
     }
+#else
+    (void)precise;
 #endif
     return ::epoll_wait(epfd_, events_.data(), capacity, detail::to_milliseconds_ceil(timeout));
 }

@@ -81,7 +81,7 @@ private:
     void apply_changes(std::vector<FdEvent>& out);
     void sync(int fd, Entry& e, std::vector<FdEvent>& out);
     int ctl(int op, int fd, Interest interest, std::uint32_t generation);
-    int wait_once(std::chrono::nanoseconds timeout);
+    int wait_once(std::chrono::nanoseconds timeout, bool precise);
     void collect(int n, std::vector<FdEvent>& out);
     void check_for_closed_fds(std::vector<FdEvent>& out);
     void report_always_ready(std::vector<FdEvent>& out) const;

