@@ -750,6 +750,29 @@ BOOST_AUTO_TEST_CASE(stop_from_a_callback_finishes_the_current_iteration) {
     CHECK_EMPTY(s);
 }
 
+// Regression: a stop() made inside run_once() stayed pending, so the next
+// run() returned at once without running anything, and the next run_once()
+// polled instead of waiting for its timer.
+BOOST_AUTO_TEST_CASE(stop_inside_run_once_does_not_leak_into_later_runs) {
+    FakeLoop loop;
+    auto& s = loop.sched;
+    Bag bag;
+    s.call_soon([&] {
+        bag.push_back("stopper");
+        s.stop();
+    });
+    s.run_once();
+    s.call_soon([&] { bag.push_back("soon"); });
+    s.run();
+    BOOST_TEST(bag == (Bag{"stopper", "soon"}), boost::test_tools::per_element());
+    s.call_soon([&] { s.stop(); });
+    s.run_once();
+    s.call_later(10ms, [&] { bag.push_back("timer"); });
+    s.run_once();  // must wait for the timer, not poll and return
+    BOOST_TEST(bag == (Bag{"stopper", "soon", "timer"}), boost::test_tools::per_element());
+    CHECK_EMPTY(s);
+}
+
 BOOST_AUTO_TEST_CASE(run_once_is_exactly_one_iteration) {
     FakeLoop loop;
     auto& s = loop.sched;

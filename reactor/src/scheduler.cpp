@@ -349,6 +349,11 @@ void Scheduler::run_forever() {
 void Scheduler::run_once() {
     RunGuard guard(*this);
     run_once_unguarded();
+    // A stop() made by this iteration's callbacks is satisfied: run_once
+    // returns after one iteration anyway. Left pending, it would make the next
+    // run() return without running anything and the next run_once() poll
+    // instead of waiting (compute_timeout returns 0 while stopping_).
+    stopping_ = false;
 }
 
 // One iteration, in phases (asyncio's _run_once, libuv's uv_run):

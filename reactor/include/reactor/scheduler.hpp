@@ -129,7 +129,8 @@ public:
     // Exactly one iteration (see the phase comment in scheduler.cpp). Blocks
     // in the selector only if nothing is ready.
     void run_once();
-    // Makes run()/run_forever() return after the current iteration. Loop thread
+    // Makes run()/run_forever() return after the current iteration (inside
+    // run_once() it only ends that iteration, which ends anyway). Loop thread
     // only (from another thread: call_soon_threadsafe([&]{ s.stop(); })).
     void stop();
 
