@@ -67,9 +67,12 @@ public:
 //           fds are watched. Registering fd >= FD_SETSIZE throws.
 //   poll    the same stateless semantics without the FD_SETSIZE ceiling: a
 //           program that may hold more than 1024 fds (or inherits high fd
-//           numbers) but watches at most a few hundred at a time. Cost per
-//           wait grows with the number of watched fds (10,000 idle TCP
-//           sockets cost about 4 ms per wait on a 2-core VM; epoll: ~1.3 us).
+//           numbers) but watches only a few dozen at a time. Cost per wait
+//           grows with the number of watched fds: on a 2-core VM a socketpair
+//           round trip through the loop took ~7 us with any backend alone,
+//           ~40 us with select or poll beside 100 idle sockets (epoll ~7 us),
+//           and a loop iteration beside 10,000 idle TCP sockets ~4 ms with
+//           poll against ~1.3 us with epoll.
 //   epoll   servers with many connections, most of them idle: a wait costs
 //           what the ready fds cost, and registrations persist in the kernel,
 //           so re-arming the same interest costs no system call. The price is
