@@ -333,7 +333,12 @@ private:
 void Scheduler::run() {
     RunGuard guard(*this);
     now_ = clock_();
-    while (!stopping_ && has_work()) run_once_unguarded();
+    // Like run_forever (and asyncio), a stop() requested before the call still
+    // lets one iteration run.
+    while (has_work()) {
+        run_once_unguarded();
+        if (stopping_) break;
+    }
     stopping_ = false;
 }
 

@@ -130,7 +130,9 @@ public:
     // in the selector only if nothing is ready.
     void run_once();
     // Makes run()/run_forever() return after the current iteration (inside
-    // run_once() it only ends that iteration, which ends anyway). Loop thread
+    // run_once() it only ends that iteration, which ends anyway). Called while
+    // the loop is not running, the next run()/run_forever() does one iteration
+    // and returns, as asyncio's run_forever does. Loop thread
     // only (from another thread: call_soon_threadsafe([&]{ s.stop(); })).
     void stop();
 
