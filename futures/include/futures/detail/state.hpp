@@ -252,7 +252,7 @@ private:
     [[noreturn]] void throw_not_done();
 
     reactor::Scheduler* sched_;
-    std::uint32_t strong_ = 1;  // handles, scheduled callbacks, continuations waiting on this
+    std::uint32_t strong_ = 1;  // handles, its scheduled trampolines, waiter lists of states it waits on
     std::uint32_t weak_ = 0;    // WeakRefs (+1 while disposing)
     Status status_ = Status::pending;
     bool retrieved_ = false;  // the error was seen by result()/exception() or passed on
