@@ -703,4 +703,45 @@ BOOST_DATA_TEST_CASE(eintr_resumes_the_wait_with_the_remaining_time, data::make(
     CHECK_EMPTY(s);
 }
 
+// Regression (epoll keeps registrations across waits): an fd closed from a
+// callback and its number reused, in the same batch, by a new file registered
+// with the same interest. Without forget_fd the epoll backend saw "no change"
+// and never watched the new file.
+BOOST_DATA_TEST_CASE(forget_fd_before_close_lets_a_reused_fd_number_be_watched, data::make(all_backends()), backend) {
+    Scheduler s(on(backend));
+    Watchdog watchdog(s);
+    auto old_pipe = std::make_unique<Pipe>();
+    Pipe other;
+    int reused_fd = old_pipe->r;
+    Bag bag;
+    std::unique_ptr<Pipe> new_pipe;
+    s.read_wait(old_pipe->r, [&] { bag.push_back("old"); });
+    s.read_wait(other.r, [&] {
+        bag.push_back("other");
+        s.forget_fd(reused_fd);
+        old_pipe.reset();  // closes both ends: the lowest free numbers
+        new_pipe = std::make_unique<Pipe>();
+        BOOST_REQUIRE(new_pipe->r.fd == reused_fd);
+        s.read_wait(new_pipe->r, [&] {
+            bag.push_back("new");
+            BOOST_TEST(new_pipe->take() == 1);
+        });
+        new_pipe->put();
+    });
+    other.put();
+    s.run();
+    BOOST_TEST(bag == (Bag{"other", "new"}), boost::test_tools::per_element());
+    BOOST_TEST(other.take() == 1);
+    CHECK_EMPTY(s);
+}
+
+BOOST_DATA_TEST_CASE(forget_fd_is_harmless_for_unknown_fds, data::make(all_backends()), backend) {
+    Scheduler s(on(backend));
+    s.forget_fd(-1);
+    s.forget_fd(12345);
+    Pipe p;
+    s.forget_fd(p.r);
+    CHECK_EMPTY(s);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -76,6 +76,20 @@ void EpollSelector::set_interest(int fd, Interest interest) {
     }
 }
 
+void EpollSelector::forget(int fd) noexcept {
+    if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size()) return;
+    Entry& e = entries_[static_cast<std::size_t>(fd)];
+    e.wanted = Interest::none;  // a queued change now finds nothing to do
+    if (e.always_ready) {
+        e.always_ready = false;
+        std::erase(always_ready_, fd);
+    }
+    if (e.in_kernel != Interest::none) {
+        ctl(EPOLL_CTL_DEL, fd, Interest::none, 0);  // EBADF/ENOENT: already gone, fine
+        e.in_kernel = Interest::none;
+    }
+}
+
 // ---------------------------------------------------------------- applying changes
 
 // Only fds whose wanted interest differs from the kernel's get a system call:

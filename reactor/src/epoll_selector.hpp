@@ -23,10 +23,9 @@
 // interest is registered for the new file, nothing looks changed and the new
 // file is never added: it is never reported ready, and no check can tell
 // (fcntl sees a valid fd; kcmp(KCMP_EPOLL_TFD) could, but costs O(registered
-// fds) per fd: ~90 us each at 10,000). The rule that avoids it: remove an
-// fd's waiters, then close it from a later callback (call_soon), so the loop
-// has applied the removal before the number can come back (muduo defers its
-// closes the same way). A changed interest is always safe: epoll_ctl then
+// fds) per fd: ~90 us each at 10,000). The rule that avoids it: call
+// Scheduler::forget_fd(fd) before closing an fd the loop watched; it deletes
+// the registration at once (libuv's uv__platform_invalidate_fd). A changed interest is always safe: epoll_ctl then
 // finds the new file. A stale registration left behind by a closed fd whose
 // file lives on (a dup, a child process) is detected from its events and
 // cleared by rebuilding the epoll set.
@@ -61,6 +60,7 @@ public:
     std::string_view name() const noexcept override { return "epoll"; }
     void set_interest(int fd, Interest interest) override;
     void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) override;
+    void forget(int fd) noexcept override;  // an immediate EPOLL_CTL_DEL
 
     // ---- statistics (tests, benchmarks) ----
     std::uint64_t ctl_calls() const noexcept { return ctl_calls_; }       // epoll_ctl calls made so far

@@ -37,7 +37,7 @@ public:
         auto key = static_cast<std::size_t>(fd);
         int at = key < position_.size() ? position_[key] : kNotWatched;
         if (interest == Interest::none) {
-            if (at != kNotWatched) forget(fd);
+            if (at != kNotWatched) unwatch(fd);
             return;
         }
         if (at != kNotWatched) {
@@ -76,7 +76,7 @@ private:
         return ::ppoll(fds_.data(), fds_.size(), &ts, nullptr);
     }
 
-    void forget(int fd) {
+    void unwatch(int fd) {
         auto at = static_cast<std::size_t>(position_[static_cast<std::size_t>(fd)]);
         fds_[at] = fds_.back();
         position_[static_cast<std::size_t>(fds_[at].fd)] = static_cast<int>(at);
@@ -104,7 +104,7 @@ private:
         }
         // Forget reported closed fds ourselves (after the scan: removal moves
         // entries), so an owner that does not deregister cannot make us spin.
-        for (int fd : closed_) forget(fd);
+        for (int fd : closed_) unwatch(fd);
     }
 
     std::vector<pollfd> fds_;     // what ppoll watches, dense

@@ -271,13 +271,21 @@ bool Scheduler::remove_waiter(int fd, bool is_read) {
     return true;
 }
 
+void Scheduler::forget_fd(int fd) noexcept {
+    if (fd < 0 || fd == wakeup_fd_) return;
+    remove_waiter(fd, true);
+    remove_waiter(fd, false);
+    selector_->forget(fd);
+}
+
 void Scheduler::drop_closed_fd(int fd, int error) {
     if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
     FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
     ErrorContext ctx;
     ctx.fd = fd;
-    ctx.message = fmt::format("fd {} was closed while registered ({}); its waiters were dropped", fd,
-                              std::strerror(error));
+    ctx.message = error == EBADF
+                      ? fmt::format("fd {} was closed while registered; its waiters were dropped", fd)
+                      : fmt::format("fd {} cannot be watched ({}); its waiters were dropped", fd, std::strerror(error));
     for (Ref r : {w.read, w.write}) {
         if (live(r) && !ctx.origin_known) {
             ctx.origin = slots_[r.slot].where;

@@ -116,6 +116,11 @@ public:
     // due in the current batch does not run.
     bool remove_reader(int fd);
     bool remove_writer(int fd);
+    // Call before closing an fd the loop has watched: removes both waiters and
+    // makes the selector drop the fd at once (epoll would otherwise keep a
+    // registration that a reused fd number silently inherits). Harmless for an
+    // fd the loop never saw.
+    void forget_fd(int fd) noexcept;
     // Registering again on the same fd and direction replaces the waiter.
     // A negative fd, or one the selector cannot watch, throws std::invalid_argument
     // and changes nothing.

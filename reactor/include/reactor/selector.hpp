@@ -52,6 +52,16 @@ public:
     // retried with the remaining time, so the call never returns early because
     // of a signal. Other failures throw std::system_error.
     virtual void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) = 0;
+
+    // The owner is about to close `fd`: drop it now rather than at the next
+    // wait. Backends that keep registrations across waits (epoll) must, or a
+    // number reused by the next open()/accept() would go unwatched.
+    virtual void forget(int fd) noexcept {
+        try {
+            set_interest(fd, Interest::none);
+        } catch (...) {  // an fd we could never watch has nothing to forget
+        }
+    }
 };
 
 // Which OS readiness call a Scheduler uses; chosen at construction.
