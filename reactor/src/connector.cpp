@@ -59,7 +59,7 @@ void Connector::finish(int error) {
     if (state_ != State::connecting) return;
     state_ = State::done;
     timer_.cancel();
-    if (waiting_) sched_.remove_writer(fd_);
+    if (waiting_) sched_.remove_writer(fd_);  // the timeout fired first
     waiting_ = false;
     Callback cb = std::move(cb_);
     if (error == 0) {
@@ -75,8 +75,15 @@ void Connector::finish(int error) {
             return;  // without a callback the connection lives on until the peer closes it
         }
     }
-    if (fd_ >= 0) detail::close_fd(std::exchange(fd_, -1));
+    close_socket();
     if (cb) cb(nullptr, std::error_code(error, std::generic_category()));
+}
+
+void Connector::close_socket() {
+    waiting_ = false;
+    if (fd_ < 0) return;
+    sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
+    detail::close_fd(std::exchange(fd_, -1));
 }
 
 bool Connector::cancel() {
@@ -84,9 +91,7 @@ bool Connector::cancel() {
     state_ = State::cancelled;
     timer_.cancel();
     soon_.cancel();
-    if (waiting_) sched_.remove_writer(fd_);
-    waiting_ = false;
-    if (fd_ >= 0) detail::close_fd(std::exchange(fd_, -1));
+    close_socket();
     cb_ = nullptr;
     return true;
 }

@@ -240,14 +240,14 @@ void TcpConnection::fail(int error) {
     finish_close({detail::is_reset_error(error) ? CloseKind::reset : CloseKind::error, error}, false);
 }
 
-// Deregisters before closing the fd (a closed fd must never stay in the
-// selector), then hands the self-reference to the close-callback call: the
+// Makes the loop forget the fd before closing it (a closed fd must never stay
+// in the selector, and epoll must not pass its registration on to a reused
+// fd number), then hands the self-reference to the close-callback call: the
 // connection is released after that callback, on a fresh stack.
 void TcpConnection::finish_close(CloseReason reason, bool abortive) {
     if (state_ == State::closed) return;
     state_ = State::closed;
-    if (reader_registered_) sched_.remove_reader(fd_);
-    if (writer_registered_) sched_.remove_writer(fd_);
+    sched_.forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
     if (abortive) detail::set_linger_zero(fd_);
     detail::close_fd(fd_);

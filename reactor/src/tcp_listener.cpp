@@ -96,7 +96,7 @@ TcpListener::~TcpListener() { close(); }
 
 void TcpListener::close() {
     if (fd_ < 0) return;
-    sched_.remove_reader(fd_);
+    sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
     resume_timer_.cancel();
     detail::close_fd(fd_);
     fd_ = -1;

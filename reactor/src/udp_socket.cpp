@@ -51,8 +51,7 @@ void UdpSocket::set_error_callback(ErrorCallback cb) {
 
 void UdpSocket::close() {
     if (fd_ < 0) return;
-    sched_.remove_reader(fd_);
-    if (!queue_.empty()) sched_.remove_writer(fd_);
+    sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
     detail::close_fd(fd_);
     fd_ = -1;
     queue_.clear();

@@ -58,6 +58,7 @@ private:
     void on_writable();
     void finish(int error);
     void finish_later(int error);
+    void close_socket();
 
     Scheduler& sched_;
     Address address_;

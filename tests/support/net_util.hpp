@@ -1,0 +1,97 @@
+// Test support for the socket tests: drive a Scheduler until a condition holds
+// (bounded, so a bug fails the test instead of hanging it), and a few blocking
+// raw-socket helpers to play a peer that no reactor code wrote.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <reactor/scheduler.hpp>
+
+namespace nettest {
+
+using namespace std::chrono_literals;
+
+// Runs loop iterations until done() or `timeout`; returns done(). A watchdog
+// timer bounds the wait, so run_once() cannot block forever.
+template <class Pred>
+bool run_until(reactor::Scheduler& sched, Pred done, std::chrono::milliseconds timeout = 20s) {
+    bool expired = false;
+    auto watchdog = sched.call_later(timeout, [&] { expired = true; });
+    while (!done() && !expired) sched.run_once();
+    watchdog.cancel();
+    return done();
+}
+
+// A blocking IPv4 TCP client socket connected to 127.0.0.1:port, with a
+// receive timeout so a broken server fails the test rather than hangs it.
+inline int connect_blocking(std::uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+inline bool send_all(int fd, std::string_view data) {
+    while (!data.empty()) {
+        ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+// Reads until EOF, error or timeout.
+inline std::string recv_all(int fd) {
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return out;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
+// Reads exactly n bytes (fewer on EOF, error or timeout).
+inline std::string recv_exactly(int fd, std::size_t n) {
+    std::string out;
+    char buf[65536];
+    while (out.size() < n) {
+        ssize_t got = ::recv(fd, buf, std::min(sizeof buf, n - out.size()), 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        out.append(buf, static_cast<std::size_t>(got));
+    }
+    return out;
+}
+
+// Deterministic pseudo-random bytes (seeded), for payloads that catch reordering.
+inline std::string random_bytes(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::string out(n, '\0');
+    for (auto& c : out) c = static_cast<char>(rng());
+    return out;
+}
+
+}  // namespace nettest
