@@ -1,0 +1,60 @@
+// reactor::Address: numeric parsing and formatting; no network needed.
+#define BOOST_TEST_MODULE address
+#include <boost/test/unit_test.hpp>
+#include <stdexcept>
+
+#include <reactor/address.hpp>
+
+using reactor::Address;
+
+BOOST_AUTO_TEST_CASE(ipv4_and_ipv6_round_trip_through_text) {
+    auto a = Address::parse("127.0.0.1", 8080);
+    BOOST_TEST(a.family() == AF_INET);
+    BOOST_TEST(a.port() == 8080);
+    BOOST_TEST(a.host() == "127.0.0.1");
+    BOOST_TEST(a.to_string() == "127.0.0.1:8080");
+    BOOST_TEST((Address::parse("127.0.0.1:8080") == a));
+
+    auto b = Address::parse("::1", 443);
+    BOOST_TEST(b.family() == AF_INET6);
+    BOOST_TEST(b.to_string() == "[::1]:443");
+    BOOST_TEST((Address::parse("[::1]:443") == b));
+    BOOST_TEST(Address::parse("[2001:db8::a:0:1]:0").host() == "2001:db8::a:0:1");
+    BOOST_TEST(Address::parse("0.0.0.0", 0).to_string() == "0.0.0.0:0");
+}
+
+BOOST_AUTO_TEST_CASE(non_numeric_or_malformed_input_is_refused) {
+    for (const char* bad : {"localhost", "256.0.0.1", "1.2.3", "", "fe80::1%lo", "::g", " 127.0.0.1"})
+        BOOST_CHECK_THROW(Address::parse(bad, 1), std::invalid_argument);
+    for (const char* bad : {"127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "::1:80", "[::1]", "[::1]:8x"})
+        BOOST_CHECK_THROW(Address::parse(bad), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(unix_paths_and_abstract_names) {
+    auto f = Address::unix_path("/tmp/x.sock");
+    BOOST_TEST(f.is_unix());
+    BOOST_TEST(f.host() == "/tmp/x.sock");
+    BOOST_TEST(f.to_string() == "unix:/tmp/x.sock");
+    BOOST_TEST(f.port() == 0);
+    BOOST_TEST(Address::unix_path("@name").host() == "@name");
+    BOOST_CHECK_THROW(Address::unix_path(""), std::invalid_argument);
+    BOOST_CHECK_THROW(Address::unix_path(std::string(200, 'x')), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(resolve_numeric_hosts_without_a_lookup_and_localhost_with_one) {
+    auto v = Address::resolve("10.1.2.3", 7);
+    BOOST_TEST(v.size() == 1u);
+    BOOST_TEST(v[0].to_string() == "10.1.2.3:7");
+    // localhost comes from /etc/hosts: no DNS traffic needed.
+    auto l = Address::resolve("localhost", 9);
+    BOOST_TEST(!l.empty());
+    for (const auto& a : l) BOOST_TEST(a.port() == 9);
+    BOOST_CHECK_THROW(Address::resolve("no-such-host.invalid", 1), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(unspecified_address) {
+    Address none;
+    BOOST_TEST(none.family() == AF_UNSPEC);
+    BOOST_TEST(none.to_string() == "unspecified");
+    BOOST_TEST(Address::local_of(-1).family() == AF_UNSPEC);
+}
