@@ -8,18 +8,17 @@
 //                           deadlines 1..100 ms                     -> ns per insert (wall),
 //                                                                      ns per dispatch (process CPU)
 //   post and timers: two rounds, see below; metrics of round 1 end in "_cold".
-// <lib>: reactor-select | reactor-poll | reactor-epoll | asio | libuv
+// <lib>: reactor-select | reactor-poll | reactor-epoll | asio | asio-reactor (chain) | libuv
 // Output: lines "RESULT <bench> <lib> <metric> <value>".
 //
 // Equivalents chosen:
 //   chain  ours: call_soon from inside the callback. Asio: asio::post from
 //          inside the handler (its documented way to "run this later on the
 //          io_context"); "asio-reactor" is the same with a socket open, so
-//          Asio's epoll reactor exists and is polled between handlers. libuv has no run-later queue; its idiomatic "call me
-//          on the next loop iteration" is a uv_idle_t, so one hop = one idle
-//          callback = one loop iteration, the same shape as ours (libuv skips
-//          the poll syscall while it has no fd watchers; we and Asio always
-//          have a wake-up fd registered).
+//          Asio's epoll reactor exists and is polled between handlers.
+//          libuv has no run-later queue; its idiomatic "call me on the next
+//          loop iteration" is a uv_idle_t, so one hop = one idle callback =
+//          one loop iteration (with its epoll_wait(0)), the shape of ours.
 //   post   libuv has no equivalent (uv_async_send coalesces), so it is absent.
 //   timers Asio: one steady_timer per timer (constructed before timing),
 //          expires_after + async_wait. libuv: one uv_timer_t per timer
