@@ -1,0 +1,118 @@
+// chat_server: line-based chat. Every line a client sends goes to every other
+// client as "#<id>: <line>"; joins and departures are announced as "* ..." lines.
+//
+// Slow clients: a client that does not read what others say would make its
+// output buffer grow without bound. We DISCONNECT it once more than
+// --max-backlog bytes wait for it (the others see "* #<id> dropped: too slow"),
+// the way IRC servers drop on "SendQ exceeded". The alternative, pausing the
+// readers that feed it, would let one stalled client silence the whole room.
+// Input is bounded too: a line longer than --max-line disconnects its sender.
+//
+//   $ chat_server --port 7001          then, in two terminals:   nc 127.0.0.1 7001
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+#include <reactor/tcp_listener.hpp>
+
+#include "cli.hpp"
+#include "server_support.hpp"
+
+using reactor::TcpConnection;
+
+namespace {
+
+class ChatRoom {
+public:
+    ChatRoom(examples::ServerLifetime& lifetime, std::size_t max_line, std::size_t max_backlog)
+        : lifetime_(lifetime), max_line_(max_line), max_backlog_(max_backlog) {}
+
+    void join(const reactor::TcpConnectionPtr& c) {
+        lifetime_.opened(c);
+        Member& m = members_[c.get()];
+        m.id = ++last_id_;
+        c->set_water_marks(max_backlog_, max_backlog_ / 4);
+        c->set_high_water_callback([this](TcpConnection& c) { drop(c, "too slow"); });
+        c->set_data_callback([this](TcpConnection& c, std::string_view d) { on_data(c, d); });
+        c->set_close_callback([this](TcpConnection& c, const reactor::CloseReason&) { leave(c); });
+        c->write(fmt::format("* you are #{}; {} other(s) here\n", m.id, members_.size() - 1));
+        broadcast(*c, fmt::format("* #{} joined\n", m.id));
+    }
+
+private:
+    struct Member {
+        std::uint64_t id = 0;
+        std::string partial;  // bytes after the last newline
+        bool dropped = false;
+    };
+
+    void on_data(TcpConnection& c, std::string_view data) {
+        Member& m = members_.at(&c);
+        std::size_t start = 0;
+        for (std::size_t nl; (nl = data.find('\n', start)) != std::string_view::npos; start = nl + 1) {
+            std::string line = std::exchange(m.partial, {});
+            line.append(data.substr(start, nl - start));
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            if (line.size() > max_line_) return drop(c, "line too long");
+            broadcast(c, fmt::format("#{}: {}\n", m.id, line));
+        }
+        m.partial.append(data.substr(start));
+        if (m.partial.size() > max_line_) drop(c, "line too long");
+    }
+
+    void broadcast(TcpConnection& from, const std::string& text) {
+        // write() may call a high-water callback, which only aborts: the
+        // member set changes later, in close callbacks, so iterating is safe.
+        for (auto& [conn, member] : members_)
+            if (conn != &from && !member.dropped) conn->write(text);
+    }
+
+    void drop(TcpConnection& c, std::string_view why) {
+        Member& m = members_.at(&c);
+        if (m.dropped) return;
+        m.dropped = true;
+        fmt::print(stderr, "chat_server: dropping #{}: {}\n", m.id, why);
+        c.abort();
+        broadcast(c, fmt::format("* #{} dropped: {}\n", m.id, why));
+    }
+
+    void leave(TcpConnection& c) {
+        auto it = members_.find(&c);
+        Member m = std::move(it->second);
+        members_.erase(it);
+        if (!m.dropped) broadcast(c, fmt::format("* #{} left\n", m.id));
+        lifetime_.closed(c);
+    }
+
+    examples::ServerLifetime& lifetime_;
+    std::size_t max_line_;
+    std::size_t max_backlog_;
+    std::unordered_map<TcpConnection*, Member> members_;  // valid until each close callback
+    std::uint64_t last_id_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    examples::Cli cli("chat_server", "Line-based chat: each line is sent to every other client.");
+    examples::add_server_options(cli);
+    cli.option("max-line", "4096", "longest line accepted, in bytes; longer disconnects the sender")
+        .option("max-backlog", "262144", "bytes allowed to wait for a slow client before it is disconnected");
+    cli.parse(argc, argv);
+    if (cli.integer("max-line") < 1 || cli.integer("max-backlog") < 4) cli.fail("--max-line and --max-backlog must be positive");
+    auto sched = examples::make_scheduler(cli);
+    examples::ServerLifetime lifetime(*sched, cli);
+    ChatRoom room(lifetime, static_cast<std::size_t>(cli.integer("max-line")),
+                  static_cast<std::size_t>(cli.integer("max-backlog")));
+
+    auto listener = examples::listen_or_exit(*sched, examples::listen_address(cli),
+                                             [&](const reactor::TcpConnectionPtr& c) { room.join(c); });
+    lifetime.set_listener(listener);
+    examples::announce(*listener);
+
+    sched->run();
+    fmt::print("chat_server: {} connections\n", listener->accepted());
+    return 0;
+}
