@@ -1,0 +1,273 @@
+// The network examples, run for real: echo_server, chat_server, http_hello and
+// echo_client as child processes on 127.0.0.1, on every backend. Each server
+// is started with --exit-after, so it must also end on its own, cleanly.
+#define BOOST_TEST_MODULE net_examples
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <reactor/connector.hpp>
+#include <reactor/tcp_connection.hpp>
+
+#include "support/backends.hpp"
+#include "support/net_util.hpp"
+#include "support/process.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace std::chrono_literals;
+using reactor::TcpConnection;
+
+namespace net_examples_test {
+
+// Starts an example server and reads its port from the first stdout line.
+struct Server {
+    testsupport::Child child;
+    std::uint16_t port = 0;
+
+    Server(const std::string& name, reactor::Backend backend, std::vector<std::string> args)
+        : child(testsupport::example_path(name), with_backend(std::move(args), backend)) {
+        auto first = child.read_line(10s);
+        BOOST_REQUIRE_MESSAGE(first.has_value(), name << " printed nothing");
+        std::smatch m;
+        BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+))")),
+                              "first line: " << *first);
+        port = static_cast<std::uint16_t>(std::stoi(m[1]));
+    }
+
+    static std::vector<std::string> with_backend(std::vector<std::string> args, reactor::Backend backend) {
+        args.insert(args.end(), {"--port", "0", "--backend", std::string(reactor::to_string(backend))});
+        return args;
+    }
+};
+
+// Sends random-sized messages (window of 4) and verifies every echoed byte.
+class Verifier {
+public:
+    Verifier(reactor::Scheduler& sched, std::uint16_t port, std::uint32_t seed, int messages, const std::string& pool)
+        : rng_(seed), messages_(messages), pool_(pool) {
+        reactor::connect(sched, reactor::Address::loopback_v4(port), [this](reactor::TcpConnectionPtr c, std::error_code ec) {
+            if (ec) {
+                error = ec.message();
+                done = true;
+                return;
+            }
+            conn_ = c;
+            c->set_data_callback([this](TcpConnection& c, std::string_view d) { on_data(c, d); });
+            c->set_close_callback([this](TcpConnection&, const reactor::CloseReason&) {
+                done = true;
+                conn_.reset();
+            });
+            for (int i = 0; i < 4; ++i) send_one();
+        });
+    }
+    bool done = false;
+    int completed = 0;
+    std::string error;
+
+private:
+    void send_one() {
+        if (sent_ == messages_) return;
+        std::size_t size = 1 + rng_() % 2048;
+        std::string_view msg(pool_.data() + rng_() % (pool_.size() - size), size);
+        expected_.append(msg);
+        ends_.push_back(total_ += size);
+        ++sent_;
+        conn_->write(msg);
+    }
+    void on_data(TcpConnection& c, std::string_view d) {
+        if (d.size() > expected_.size() || std::memcmp(d.data(), expected_.data(), d.size()) != 0) {
+            error = "echo differs";
+            return c.abort();
+        }
+        expected_.consume(d.size());
+        echoed_ += d.size();
+        for (; !ends_.empty() && ends_.front() <= echoed_; ends_.pop_front()) {
+            ++completed;
+            send_one();
+        }
+        if (completed == messages_) c.close();
+    }
+    std::mt19937 rng_;
+    int messages_;
+    const std::string& pool_;
+    reactor::TcpConnectionPtr conn_;
+    reactor::ByteBuffer expected_;
+    std::deque<std::size_t> ends_;
+    std::size_t total_ = 0, echoed_ = 0;
+    int sent_ = 0;
+};
+
+// Reads one complete HTTP response (head, plus a Content-Length body unless
+// it answers HEAD) from a blocking socket; "" if the peer closes or the read
+// times out first. Bytes after it stay in `leftover` (pipelining).
+std::string read_response(int fd, std::string& leftover, bool has_body = true) {
+    char buf[4096];
+    for (;;) {
+        auto head_end = leftover.find("\r\n\r\n");
+        if (head_end != std::string::npos) {
+            std::smatch m;
+            std::string head = leftover.substr(0, head_end);
+            std::size_t length = 0;
+            if (has_body && std::regex_search(head, m, std::regex("Content-Length: (\\d+)"))) length = std::stoul(m[1]);
+            if (leftover.size() >= head_end + 4 + length) {
+                std::string response = leftover.substr(0, head_end + 4 + length);
+                leftover.erase(0, head_end + 4 + length);
+                return response;
+            }
+        }
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) return "";
+        leftover.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
+}  // namespace net_examples_test
+
+using namespace net_examples_test;
+
+BOOST_DATA_TEST_CASE(echo_server_binary_returns_every_byte_in_order, bdata::make(reactor_test::all_backends()), backend) {
+    // 20 verified clients in this process, plus the echo_client example with
+    // 10 more: the server stops accepting after those 30 and then exits.
+    Server server("echo_server", backend, {"--exit-after", "30", "--max-seconds", "60"});
+    reactor::Scheduler::Options opt;
+    opt.backend = backend;
+    reactor::Scheduler sched(std::move(opt));
+    const std::string pool = nettest::random_bytes(1 << 16, 9);
+    std::vector<std::unique_ptr<Verifier>> clients;
+    for (int i = 0; i < 20; ++i) clients.push_back(std::make_unique<Verifier>(sched, server.port, 77 + i, 200, pool));
+    testsupport::Child load(testsupport::example_path("echo_client"),
+                            {"--port", std::to_string(server.port), "--connections", "10", "--messages", "300",
+                             "--size", "1000", "--window", "3", "--backend", std::string(reactor::to_string(backend))});
+    sched.run();
+    for (auto& c : clients) {
+        BOOST_TEST(c->error == "");
+        BOOST_TEST(c->completed == 200);
+    }
+    BOOST_TEST(sched.empty());
+    std::string load_out = load.read_all(30s);
+    BOOST_TEST(load.wait(30s) == 0, load_out);
+    BOOST_TEST(load_out.find(": OK (0 failed)") != std::string::npos, load_out);
+    std::string rest = server.child.read_all(30s);
+    BOOST_TEST(server.child.wait(10s) == 0);
+    BOOST_TEST(rest.find("echo_server: 30 connections") != std::string::npos, rest);
+}
+
+BOOST_DATA_TEST_CASE(echo_server_binary_half_close, bdata::make(reactor_test::all_backends()), backend) {
+    Server server("echo_server", backend, {"--exit-after", "1"});
+    int fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    const std::string payload = nettest::random_bytes(300000, 1);
+    BOOST_TEST(nettest::send_all(fd, payload));
+    ::shutdown(fd, SHUT_WR);  // the server echoes the rest, then closes
+    BOOST_TEST((nettest::recv_all(fd) == payload));
+    ::close(fd);
+    server.child.read_all(10s);
+    BOOST_TEST(server.child.wait(10s) == 0);
+}
+
+BOOST_DATA_TEST_CASE(http_hello_answers_a_pipelined_keep_alive_client, bdata::make(reactor_test::all_backends()), backend) {
+    Server server("http_hello", backend, {"--exit-after", "1"});
+    int fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    // Three requests in one write, then a fourth on the same connection.
+    BOOST_TEST(nettest::send_all(fd,
+                                 "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "HEAD /2 HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "POST /3 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"));
+    std::string leftover;
+    std::string get = read_response(fd, leftover);
+    std::string head = read_response(fd, leftover, false);
+    std::string post = read_response(fd, leftover);
+    BOOST_TEST(get.starts_with("HTTP/1.1 200 OK\r\n"), get);
+    BOOST_TEST(get.ends_with("\r\n\r\nHello, world!"), get);
+    BOOST_TEST(get.find("Content-Length: 13\r\n") != std::string::npos);
+    BOOST_TEST(get.find("Connection: close") == std::string::npos);
+    BOOST_TEST(head.starts_with("HTTP/1.1 200 OK\r\n"), head);
+    BOOST_TEST(head.ends_with("Content-Length: 13\r\n\r\n"), head);  // HEAD: headers only
+    BOOST_TEST(post.ends_with("\r\n\r\nHello, world!"), post);
+
+    BOOST_TEST(nettest::send_all(fd, "GET /4 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    BOOST_TEST(read_response(fd, leftover).ends_with("Hello, world!"));
+
+    // A malformed request line on the same connection: 400, then the server closes.
+    BOOST_TEST(nettest::send_all(fd, "THIS IS NOT HTTP\r\n\r\n"));
+    std::string bad = read_response(fd, leftover);
+    BOOST_TEST(bad.starts_with("HTTP/1.1 400 Bad Request\r\n"), bad);
+    BOOST_TEST(bad.find("Connection: close\r\n") != std::string::npos);
+    BOOST_TEST(nettest::recv_all(fd) == "");  // EOF: closed by the server
+    ::close(fd);
+    server.child.read_all(10s);
+    BOOST_TEST(server.child.wait(10s) == 0);
+}
+
+BOOST_DATA_TEST_CASE(http_hello_rejects_malformed_and_oversized_requests, bdata::make(reactor_test::all_backends()),
+                     backend) {
+    Server server("http_hello", backend, {"--exit-after", "6", "--max-head", "1024", "--max-body", "100"});
+    auto ask = [&](const std::string& request) {
+        int fd = nettest::connect_blocking(server.port);
+        nettest::send_all(fd, request);
+        std::string reply = nettest::recv_all(fd);  // the server closes after an error
+        ::close(fd);
+        return reply.substr(0, reply.find("\r\n"));
+    };
+    BOOST_TEST(ask("GET\r\n\r\n") == "HTTP/1.1 400 Bad Request");
+    BOOST_TEST(ask("GET / HTTP/1.1 extra\r\n\r\n") == "HTTP/1.1 400 Bad Request");
+    BOOST_TEST(ask("GET / HTTP/2.0\r\n\r\n") == "HTTP/1.1 505 HTTP Version Not Supported");
+    BOOST_TEST(ask("GET / HTTP/1.1\r\nX: " + std::string(2000, 'a') + "\r\n\r\n") ==
+               "HTTP/1.1 431 Request Header Fields Too Large");
+    BOOST_TEST(ask("POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n") == "HTTP/1.1 413 Content Too Large");
+    BOOST_TEST(ask("GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n") == "HTTP/1.1 400 Bad Request");
+    server.child.read_all(10s);
+    BOOST_TEST(server.child.wait(10s) == 0);
+}
+
+BOOST_DATA_TEST_CASE(chat_server_broadcasts_lines_to_the_others, bdata::make(reactor_test::all_backends()), backend) {
+    Server server("chat_server", backend, {"--exit-after", "2"});
+    int a = nettest::connect_blocking(server.port);
+    auto line = [](int fd) {
+        std::string s;
+        char c;
+        while (::recv(fd, &c, 1, 0) == 1 && c != '\n') s += c;
+        return s;
+    };
+    BOOST_TEST(line(a) == "* you are #1; 0 other(s) here");
+    int b = nettest::connect_blocking(server.port);
+    BOOST_TEST(line(b) == "* you are #2; 1 other(s) here");
+    BOOST_TEST(line(a) == "* #2 joined");
+    nettest::send_all(b, "hello there\r\nsplit ");
+    nettest::send_all(b, "line\n");
+    BOOST_TEST(line(a) == "#2: hello there");
+    BOOST_TEST(line(a) == "#2: split line");
+    nettest::send_all(a, "hi b\n");
+    BOOST_TEST(line(b) == "#1: hi b");
+    ::close(b);
+    BOOST_TEST(line(a) == "* #2 left");
+    ::close(a);
+    server.child.read_all(10s);
+    BOOST_TEST(server.child.wait(10s) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(examples_explain_themselves_and_refuse_bad_options) {
+    for (const char* name : {"echo_server", "chat_server", "http_hello", "echo_client"}) {
+        testsupport::Child help(testsupport::example_path(name), {"--help"});
+        std::string usage = help.read_all(10s);
+        BOOST_TEST(help.wait(10s) == 0);
+        BOOST_TEST(usage.find("--backend") != std::string::npos, name);
+        testsupport::Child bad(testsupport::example_path(name), {"--backend", "kqueue"});
+        BOOST_TEST(bad.wait(10s) == 2, name);
+    }
+    for (const char* name : {"echo_server", "chat_server", "http_hello"}) {
+        testsupport::Child help(testsupport::example_path(name), {"--help"});
+        std::string usage = help.read_all(10s);
+        help.wait(10s);
+        BOOST_TEST(usage.find("--exit-after") != std::string::npos, name);
+        BOOST_TEST(usage.find("--max-seconds") != std::string::npos, name);
+    }
+}
