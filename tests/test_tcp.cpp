@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE tcp
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -416,7 +417,10 @@ BOOST_DATA_TEST_CASE(connect_timeout_reaches_the_callback, bdata::make(reactor_t
         ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
         fillers.push_back(c);
     }
-    ::usleep(20'000);  // let the fillers' handshakes settle into the queue
+    // Wait (bounded, no fixed sleep) until the first filler's handshake is
+    // done, i.e. the queue is full: later SYNs, ours included, are dropped.
+    pollfd first{fillers[0], POLLOUT, 0};
+    BOOST_REQUIRE(::poll(&first, 1, 5000) == 1);
 
     reactor::Scheduler sched(on(backend));
     std::optional<std::error_code> result;
