@@ -3,6 +3,18 @@
 # with datafile and outfile set.
 set terminal pngcairo size 1200,560 font "sans,10" noenhanced
 set output outfile
+# One distinct colour per server, in bench/run's order: ours in purples and
+# blues, library peers in warm colours, the C ceilings in greys.
+set linetype 1 lc rgb "#5e3c99"
+set linetype 2 lc rgb "#8073ac"
+set linetype 3 lc rgb "#2166ac"
+set linetype 4 lc rgb "#e66101"
+set linetype 5 lc rgb "#fdb863"
+set linetype 6 lc rgb "#b2182b"
+set linetype 7 lc rgb "#d6604d"
+set linetype 8 lc rgb "#f4a582"
+set linetype 9 lc rgb "#333333"
+set linetype 10 lc rgb "#999999"
 set title "Echo throughput relative to the C epoll ceiling (median of runs; higher is better)"
 set style data histogram
 set style histogram clustered gap 1
