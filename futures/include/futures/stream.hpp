@@ -1,0 +1,159 @@
+// futures/stream.hpp: asyncio-style streams over reactor::TcpConnection (TCP or
+// Unix): reads return futures, writes are buffered, drain() applies backpressure.
+//
+// A Stream is a handle (copying shares it) to one connection and its read
+// buffer. The connection stays open while a handle exists or until close();
+// when the last handle goes, an open connection is closed gracefully and a
+// read still pending is cancelled. One read may be pending at a time. Futures
+// complete through the loop like all futures (never inside the call that made
+// them). Loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <reactor/address.hpp>
+#include <reactor/scheduler.hpp>
+#include <reactor/tcp_connection.hpp>
+
+#include "futures/future.hpp"
+
+namespace futures {
+
+// EOF came before read_exactly() got n bytes, or before read_until() found its
+// delimiter. `partial` holds the bytes that were there (now consumed).
+class IncompleteReadError : public std::runtime_error {
+public:
+    IncompleteReadError(std::string partial, std::optional<std::size_t> expected);
+    std::string partial;
+    std::optional<std::size_t> expected;  // read_exactly's n; none for read_until
+};
+
+// read_until() would need more than the stream's limit. The data stays in the
+// buffer (read it with read() or read_exactly()); `consumed` is how much a
+// successful read_until would have had to take.
+class LimitOverrunError : public std::runtime_error {
+public:
+    LimitOverrunError(const std::string& what, std::size_t consumed);
+    std::size_t consumed;
+};
+
+struct StreamOptions {
+    // The most read_until() may take, and the read-buffer size: reading from
+    // the socket pauses while more than 2 x limit bytes wait unread.
+    std::size_t limit = 64 * 1024;
+    // Water marks of the connection: drain() waits while more than
+    // connection.high_water bytes are buffered, until at most low_water are.
+    reactor::ConnectionOptions connection;
+};
+
+namespace detail {
+class StreamCore;
+class ServerCore;
+}  // namespace detail
+
+class Stream {
+public:
+    // An empty handle; every member but valid() throws InvalidStateError.
+    Stream() = default;
+    // Wraps an open connection: the stream takes over its callbacks.
+    static Stream from(reactor::TcpConnectionPtr conn, StreamOptions options = {});
+
+    bool valid() const noexcept { return static_cast<bool>(core_); }
+
+    // ---- reading (one pending read at a time, else InvalidStateError) ----
+    // Up to `max` bytes as soon as any are there; "" at EOF.
+    [[nodiscard]] Future<std::string> read(std::size_t max = 64 * 1024);
+    // Exactly n bytes; IncompleteReadError if EOF comes first.
+    [[nodiscard]] Future<std::string> read_exactly(std::size_t n);
+    // Up to and including `delimiter` (non-empty); LimitOverrunError past the
+    // limit, IncompleteReadError if EOF comes first.
+    [[nodiscard]] Future<std::string> read_until(std::string delimiter = "\n");
+    // Reads after a connection reset or error fail with std::system_error.
+    // Cancelling a pending read leaves the buffered bytes for the next read.
+    bool at_eof() const;           // EOF seen and nothing left in the buffer
+    std::size_t buffered() const;  // bytes received and not read yet
+
+    // ---- writing ----
+    // Buffered; never waits. False if the stream can no longer write (closed,
+    // closing, or reset), and the data is dropped.
+    bool write(std::string_view data);
+    // Done at once unless the buffered output is above the high-water mark;
+    // then done once it has drained to the low mark. Fails with
+    // std::system_error if the connection is reset meanwhile.
+    [[nodiscard]] Future<void> drain();
+    // Sends EOF after the buffered output; reading continues.
+    void write_eof();
+
+    // ---- closing ----
+    // Flushes buffered output, then closes. Idempotent.
+    void close();
+    // Closes now, dropping buffered output; the peer sees a reset.
+    void abort();
+    bool is_closing() const;  // close()/abort() called, or the connection ended
+    // Done once the connection is closed (never fails).
+    [[nodiscard]] Future<void> wait_closed();
+
+    reactor::Address local_address() const;
+    reactor::Address peer_address() const;
+    reactor::Scheduler& scheduler() const;
+
+private:
+    friend class detail::ServerCore;
+    explicit Stream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
+    detail::StreamCore& core() const;
+    std::shared_ptr<detail::StreamCore> core_;
+};
+
+// Connects; the future fails with std::system_error (ECONNREFUSED, ...).
+// Cancelling it (e.g. with_timeout) abandons the attempt.
+[[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address& address,
+                                             StreamOptions options = {});
+// `host` numeric, or a name: names are looked up with Address::resolve, which
+// BLOCKS the loop thread (getaddrinfo); the addresses are tried in turn until
+// one connects (the future fails with the last error).
+[[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
+                                             StreamOptions options = {});
+
+// A listening server whose handler gets one Stream per client. A handle:
+// copies share the server; it keeps listening until close() (or until the
+// last handle goes).
+class StreamServer {
+public:
+    // Called for each client; returns the future of its conversation (usually
+    // spawn(sched, Session(stream))). When that future completes the stream is
+    // closed (gracefully) if it is still open; an error it ends with is
+    // reported like any error nobody retrieved.
+    using Handler = std::function<Future<void>(Stream)>;
+
+    StreamServer() = default;
+    const reactor::Address& address() const;  // with the real port when 0 was asked
+    // Stops accepting; conversations in progress go on.
+    void close();
+    bool serving() const;
+    // Conversations whose future is not complete yet.
+    std::size_t active() const;
+    std::uint64_t accepted() const;
+    // Aborts every active conversation's stream (the handlers see reads fail).
+    void abort_clients();
+
+private:
+    friend StreamServer start_server(reactor::Scheduler&, const reactor::Address&, Handler, StreamOptions);
+    std::shared_ptr<detail::ServerCore> core_;
+};
+
+// Binds and starts accepting (port 0 allowed; Unix addresses too). Throws
+// std::system_error (e.g. EADDRINUSE) like reactor::TcpListener::listen.
+[[nodiscard]] StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address,
+                                        StreamServer::Handler handler, StreamOptions options = {});
+// `host` as for open_connection (resolving may block); binds the first address.
+[[nodiscard]] StreamServer start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
+                                        StreamServer::Handler handler, StreamOptions options = {});
+
+}  // namespace futures

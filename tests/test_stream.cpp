@@ -1,0 +1,351 @@
+// futures streams (open_connection, start_server, read*, write, drain, close)
+// over real sockets on 127.0.0.1, on every backend. Conversations are
+// hand-written state machines run as tasks, as the library intends.
+#define BOOST_TEST_MODULE stream
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <futures/futures.hpp>
+#include <futures/stream.hpp>
+
+#include "support/backends.hpp"
+#include "support/net_util.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace std::chrono_literals;
+using futures::Future;
+using futures::Step;
+using futures::Stream;
+
+namespace stream_test {
+
+reactor::Scheduler::Options on(reactor::Backend backend) {
+    reactor::Scheduler::Options o;
+    o.backend = backend;
+    return o;
+}
+
+// Server side: echo until EOF (read -> write -> drain -> read ...).
+class EchoSession {
+public:
+    enum class State { reading, draining };
+    explicit EchoSession(Stream stream) : stream_(std::move(stream)) {}
+
+    Step<void> resume() {
+        for (;;) {
+            switch (state_) {
+            case State::reading:
+                if (read_.valid()) {
+                    std::string data = read_.result();
+                    if (data.empty()) return futures::finished;  // EOF: the server closes the stream
+                    stream_.write(data);
+                    state_ = State::draining;
+                    return drain_ = stream_.drain();
+                }
+                return read_ = stream_.read();
+            case State::draining:
+                drain_.result();
+                state_ = State::reading;
+                return read_ = stream_.read();
+            }
+        }
+    }
+
+private:
+    Stream stream_;
+    State state_ = State::reading;
+    Future<std::string> read_;
+    Future<void> drain_;
+};
+
+// Client side: connect, send `count` random messages, read each echo with
+// read_exactly and compare, then close. Returns the number verified.
+class EchoClient {
+public:
+    enum class State { connecting, sending, checking, closing };
+    EchoClient(reactor::Scheduler& sched, reactor::Address server, int count, std::uint32_t seed)
+        : sched_(sched), server_(server), count_(count), rng_(seed) {}
+
+    Step<int> resume() {
+        for (;;) {
+            switch (state_) {
+            case State::connecting:
+                if (!connect_.valid()) return connect_ = futures::open_connection(sched_, server_);
+                stream_ = connect_.result();
+                state_ = State::sending;
+                continue;
+            case State::sending:
+                if (verified_ == count_) {
+                    stream_.close();
+                    state_ = State::closing;
+                    return closed_ = stream_.wait_closed();
+                }
+                sent_ = nettest::random_bytes(1 + rng_() % 3000, rng_());
+                stream_.write(sent_);
+                state_ = State::checking;
+                return echo_ = stream_.read_exactly(sent_.size());
+            case State::checking:
+                if (echo_.result() != sent_) throw std::runtime_error("echo differs");
+                ++verified_;
+                state_ = State::sending;
+                continue;
+            case State::closing:
+                closed_.result();
+                return verified_;
+            }
+        }
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    reactor::Address server_;
+    int count_;
+    std::mt19937 rng_;
+    State state_ = State::connecting;
+    Future<Stream> connect_;
+    Stream stream_;
+    std::string sent_;
+    Future<std::string> echo_;
+    Future<void> closed_;
+    int verified_ = 0;
+};
+
+futures::StreamServer echo_server(reactor::Scheduler& sched, const reactor::Address& where = reactor::Address::loopback_v4(0)) {
+    return futures::start_server(sched, where, [&sched](Stream s) { return futures::spawn(sched, EchoSession(std::move(s))); });
+}
+
+// A raw peer connected to a stream server: returns the peer fd once the
+// server has the stream (set by the handler).
+int accept_one(reactor::Scheduler& sched, futures::StreamServer& server, Stream& out) {
+    int fd = nettest::connect_blocking(server.address().port());
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return out.valid(); }));
+    return fd;
+}
+
+}  // namespace stream_test
+
+using namespace stream_test;
+
+BOOST_DATA_TEST_CASE(echo_through_streams_with_state_machine_tasks, bdata::make(reactor_test::all_backends()), backend) {
+    reactor::Scheduler sched(on(backend));
+    auto server = echo_server(sched);
+    std::vector<Future<int>> clients;
+    for (int i = 0; i < 20; ++i) clients.push_back(futures::spawn(sched, EchoClient(sched, server.address(), 50, 100 + i)));
+    auto all = futures::run_until_complete(sched, futures::when_all(clients));
+    for (int n : all) BOOST_TEST(n == 50);
+    BOOST_TEST(server.accepted() == 20u);
+    server.close();
+    sched.run();  // the sessions see EOF and end; the server closes their streams
+    BOOST_TEST(server.active() == 0u);
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_DATA_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit, bdata::make(reactor_test::all_backends()), backend) {
+    reactor::Scheduler sched(on(backend));
+    Stream stream;
+    futures::StreamOptions opt;
+    opt.limit = 16;
+    auto server = futures::start_server(
+        sched, reactor::Address::loopback_v4(0),
+        [&](Stream s) {
+            stream = s;
+            return s.wait_closed();  // the conversation is driven by hand below
+        },
+        opt);
+    int fd = accept_one(sched, server, stream);
+
+    nettest::send_all(fd, "line one\nline two\r\nhead");
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_until()) == "line one\n");
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_until("\r\n")) == "line two\r\n");
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_exactly(4)) == "head");
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_exactly(0)) == "");
+
+    // A delimiter split across two arrivals is still found.
+    auto split = stream.read_until("--");
+    nettest::send_all(fd, "ab-");
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return stream.buffered() == 3; }));
+    BOOST_TEST(!split.done());
+    nettest::send_all(fd, "-cd");
+    BOOST_TEST(futures::run_until_complete(sched, split) == "ab--");
+
+    // Longer than the limit (16) without a delimiter: LimitOverrunError, and
+    // the bytes stay in the buffer.
+    nettest::send_all(fd, std::string(20, 'x'));
+    auto over = stream.read_until();
+    BOOST_CHECK_THROW(futures::run_until_complete(sched, over), futures::LimitOverrunError);
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_exactly(22)) == "cd" + std::string(20, 'x'));
+
+    // EOF in the middle: IncompleteReadError carries what there was.
+    nettest::send_all(fd, "tail");
+    ::shutdown(fd, SHUT_WR);
+    try {
+        futures::run_until_complete(sched, stream.read_exactly(10));
+        BOOST_FAIL("read_exactly past EOF must fail");
+    } catch (const futures::IncompleteReadError& e) {
+        BOOST_TEST(e.partial == "tail");
+        BOOST_TEST(e.expected.value() == 10u);
+    }
+    BOOST_TEST(stream.at_eof());
+    BOOST_TEST(futures::run_until_complete(sched, stream.read()) == "");  // EOF reads as ""
+    BOOST_CHECK_THROW(futures::run_until_complete(sched, stream.read_until()), futures::IncompleteReadError);
+
+    // The stream can still write after the peer's EOF (half-close).
+    BOOST_TEST(stream.write("bye"));
+    stream.close();
+    futures::run_until_complete(sched, stream.wait_closed());
+    BOOST_TEST(nettest::recv_all(fd) == "bye");
+    ::close(fd);
+    server.close();
+    stream = Stream();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_DATA_TEST_CASE(one_read_at_a_time_and_cancelled_reads_keep_the_bytes, bdata::make(reactor_test::all_backends()),
+                     backend) {
+    reactor::Scheduler sched(on(backend));
+    Stream stream;
+    auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
+        stream = s;
+        return s.wait_closed();  // the conversation is driven by hand below
+    });
+    int fd = accept_one(sched, server, stream);
+    auto first = stream.read_exactly(6);
+    BOOST_CHECK_THROW((void)stream.read(), futures::InvalidStateError);
+    nettest::send_all(fd, "abc");
+    BOOST_TEST(first.cancel());
+    nettest::send_all(fd, "def");
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_exactly(6)) == "abcdef");
+    ::close(fd);
+    BOOST_TEST(futures::run_until_complete(sched, stream.read()) == "");
+    stream.close();
+    stream = Stream();
+    server.close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_DATA_TEST_CASE(drain_waits_for_a_slow_reader_then_completes, bdata::make(reactor_test::all_backends()), backend) {
+    reactor::Scheduler sched(on(backend));
+    Stream stream;
+    auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
+        stream = s;
+        return s.wait_closed();  // the conversation is driven by hand below
+    });
+    int fd = accept_one(sched, server, stream);
+    BOOST_TEST(stream.drain().done());  // nothing buffered: done at once
+    const std::string chunk(256 * 1024, 'q');
+    std::size_t written = 0;
+    Future<void> drained;
+    // Write until drain() has to wait (the peer reads nothing yet).
+    for (;;) {
+        stream.write(chunk);
+        written += chunk.size();
+        drained = stream.drain();
+        if (!drained.done()) break;
+        BOOST_REQUIRE(written < (256u << 20));
+    }
+    BOOST_TEST(!drained.done());
+    // The peer reads everything: drain completes.
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    std::size_t got = 0;
+    sched.add_reader(fd, [&] {
+        char buf[65536];
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n > 0) got += static_cast<std::size_t>(n);
+    });
+    futures::run_until_complete(sched, drained);
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == written; }));
+    sched.remove_reader(fd);
+
+    // Reset by the peer while a drain waits: the drain fails, reads fail.
+    while (true) {
+        stream.write(chunk);
+        drained = stream.drain();
+        if (!drained.done()) break;
+    }
+    linger lg{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    ::close(fd);
+    BOOST_CHECK_THROW(futures::run_until_complete(sched, drained), std::system_error);
+    BOOST_CHECK_THROW(futures::run_until_complete(sched, stream.read()), std::system_error);
+    BOOST_TEST(stream.is_closing());
+    BOOST_TEST(!stream.write("x"));
+    stream = Stream();
+    server.close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_DATA_TEST_CASE(open_connection_refused_and_cancelled, bdata::make(reactor_test::all_backends()), backend) {
+    reactor::Scheduler sched(on(backend));
+    int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto any = reactor::Address::loopback_v4(0);
+    BOOST_REQUIRE(::bind(holder, any.data(), any.size()) == 0);  // bound, not listening: refuses
+    auto refused_at = reactor::Address::local_of(holder);
+    try {
+        futures::run_until_complete(sched, futures::open_connection(sched, refused_at));
+        BOOST_FAIL("connect must be refused");
+    } catch (const std::system_error& e) {
+        BOOST_TEST(e.code().value() == ECONNREFUSED);
+    }
+    ::close(holder);
+    BOOST_CHECK_THROW(futures::run_until_complete(sched, futures::open_connection(sched, "no-such-host.invalid", 80)),
+                      std::runtime_error);
+
+    // Cancelled before it completes: nothing is left behind.
+    auto server = echo_server(sched);
+    auto pending = futures::open_connection(sched, server.address());
+    BOOST_TEST(pending.cancel());
+    BOOST_CHECK_THROW(futures::run_until_complete(sched, pending), futures::CancelledError);
+    server.close();
+    sched.run();
+    BOOST_TEST(server.accepted() <= 1u);
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_DATA_TEST_CASE(stream_by_host_name_and_over_a_unix_socket, bdata::make(reactor_test::all_backends()), backend) {
+    reactor::Scheduler sched(on(backend));
+    auto tcp = futures::start_server(sched, "127.0.0.1", 0, [&sched](Stream s) { return futures::spawn(sched, EchoSession(std::move(s))); });
+    BOOST_TEST(futures::run_until_complete(sched, futures::spawn(sched, EchoClient(sched, tcp.address(), 3, 1))) == 3);
+    auto by_name = futures::run_until_complete(sched, futures::open_connection(sched, "localhost", tcp.address().port()));
+    by_name.write("named\n");
+    BOOST_TEST(futures::run_until_complete(sched, by_name.read_until()) == "named\n");
+    by_name.close();
+    tcp.close();
+
+    auto unix_server = echo_server(sched, reactor::Address::unix_path(fmt::format("@reactor-stream-{}-{}", ::getpid(),
+                                                                                  static_cast<int>(backend))));
+    BOOST_TEST(futures::run_until_complete(sched, futures::spawn(sched, EchoClient(sched, unix_server.address(), 5, 2))) == 5);
+    unix_server.close();
+    by_name = Stream();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(abort_clients_ends_every_conversation) {
+    reactor::Scheduler sched;
+    auto server = echo_server(sched);
+    std::vector<int> fds;
+    for (int i = 0; i < 3; ++i) fds.push_back(nettest::connect_blocking(server.address().port()));
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 3; }));
+    server.close();
+    server.abort_clients();
+    sched.run();
+    BOOST_TEST(server.active() == 0u);
+    for (int fd : fds) {
+        BOOST_TEST(nettest::recv_all(fd) == "");
+        ::close(fd);
+    }
+    BOOST_TEST(sched.empty());
+}
