@@ -1,5 +1,5 @@
-// The network examples, run for real: echo_server, chat_server, http_hello and
-// echo_client as child processes on 127.0.0.1, on every backend. Each server
+// The network examples, run for real: echo_server, echo_server_streams,
+// chat_server, http_hello and echo_client as child processes on 127.0.0.1, on every backend. Each server
 // is started with --exit-after, so it must also end on its own, cleanly.
 #define BOOST_TEST_MODULE net_examples
 #include <boost/test/data/monomorphic.hpp>
@@ -172,6 +172,27 @@ BOOST_DATA_TEST_CASE(echo_server_binary_half_close, bdata::make(reactor_test::al
     BOOST_TEST(server.child.wait(10s) == 0);
 }
 
+BOOST_DATA_TEST_CASE(echo_server_streams_binary_echoes_like_echo_server, bdata::make(reactor_test::all_backends()),
+                     backend) {
+    Server server("echo_server_streams", backend, {"--exit-after", "11", "--max-seconds", "60"});
+    testsupport::Child load(testsupport::example_path("echo_client"),
+                            {"--port", std::to_string(server.port), "--connections", "10", "--messages", "300",
+                             "--size", "3000", "--window", "2", "--backend", std::string(reactor::to_string(backend))});
+    std::string load_out = load.read_all(30s);
+    BOOST_TEST(load.wait(30s) == 0, load_out);
+    BOOST_TEST(load_out.find(": OK (0 failed)") != std::string::npos, load_out);
+    // The eleventh client half-closes: everything comes back, then EOF.
+    int fd = nettest::connect_blocking(server.port);
+    const std::string payload = nettest::random_bytes(200000, 2);
+    BOOST_TEST(nettest::send_all(fd, payload));
+    ::shutdown(fd, SHUT_WR);
+    BOOST_TEST((nettest::recv_all(fd) == payload));
+    ::close(fd);
+    std::string rest = server.child.read_all(30s);
+    BOOST_TEST(server.child.wait(10s) == 0);
+    BOOST_TEST(rest.find("echo_server_streams: 11 connections") != std::string::npos, rest);
+}
+
 BOOST_DATA_TEST_CASE(http_hello_answers_a_pipelined_keep_alive_client, bdata::make(reactor_test::all_backends()), backend) {
     Server server("http_hello", backend, {"--exit-after", "1"});
     int fd = nettest::connect_blocking(server.port);
@@ -255,7 +276,7 @@ BOOST_DATA_TEST_CASE(chat_server_broadcasts_lines_to_the_others, bdata::make(rea
 }
 
 BOOST_AUTO_TEST_CASE(examples_explain_themselves_and_refuse_bad_options) {
-    for (const char* name : {"echo_server", "chat_server", "http_hello", "echo_client"}) {
+    for (const char* name : {"echo_server", "echo_server_streams", "chat_server", "http_hello", "echo_client"}) {
         testsupport::Child help(testsupport::example_path(name), {"--help"});
         std::string usage = help.read_all(10s);
         BOOST_TEST(help.wait(10s) == 0);
@@ -263,7 +284,7 @@ BOOST_AUTO_TEST_CASE(examples_explain_themselves_and_refuse_bad_options) {
         testsupport::Child bad(testsupport::example_path(name), {"--backend", "kqueue"});
         BOOST_TEST(bad.wait(10s) == 2, name);
     }
-    for (const char* name : {"echo_server", "chat_server", "http_hello"}) {
+    for (const char* name : {"echo_server", "echo_server_streams", "chat_server", "http_hello"}) {
         testsupport::Child help(testsupport::example_path(name), {"--help"});
         std::string usage = help.read_all(10s);
         help.wait(10s);
