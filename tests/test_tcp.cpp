@@ -646,6 +646,37 @@ BOOST_DATA_TEST_CASE(callbacks_may_close_and_drop_the_last_reference, bdata::mak
     BOOST_TEST(sched.empty());
 }
 
+BOOST_DATA_TEST_CASE(callbacks_may_replace_themselves_while_running, bdata::make(reactor_test::all_backends()), backend) {
+    // Regression guard (run under ASan): a data callback that switches the
+    // connection to another handler from inside itself, as a protocol upgrade
+    // would, must not destroy itself mid-call.
+    reactor::Scheduler sched(on(backend));
+    std::vector<std::string> bag;
+    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+        auto big = std::make_shared<std::string>(1000, 'c');  // a capture that lives on the heap
+        c->set_data_callback([&bag, big](TcpConnection& c, std::string_view d) {
+            c.set_data_callback([&bag](TcpConnection&, std::string_view d) { bag.push_back("second " + std::string(d)); });
+            bag.push_back("first " + std::string(d) + " " + std::to_string(big->size()));
+        });
+        c->set_eof_callback([&bag](TcpConnection& c) {
+            c.set_eof_callback(nullptr);
+            bag.push_back("eof");
+            c.close();
+        });
+    });
+    int fd = nettest::connect_blocking(listener->address().port());
+    nettest::send_all(fd, "a");
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 1; }));
+    nettest::send_all(fd, "b");
+    ::shutdown(fd, SHUT_WR);
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 3; }));
+    BOOST_TEST(bag == (std::vector<std::string>{"first a 1000", "second b", "eof"}));
+    ::close(fd);
+    listener.reset();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
 BOOST_DATA_TEST_CASE(emfile_pauses_accepting_reports_and_recovers, bdata::make(reactor_test::all_backends()), backend) {
     reactor::Scheduler sched(on(backend));
     reactor::TcpListener::Options lopt;

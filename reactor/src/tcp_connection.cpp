@@ -109,7 +109,18 @@ void TcpConnection::on_readable() {
         n = ::recv(fd_, buf, read_size_, 0);
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
-        if (on_data_) on_data_(*this, std::string_view(buf, static_cast<std::size_t>(n)));
+        if (!on_data_) return;
+        // Run from a local, so the callback may replace or clear itself; put it
+        // back afterwards (even if it throws) unless it was replaced meanwhile.
+        struct PutBack {
+            TcpConnection& c;
+            DataCallback cb;
+            std::uint32_t generation;
+            ~PutBack() {
+                if (c.data_generation_ == generation) c.on_data_ = std::move(cb);
+            }
+        } running{*this, std::move(on_data_), data_generation_};
+        running.cb(*this, std::string_view(buf, static_cast<std::size_t>(n)));
         return;
     }
     if (n == 0) return on_eof();
@@ -121,7 +132,7 @@ void TcpConnection::on_eof() {
     read_eof_ = true;
     update_reader();
     if (!on_eof_) return begin_close(CloseKind::eof);
-    on_eof_(*this);
+    fire(on_eof_);
     // Both directions are finished: nothing more can happen on this socket.
     if (state_ == State::open && write_shut_) finish_close({CloseKind::eof, 0}, false);
 }
@@ -158,7 +169,7 @@ bool TcpConnection::write(std::string_view data) {
     // Last, so the callback sees a consistent connection and may do anything.
     if (!above_high_ && out_.size() > high_water_) {
         above_high_ = true;
-        if (on_high_water_) on_high_water_(*this);
+        fire(on_high_water_);
     }
     return true;
 }
@@ -183,7 +194,7 @@ void TcpConnection::on_writable() {
     }
     if (above_high_ && out_.size() <= low_water_) {
         above_high_ = false;
-        if (on_low_water_) on_low_water_(*this);  // may write, close, abort...
+        fire(on_low_water_);  // may write, close, abort...
         if (state_ == State::closed) return;
     }
     if (!out_.empty()) return;
@@ -192,7 +203,14 @@ void TcpConnection::on_writable() {
     writer_registered_ = false;
     if (state_ == State::closing) return finish_close({closing_kind_, 0}, false);
     if (shutdown_requested_) return do_shutdown_write();
-    if (on_drain_) on_drain_(*this);
+    fire(on_drain_);
+}
+
+// The rarer callbacks run from a copy, so they too may replace themselves.
+void TcpConnection::fire(const EventCallback& cb) {
+    if (!cb) return;
+    EventCallback running = cb;
+    running(*this);
 }
 
 void TcpConnection::schedule_drain() {
@@ -201,7 +219,7 @@ void TcpConnection::schedule_drain() {
     sched_.call_soon([self = shared_from_this()] {
         self->drain_scheduled_ = false;
         // Later writes may have queued output again: on_writable reports that drain.
-        if (self->state_ == State::open && self->out_.empty() && self->on_drain_) self->on_drain_(*self);
+        if (self->state_ == State::open && self->out_.empty()) self->fire(self->on_drain_);
     });
 }
 

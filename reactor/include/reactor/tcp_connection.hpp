@@ -84,9 +84,13 @@ public:
     TcpConnection(const TcpConnection&) = delete;
     TcpConnection& operator=(const TcpConnection&) = delete;
 
-    // ---- callbacks (set them any time; an empty one means "nothing to do") ----
+    // ---- callbacks (set or replace them any time, also from inside the
+    //      callback being replaced; an empty one means "nothing to do") ----
     // Data received. Without a data callback, received bytes are discarded.
-    void set_data_callback(DataCallback cb) { on_data_ = std::move(cb); }
+    void set_data_callback(DataCallback cb) {
+        on_data_ = std::move(cb);
+        ++data_generation_;
+    }
     // The peer shut down its sending side. Without an EOF callback the
     // connection then closes by itself (flushing pending output first; close
     // reason eof). With one, it stays open for writing: finish with
@@ -160,6 +164,7 @@ private:
     void fail(int error);
     void finish_close(CloseReason reason, bool abortive);
     void schedule_drain();
+    void fire(const EventCallback& cb);
 
     Scheduler& sched_;
     int fd_;
@@ -182,6 +187,7 @@ private:
     bool drain_scheduled_ = false;
 
     DataCallback on_data_;
+    std::uint32_t data_generation_ = 0;  // bumped by set_data_callback
     EventCallback on_eof_;
     EventCallback on_drain_;
     EventCallback on_high_water_;
