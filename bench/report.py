@@ -21,12 +21,13 @@ CEILING = "c-epoll"
 SERVER_ORDER = OURS + PEERS + ["c-epoll", "c-select"]
 SHAPE_ORDER = ["1x64B", "10x1KiB", "10x100KiB", "100x1KiB", "1+1000idle"]
 SHAPE_TITLE = {
-    "1x64B": "1 connection x 64 B (client and server on CPU 0)",
-    "10x1KiB": "10 connections x 1 KiB (server CPU 0, client CPU 1)",
-    "10x100KiB": "10 connections x 100 KiB (server CPU 0, client CPU 1)",
-    "100x1KiB": "100 connections x 1 KiB (server CPU 0, client CPU 1)",
-    "1+1000idle": "1 active (64 B) + 1,000 idle connections (client and server on CPU 0)",
+    "1x64B": "1 connection x 64 B",
+    "10x1KiB": "10 connections x 1 KiB",
+    "10x100KiB": "10 connections x 100 KiB",
+    "100x1KiB": "100 connections x 1 KiB",
+    "1+1000idle": "1 active (64 B) + 1,000 idle connections",
 }
+MULTI_SHAPES = ["10x1KiB", "10x100KiB", "100x1KiB"]
 SELECT_SHAPES = ["1x64B", "10x1KiB", "10x100KiB", "100x1KiB"]  # <= 100 connections
 
 MICRO_ROWS = [  # (bench, metric, label, peers that compete, short label for the chart)
@@ -127,7 +128,10 @@ def main():
     w("")
     w(f"Each figure is the median of {runs} run(s); every run is listed. Echo runs: warm-up "
       f"{machine.get('warmup', '?')} s (discarded), then {machine.get('duration', '?')} s measured, one message in "
-      "flight per connection, every echoed byte verified. Runs are interleaved (run 1 of every server and shape, "
+      "flight per connection, every echoed byte verified. "
+      + ("Multi-connection shapes: server on CPU 0, client on CPU 1 (--split-cpus); other shapes: both on CPU 0. "
+         if machine.get("split_cpus") == "1" else "Server and client both pinned to CPU 0 (see bench/run for why). ")
+      + "Runs are interleaved (run 1 of every server and shape, "
       "then run 2, ...), so background load spreads over all servers alike. "
       "**x best peer**: ratio to the best library peer (libuv, libevent, Asio, uvloop, asyncio) in the same run; "
       "**x C ceiling**: ratio to the hand-written C epoll loop (`c-epoll`). For echo, higher is better; "
@@ -210,7 +214,9 @@ def main():
     for shape in shapes:
         best_peer, best_peer_name = best_of(shape, PEERS)
         ceil = med(shape, CEILING)
-        w(f"### {SHAPE_TITLE.get(shape, shape)}")
+        split = machine.get("split_cpus") == "1" and shape in MULTI_SHAPES
+        w(f"### {SHAPE_TITLE.get(shape, shape)} "
+          f"({'server CPU 0, client CPU 1' if split else 'client and server on CPU 0'})")
         w("")
         w("| server | " + " | ".join(f"run {i + 1} msg/s" for i in range(runs)) +
           " | median msg/s | MB/s | x best peer | x C ceiling |")
