@@ -6,11 +6,14 @@
 // (one 1-byte echo) and then stays silent. Timeline:
 //   connect + probe every connection -> warm-up (not counted) -> measure.
 // Prints one line: "msgs=... secs=... msgs_per_s=... mb_per_s=..." where
-// MB/s is echoed payload (one direction), 1 MB = 1e6 bytes.
+// MB/s is echoed payload (one direction), 1 MB = 1e6 bytes; with --server-pid
+// also "server_cpu_ns_per_msg=...": the server's CPU time (user + kernel, from
+// /proc/PID/task/*/schedstat) during the measured window, per message.
 // Exit status 0 on success, 1 on any error (mismatch, EOF, stall, timeout).
 // Every loop is bounded in time. 127.0.0.1 (or --host) only.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -173,15 +176,40 @@ static long run_until(long target, double deadline) {
     return completed;
 }
 
+// CPU time (ns) the server's threads have run so far, from
+// /proc/PID/task/*/schedstat (first field: time on CPU, ns); -1 if unknown.
+static long long server_cpu_ns(int pid) {
+    if (pid <= 0) return -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    long long total = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char file[128];
+        snprintf(file, sizeof file, "/proc/%d/task/%.20s/schedstat", pid, e->d_name);
+        FILE *f = fopen(file, "r");
+        if (!f) continue;
+        long long ns = 0;
+        if (fscanf(f, "%lld", &ns) == 1) total += ns;
+        fclose(f);
+    }
+    closedir(d);
+    return total;
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: loadgen --port P [--host 127.0.0.1] [--conns N=1] [--size S=64] [--idle K=0]\n"
-            "               [--warmup SECONDS=0.2] [--duration SECONDS=1]\n");
+            "               [--warmup SECONDS=0.2] [--duration SECONDS=1] [--server-pid PID]\n"
+            "--server-pid: also report the server's CPU time per message during the measurement\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
-    int nconns = 1, nidle = 0;
+    int nconns = 1, nidle = 0, server_pid = 0;
     long size = 64;
     double warmup = 0.2, duration = 1.0;
     for (int i = 1; i < argc; ++i) {
@@ -195,6 +223,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--idle")) nidle = atoi(v);
         else if (!strcmp(a, "--warmup")) warmup = atof(v);
         else if (!strcmp(a, "--duration")) duration = atof(v);
+        else if (!strcmp(a, "--server-pid")) server_pid = atoi(v);
         else usage();
     }
     if (port <= 0 || nconns < 1 || nidle < 0 || size < 1 || duration <= 0 || warmup < 0) usage();
@@ -228,9 +257,11 @@ int main(int argc, char **argv) {
     }
     double t0 = now_s();
     run_until(__LONG_MAX__, t0 + warmup);
+    long long cpu0 = server_cpu_ns(server_pid);
     double t1 = now_s();
     long msgs = run_until(__LONG_MAX__, t1 + duration);
     double secs = now_s() - t1;
+    long long cpu1 = server_cpu_ns(server_pid);
 
     // Stop sending and let every message in flight come back, so each
     // connection ends with a clean FIN (closing with unread bytes sends a
@@ -238,8 +269,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nconns; ++i) conns[i].active = 0;
     run_until(nconns, now_s() + 2);
 
-    printf("msgs=%ld secs=%.4f msgs_per_s=%.1f mb_per_s=%.3f conns=%d size=%ld idle=%d\n", msgs, secs,
+    printf("msgs=%ld secs=%.4f msgs_per_s=%.1f mb_per_s=%.3f conns=%d size=%ld idle=%d", msgs, secs,
            (double)msgs / secs, (double)msgs * (double)size / secs / 1e6, nconns, size, nidle);
+    if (cpu0 >= 0 && cpu1 >= cpu0 && msgs > 0) printf(" server_cpu_ns_per_msg=%.0f", (double)(cpu1 - cpu0) / (double)msgs);
+    printf("\n");
     fflush(stdout);
     for (int i = 0; i < total; ++i) close(conns[i].fd);
     return 0;

@@ -4,7 +4,7 @@ RESULTS_DIR/results.md (markdown) and the gnuplot data files in RAW_DIR.
 
 Inputs (tab-separated, written by bench/run):
   machine.tsv  key, value
-  echo.tsv     run, shape, server, msgs_per_s | fail, mb_per_s | fail
+  echo.tsv     run, shape, server, msgs_per_s | fail, mb_per_s | fail, server CPU ns per message | fail
   micro.tsv    run, bench, lib, metric, value
 Every figure is the median of the runs; all runs are printed beside it.
 """
@@ -70,6 +70,10 @@ def fmt_num(x, digits=None):
     return f"{x:.2f}"
 
 
+def fmt_us(ns):
+    return "—" if ns is None else f"{ns / 1000:.2f}"
+
+
 def ratio(a, b):
     return a / b if a is not None and b not in (None, 0) else None
 
@@ -86,10 +90,13 @@ def main():
     # ---- echo
     echo = collections.defaultdict(list)  # (shape, server) -> [rate or None per run]
     mbs = collections.defaultdict(list)
+    cpu = collections.defaultdict(list)  # server CPU ns per message
     for row in read_tsv(raw / "echo.tsv"):
-        run, shape, server, rate, mb = row
+        run, shape, server, rate, mb = row[:5]
+        cpu_ns = row[5] if len(row) > 5 else "fail"
         echo[(shape, server)].append(None if rate == "fail" else float(rate))
         mbs[(shape, server)].append(None if mb == "fail" else float(mb))
+        cpu[(shape, server)].append(None if cpu_ns == "fail" else float(cpu_ns))
     shapes = [s for s in SHAPE_ORDER if any(k[0] == s for k in echo)]
     servers = [s for s in SERVER_ORDER if any(k[1] == s for k in echo)]
 
@@ -135,7 +142,10 @@ def main():
       "then run 2, ...), so background load spreads over all servers alike. "
       "**x best peer**: ratio to the best library peer (libuv, libevent, Asio, uvloop, asyncio) in the same run; "
       "**x C ceiling**: ratio to the hand-written C epoll loop (`c-epoll`). For echo, higher is better; "
-      "for micro timings (ns), lower is better.")
+      "for micro timings (ns), lower is better. **server CPU µs/msg**: the server process's CPU time (user + "
+      "kernel, from /proc/PID/task/*/schedstat) during the measured window divided by the messages echoed: "
+      "what one message costs the server, whatever the client and the scheduler do (lower is better; for the "
+      "Python servers it includes the interpreter).")
     w("")
 
     # ---- targets first: the summary a reader wants
@@ -157,7 +167,9 @@ def main():
         target(f"echo {shape}: ours (best: {ours_name or '—'}) vs C ceiling", ratio(ours, ceil), 0.95)
         if shape in SELECT_SHAPES:
             target(f"echo {shape}: reactor-select vs C ceiling", ratio(med(shape, "reactor-select"), ceil), 0.95)
-        target(f"echo {shape}: ours vs asyncio", ratio(ours, med(shape, "asyncio")), 3.5)
+        ceil_vs_asyncio = ratio(ceil, med(shape, "asyncio"))
+        target(f"echo {shape}: ours vs asyncio", ratio(ours, med(shape, "asyncio")), 3.5,
+               note="" if ceil_vs_asyncio is None else f"the C ceiling itself is {ceil_vs_asyncio:.2f}x asyncio")
     if "1+1000idle" in shapes:
         target("echo 1+1000idle: reactor-epoll vs C epoll ceiling",
                ratio(med("1+1000idle", "reactor-epoll"), med("1+1000idle", CEILING)), 0.95)
@@ -219,8 +231,8 @@ def main():
           f"({'server CPU 0, client CPU 1' if split else 'client and server on CPU 0'})")
         w("")
         w("| server | " + " | ".join(f"run {i + 1} msg/s" for i in range(runs)) +
-          " | median msg/s | MB/s | x best peer | x C ceiling |")
-        w("|---|" + "---:|" * (runs + 4))
+          " | median msg/s | MB/s | x best peer | x C ceiling | server CPU µs/msg | CPU x C ceiling |")
+        w("|---|" + "---:|" * (runs + 6))
         for server in servers:
             vals = echo.get((shape, server), [])
             cells = [("fail" if v is None else fmt_num(v)) for v in vals] + [""] * (runs - len(vals))
@@ -228,7 +240,8 @@ def main():
             mark = " (best peer)" if server == best_peer_name else ""
             w(f"| {server}{mark} | " + " | ".join(cells[:runs]) +
               f" | {fmt_num(m)} | {fmt_num(med(shape, server, mbs))} | {fmt_ratio(ratio(m, best_peer))} | "
-              f"{fmt_ratio(ratio(m, ceil))} |")
+              f"{fmt_ratio(ratio(m, ceil))} | {fmt_us(med(shape, server, cpu))} | "
+              f"{fmt_ratio(ratio(med(shape, server, cpu), med(shape, CEILING, cpu)))} |")
         w("")
 
     # ---- micro table
