@@ -223,6 +223,18 @@ def main():
             cells.append("fail" if m is None else f"{fmt_num(m)} ({fmt_ratio(ratio(m, med(shape, CEILING)))})")
         w(f"| {server} | " + " | ".join(cells) + " |")
     w("")
+    w("Server CPU per message (µs, user + kernel, median), and in brackets the ratio to the C epoll ceiling "
+      "(lower is better):")
+    w("")
+    w("| server | " + " | ".join(shapes) + " |")
+    w("|---|" + "---:|" * len(shapes))
+    for server in servers:
+        cells = []
+        for shape in shapes:
+            c = med(shape, server, cpu)
+            cells.append("—" if c is None else f"{fmt_us(c)} ({fmt_ratio(ratio(c, med(shape, CEILING, cpu)))})")
+        w(f"| {server} | " + " | ".join(cells) + " |")
+    w("")
     for shape in shapes:
         best_peer, best_peer_name = best_of(shape, PEERS)
         ceil = med(shape, CEILING)
