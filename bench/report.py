@@ -138,6 +138,7 @@ def main():
       "flight per connection, every echoed byte verified. "
       + ("Multi-connection shapes: server on CPU 0, client on CPU 1 (--split-cpus); other shapes: both on CPU 0. "
          if machine.get("split_cpus") == "1" else "Server and client both pinned to CPU 0 (see bench/run for why). ")
+      + ("Echo servers and load generator ran SCHED_FIFO (--rt). " if machine.get("rt") == "1" else "")
       + "Runs are interleaved (run 1 of every server and shape, "
       "then run 2, ...), so background load spreads over all servers alike. "
       "**x best peer**: ratio to the best library peer (libuv, libevent, Asio, uvloop, asyncio) in the same run; "
