@@ -24,7 +24,7 @@ inline void add_server_options(Cli& cli) {
         .option("port", "0", "TCP port (0: pick a free one)")
         .option("backend", "select", "readiness backend: select, poll or epoll")
         .option("exit-after", "0", "stop accepting after N connections, exit once they have all closed (0: never)")
-        .option("max-seconds", "0", "exit after this many seconds, aborting open connections (0: never)");
+        .option("max-seconds", "600", "exit after this many seconds, aborting open connections, so an\n                 example never runs forever by accident (0: run until killed)");
 }
 
 // A scheduler on the backend chosen with --backend; exits 2 on a bad name or
