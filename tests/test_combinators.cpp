@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(sleep_completes_at_its_deadline_never_before) {
     BOOST_TEST(seen.size() == 2u);
     BOOST_TEST((seen[0] == 500ms));
     BOOST_TEST((seen[1] == 2s));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(sleep_accepts_any_duration_and_negative_means_now) {
@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(sleep_accepts_any_duration_and_negative_means_now) {
     BOOST_TEST((loop.clock.now() - start == 3s));
     BOOST_TEST(a.done());
     BOOST_TEST(c.done());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_a_sleep_cancels_its_timer) {
@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_sleep_cancels_its_timer) {
     BOOST_TEST(loop.sched.timer_count() == 0u);
     BOOST_TEST(s.cancelled());
     loop.sched.run();
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(readable_and_writable_on_a_pipe) {
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(readable_and_writable_on_a_pipe) {
     });
     loop.sched.run();
     BOOST_TEST(bag == (Bag{"writable", "readable"}));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_readable_removes_the_waiter) {
@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(cancelling_readable_removes_the_waiter) {
     BOOST_TEST(r.cancel());
     BOOST_TEST(loop.sched.waiter_count() == 0u);
     loop.sched.run();
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(fd_closed_while_waited_on_cancels_the_future_and_is_reported) {
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(fd_closed_while_waited_on_cancels_the_future_and_is_reporte
     BOOST_CHECK_EXCEPTION(r.result(), CancelledError,
                           [](const auto& e) { return std::string(e.what()).find("dropped this fd wait") != std::string::npos; });
     BOOST_TEST(reports.size() == 1u);  // the Scheduler's own report of the closed fd
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(a_replaced_fd_wait_cancels_the_older_future) {
@@ -153,14 +153,14 @@ BOOST_AUTO_TEST_CASE(a_replaced_fd_wait_cancels_the_older_future) {
     BOOST_TEST(!second.done());
     BOOST_TEST(second.cancel());
     loop.sched.run();
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(bad_fd_is_refused_at_once) {
     reactor_test::FakeLoop loop;
     BOOST_CHECK_THROW((void)futures::readable(loop.sched, -1), std::invalid_argument);
     BOOST_CHECK_THROW((void)futures::writable(loop.sched, -3), std::invalid_argument);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(values_in_input_order_once_the_last_is_done) {
     loop.sched.run();
     BOOST_TEST(all.result() == (std::vector<int>{10, 30, 20}));
     BOOST_TEST((loop.clock.now() - start == 3s));  // concurrent: the longest, not the sum
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(void_inputs_and_empty_vectors) {
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(void_inputs_and_empty_vectors) {
     loop.sched.run();
     BOOST_TEST(all.done());
     BOOST_CHECK_NO_THROW(all.result());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(first_error_wins_and_the_rest_are_cancelled) {
@@ -205,7 +205,7 @@ BOOST_AUTO_TEST_CASE(first_error_wins_and_the_rest_are_cancelled) {
     BOOST_TEST(slow.cancelled());
     BOOST_TEST(also_bad.cancelled());
     BOOST_TEST(loop.sched.timer_count() == 0u);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(a_later_error_is_not_lost) {
@@ -222,7 +222,7 @@ BOOST_AUTO_TEST_CASE(a_later_error_is_not_lost) {
     }
     BOOST_REQUIRE(reports.size() == 1u);
     BOOST_TEST(what(reports[0].exception) == "b");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_input_cancels_the_result_and_cancelling_the_result_cancels_inputs) {
@@ -244,7 +244,7 @@ BOOST_AUTO_TEST_CASE(cancelled_input_cancels_the_result_and_cancelling_the_resul
         BOOST_TEST(loop.sched.timer_count() == 0u);
         loop.sched.run();
     }
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(variadic_form_gives_a_tuple) {
@@ -257,7 +257,7 @@ BOOST_AUTO_TEST_CASE(variadic_form_gives_a_tuple) {
     (void)nothing;
     BOOST_TEST(n == 7);
     BOOST_TEST(s == "s");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(variadic_form_fails_fast_too) {
@@ -267,7 +267,7 @@ BOOST_AUTO_TEST_CASE(variadic_form_fails_fast_too) {
     loop.sched.run();
     BOOST_TEST(what(all.exception()) == "tuple error");
     BOOST_TEST(slow.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -284,7 +284,7 @@ BOOST_AUTO_TEST_CASE(first_to_finish_wins_the_rest_are_cancelled) {
     BOOST_TEST(any.result().second == 1);
     BOOST_TEST(inputs[0].cancelled());
     BOOST_TEST(inputs[2].cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(an_error_can_win_and_void_gives_the_index) {
@@ -295,7 +295,7 @@ BOOST_AUTO_TEST_CASE(an_error_can_win_and_void_gives_the_index) {
     BOOST_TEST(what(bad.exception()) == "fast failure");
     BOOST_TEST(idx.result() == 1u);
     BOOST_CHECK_THROW((void)futures::when_any(std::vector<Future<int>>{}), std::invalid_argument);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -313,7 +313,7 @@ BOOST_AUTO_TEST_CASE(fires_with_timeout_error_and_cancels_the_inner_future) {
     });
     BOOST_TEST(slow.cancelled());
     BOOST_TEST((loop.clock.now() - start == 2s));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(completes_like_the_inner_future_in_time_and_drops_the_timer) {
@@ -326,7 +326,7 @@ BOOST_AUTO_TEST_CASE(completes_like_the_inner_future_in_time_and_drops_the_timer
     BOOST_TEST(bounded.result() == 5);
     BOOST_TEST(what(failing.exception()) == "inner");
     BOOST_TEST((loop.clock.now() - start == 1s));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_the_result_cancels_inner_and_timer) {
@@ -339,7 +339,7 @@ BOOST_AUTO_TEST_CASE(cancelling_the_result_cancels_inner_and_timer) {
     BOOST_TEST(loop.sched.timer_count() == 0u);
     loop.sched.run();
     BOOST_TEST(bounded.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(bounds_an_fd_wait_and_removes_the_waiter) {
@@ -350,7 +350,7 @@ BOOST_AUTO_TEST_CASE(bounds_an_fd_wait_and_removes_the_waiter) {
     loop.sched.run();
     BOOST_CHECK_THROW(bounded.result(), TimeoutError);
     BOOST_TEST(r.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(real_clock_short_timeout) {
@@ -363,7 +363,7 @@ BOOST_AUTO_TEST_CASE(real_clock_short_timeout) {
     BOOST_TEST((took >= 20ms));
     BOOST_TEST((took < 2s));
     sched.run();
-    CHECK_LOOP_EMPTY(sched);
+    CHECK_EMPTY(sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

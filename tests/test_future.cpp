@@ -3,7 +3,7 @@
 // never inline), and the "exception was never retrieved" report.
 //
 // Each test records what happened in a bag and asserts exact order, and ends by
-// checking that the scheduler holds nothing (CHECK_LOOP_EMPTY).
+// checking that the scheduler holds nothing (CHECK_EMPTY).
 #define BOOST_TEST_MODULE future
 #include <boost/test/unit_test.hpp>
 
@@ -39,7 +39,7 @@ BOOST_AUTO_TEST_CASE(pending_future_refuses_to_be_read) {
     BOOST_TEST((f.status() == Status::pending));
     BOOST_CHECK_THROW(f.result(), InvalidStateError);
     BOOST_CHECK_THROW(f.exception(), InvalidStateError);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(set_result_then_result) {
@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(set_result_then_result) {
     Future<void> v(loop.sched);
     v.set_result();
     BOOST_CHECK_NO_THROW(v.result());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(second_completion_is_an_invalid_state_error) {
@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(second_completion_is_an_invalid_state_error) {
     BOOST_TEST(c.cancel());
     BOOST_CHECK_THROW(c.set_result(3), InvalidStateError);
     BOOST_TEST(!c.cancel());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(invalid_state_error_names_the_future) {
@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(failed_future_rethrows_the_same_exception) {
     BOOST_TEST((f.exception() == error));
     BOOST_CHECK_EXCEPTION(f.result(), std::runtime_error, [](const auto& e) { return std::string(e.what()) == "boom"; });
     BOOST_CHECK_THROW(f.set_exception(nullptr), std::invalid_argument);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancel_makes_result_throw_cancelled_error) {
@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(cancel_makes_result_throw_cancelled_error) {
     BOOST_TEST(f.done());
     BOOST_CHECK_THROW(f.result(), CancelledError);
     BOOST_CHECK_THROW(f.exception(), CancelledError);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(completing_with_cancelled_error_means_cancelled) {
@@ -163,7 +163,7 @@ BOOST_AUTO_TEST_CASE(derived_futures_complete_themselves) {
     BOOST_TEST(timer.cancel());
     BOOST_TEST(derived.cancel());
     loop.sched.run();
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(ready_and_exception_futures) {
@@ -177,7 +177,7 @@ BOOST_AUTO_TEST_CASE(ready_and_exception_futures) {
     BOOST_TEST(what(e.exception()) == "bad");
     auto c = futures::make_exception_future<void>(loop.sched, CancelledError());
     BOOST_TEST(c.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(status_names) {
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(never_run_inside_set_result) {
     BOOST_TEST(loop.sched.ready_count() == 1u);
     loop.sched.run_once();
     BOOST_TEST(bag == Bag{"cb"});
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(never_run_inline_on_an_already_done_future) {
@@ -213,7 +213,7 @@ BOOST_AUTO_TEST_CASE(never_run_inline_on_an_already_done_future) {
     BOOST_TEST(bag.empty());
     loop.sched.run_once();
     BOOST_TEST(bag == Bag{"late"});
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(run_in_registration_order_on_every_outcome) {
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(run_in_registration_order_on_every_outcome) {
         loop.sched.run();
         BOOST_TEST(bag == (Bag{"0", "1", "2", "3", "4", "after"}));
         if (outcome == Status::failed) (void)f.exception();
-        CHECK_LOOP_EMPTY(loop.sched);
+        CHECK_EMPTY(loop.sched);
     }
 }
 
@@ -242,7 +242,7 @@ BOOST_AUTO_TEST_CASE(callback_receives_the_future) {
     f.set_result(42);
     loop.sched.run();
     BOOST_TEST(bag == (Bag{"42", "same"}));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(a_callback_may_add_callbacks) {
@@ -259,7 +259,7 @@ BOOST_AUTO_TEST_CASE(a_callback_may_add_callbacks) {
     BOOST_TEST(bag == (Bag{"first", "second"}));  // the new one runs next iteration
     loop.sched.run_once();
     BOOST_TEST(bag == (Bag{"first", "second", "added by first"}));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(remove_before_and_after_completion) {
@@ -277,7 +277,7 @@ BOOST_AUTO_TEST_CASE(remove_before_and_after_completion) {
     BOOST_TEST(bag == Bag{"b"});
     BOOST_TEST(!f.remove_done_callback(b));  // already ran
     BOOST_TEST(!f.remove_done_callback(futures::CallbackId{99}));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(removed_callback_releases_its_captures_at_once) {
@@ -305,7 +305,7 @@ BOOST_AUTO_TEST_CASE(throwing_callback_goes_to_the_exception_handler) {
     BOOST_TEST(what(reports[0].exception) == "callback failed");
     BOOST_TEST(reports[0].origin_known);
     BOOST_TEST(reports[0].origin.line() == line);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(empty_callback_is_refused) {
@@ -336,7 +336,7 @@ BOOST_AUTO_TEST_CASE(reported_when_the_last_handle_goes_naming_the_creation_site
     BOOST_TEST(std::string(reports[0].origin.file_name()).find("test_future.cpp") != std::string::npos);
     std::string line_text = reactor::describe(reports[0]);
     BOOST_TEST(line_text.find("lost error") != std::string::npos, line_text);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(not_reported_once_retrieved) {

@@ -29,6 +29,7 @@
 #include <reactor/scheduler.hpp>
 
 #include "support/fake_clock.hpp"
+#include "support/check_empty.hpp"
 
 namespace {
 
@@ -41,15 +42,6 @@ using reactor::Scheduler;
 using reactor::TimePoint;
 using reactor_test::FakeLoop;
 using Bag = std::vector<std::string>;
-
-// Every test ends with this: no live timer, waiter or ready callback is left.
-#define CHECK_EMPTY(s)                       \
-    do {                                     \
-        BOOST_TEST((s).ready_count() == 0u); \
-        BOOST_TEST((s).timer_count() == 0u); \
-        BOOST_TEST((s).waiter_count() == 0u); \
-        BOOST_TEST((s).empty());             \
-    } while (0)
 
 // A pipe whose ends close on destruction (unless already closed by the test).
 struct Pipe {

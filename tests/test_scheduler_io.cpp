@@ -34,6 +34,7 @@
 #include <reactor/scheduler.hpp>
 
 #include "support/backends.hpp"
+#include "support/check_empty.hpp"
 
 namespace data = boost::unit_test::data;
 
@@ -49,19 +50,7 @@ using reactor::Scheduler;
 using reactor_test::all_backends;
 using Bag = std::vector<std::string>;
 
-#define CHECK_EMPTY(s)                        \
-    do {                                      \
-        BOOST_TEST((s).ready_count() == 0u);  \
-        BOOST_TEST((s).timer_count() == 0u);  \
-        BOOST_TEST((s).waiter_count() == 0u); \
-        BOOST_TEST((s).empty());              \
-    } while (0)
-
-Scheduler::Options on(Backend backend) {
-    Scheduler::Options options;
-    options.backend = backend;
-    return options;
-}
+using reactor_test::on;
 
 // Closes an fd on destruction unless the test already did (then set it to -1).
 struct Fd {

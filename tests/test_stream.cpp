@@ -29,11 +29,7 @@ using futures::Stream;
 
 namespace stream_test {
 
-reactor::Scheduler::Options on(reactor::Backend backend) {
-    reactor::Scheduler::Options o;
-    o.backend = backend;
-    return o;
-}
+using reactor_test::on;
 
 // Server side: echo until EOF (read -> write -> drain -> read ...).
 class EchoSession {

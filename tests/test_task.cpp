@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(runs_until_its_final_value_resumed_by_the_futures_it_return
     BOOST_TEST(task.result() == 3);
     BOOST_TEST(bag == (Bag{"t start", "t tick 1", "t tick 2", "t tick 3"}));
     BOOST_TEST((loop.clock.now() - start == 3s));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(two_tasks_interleave) {
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(two_tasks_interleave) {
     auto b = futures::spawn(loop.sched, Ticker(loop.sched, bag, "b", 2));
     loop.sched.run();
     BOOST_TEST(bag == (Bag{"a start", "b start", "a tick 1", "b tick 1", "a tick 2", "b tick 2"}));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(tasks_join_tasks) {
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(tasks_join_tasks) {
     Future<int> parent = futures::spawn(loop.sched, Waiter(loop.sched, child, bag));
     loop.sched.run();
     BOOST_TEST(parent.result() == 3);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(void_and_move_only_results) {
@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(void_and_move_only_results) {
     BOOST_CHECK_NO_THROW(v.result());
     BOOST_TEST(*p.result() == 4);
     BOOST_TEST(s.result() == "text");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(awaiting_a_done_future_still_resumes_from_the_loop) {
@@ -177,7 +177,7 @@ BOOST_AUTO_TEST_CASE(awaiting_a_done_future_still_resumes_from_the_loop) {
     BOOST_TEST(!task.done());
     loop.sched.run_once();  // resumed on the next iteration, never inline
     BOOST_TEST(task.result() == 2);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(machine_is_destroyed_when_the_task_ends) {
@@ -188,7 +188,7 @@ BOOST_AUTO_TEST_CASE(machine_is_destroyed_when_the_task_ends) {
     loop.sched.run();
     BOOST_TEST(task.done());
     BOOST_TEST(Tracked::live == 0);  // the handle lives on; the machine does not
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(misused_steps_fail_the_task_clearly) {
@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(misused_steps_fail_the_task_clearly) {
     self = futures::spawn(loop.sched, SelfJoin{&self});
     loop.sched.run();
     BOOST_CHECK_THROW(self.result(), InvalidStateError);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(awaited_error_is_rethrown_by_result_and_fails_the_task) {
     loop.sched.run();
     BOOST_TEST(task.failed());
     BOOST_TEST(what(task.exception()) == "awaited failed");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(exception_from_the_first_resume_fails_the_task) {
@@ -234,7 +234,7 @@ BOOST_AUTO_TEST_CASE(exception_from_the_first_resume_fails_the_task) {
     Future<int> task = futures::spawn(loop.sched, Throws{});
     loop.sched.run();
     BOOST_TEST(what(task.exception()) == "at once");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(unjoined_background_task_error_is_reported_naming_the_spawn_site) {
@@ -250,7 +250,7 @@ BOOST_AUTO_TEST_CASE(unjoined_background_task_error_is_reported_naming_the_spawn
     BOOST_TEST(reports[0].message == "Task exception was never retrieved");
     BOOST_TEST(what(reports[0].exception) == "background failure");
     BOOST_TEST(reports[0].origin.line() == line);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(joined_task_error_is_not_reported) {
@@ -262,7 +262,7 @@ BOOST_AUTO_TEST_CASE(joined_task_error_is_not_reported) {
     BOOST_CHECK_THROW(futures::run_until_complete(loop.sched, Throws{}), std::runtime_error);
     loop.sched.run();
     BOOST_TEST(reports.size() == 0u);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -284,7 +284,7 @@ BOOST_AUTO_TEST_CASE(cancel_cancels_the_awaited_future_and_the_machine_lets_it_o
     BOOST_TEST(bag == Bag{"saw CancelledError"});
     BOOST_TEST(task.cancelled());
     BOOST_TEST(!task.cancel());  // complete now
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(machine_may_catch_cancellation_clean_up_and_return) {
@@ -298,7 +298,7 @@ BOOST_AUTO_TEST_CASE(machine_may_catch_cancellation_clean_up_and_return) {
     loop.sched.run();
     BOOST_TEST(bag == (Bag{"saw CancelledError", "cleaned up"}));
     BOOST_TEST(task.result() == -1);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_before_its_first_resume_it_never_runs) {
@@ -310,7 +310,7 @@ BOOST_AUTO_TEST_CASE(cancelled_before_its_first_resume_it_never_runs) {
     BOOST_TEST(bag.empty());
     BOOST_TEST(task.cancelled());
     BOOST_TEST(Tracked::live == 0);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancel_when_the_awaited_future_is_already_done_reaches_the_next_wait) {
@@ -354,7 +354,7 @@ BOOST_AUTO_TEST_CASE(cancel_when_the_awaited_future_is_already_done_reaches_the_
     loop.sched.run();
     BOOST_TEST(bag == (Bag{"first wait: 1", "second wait cancelled"}));
     BOOST_TEST(task.result() == 5);  // it caught the cancellation: its choice
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancel_pending_when_the_machine_returns_ends_the_task_cancelled) {
@@ -365,7 +365,7 @@ BOOST_AUTO_TEST_CASE(cancel_pending_when_the_machine_returns_ends_the_task_cance
     BOOST_TEST(task.cancel());
     loop.sched.run();
     BOOST_TEST(task.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_a_parent_cancels_the_child_it_joins) {
@@ -379,7 +379,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_parent_cancels_the_child_it_joins) {
     BOOST_TEST(child.cancelled());
     BOOST_TEST(parent.cancelled());
     BOOST_TEST(bag == (Bag{"child start", "saw CancelledError"}));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -394,7 +394,7 @@ BOOST_AUTO_TEST_CASE(returns_the_value_or_rethrows) {
     Future<int> cancelled(loop.sched);
     cancelled.cancel();
     BOOST_CHECK_THROW(futures::run_until_complete(loop.sched, cancelled), CancelledError);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(returns_when_its_future_is_done_leaving_the_rest_scheduled) {
@@ -405,7 +405,7 @@ BOOST_AUTO_TEST_CASE(returns_when_its_future_is_done_leaving_the_rest_scheduled)
     BOOST_TEST(!slow.done());
     BOOST_TEST(slow.cancel());
     loop.sched.run();
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(a_future_nothing_can_complete_is_an_error_not_a_hang) {
@@ -417,7 +417,7 @@ BOOST_AUTO_TEST_CASE(a_future_nothing_can_complete_is_an_error_not_a_hang) {
     reactor::Scheduler other;
     BOOST_CHECK_THROW(futures::run_until_complete(other, futures::make_ready_future(loop.sched, 1)),
                       std::invalid_argument);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(pending_background_tasks_are_freed_with_the_scheduler) {

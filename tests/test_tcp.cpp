@@ -50,11 +50,7 @@ inline std::ostream& boost_test_print_type(std::ostream& os, TcpConnection::Stat
 // A named namespace: the test-case lambdas capture these types.
 namespace tcp_test {
 
-reactor::Scheduler::Options on(reactor::Backend backend) {
-    reactor::Scheduler::Options o;
-    o.backend = backend;
-    return o;
-}
+using reactor_test::on;
 
 reactor::Address any_loopback() { return reactor::Address::loopback_v4(0); }
 

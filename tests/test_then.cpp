@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(chain_of_values_runs_from_the_loop) {
     loop.sched.run();
     BOOST_TEST(bag == (Bag{"plus one", "to string"}));
     BOOST_TEST(out.result() == "42");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(void_sources_and_void_results) {
@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(void_sources_and_void_results) {
     BOOST_TEST(bag == (Bag{"void -> void", "int -> void 3"}));
     BOOST_TEST(done.done());
     BOOST_TEST(back.done());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(returned_future_is_flattened) {
@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(returned_future_is_flattened) {
     loop.sched.run();
     BOOST_TEST(out.result() == "42");
     BOOST_TEST((loop.clock.now() - start == 2s));
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(value_is_moved_to_the_only_reader_and_copied_for_shared_ones) {
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(value_is_moved_to_the_only_reader_and_copied_for_shared_one
         loop.sched.run();
         BOOST_TEST(src.result().size() == 2u);
     }
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(continuation_captures_are_released_once_it_ran) {
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(error_skips_continuations_and_reaches_catch_error) {
     loop.sched.run();
     BOOST_TEST(bag == (Bag{"recovered from boom", "after recovery -1"}));
     BOOST_TEST(out.result() == -1);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(exception_thrown_by_a_continuation_fails_the_result) {
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(exception_thrown_by_a_continuation_fails_the_result) {
     loop.sched.run();
     BOOST_TEST(out.failed());
     BOOST_TEST(what(out.exception()) == "bad input");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(catch_error_only_catches_the_declared_type) {
@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(catch_error_only_catches_the_declared_type) {
     loop.sched.run();
     BOOST_TEST(bag == Bag{"logic: nope"});
     BOOST_TEST(out.result() == 7);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(catch_error_with_exception_ptr_catches_anything_and_may_return_a_future) {
@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(catch_error_with_exception_ptr_catches_anything_and_may_ret
     src.set_exception(std::runtime_error("first"));
     loop.sched.run();
     BOOST_TEST(out.result() == 5);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(catch_error_passes_values_through_and_can_rethrow) {
@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(catch_error_passes_values_through_and_can_rethrow) {
     BOOST_TEST(a.result() == 3);
     BOOST_TEST(what(b.exception()) == "wrapped: inner");
     BOOST_CHECK_NO_THROW(c.result());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(catch_error_does_not_see_cancellation) {
@@ -246,7 +246,7 @@ BOOST_AUTO_TEST_CASE(catch_error_does_not_see_cancellation) {
     loop.sched.run();
     BOOST_TEST(bag.empty());
     BOOST_TEST(out.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(an_error_passed_down_is_reported_once_by_the_last_holder) {
@@ -264,7 +264,7 @@ BOOST_AUTO_TEST_CASE(an_error_passed_down_is_reported_once_by_the_last_holder) {
         BOOST_TEST(what(reports[0].exception) == "unread");
         BOOST_TEST(reports[0].origin.line() == line);  // the end of the chain answers for it
     }
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(continuation_returning_an_empty_future_fails_its_result) {
@@ -274,7 +274,7 @@ BOOST_AUTO_TEST_CASE(continuation_returning_an_empty_future_fails_its_result) {
     src.set_result(1);
     loop.sched.run();
     BOOST_CHECK_THROW(out.result(), InvalidStateError);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(exception_after_own_future_was_cancelled_is_reported_not_lost) {
@@ -291,7 +291,7 @@ BOOST_AUTO_TEST_CASE(exception_after_own_future_was_cancelled_is_reported_not_lo
     BOOST_TEST(out.cancelled());
     BOOST_REQUIRE(reports.size() == 1u);
     BOOST_TEST(what(reports[0].exception) == "after cancel");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -313,7 +313,7 @@ BOOST_AUTO_TEST_CASE(runs_on_success_failure_and_cancellation_and_passes_the_out
     BOOST_TEST(a.result() == 1);
     BOOST_TEST(what(b.exception()) == "e");
     BOOST_TEST(c.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(runs_even_when_its_own_future_was_cancelled) {
@@ -325,7 +325,7 @@ BOOST_AUTO_TEST_CASE(runs_even_when_its_own_future_was_cancelled) {
     loop.sched.run();
     BOOST_TEST(bag == Bag{"cleanup"});
     BOOST_TEST(timer.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(waits_for_a_returned_future_and_its_error_wins) {
@@ -345,7 +345,7 @@ BOOST_AUTO_TEST_CASE(waits_for_a_returned_future_and_its_error_wins) {
     BOOST_TEST(out.result() == 9);
     BOOST_TEST((loop.clock.now() - start == 3s));
     BOOST_TEST(what(out2.exception()) == "cleanup failed");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -364,7 +364,7 @@ BOOST_AUTO_TEST_CASE(cancelled_source_skips_continuation_and_cancels_result) {
     loop.sched.run();
     BOOST_TEST(bag.empty());
     BOOST_TEST(out.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_a_derived_future_cancels_what_it_waits_on) {
@@ -383,7 +383,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_derived_future_cancels_what_it_waits_on) {
     loop.sched.run();
     BOOST_TEST(bag.empty());
     BOOST_TEST(out.cancelled());
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_after_flattening_cancels_the_inner_future) {
@@ -402,7 +402,7 @@ BOOST_AUTO_TEST_CASE(cancelling_after_flattening_cancels_the_inner_future) {
     BOOST_TEST(inner.cancelled());
     BOOST_TEST(src.result() == 1);  // already done: untouched
     loop.sched.run();
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(cancel_travels_up_a_long_chain_without_recursion) {
@@ -413,7 +413,7 @@ BOOST_AUTO_TEST_CASE(cancel_travels_up_a_long_chain_without_recursion) {
     BOOST_TEST(tail.cancel());
     BOOST_TEST(head.cancelled());
     loop.sched.run();
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -444,7 +444,7 @@ BOOST_AUTO_TEST_CASE(million_long_chain_completes_on_a_flat_stack_and_frees_ever
         BOOST_TEST(Tracked::live == 0);  // every continuation's captures were released as it ran
     }
     BOOST_TEST(highest - lowest < 4096u, "continuations ran at stack depths " << (highest - lowest) << " bytes apart");
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(million_long_error_propagation) {
@@ -458,7 +458,7 @@ BOOST_AUTO_TEST_CASE(million_long_error_propagation) {
     src.set_exception(std::runtime_error("at the head"));
     loop.sched.run();
     BOOST_TEST(out.result() == -1);
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 // Dropping every handle to a pending chain frees it all, without recursing
@@ -475,7 +475,7 @@ BOOST_AUTO_TEST_CASE(abandoned_pending_chain_is_freed_without_recursion) {
     }
     BOOST_TEST(Tracked::live == 0);
     BOOST_TEST(reports.size() == 0u);  // pending, not failed: nothing to report
-    CHECK_LOOP_EMPTY(loop.sched);
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_CASE(pending_chain_is_freed_with_the_scheduler) {

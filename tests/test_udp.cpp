@@ -15,14 +15,7 @@ namespace bdata = boost::unit_test::data;
 using namespace std::chrono_literals;
 using reactor::Address;
 using reactor::UdpSocket;
-
-namespace {
-reactor::Scheduler::Options on(reactor::Backend backend) {
-    reactor::Scheduler::Options o;
-    o.backend = backend;
-    return o;
-}
-}  // namespace
+using reactor_test::on;
 
 BOOST_DATA_TEST_CASE(round_trip_datagrams_keep_their_boundaries, bdata::make(reactor_test::all_backends()), backend) {
     reactor::Scheduler sched(on(backend));

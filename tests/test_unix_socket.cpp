@@ -25,11 +25,7 @@ using reactor::TcpConnectionPtr;
 
 namespace {
 
-reactor::Scheduler::Options on(reactor::Backend backend) {
-    reactor::Scheduler::Options o;
-    o.backend = backend;
-    return o;
-}
+using reactor_test::on;
 
 // A fresh directory per test, removed afterwards.
 struct TempDir {

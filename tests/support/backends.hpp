@@ -6,6 +6,7 @@
 #include <ostream>
 #include <vector>
 
+#include <reactor/scheduler.hpp>
 #include <reactor/selector.hpp>
 
 namespace reactor_test {
@@ -13,6 +14,13 @@ namespace reactor_test {
 // Every backend this build provides: the reference first.
 inline std::vector<reactor::Backend> all_backends() {
     return {reactor::Backend::select, reactor::Backend::poll, reactor::Backend::epoll};
+}
+
+// Options for a Scheduler on `backend`: Scheduler s(on(backend)).
+inline reactor::Scheduler::Options on(reactor::Backend backend) {
+    reactor::Scheduler::Options options;
+    options.backend = backend;
+    return options;
 }
 
 }  // namespace reactor_test

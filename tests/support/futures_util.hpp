@@ -8,6 +8,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <reactor/scheduler.hpp>
+#include "support/check_empty.hpp"
 
 namespace futures_test {
 
@@ -35,11 +36,3 @@ inline std::string what(const std::exception_ptr& e) {
 
 }  // namespace futures_test
 
-// Every test ends with this: no live timer, waiter or ready callback is left.
-#define CHECK_LOOP_EMPTY(s)                   \
-    do {                                      \
-        BOOST_TEST((s).ready_count() == 0u);  \
-        BOOST_TEST((s).timer_count() == 0u);  \
-        BOOST_TEST((s).waiter_count() == 0u); \
-        BOOST_TEST((s).empty());              \
-    } while (0)
