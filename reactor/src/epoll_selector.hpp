@@ -60,6 +60,7 @@ public:
     std::string_view name() const noexcept override { return "epoll"; }
     void set_interest(int fd, Interest interest) override;
     void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) override;
+    bool has_pending_changes() const noexcept override { return !changes_.empty(); }
     void forget(int fd) noexcept override;  // an immediate EPOLL_CTL_DEL
 
     // ---- statistics (tests, benchmarks) ----

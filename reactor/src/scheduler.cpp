@@ -72,8 +72,7 @@ Scheduler::Scheduler() : Scheduler(Options{}) {}
 
 Scheduler::Scheduler(Options options)
     : selector_(options.selector ? std::move(options.selector) : make_selector(options.backend)),
-      clock_(options.clock ? std::move(options.clock) : ClockFunction([] { return Clock::now(); })),
-      now_(clock_()) {
+      clock_(std::move(options.clock)) {
     wakeup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wakeup_fd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
     try {
@@ -183,8 +182,8 @@ Handle Scheduler::call_at(TimePoint deadline, Callback cb, std::source_location 
 TimePoint Scheduler::timer_base() {
     // Inside the loop, delays count from the cached clock. Outside it the cache
     // may be arbitrarily old, and counting from it would fire early.
-    if (!running_) now_ = clock_();
-    return now_;
+    if (!running_) now_stale_ = true;
+    return now();
 }
 
 void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
@@ -340,7 +339,7 @@ private:
 
 void Scheduler::run() {
     RunGuard guard(*this);
-    now_ = clock_();
+    now_stale_ = true;
     // Like run_forever (and asyncio), a stop() requested before the call still
     // lets one iteration run.
     while (has_work()) {
@@ -352,7 +351,7 @@ void Scheduler::run() {
 
 void Scheduler::run_forever() {
     RunGuard guard(*this);
-    now_ = clock_();
+    now_stale_ = true;
     do {
         run_once_unguarded();
     } while (!stopping_);
@@ -373,7 +372,12 @@ void Scheduler::run_once() {
 //  1. compute_timeout: 0 if anything is ready (or stop() was called), else until
 //     the earliest live deadline, else no limit. Cancelled timers at the top of
 //     the heap are dropped here so they cannot cause an early wake-up.
-//  2. poll_io: block in the selector, then read the clock, once.
+//  2. poll_io: block in the selector, then mark the clock to be read (once, on
+//     first use). When there is nothing to wait for (timeout 0) and no fd to
+//     watch but our own wakeup eventfd, the selector is not called: the
+//     wake_pending_ flag already says whether that fd fired. A chain of
+//     call_soon callbacks therefore costs no system call per iteration (libuv
+//     likewise skips the poll when it watches nothing).
 //  3. move_ready_io: due fd waiters (and posts from other threads) join the
 //     ready queue; nothing user-written runs yet.
 //  4. move_due_timers: every timer with deadline <= now joins the ready queue
@@ -397,13 +401,24 @@ std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
         --dead_timers_;
     }
     if (sleeping_.empty()) return std::nullopt;
-    return std::max(sleeping_.front().deadline - now_, Duration::zero());
+    return std::max(sleeping_.front().deadline - now(), Duration::zero());
+}
+
+// The selector still gets the call when it has registrations to bring up to
+// date (epoll's batched epoll_ctl): a closed fd must leave the kernel's set
+// before its number can come back.
+bool Scheduler::nothing_to_poll(std::optional<std::chrono::nanoseconds> timeout) const {
+    return timeout == std::chrono::nanoseconds::zero() && waiters_ == 0 && !selector_->has_pending_changes();
 }
 
 void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
     events_.clear();
-    selector_->wait(timeout, events_);
-    now_ = clock_();
+    if (!nothing_to_poll(timeout)) {
+        selector_->wait(timeout, events_);
+    } else if (wake_pending_.load(std::memory_order_acquire)) {
+        events_.push_back(FdEvent{.fd = wakeup_fd_, .readable = true});
+    }
+    now_stale_ = true;
 }
 
 void Scheduler::move_ready_io() {
@@ -424,7 +439,9 @@ void Scheduler::move_ready_io() {
 }
 
 void Scheduler::move_due_timers() {
-    while (!sleeping_.empty() && sleeping_.front().deadline <= now_) {
+    if (sleeping_.empty()) return;
+    const TimePoint t = now();
+    while (!sleeping_.empty() && sleeping_.front().deadline <= t) {
         Ref r = sleeping_.front().ref;
         std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
         sleeping_.pop_back();

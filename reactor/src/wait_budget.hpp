@@ -14,9 +14,10 @@ namespace reactor::detail {
 
 using std::chrono::nanoseconds;
 
-// The clock is read only when the timeout is finite and non-zero: an
-// infinite wait or a zero-timeout poll needs no deadline, and those are the
-// two hot cases (an idle loop, a loop with callbacks ready).
+// The clock is read only when the timeout is finite and non-zero (an infinite
+// wait or a zero-timeout poll needs no deadline: those are the two hot cases,
+// an idle loop and a loop with callbacks ready), and then once: the first
+// attempt waits the whole timeout, only a retry after EINTR asks what is left.
 class WaitBudget {
 public:
     explicit WaitBudget(std::optional<nanoseconds> timeout) : timeout_(timeout) {
@@ -24,16 +25,21 @@ public:
         if (timeout_ && *timeout_ > nanoseconds::zero()) deadline_ = std::chrono::steady_clock::now() + *timeout_;
     }
 
-    // nullopt: no limit. After an interruption this is what is left, so a
-    // retried wait ends at the original deadline (zero once it has passed).
-    std::optional<nanoseconds> remaining() const {
-        if (!timeout_ || *timeout_ == nanoseconds::zero()) return timeout_;
+    // nullopt: no limit. The first call returns the whole timeout; after an
+    // interruption it is what is left, so a retried wait ends at the original
+    // deadline (zero once it has passed).
+    std::optional<nanoseconds> remaining() {
+        if (first_ || !timeout_ || *timeout_ == nanoseconds::zero()) {
+            first_ = false;
+            return timeout_;
+        }
         return std::max(nanoseconds(deadline_ - std::chrono::steady_clock::now()), nanoseconds::zero());
     }
 
 private:
     std::optional<nanoseconds> timeout_;
     std::chrono::steady_clock::time_point deadline_{};
+    bool first_ = true;
 };
 
 inline timespec to_timespec(nanoseconds d) {

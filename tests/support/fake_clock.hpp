@@ -53,6 +53,8 @@ public:
 
     std::string_view name() const noexcept override { return inner_->name(); }
     void set_interest(int fd, reactor::Interest interest) override { inner_->set_interest(fd, interest); }
+    bool has_pending_changes() const noexcept override { return inner_->has_pending_changes(); }
+    void forget(int fd) noexcept override { inner_->forget(fd); }
 
     void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<reactor::FdEvent>& out) override {
         timeouts.push_back(timeout);

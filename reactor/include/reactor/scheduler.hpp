@@ -141,8 +141,16 @@ public:
     // only (from another thread: call_soon_threadsafe([&]{ s.stop(); })).
     void stop();
 
-    // The loop's clock, read once per iteration (after the selector returns).
-    TimePoint now() const noexcept { return now_; }
+    // The loop's clock: read at most once per iteration, on first use after
+    // the selector returned (an iteration that never asks, one with no timers
+    // whose callbacks never call now() or call_later, pays no clock read).
+    TimePoint now() const {
+        if (now_stale_) {
+            now_ = read_clock();
+            now_stale_ = false;
+        }
+        return now_;
+    }
 
     // ---- errors ----
     // An exception escaping a callback never unwinds out of the loop: it goes
@@ -196,6 +204,8 @@ private:
     void run_ready();
 
     bool has_work() const;
+    bool nothing_to_poll(std::optional<std::chrono::nanoseconds> timeout) const;
+    TimePoint read_clock() const { return clock_ ? clock_() : Clock::now(); }
     TimePoint timer_base();
     // now() + delay rounded up, saturating at TimePoint::max(): a delay beyond
     // the clock's range (seconds::max() meaning "never", a huge double) must not
@@ -221,8 +231,9 @@ private:
     void purge_cancelled_timers();
 
     std::unique_ptr<Selector> selector_;
-    ClockFunction clock_;
-    TimePoint now_;
+    ClockFunction clock_;  // empty: Clock::now, called directly
+    mutable TimePoint now_{};
+    mutable bool now_stale_ = true;  // now_ is to be re-read on its next use
 
     std::vector<Slot> slots_;  // slab of scheduled callables; indexes are stable, storage is not
     std::uint32_t free_head_ = kNoSlot;

@@ -53,6 +53,12 @@ public:
     // of a signal. Other failures throw std::system_error.
     virtual void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) = 0;
 
+    // True while set_interest() calls are recorded but not yet given to the
+    // kernel (epoll applies them at the next wait). The Scheduler skips the
+    // wait when it has nothing to watch and no time to wait, unless this says
+    // a wait must still bring the kernel up to date.
+    virtual bool has_pending_changes() const noexcept { return false; }
+
     // The owner is about to close `fd`: drop it now rather than at the next
     // wait. Backends that keep registrations across waits (epoll) must, or a
     // number reused by the next open()/accept() would go unwatched.
