@@ -105,7 +105,7 @@ Scheduler::~Scheduler() {
 
 // ---------------------------------------------------------------- slots
 
-Scheduler::Ref Scheduler::alloc_slot(Callback cb, std::source_location where, SlotKind kind) {
+Scheduler::Ref Scheduler::alloc_slot(Callback&& cb, std::source_location where, SlotKind kind) {
     std::uint32_t i;
     if (free_head_ != kNoSlot) {
         i = free_head_;
@@ -458,6 +458,9 @@ void Scheduler::move_due_timers() {
 
 void Scheduler::run_ready() {
     running_batch_.swap(ready_);
+    // Both buffers keep the largest capacity either has needed: a burst the
+    // loop absorbed once never allocates again, whichever buffer it lands in.
+    if (ready_.capacity() < running_batch_.capacity()) ready_.reserve(running_batch_.capacity());
     for (Ref r : running_batch_) {
         // Skips entries cancelled or removed by an earlier callback of this batch.
         if (!live(r)) continue;
@@ -493,6 +496,9 @@ void Scheduler::run_ready() {
         }
     }
     running_batch_.clear();
+    // Nothing was scheduled meanwhile: the buffer whose memory was just used
+    // becomes the queue again (a reserved buffer's pages are still untouched).
+    if (ready_.empty()) ready_.swap(running_batch_);
 }
 
 void Scheduler::invoke(Callback& cb, const std::source_location& where) noexcept {

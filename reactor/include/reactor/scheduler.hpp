@@ -220,7 +220,7 @@ private:
     }
     Interest interest_of(int fd) const;
     bool live(Ref r) const { return r.slot != kNoSlot && slots_[r.slot].gen == r.gen; }
-    Ref alloc_slot(Callback cb, std::source_location where, SlotKind kind);
+    Ref alloc_slot(Callback&& cb, std::source_location where, SlotKind kind);
     void free_slot(std::uint32_t slot);
     bool cancel(std::uint32_t slot, std::uint32_t gen);
     void set_waiter(int fd, bool is_read, bool persistent, Callback cb, std::source_location where);
