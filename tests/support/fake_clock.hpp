@@ -19,6 +19,8 @@
 #include <reactor/scheduler.hpp>
 #include <reactor/selector.hpp>
 
+#include "support/backends.hpp"
+
 namespace reactor_test {
 
 // A monotonic clock that moves only when told to. Starts far from the epoch
@@ -82,7 +84,7 @@ private:
 // A Scheduler on a FakeClock, its TestSelector wrapping a real backend.
 // Members are declared in construction order: the clock outlives the loop.
 struct FakeLoop {
-    explicit FakeLoop(reactor::Backend backend = reactor::Backend::select)
+    explicit FakeLoop(reactor::Backend backend = backend_under_test())
         : sched(make_options(clock, selector, backend)) {}
 
     FakeClock clock;
