@@ -46,6 +46,11 @@ MICRO_ROWS = [  # (bench, metric, label, peers that compete, short label for the
     ("futures", "ns_per_then_attach", "then chain: ns per then, attach part", [], "then/attach"),
     ("futures", "ns_per_then_run", "then chain: ns per then, run part", [], "then/run"),
     ("futures", "ns_per_then_fanout", "then fan-out (one iteration): ns per then", [], "then/fanout"),
+    ("futures", "ns_per_then_cold", "then chain, first round (cold): ns per then (attach + run)", [], "then(cold)"),
+    ("futures", "ns_per_then_attach_cold", "then chain, first round (cold): ns per then, attach part", [],
+     "then/attach(cold)"),
+    ("futures", "ns_per_then_run_cold", "then chain, first round (cold): ns per then, run part", [], "then/run(cold)"),
+    ("futures", "ns_per_then_fanout_cold", "then fan-out, first round (cold): ns per then", [], "then/fanout(cold)"),
     ("futures", "ns_per_pair", "future/promise pair: ns per pair", [], "future+promise"),
 ]
 
@@ -263,9 +268,10 @@ def main():
     w("![micro benchmarks](micro.png)")
     w("")
     w("Times in ns (lower is better); `x best peer` = ours / best peer time (< 1 is faster). "
-      f"N = {machine.get('micro_n', '?')} (chains: {machine.get('chain_n', '?')} steps). No C ceiling exists for these: that column is omitted. "
-      "Post and timers run two rounds on one loop: the first (cold) grows every pool from empty, the "
-      "second is the steady state and the headline figure. Chain, post and insert are wall time; "
+      f"N = {machine.get('micro_n', '?')} (chains and then fan-out: {machine.get('chain_n', '?')}). No C ceiling exists for these: that column is omitted. "
+      "Post, timers, then chain and then fan-out run two rounds on one loop: the first (cold) grows every pool "
+      "from empty (on these VMs a page fault costs ~6 µs, so cold rounds mostly count fresh memory), the "
+      "second is the steady state and the headline figure. Chain, post, insert and then are wall time; "
       "timer dispatch is process CPU time (CLOCK_PROCESS_CPUTIME_ID), so time asleep waiting for the "
       "deadlines does not count.")
     w("")

@@ -1,18 +1,25 @@
 // Future<T> tests: the state machine (pending -> done | failed | cancelled), its
 // misuse errors, done-callbacks (scheduled with call_soon in registration order,
-// never inline), and the "exception was never retrieved" report.
+// never inline), the "exception was never retrieved" report, and the per-thread
+// pool the states' memory comes from.
 //
 // Each test records what happened in a bag and asserts exact order, and ends by
 // checking that the scheduler holds nothing (CHECK_EMPTY).
 #define BOOST_TEST_MODULE future
 #include <boost/test/unit_test.hpp>
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <futures/futures.hpp>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
@@ -26,6 +33,12 @@ using futures::Status;
 using futures_test::Reports;
 using futures_test::what;
 using Bag = std::vector<std::string>;
+
+// The memory block behind a future (its state).
+template <class T>
+const void* block_of(const Future<T>& f) {
+    return futures::detail::Access::base(f).get();
+}
 
 }  // namespace
 
@@ -308,6 +321,69 @@ BOOST_AUTO_TEST_CASE(throwing_callback_goes_to_the_exception_handler) {
     CHECK_EMPTY(loop.sched);
 }
 
+// The callbacks registered before a completion share one ready-queue entry,
+// which runs them in order within that iteration.
+BOOST_AUTO_TEST_CASE(callbacks_of_one_completion_share_one_ready_entry) {
+    reactor_test::FakeLoop loop;
+    Bag bag;
+    Future<int> f(loop.sched);
+    for (int i = 0; i < 3; ++i) f.add_done_callback([&bag, i] { bag.push_back(std::to_string(i)); });
+    f.set_result(1);
+    BOOST_TEST(loop.sched.ready_count() == 1u);
+    loop.sched.run_once();
+    BOOST_TEST(bag == (Bag{"0", "1", "2"}));
+    CHECK_EMPTY(loop.sched);
+}
+
+// A callback added to a future that is already done goes to the back of the
+// ready queue, behind whatever was scheduled before it.
+BOOST_AUTO_TEST_CASE(late_callbacks_queue_behind_earlier_work) {
+    reactor_test::FakeLoop loop;
+    Bag bag;
+    Future<int> f(loop.sched);
+    f.set_result(1);
+    f.add_done_callback([&] { bag.push_back("a"); });
+    loop.sched.call_soon([&] { bag.push_back("other"); });
+    f.add_done_callback([&] { bag.push_back("b"); });
+    loop.sched.run_once();
+    BOOST_TEST(bag == (Bag{"a", "other", "b"}));
+    CHECK_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_may_remove_a_later_one_of_its_batch) {
+    reactor_test::FakeLoop loop;
+    Bag bag;
+    Future<int> f(loop.sched);
+    futures::CallbackId c;
+    bool removed = false;
+    f.add_done_callback([&] {
+        bag.push_back("a");
+        removed = f.remove_done_callback(c);
+    });
+    f.add_done_callback([&] { bag.push_back("b"); });
+    c = f.add_done_callback([&] { bag.push_back("c"); });
+    f.set_result(1);
+    loop.sched.run();
+    BOOST_TEST(removed);
+    BOOST_TEST(bag == (Bag{"a", "b"}));
+    CHECK_EMPTY(loop.sched);
+}
+
+// A Scheduler destroyed with a completion's callbacks still queued releases
+// every one of them (and their captures), not only the first.
+BOOST_AUTO_TEST_CASE(callbacks_queued_when_the_scheduler_goes_are_released) {
+    auto token = std::make_shared<int>(0);
+    {
+        reactor_test::FakeLoop loop;
+        Future<int> f(loop.sched);
+        for (int i = 0; i < 3; ++i) f.add_done_callback([token] {});
+        f.set_result(1);
+        f = Future<int>();  // only the queued entry holds the state now
+        BOOST_TEST(token.use_count() == 4);
+    }
+    BOOST_TEST(token.use_count() == 1);
+}
+
 BOOST_AUTO_TEST_CASE(empty_callback_is_refused) {
     reactor_test::FakeLoop loop;
     Future<int> f(loop.sched);
@@ -382,6 +458,98 @@ BOOST_AUTO_TEST_CASE(a_callback_that_ignores_the_error_does_not_retrieve_it) {
     }
     BOOST_REQUIRE(reports.size() == 1u);
     BOOST_TEST(what(reports[0].exception) == "ignored");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The states' memory comes from a per-thread pool (futures/detail/state_pool.hpp).
+// Other tests of this process use it too, so these count differences.
+BOOST_AUTO_TEST_SUITE(state_pool)
+
+using futures::detail::pooled_state_blocks;
+
+BOOST_AUTO_TEST_CASE(a_freed_state_is_reused_by_the_next_state_of_its_size) {
+    reactor_test::FakeLoop loop;
+    Future<long> a(loop.sched);
+    a.set_result(1);
+    const void* block = block_of(a);
+    const std::size_t before = pooled_state_blocks();
+    a = Future<long>();
+    BOOST_TEST(pooled_state_blocks() == before + 1);
+#if defined(__SANITIZE_ADDRESS__)
+    BOOST_TEST(__asan_address_is_poisoned(block));  // a stale access would be reported
+#endif
+    Future<long> b(loop.sched);
+    BOOST_TEST(block_of(b) == block);
+    BOOST_TEST(pooled_state_blocks() == before);
+#if defined(__SANITIZE_ADDRESS__)
+    BOOST_TEST(!__asan_address_is_poisoned(block));
+#endif
+    BOOST_TEST(!b.done());  // a fresh state, nothing left of the old one
+    b.set_result(2);
+    BOOST_TEST(b.result() == 2);
+    CHECK_EMPTY(loop.sched);
+}
+
+// A state whose last handle went while a continuation still points back at it
+// (weakly, for cancellation) keeps its memory until that link goes.
+BOOST_AUTO_TEST_CASE(memory_held_by_a_weak_link_returns_to_the_pool_when_the_link_goes) {
+    reactor_test::FakeLoop loop;
+    Future<int> src(loop.sched);
+    Future<int> next = src.then([](int v) { return v; });
+    const void* block = block_of(src);
+    const std::size_t before = pooled_state_blocks();
+    src = Future<int>();  // dead, but `next` still links to it
+    BOOST_TEST(pooled_state_blocks() == before);
+    BOOST_TEST(next.cancel());  // finds the link dead, drops it: now the memory goes
+    BOOST_TEST(pooled_state_blocks() == before + 1);
+    Future<int> reuse(loop.sched);
+    BOOST_TEST(block_of(reuse) == block);
+    loop.sched.run();
+    BOOST_TEST(next.cancelled());
+    BOOST_TEST(!reuse.done());
+    CHECK_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(big_and_over_aligned_states_bypass_the_pool) {
+    struct alignas(64) Wide {
+        char bytes[64];
+    };
+    reactor_test::FakeLoop loop;
+    const std::size_t before = pooled_state_blocks();
+    {
+        Future<std::array<char, 1024>> big(loop.sched);
+        Future<Wide> wide(loop.sched);
+        BOOST_TEST(reinterpret_cast<std::uintptr_t>(block_of(wide)) % alignof(Wide) == 0u);
+        wide.set_result(Wide{});
+    }
+    BOOST_TEST(pooled_state_blocks() == before);
+    CHECK_EMPTY(loop.sched);
+}
+
+// Chains and fan-outs built, run or abandoned, and built again on the reused
+// memory: every value comes out right (and ASan sees no stale access).
+BOOST_AUTO_TEST_CASE(chains_and_fan_outs_run_right_on_reused_memory) {
+    constexpr int kLength = 1000;
+    reactor_test::FakeLoop loop;
+    for (int round = 0; round < 3; ++round) {
+        {
+            Future<int> abandoned(loop.sched);
+            Future<int> tail = abandoned;
+            for (int i = 0; i < kLength; ++i) tail = tail.then([](int v) { return v + 1; });
+        }
+        Future<int> src(loop.sched);
+        Future<int> tail = src;
+        for (int i = 0; i < kLength; ++i) tail = tail.then([](int v) { return v + 1; });
+        int sum = 0;
+        for (int i = 0; i < kLength; ++i) (void)src.then([&sum](int v) { sum += v; });
+        src.set_result(round);
+        loop.sched.run();
+        BOOST_TEST(tail.result() == round + kLength);
+        BOOST_TEST(sum == round * kLength);
+        BOOST_TEST(pooled_state_blocks() >= std::size_t{kLength});
+    }
+    CHECK_EMPTY(loop.sched);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

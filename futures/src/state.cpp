@@ -4,6 +4,7 @@
 #include "futures/detail/state.hpp"
 
 #include <memory>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -56,7 +57,8 @@ std::uint32_t WaiterList::push(Waiter w) {
     if (size_ == 0) {
         first_ = w;
     } else {
-        rest_.push_back(w);
+        if (!rest_) rest_ = take_waiter_vector();
+        rest_->push_back(w);
     }
     return size_++;
 }
@@ -78,11 +80,13 @@ void WaiterList::clear() noexcept {
     // Emptied before anything is released: releasing may run destructors that
     // reach other states, never this list, but keep it consistent anyway.
     Waiter first = std::exchange(first_, Waiter{});
-    std::vector<Waiter> rest = std::move(rest_);
-    rest_.clear();
+    std::unique_ptr<WaiterVector> rest = std::move(rest_);
     size_ = 0;
     drop(first);
-    for (Waiter w : rest) drop(w);
+    if (rest) {
+        for (Waiter w : *rest) drop(w);
+        recycle_waiter_vector(std::move(rest));
+    }
 }
 
 CallbackId StateBase::add_callback(reactor::Callback cb, std::source_location where) {
@@ -95,14 +99,14 @@ CallbackId StateBase::add_callback(reactor::Callback cb, std::source_location wh
         delete box;
         throw;
     }
-    if (!pending()) schedule(index);  // already done: still never inline
+    if (!pending()) schedule(index, index + 1);  // already done: still never inline
     return CallbackId{index};
 }
 
 CallbackId StateBase::add_waiter(StateBase* waiter, std::uint32_t tag) {
     std::uint32_t index = callbacks_.push(Waiter{waiter, tag, Waiter::Kind::state});
     waiter->add_ref();
-    if (!pending()) schedule(index);
+    if (!pending()) schedule(index, index + 1);
     return CallbackId{index};
 }
 
@@ -116,51 +120,69 @@ bool StateBase::remove_callback(CallbackId id) noexcept {
 
 void StateBase::on_ready(StateBase&, std::uint32_t) {}
 
-// What a completed state puts on the ready queue for each of its waiters.
-// It keeps the state alive until the waiter has run, so the waiter may read
-// the state through a plain reference (and so hold no reference to it that
-// would make a cycle while pending). If the Scheduler drops it unrun (it is
-// being destroyed), it drops the waiter too: that releases whatever the waiter
-// held (a task waiting on this state, say), which breaks the cycle a pending
-// task forms with the future it waits on. 16 bytes: stored inline.
+// What a completed state puts on the ready queue: it runs the waiters
+// [next, end) in order. One for all the waiters registered before the state
+// completed (they would have been consecutive entries of one batch of the
+// ready queue anyway: the same order, but one call_soon instead of one per
+// waiter), one per waiter added afterwards. It keeps the state alive until the
+// waiters have run, so a waiter may read the state through a plain reference
+// (and so hold no reference to it that would make a cycle while pending). If
+// the Scheduler drops it unrun (it is being destroyed), it drops the waiters
+// too: that releases whatever they held (a task waiting on this state, say),
+// which breaks the cycle a pending task forms with the future it waits on.
+// 16 bytes: stored inline.
 struct StateBase::Trampoline {
     Ref<StateBase> self;
-    std::uint32_t index;
+    std::uint32_t next;
+    std::uint32_t end;
 
-    Trampoline(Ref<StateBase> s, std::uint32_t i) noexcept : self(std::move(s)), index(i) {}
+    Trampoline(Ref<StateBase> s, std::uint32_t first, std::uint32_t last) noexcept
+        : self(std::move(s)), next(first), end(last) {}
     Trampoline(Trampoline&&) noexcept = default;
     Trampoline& operator=(Trampoline&&) = delete;
     ~Trampoline() {
-        if (self) WaiterList::drop(self->callbacks_.take(index));  // after a run: already empty
+        if (!self) return;  // moved from
+        for (; next < end; ++next) WaiterList::drop(self->callbacks_.take(next));
     }
-    void operator()() { self->run_callback(index); }
+    void operator()() {
+        while (next < end) self->run_waiter(next++);
+    }
 };
 
-void StateBase::schedule(std::uint32_t index) {
-    const Waiter& w = callbacks_[index];
-    std::source_location where = w.kind == Waiter::Kind::user ? static_cast<UserCallback*>(w.target)->where
-                                                               : static_cast<StateBase*>(w.target)->origin_;
-    sched_->call_soon(Trampoline(Ref<StateBase>(this), index), where);
+void StateBase::schedule(std::uint32_t first, std::uint32_t end) {
+    sched_->call_soon(Trampoline(Ref<StateBase>(this), first, end), origin_);
 }
 
 void StateBase::schedule_all() {
-    for (std::uint32_t i = 0, n = callbacks_.size(); i < n; ++i) {
-        if (callbacks_[i].kind != Waiter::Kind::empty) schedule(i);
-    }
+    // Entries removed before completion are skipped; none left: nothing to schedule.
+    std::uint32_t first = 0, end = callbacks_.size();
+    while (first < end && callbacks_[first].kind == Waiter::Kind::empty) ++first;
+    while (end > first && callbacks_[end - 1].kind == Waiter::Kind::empty) --end;
+    if (first < end) schedule(first, end);
 }
 
-void StateBase::run_callback(std::uint32_t index) {
+void StateBase::run_waiter(std::uint32_t index) noexcept {
     // Taken out before it runs: it runs once, and remove_callback now says false.
+    // What it throws goes to the exception handler, naming where it was
+    // registered, as the Scheduler does for a callback of its own.
     Waiter w = callbacks_.take(index);
     switch (w.kind) {
     case Waiter::Kind::state: {
         auto waiter = Ref<StateBase>::adopt(static_cast<StateBase*>(w.target));
-        waiter->on_ready(*this, w.tag);
+        try {
+            waiter->on_ready(*this, w.tag);
+        } catch (...) {
+            report_error(*sched_, "exception in callback", std::current_exception(), waiter->origin_);
+        }
         break;
     }
     case Waiter::Kind::user: {
         std::unique_ptr<UserCallback> box(static_cast<UserCallback*>(w.target));
-        box->cb();  // an exception goes to the Scheduler's handler, naming `where`
+        try {
+            box->cb();
+        } catch (...) {
+            report_error(*sched_, "exception in callback", std::current_exception(), box->where);
+        }
         break;
     }
     case Waiter::Kind::empty:
@@ -279,15 +301,18 @@ bool StateBase::cancel() {
 
 void StateBase::die(StateBase* s) noexcept {
     DisposeQueue& q = dispose_queue;
-    s->next_dead_ = nullptr;
-    if (q.tail) {
-        q.tail->next_dead_ = s;
-    } else {
-        q.head = s;
+    if (q.draining) {  // the outer die() gets to it
+        s->next_dead_ = nullptr;
+        if (q.tail) {
+            q.tail->next_dead_ = s;
+        } else {
+            q.head = s;
+        }
+        q.tail = s;
+        return;
     }
-    q.tail = s;
-    if (q.draining) return;  // the outer die() gets to it
     q.draining = true;
+    s->dispose();
     while (StateBase* dead = q.head) {
         q.head = dead->next_dead_;
         if (!q.head) q.tail = nullptr;
@@ -308,16 +333,26 @@ void StateBase::dispose() noexcept {
 
 void StateBase::report_unretrieved() noexcept {
     if (status_ != Status::failed || retrieved_) return;
+    std::string message;
+    try {
+        message = fmt::format("{} exception was never retrieved", kind());
+    } catch (...) {
+    }
+    report_error(*sched_, message.empty() ? "exception was never retrieved" : message, error_, origin_);
+}
+
+void report_error(reactor::Scheduler& sched, std::string_view message, std::exception_ptr error,
+                  std::source_location where) noexcept {
     reactor::ErrorContext ctx;
     try {
-        ctx.message = fmt::format("{} exception was never retrieved", kind());
+        ctx.message = message;
     } catch (...) {
-        ctx.message = "exception was never retrieved";
+        // out of memory: the report goes out without its message
     }
-    ctx.exception = error_;
-    ctx.origin = origin_;
+    ctx.exception = std::move(error);
+    ctx.origin = where;
     ctx.origin_known = true;
-    sched_->call_exception_handler(ctx);
+    sched.call_exception_handler(ctx);
 }
 
 }  // namespace detail

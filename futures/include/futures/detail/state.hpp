@@ -1,13 +1,17 @@
 // futures::detail::StateBase and State<T>: the one shared result slot behind a Future<T>.
 //
 // One heap allocation per future: status, value or error, done-callbacks and (in
-// subclasses) the continuation or task machine live in this one object. Reference
+// subclasses) the continuation or task machine live in this one object, whose
+// memory comes from a per-thread pool (futures/detail/state_pool.hpp). Reference
 // counted without atomics, so loop thread only. Never runs a done-callback
 // synchronously: completing a state only schedules them (Scheduler::call_soon).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
+#include <new>
 #include <optional>
 #include <source_location>
 #include <string_view>
@@ -19,6 +23,7 @@
 #include <reactor/callback.hpp>
 #include <reactor/scheduler.hpp>
 
+#include "futures/detail/state_pool.hpp"
 #include "futures/errors.hpp"
 
 namespace futures {
@@ -56,6 +61,11 @@ template <class T>
 using Stored = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 
 class StateBase;
+
+// Hands an error that no future can carry any more to `sched`'s exception
+// handler, naming `where`. Never throws.
+void report_error(reactor::Scheduler& sched, std::string_view message, std::exception_ptr error,
+                  std::source_location where) noexcept;
 
 // Intrusive strong reference: keeps the state and its payload alive.
 template <class S>
@@ -129,17 +139,20 @@ struct Waiter {
 };
 
 // The waiters of one state, in registration order. The first lives inline (most
-// futures have exactly one consumer), the rest in a vector. An entry is emptied
-// when it starts running or is removed; indexes are stable.
+// futures have exactly one consumer), the rest in a vector made for the second
+// (so a state carries one pointer for them, not a whole vector). An entry is
+// emptied when it starts running or is removed; indexes are stable.
 class WaiterList {
 public:
     WaiterList() = default;
     WaiterList(const WaiterList&) = delete;
     WaiterList& operator=(const WaiterList&) = delete;
-    ~WaiterList() { clear(); }
+    ~WaiterList() {
+        if (size_ != 0) clear();  // a dead state's list was cleared already
+    }
 
     std::uint32_t size() const noexcept { return size_; }
-    Waiter& operator[](std::uint32_t i) noexcept { return i == 0 ? first_ : rest_[i - 1]; }
+    Waiter& operator[](std::uint32_t i) noexcept { return i == 0 ? first_ : (*rest_)[i - 1]; }
     std::uint32_t push(Waiter w);
     // Takes entry i out (leaving it empty); the caller now owns what it held.
     Waiter take(std::uint32_t i) noexcept { return std::exchange((*this)[i], Waiter{}); }
@@ -148,7 +161,7 @@ public:
 
 private:
     Waiter first_;
-    std::vector<Waiter> rest_;
+    std::unique_ptr<WaiterVector> rest_;  // from take_waiter_vector()
     std::uint32_t size_ = 0;
 };
 
@@ -156,6 +169,16 @@ class StateBase {
 public:
     StateBase(const StateBase&) = delete;
     StateBase& operator=(const StateBase&) = delete;
+
+    // Every state's memory comes from the per-thread pool. The destructor is
+    // virtual, so `delete` passes the size of the most derived state. Over-aligned
+    // states (a T with alignas beyond 16) bypass the pool.
+    static void* operator new(std::size_t size) { return allocate_state(size); }
+    static void operator delete(void* block, std::size_t size) noexcept { free_state(block, size); }
+    static void* operator new(std::size_t size, std::align_val_t align) { return ::operator new(size, align); }
+    static void operator delete(void* block, std::size_t size, std::align_val_t align) noexcept {
+        ::operator delete(block, size, align);
+    }
 
     // ---- reference counts (loop thread only) ----
     void add_ref() noexcept { ++strong_; }
@@ -180,7 +203,8 @@ public:
     void mark_retrieved() noexcept { retrieved_ = true; }
 
     // ---- waiters: scheduled with call_soon when the state completes (at once
-    //      if it already has), in registration order ----
+    //      if it already has), in registration order; those registered before
+    //      the completion share one call_soon, which runs them one after another ----
     // A user callback; `where` is named if it throws.
     CallbackId add_callback(reactor::Callback cb, std::source_location where);
     // A continuation: `waiter->on_ready(*this, tag)` will be called from the loop.
@@ -246,9 +270,9 @@ private:
     void dispose() noexcept;
     void report_unretrieved() noexcept;
     struct Trampoline;
-    void schedule(std::uint32_t index);
+    void schedule(std::uint32_t first, std::uint32_t end);
     void schedule_all();
-    void run_callback(std::uint32_t index);
+    void run_waiter(std::uint32_t index) noexcept;
     [[noreturn]] void throw_not_done();
 
     reactor::Scheduler* sched_;
