@@ -111,6 +111,32 @@ BOOST_AUTO_TEST_CASE(target_with_a_destructor_is_moved_and_destroyed_exactly_onc
     BOOST_TEST(live == 0);
 }
 
+// A class that declares itself relocatable moves as bytes: its move
+// constructor is never called, and only the last copy is destroyed.
+BOOST_AUTO_TEST_CASE(relocatable_target_moves_as_bytes_and_is_destroyed_once) {
+    struct Counters {
+        int moves = 0, destroyed = 0, runs = 0;
+    } n;
+    struct Handle {
+        using relocatable = void;
+        Counters* n;
+        explicit Handle(Counters* c) : n(c) {}
+        Handle(Handle&& o) noexcept : n(o.n) { ++n->moves; }
+        ~Handle() { ++n->destroyed; }
+        void operator()() { ++n->runs; }
+    };
+    static_assert(reactor::Relocatable<Handle> && !std::is_trivially_copyable_v<Handle>);
+    {
+        Callback cb(Handle{&n});  // constructed from a temporary: one real move, one destruction
+        const int destroyed_before = n.destroyed;
+        const int moves_before = n.moves;
+        pass_along_and_run(std::move(cb));
+        BOOST_TEST(n.runs == 1);
+        BOOST_TEST(n.moves == moves_before);             // no move constructor on the way
+        BOOST_TEST(n.destroyed == destroyed_before + 1);  // only the copy that ran
+    }
+}
+
 BOOST_AUTO_TEST_CASE(move_assignment_destroys_the_old_target_first) {
     int live_old = 0, live_new = 0;
     Callback cb([t = Tracked(&live_old)] {});

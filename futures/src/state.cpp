@@ -130,8 +130,10 @@ void StateBase::on_ready(StateBase&, std::uint32_t) {}
 // the Scheduler drops it unrun (it is being destroyed), it drops the waiters
 // too: that releases whatever they held (a task waiting on this state, say),
 // which breaks the cycle a pending task forms with the future it waits on.
-// 16 bytes: stored inline.
+// 16 bytes: stored inline, and relocatable (a counted pointer and two
+// indexes): the Scheduler moves it as bytes.
 struct StateBase::Trampoline {
+    using relocatable = void;
     Ref<StateBase> self;
     std::uint32_t next;
     std::uint32_t end;

@@ -4,10 +4,9 @@
 // state) and allocates for anything larger than two pointers. Callback stores
 // targets up to kInlineSize bytes in place, so scheduling a typical lambda
 // (a few pointers, a shared_ptr) never touches the heap; larger or throwing-move
-// targets are boxed on the heap. A trivially copyable target (a lambda that
-// captures pointers and numbers only), and a boxed one, move as plain bytes
-// and need no destructor call: the loop moves every callback twice (into its
-// slot, out to run), and those moves then cost no indirect call. Not
+// targets are boxed on the heap. A relocatable target (see below) and a
+// boxed one move as plain bytes: the loop moves every callback twice (into
+// its slot, out to run), and those moves then cost no indirect call. Not
 // thread-safe; owns its target.
 #pragma once
 
@@ -18,6 +17,15 @@
 #include <utility>
 
 namespace reactor {
+
+// A callable that may move as plain bytes, its moved-from copy then simply
+// forgotten (never destroyed): every trivially copyable type (a lambda that
+// captures pointers and numbers), and a class that declares
+// `using relocatable = void;` because all it holds is pointers, numbers and
+// handles that own through a pointer (an intrusive reference, say) and do not
+// point into themselves.
+template <class T>
+concept Relocatable = std::is_trivially_copyable_v<T> || requires { typename T::relocatable; };
 
 class Callback {
 public:
@@ -36,7 +44,7 @@ public:
             ::new (static_cast<void*>(storage_)) T(std::forward<F>(f));
             ops_ = &inline_ops<T>;
             // Moved as all kInlineSize bytes: give the tail a value too.
-            if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) < kInlineSize)
+            if constexpr (Relocatable<T> && sizeof(T) < kInlineSize)
                 std::memset(storage_ + sizeof(T), 0, kInlineSize - sizeof(T));
         } else {
             ::new (static_cast<void*>(storage_)) T*(new T(std::forward<F>(f)));
@@ -91,8 +99,8 @@ private:
     template <class T>
     static constexpr Ops inline_ops{
         [](void* p) { (*static_cast<T*>(p))(); },
-        std::is_trivially_copyable_v<T> ? nullptr : &move_inline<T>,
-        std::is_trivially_copyable_v<T> ? nullptr : +[](void* p) noexcept { static_cast<T*>(p)->~T(); },
+        Relocatable<T> ? nullptr : &move_inline<T>,
+        std::is_trivially_destructible_v<T> ? nullptr : +[](void* p) noexcept { static_cast<T*>(p)->~T(); },
     };
 
     template <class T>
