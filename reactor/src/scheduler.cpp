@@ -408,7 +408,7 @@ std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
 // date (epoll's batched epoll_ctl): a closed fd must leave the kernel's set
 // before its number can come back.
 bool Scheduler::nothing_to_poll(std::optional<std::chrono::nanoseconds> timeout) const {
-    return timeout == std::chrono::nanoseconds::zero() && waiters_ == 0 && !selector_->has_pending_changes();
+    return waiters_ == 0 && timeout == std::chrono::nanoseconds::zero() && !selector_->has_pending_changes();
 }
 
 void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
