@@ -2,8 +2,6 @@
 // chat_server, http_hello and echo_client as child processes on 127.0.0.1, on every backend. Each server
 // is started with --exit-after, so it must also end on its own, cleanly.
 #define BOOST_TEST_MODULE net_examples
-#include <boost/test/data/monomorphic.hpp>
-#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <deque>
@@ -20,7 +18,6 @@
 #include "support/net_util.hpp"
 #include "support/process.hpp"
 
-namespace bdata = boost::unit_test::data;
 using namespace std::chrono_literals;
 using reactor::TcpConnection;
 
@@ -132,7 +129,8 @@ std::string read_response(int fd, std::string& leftover, bool has_body = true) {
 
 using namespace net_examples_test;
 
-BOOST_DATA_TEST_CASE(echo_server_binary_returns_every_byte_in_order, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(echo_server_binary_returns_every_byte_in_order) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     // 20 verified clients in this process, plus the echo_client example with
     // 10 more: the server stops accepting after those 30 and then exits.
     Server server("echo_server", backend, {"--exit-after", "30", "--max-seconds", "60"});
@@ -159,7 +157,8 @@ BOOST_DATA_TEST_CASE(echo_server_binary_returns_every_byte_in_order, bdata::make
     BOOST_TEST(rest.find("echo_server: 30 connections") != std::string::npos, rest);
 }
 
-BOOST_DATA_TEST_CASE(echo_server_binary_half_close, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(echo_server_binary_half_close) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Server server("echo_server", backend, {"--exit-after", "1"});
     int fd = nettest::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
@@ -172,8 +171,8 @@ BOOST_DATA_TEST_CASE(echo_server_binary_half_close, bdata::make(reactor_test::al
     BOOST_TEST(server.child.wait(10s) == 0);
 }
 
-BOOST_DATA_TEST_CASE(echo_server_streams_binary_echoes_like_echo_server, bdata::make(reactor_test::all_backends()),
-                     backend) {
+BOOST_AUTO_TEST_CASE(echo_server_streams_binary_echoes_like_echo_server) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Server server("echo_server_streams", backend, {"--exit-after", "11", "--max-seconds", "60"});
     testsupport::Child load(testsupport::example_path("echo_client"),
                             {"--port", std::to_string(server.port), "--connections", "10", "--messages", "300",
@@ -193,7 +192,8 @@ BOOST_DATA_TEST_CASE(echo_server_streams_binary_echoes_like_echo_server, bdata::
     BOOST_TEST(rest.find("echo_server_streams: 11 connections") != std::string::npos, rest);
 }
 
-BOOST_DATA_TEST_CASE(http_hello_answers_a_pipelined_keep_alive_client, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(http_hello_answers_a_pipelined_keep_alive_client) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Server server("http_hello", backend, {"--exit-after", "1"});
     int fd = nettest::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
@@ -228,8 +228,8 @@ BOOST_DATA_TEST_CASE(http_hello_answers_a_pipelined_keep_alive_client, bdata::ma
     BOOST_TEST(server.child.wait(10s) == 0);
 }
 
-BOOST_DATA_TEST_CASE(http_hello_rejects_malformed_and_oversized_requests, bdata::make(reactor_test::all_backends()),
-                     backend) {
+BOOST_AUTO_TEST_CASE(http_hello_rejects_malformed_and_oversized_requests) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Server server("http_hello", backend, {"--exit-after", "6", "--max-head", "1024", "--max-body", "100"});
     auto ask = [&](const std::string& request) {
         int fd = nettest::connect_blocking(server.port);
@@ -249,7 +249,8 @@ BOOST_DATA_TEST_CASE(http_hello_rejects_malformed_and_oversized_requests, bdata:
     BOOST_TEST(server.child.wait(10s) == 0);
 }
 
-BOOST_DATA_TEST_CASE(chat_server_broadcasts_lines_to_the_others, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(chat_server_broadcasts_lines_to_the_others) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Server server("chat_server", backend, {"--exit-after", "2"});
     int a = nettest::connect_blocking(server.port);
     auto line = [](int fd) {

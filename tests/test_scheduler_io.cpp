@@ -6,8 +6,6 @@
 // Each test records what happened in a "bag", asserts exact order and counts,
 // and ends by checking that the scheduler holds nothing (CHECK_EMPTY).
 #define BOOST_TEST_MODULE scheduler_io
-#include <boost/test/data/monomorphic.hpp>
-#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -36,10 +34,8 @@
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
 
-namespace data = boost::unit_test::data;
 
-// A named namespace, not an anonymous one: BOOST_DATA_TEST_CASE bodies are
-// templates with external linkage, and their lambdas capture these types.
+// A named namespace keeps these helpers out of the other suites' way.
 namespace io_test {
 
 using namespace std::chrono_literals;
@@ -47,7 +43,6 @@ using reactor::Backend;
 using reactor::Clock;
 using reactor::ErrorContext;
 using reactor::Scheduler;
-using reactor_test::all_backends;
 using Bag = std::vector<std::string>;
 
 using reactor_test::on;
@@ -147,7 +142,8 @@ using namespace io_test;
 
 BOOST_AUTO_TEST_SUITE(oneshot)
 
-BOOST_DATA_TEST_CASE(read_wait_fires_once_and_is_removed_before_its_callback, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(read_wait_fires_once_and_is_removed_before_its_callback) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -165,7 +161,8 @@ BOOST_DATA_TEST_CASE(read_wait_fires_once_and_is_removed_before_its_callback, da
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(read_wait_may_reregister_itself, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(read_wait_may_reregister_itself) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -185,7 +182,8 @@ BOOST_DATA_TEST_CASE(read_wait_may_reregister_itself, data::make(all_backends())
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(write_wait_fires_on_a_writable_socket, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(write_wait_fires_on_a_writable_socket) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     SocketPair sp;
@@ -203,7 +201,8 @@ BOOST_DATA_TEST_CASE(write_wait_fires_on_a_writable_socket, data::make(all_backe
 }
 
 // One read slot and one write slot per fd, independent of each other.
-BOOST_DATA_TEST_CASE(read_and_write_waiters_on_one_fd_are_independent, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(read_and_write_waiters_on_one_fd_are_independent) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     SocketPair sp;
@@ -230,7 +229,8 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(persistent)
 
-BOOST_DATA_TEST_CASE(add_reader_fires_every_iteration_until_removed, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(add_reader_fires_every_iteration_until_removed) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -249,7 +249,8 @@ BOOST_DATA_TEST_CASE(add_reader_fires_every_iteration_until_removed, data::make(
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(add_writer_fires_until_removed_by_itself, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(add_writer_fires_until_removed_by_itself) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     SocketPair sp;
@@ -274,7 +275,8 @@ BOOST_DATA_TEST_CASE(add_writer_fires_until_removed_by_itself, data::make(all_ba
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(add_reader_serves_a_stream_until_eof, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(add_reader_serves_a_stream_until_eof) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -298,7 +300,8 @@ BOOST_DATA_TEST_CASE(add_reader_serves_a_stream_until_eof, data::make(all_backen
 // The clock is read after the selector returns, also when it returns because
 // of I/O: a delay scheduled from an I/O callback counts from the wake-up, not
 // from before the sleep (which would make the timer fire early).
-BOOST_DATA_TEST_CASE(now_is_refreshed_when_io_wakes_the_loop, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(now_is_refreshed_when_io_wakes_the_loop) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -328,7 +331,8 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(changes)
 
-BOOST_DATA_TEST_CASE(registering_again_replaces_the_waiter, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(registering_again_replaces_the_waiter) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -348,7 +352,8 @@ BOOST_DATA_TEST_CASE(registering_again_replaces_the_waiter, data::make(all_backe
 
 // Two readers due in the same batch; whichever runs first removes the other,
 // which then must not run. (The order of the two depends on the backend.)
-BOOST_DATA_TEST_CASE(remove_reader_from_earlier_callback_prevents_due_reader, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(remove_reader_from_earlier_callback_prevents_due_reader) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p1, p2;
@@ -376,7 +381,8 @@ BOOST_DATA_TEST_CASE(remove_reader_from_earlier_callback_prevents_due_reader, da
 
 // Same, with replacement: the replaced (due) waiter does not run; its
 // replacement was not due yet and runs in the next iteration.
-BOOST_DATA_TEST_CASE(replacing_a_due_waiter_from_earlier_callback, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(replacing_a_due_waiter_from_earlier_callback) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p1, p2;
@@ -403,7 +409,8 @@ BOOST_DATA_TEST_CASE(replacing_a_due_waiter_from_earlier_callback, data::make(al
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(one_shot_removing_itself_is_a_no_op, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(one_shot_removing_itself_is_a_no_op) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -415,7 +422,8 @@ BOOST_DATA_TEST_CASE(one_shot_removing_itself_is_a_no_op, data::make(all_backend
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(persistent_reader_replacing_itself, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(persistent_reader_replacing_itself) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -438,7 +446,8 @@ BOOST_DATA_TEST_CASE(persistent_reader_replacing_itself, data::make(all_backends
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(adding_waiters_from_inside_callbacks, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(adding_waiters_from_inside_callbacks) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     SocketPair sp;
@@ -469,7 +478,8 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(bad_input)
 
-BOOST_DATA_TEST_CASE(negative_fd_is_rejected_and_changes_nothing, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(negative_fd_is_rejected_and_changes_nothing) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     auto token = std::make_shared<int>(0);
@@ -493,7 +503,8 @@ BOOST_DATA_TEST_CASE(negative_fd_is_rejected_and_changes_nothing, data::make(all
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(empty_callback_is_rejected, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(empty_callback_is_rejected) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe p;
@@ -503,7 +514,8 @@ BOOST_DATA_TEST_CASE(empty_callback_is_rejected, data::make(all_backends()), bac
 }
 
 // The loop's own eventfd (for call_soon_threadsafe) cannot be taken over.
-BOOST_DATA_TEST_CASE(the_loops_wakeup_fd_is_rejected, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(the_loops_wakeup_fd_is_rejected) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     auto open_fds = [] {
         std::vector<int> fds;
         for (int fd = 0; fd < 4096; ++fd) {
@@ -540,7 +552,8 @@ BOOST_DATA_TEST_CASE(the_loops_wakeup_fd_is_rejected, data::make(all_backends())
 // select(2)'s fd_set is a fixed bitmap: FD_SET beyond FD_SETSIZE writes out of
 // bounds. The select backend must refuse such an fd at registration, clearly,
 // leaving every other registration as it was; the others must accept it.
-BOOST_DATA_TEST_CASE(fd_at_or_above_fd_setsize, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(fd_at_or_above_fd_setsize) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     constexpr int kBigFd = 1500;
     static_assert(kBigFd >= FD_SETSIZE);
     if (!ensure_fd_limit(kBigFd + 1)) {
@@ -593,7 +606,8 @@ BOOST_DATA_TEST_CASE(fd_at_or_above_fd_setsize, data::make(all_backends()), back
 // An fd closed while registered (EBADF from the selector) must not take the
 // loop down: its waiters are dropped and reported with the fd, and the other
 // fds keep being served.
-BOOST_DATA_TEST_CASE(fd_closed_from_a_callback_is_reported_and_dropped, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(fd_closed_from_a_callback_is_reported_and_dropped) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe doomed, alive;
@@ -633,7 +647,8 @@ BOOST_DATA_TEST_CASE(fd_closed_from_a_callback_is_reported_and_dropped, data::ma
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(fd_closed_after_registering_is_reported_and_dropped, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(fd_closed_after_registering_is_reported_and_dropped) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     Pipe doomed, alive;
@@ -661,7 +676,8 @@ std::atomic<int> g_signals{0};
 void count_signal(int) { g_signals.fetch_add(1); }
 }  // namespace
 
-BOOST_DATA_TEST_CASE(eintr_resumes_the_wait_with_the_remaining_time, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(eintr_resumes_the_wait_with_the_remaining_time) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     struct sigaction action{};
     action.sa_handler = count_signal;
     sigemptyset(&action.sa_mask);
@@ -696,7 +712,8 @@ BOOST_DATA_TEST_CASE(eintr_resumes_the_wait_with_the_remaining_time, data::make(
 // callback and its number reused, in the same batch, by a new file registered
 // with the same interest. Without forget_fd the epoll backend saw "no change"
 // and never watched the new file.
-BOOST_DATA_TEST_CASE(forget_fd_before_close_lets_a_reused_fd_number_be_watched, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(forget_fd_before_close_lets_a_reused_fd_number_be_watched) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     Watchdog watchdog(s);
     auto old_pipe = std::make_unique<Pipe>();
@@ -724,7 +741,8 @@ BOOST_DATA_TEST_CASE(forget_fd_before_close_lets_a_reused_fd_number_be_watched, 
     CHECK_EMPTY(s);
 }
 
-BOOST_DATA_TEST_CASE(forget_fd_is_harmless_for_unknown_fds, data::make(all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(forget_fd_is_harmless_for_unknown_fds) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(on(backend));
     s.forget_fd(-1);
     s.forget_fd(12345);

@@ -25,8 +25,6 @@
 #include <thread>
 #include <vector>
 
-#include <boost/test/data/monomorphic.hpp>
-#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
 
@@ -36,7 +34,6 @@
 #include "../reactor/src/epoll_selector.hpp"
 #include "support/backends.hpp"
 
-namespace data = boost::unit_test::data;
 using namespace std::chrono_literals;
 using reactor::Backend;
 using reactor::FdEvent;
@@ -45,8 +42,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace selector_tests {
 
-const std::vector<Backend> kEveryBackend = {Backend::select, Backend::poll, Backend::epoll};
-const std::vector<Backend> kScalableBackends = {Backend::poll, Backend::epoll};
 
 void close_fd(int& fd) {
     if (fd >= 0) ::close(fd);
@@ -117,7 +112,8 @@ using namespace selector_tests;
 
 // ---------------------------------------------------------------- basics, every backend
 
-BOOST_DATA_TEST_CASE(reports_readable_and_writable, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(reports_readable_and_writable) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     auto sel = reactor::make_selector(backend);
     BOOST_TEST(sel->name() == reactor::to_string(backend));
     Pipe p;
@@ -141,7 +137,8 @@ BOOST_DATA_TEST_CASE(reports_readable_and_writable, data::make(kEveryBackend), b
 }
 
 // Add/remove is O(1) and leaves the others intact (poll swap-removes).
-BOOST_DATA_TEST_CASE(removing_fds_keeps_the_others, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(removing_fds_keeps_the_others) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     auto sel = reactor::make_selector(backend);
     std::vector<std::unique_ptr<Pipe>> pipes;
     for (int i = 0; i < 40; ++i) {
@@ -165,7 +162,8 @@ BOOST_DATA_TEST_CASE(removing_fds_keeps_the_others, data::make(kEveryBackend), b
 }
 
 // POLLERR/POLLHUP wake both directions: the owner's read or write finds the error.
-BOOST_DATA_TEST_CASE(hang_up_wakes_both_directions, data::make(kScalableBackends), backend) {
+BOOST_AUTO_TEST_CASE(hang_up_wakes_both_directions, *boost::unit_test::precondition(reactor_test::not_on_select)) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     auto sel = reactor::make_selector(backend);
     int sv[2];
     BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
@@ -180,7 +178,8 @@ BOOST_DATA_TEST_CASE(hang_up_wakes_both_directions, data::make(kScalableBackends
 
 // epoll refuses regular files (EPERM); select and poll call them always ready,
 // and so does our epoll, so code behaves the same on every backend.
-BOOST_DATA_TEST_CASE(regular_file_is_always_ready, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(regular_file_is_always_ready) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     std::FILE* file = std::tmpfile();
     BOOST_REQUIRE(file != nullptr);
     int fd = ::fileno(file);
@@ -201,7 +200,8 @@ BOOST_DATA_TEST_CASE(regular_file_is_always_ready, data::make(kEveryBackend), ba
 
 // ---------------------------------------------------------------- FD_SETSIZE
 
-BOOST_DATA_TEST_CASE(watches_fd_above_fd_setsize, data::make(kScalableBackends), backend) {
+BOOST_AUTO_TEST_CASE(watches_fd_above_fd_setsize, *boost::unit_test::precondition(reactor_test::not_on_select)) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     int high = free_high_fd();
     if (high < 0) {
         fmt::print(stderr, "SKIPPED watches_fd_above_fd_setsize: RLIMIT_NOFILE hard limit too low\n");
@@ -314,7 +314,8 @@ BOOST_AUTO_TEST_CASE(epoll_one_shot_rearm_costs_no_epoll_ctl) {
 // ---------------------------------------------------------------- closed fds
 
 // Every backend reports an fd closed while registered as EBADF.
-BOOST_DATA_TEST_CASE(selector_reports_fd_closed_while_registered, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(selector_reports_fd_closed_while_registered) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     std::unique_ptr<reactor::Selector> sel;
     if (backend == Backend::epoll) {
         sel = std::make_unique<reactor::EpollSelector>(reactor::EpollSelector::Options{20ms});
@@ -344,7 +345,8 @@ BOOST_DATA_TEST_CASE(selector_reports_fd_closed_while_registered, data::make(kEv
 }
 
 // Through the Scheduler: the waiters are dropped and reported, run() returns.
-BOOST_DATA_TEST_CASE(scheduler_drops_waiters_of_closed_fd, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(scheduler_drops_waiters_of_closed_fd) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler s(options_for(backend));
     std::vector<int> reported;
     s.set_exception_handler([&](const reactor::ErrorContext& ctx) { reported.push_back(ctx.fd); });
@@ -410,7 +412,8 @@ BOOST_AUTO_TEST_CASE(epoll_watches_new_file_on_reused_fd_number_when_interest_ch
 
 // The documented rule for epoll: deregister, then close in a later callback;
 // a new file that gets the same number and the same interest is then watched.
-BOOST_DATA_TEST_CASE(fd_number_reused_after_deferred_close_is_watched, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(fd_number_reused_after_deferred_close_is_watched) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler s(options_for(backend));
     Pipe a, b;
     int fd = a.r;
@@ -488,7 +491,8 @@ struct SignalCatcher {
 }  // namespace selector_tests
 using namespace selector_tests;
 
-BOOST_DATA_TEST_CASE(signal_does_not_cut_a_timed_wait_short, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(signal_does_not_cut_a_timed_wait_short) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     SignalCatcher catcher;
     auto sel = reactor::make_selector(backend);
     Pipe p;
@@ -510,7 +514,8 @@ BOOST_DATA_TEST_CASE(signal_does_not_cut_a_timed_wait_short, data::make(kEveryBa
     BOOST_TEST((took >= 100ms));
 }
 
-BOOST_DATA_TEST_CASE(signal_does_not_end_an_unbounded_wait, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(signal_does_not_end_an_unbounded_wait) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     SignalCatcher catcher;
     auto sel = reactor::make_selector(backend);
     Pipe p;
@@ -531,7 +536,8 @@ BOOST_DATA_TEST_CASE(signal_does_not_end_an_unbounded_wait, data::make(kEveryBac
     BOOST_TEST((out[0].fd == p.r && out[0].readable));
 }
 
-BOOST_DATA_TEST_CASE(timeouts_never_wake_early, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(timeouts_never_wake_early) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     auto sel = reactor::make_selector(backend);
     Pipe p;
     sel->set_interest(p.r, Interest::read);
@@ -548,7 +554,8 @@ BOOST_DATA_TEST_CASE(timeouts_never_wake_early, data::make(kEveryBackend), backe
 
 // The loop's view: a timer fires on the first wake-up, never after a spin of
 // early returns (which is what rounding 1.5 ms down to 1 ms would cause).
-BOOST_DATA_TEST_CASE(timer_fires_after_exactly_one_wait, data::make(kEveryBackend), backend) {
+BOOST_AUTO_TEST_CASE(timer_fires_after_exactly_one_wait) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler s(options_for(backend));
     for (auto delay : {std::chrono::nanoseconds(1500us), std::chrono::nanoseconds(2001us), 10ms + 1ns}) {
         bool fired = false;
@@ -598,7 +605,8 @@ constexpr std::size_t kMessageSize = 64;
 }  // namespace selector_tests
 using namespace selector_tests;
 
-BOOST_DATA_TEST_CASE(ten_thousand_idle_connections_and_a_few_active, data::make(kScalableBackends), backend) {
+BOOST_AUTO_TEST_CASE(ten_thousand_idle_connections_and_a_few_active, *boost::unit_test::precondition(reactor_test::not_on_select)) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     rlim_t limit = raise_fd_limit();
     if (limit < static_cast<rlim_t>(kIdleConnections + 256)) {
         fmt::print(stderr, "SKIPPED ten_thousand_idle_connections: RLIMIT_NOFILE hard limit {} < {}\n", limit,

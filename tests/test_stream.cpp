@@ -6,8 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/test/data/monomorphic.hpp>
-#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <memory>
 #include <random>
@@ -21,7 +19,6 @@
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 
-namespace bdata = boost::unit_test::data;
 using namespace std::chrono_literals;
 using futures::Future;
 using futures::Step;
@@ -132,7 +129,8 @@ int accept_one(reactor::Scheduler& sched, futures::StreamServer& server, Stream&
 
 using namespace stream_test;
 
-BOOST_DATA_TEST_CASE(echo_through_streams_with_state_machine_tasks, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(echo_through_streams_with_state_machine_tasks) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     auto server = echo_server(sched);
     std::vector<Future<int>> clients;
@@ -146,7 +144,8 @@ BOOST_DATA_TEST_CASE(echo_through_streams_with_state_machine_tasks, bdata::make(
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     Stream stream;
     futures::StreamOptions opt;
@@ -207,8 +206,8 @@ BOOST_DATA_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit, bdata::make
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(one_read_at_a_time_and_cancelled_reads_keep_the_bytes, bdata::make(reactor_test::all_backends()),
-                     backend) {
+BOOST_AUTO_TEST_CASE(one_read_at_a_time_and_cancelled_reads_keep_the_bytes) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     Stream stream;
     auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
@@ -231,7 +230,8 @@ BOOST_DATA_TEST_CASE(one_read_at_a_time_and_cancelled_reads_keep_the_bytes, bdat
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(drain_waits_for_a_slow_reader_then_completes, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(drain_waits_for_a_slow_reader_then_completes) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     Stream stream;
     auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
@@ -283,7 +283,8 @@ BOOST_DATA_TEST_CASE(drain_waits_for_a_slow_reader_then_completes, bdata::make(r
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(open_connection_refused_and_cancelled, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(open_connection_refused_and_cancelled) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     auto any = reactor::Address::loopback_v4(0);
@@ -310,7 +311,8 @@ BOOST_DATA_TEST_CASE(open_connection_refused_and_cancelled, bdata::make(reactor_
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(stream_by_host_name_and_over_a_unix_socket, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(stream_by_host_name_and_over_a_unix_socket) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     auto tcp = futures::start_server(sched, "127.0.0.1", 0, [&sched](Stream s) { return futures::spawn(sched, EchoSession(std::move(s))); });
     BOOST_TEST(futures::run_until_complete(sched, futures::spawn(sched, EchoClient(sched, tcp.address(), 3, 1))) == 3);

@@ -9,8 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/test/data/monomorphic.hpp>
-#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <deque>
@@ -33,7 +31,6 @@
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 
-namespace bdata = boost::unit_test::data;
 using namespace std::chrono_literals;
 using reactor::CloseKind;
 using reactor::CloseReason;
@@ -161,8 +158,8 @@ private:
 
 using namespace tcp_test;
 
-BOOST_DATA_TEST_CASE(echo_200_clients_1000_messages_every_byte_back_in_order, bdata::make(reactor_test::all_backends()),
-                     backend) {
+BOOST_AUTO_TEST_CASE(echo_200_clients_1000_messages_every_byte_back_in_order) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     constexpr int kClients = 200;
     constexpr int kMessages = 1000;
     reactor::Scheduler sched(on(backend));
@@ -190,7 +187,8 @@ BOOST_DATA_TEST_CASE(echo_200_clients_1000_messages_every_byte_back_in_order, bd
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(half_close_peer_eof_then_reply_then_shutdown, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(half_close_peer_eof_then_reply_then_shutdown) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     // The client sends a request and shuts down its sending side; the server
     // sees EOF, still replies on its open half, and shuts down in turn: both
     // ends close with reason eof and every byte arrives.
@@ -228,8 +226,8 @@ BOOST_DATA_TEST_CASE(half_close_peer_eof_then_reply_then_shutdown, bdata::make(r
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(shutdown_write_waits_for_buffered_output_and_reading_goes_on,
-                     bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(shutdown_write_waits_for_buffered_output_and_reading_goes_on) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     const std::string big = nettest::random_bytes(4 << 20, 7);
     TcpConnectionPtr server_conn;
@@ -283,7 +281,8 @@ BOOST_DATA_TEST_CASE(shutdown_write_waits_for_buffered_output_and_reading_goes_o
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(peer_reset_mid_write_reaches_close_callback, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(peer_reset_mid_write_reaches_close_callback) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     bool high = false;
     std::optional<CloseReason> reason;
@@ -318,7 +317,8 @@ BOOST_DATA_TEST_CASE(peer_reset_mid_write_reaches_close_callback, bdata::make(re
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(slow_reader_triggers_high_water_and_pause, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(slow_reader_triggers_high_water_and_pause) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     // The client floods an echo server without reading. The echoes back up on
     // the server, which crosses its high mark and pauses reading; then the
     // client's own writes back up and cross its high mark. When the client
@@ -370,7 +370,8 @@ BOOST_DATA_TEST_CASE(slow_reader_triggers_high_water_and_pause, bdata::make(reac
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(connect_refused_reaches_the_callback, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(connect_refused_reaches_the_callback) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     // A port that is bound but not listening refuses, and nobody else can take it meanwhile.
     int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     auto addr = reactor::Address::loopback_v4(0);
@@ -398,7 +399,8 @@ BOOST_DATA_TEST_CASE(connect_refused_reaches_the_callback, bdata::make(reactor_t
 // Tests send traffic to loopback only, so "the peer never answers" is made
 // locally: a listener whose accept queue is full makes the kernel drop new
 // SYNs, and our connect timeout has to fire (ETIMEDOUT).
-BOOST_DATA_TEST_CASE(connect_timeout_reaches_the_callback, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(connect_timeout_reaches_the_callback) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -438,7 +440,8 @@ BOOST_DATA_TEST_CASE(connect_timeout_reaches_the_callback, bdata::make(reactor_t
     ::close(lfd);
 }
 
-BOOST_DATA_TEST_CASE(cancelled_connect_never_calls_back, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(cancelled_connect_never_calls_back) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     EchoServer server(sched);
     bool called = false;
@@ -451,7 +454,8 @@ BOOST_DATA_TEST_CASE(cancelled_connect_never_calls_back, bdata::make(reactor_tes
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(write_to_closed_peer_does_not_raise_sigpipe, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(write_to_closed_peer_does_not_raise_sigpipe) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     // SIGPIPE at its default disposition kills the process: this test only
     // passes if every send uses MSG_NOSIGNAL.
     BOOST_REQUIRE(::signal(SIGPIPE, SIG_DFL) != SIG_ERR);
@@ -482,7 +486,8 @@ BOOST_DATA_TEST_CASE(write_to_closed_peer_does_not_raise_sigpipe, bdata::make(re
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(close_flushes_buffered_output_first, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(close_flushes_buffered_output_first) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     const std::string big = nettest::random_bytes(3 << 20, 11);
     std::optional<CloseReason> server_reason;
@@ -511,7 +516,8 @@ BOOST_DATA_TEST_CASE(close_flushes_buffered_output_first, bdata::make(reactor_te
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(abort_discards_output_and_the_peer_sees_a_reset, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(abort_discards_output_and_the_peer_sees_a_reset) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     std::optional<CloseReason> server_reason, client_reason;
     TcpConnectionPtr server_conn;
@@ -537,8 +543,8 @@ BOOST_DATA_TEST_CASE(abort_discards_output_and_the_peer_sees_a_reset, bdata::mak
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(drain_callback_after_immediate_and_after_buffered_writes, bdata::make(reactor_test::all_backends()),
-                     backend) {
+BOOST_AUTO_TEST_CASE(drain_callback_after_immediate_and_after_buffered_writes) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     std::vector<std::string> bag;
     TcpConnectionPtr server_conn;
@@ -572,7 +578,8 @@ BOOST_DATA_TEST_CASE(drain_callback_after_immediate_and_after_buffered_writes, b
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(pause_reading_holds_data_until_resume, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(pause_reading_holds_data_until_resume) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     TcpConnectionPtr server_conn;
     std::string got;
@@ -601,7 +608,8 @@ BOOST_DATA_TEST_CASE(pause_reading_holds_data_until_resume, bdata::make(reactor_
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(callbacks_may_close_and_drop_the_last_reference, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(callbacks_may_close_and_drop_the_last_reference) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     // Regression guard for lifetimes (run it under ASan): the user's only
     // reference is dropped from inside the connection's own callbacks.
     reactor::Scheduler sched(on(backend));
@@ -642,7 +650,8 @@ BOOST_DATA_TEST_CASE(callbacks_may_close_and_drop_the_last_reference, bdata::mak
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(callbacks_may_replace_themselves_while_running, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(callbacks_may_replace_themselves_while_running) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     // Regression guard (run under ASan): a data callback that switches the
     // connection to another handler from inside itself, as a protocol upgrade
     // would, must not destroy itself mid-call.
@@ -673,7 +682,8 @@ BOOST_DATA_TEST_CASE(callbacks_may_replace_themselves_while_running, bdata::make
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(emfile_pauses_accepting_reports_and_recovers, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(emfile_pauses_accepting_reports_and_recovers) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     reactor::TcpListener::Options lopt;
     lopt.accept_pause = 20ms;
@@ -714,8 +724,8 @@ BOOST_DATA_TEST_CASE(emfile_pauses_accepting_reports_and_recovers, bdata::make(r
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cleanly,
-                     bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cleanly) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     // select cannot watch fd >= FD_SETSIZE: such a connection is accepted,
     // closed, and reported. Other backends simply serve it.
     rlimit saved{};
@@ -767,7 +777,8 @@ BOOST_DATA_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cle
     ::setrlimit(RLIMIT_NOFILE, &saved);
 }
 
-BOOST_DATA_TEST_CASE(ipv6_loopback_round_trip, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     reactor::TcpListenerPtr listener;
     try {

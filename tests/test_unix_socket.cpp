@@ -4,8 +4,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <boost/test/data/monomorphic.hpp>
-#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <optional>
@@ -17,7 +15,6 @@
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 
-namespace bdata = boost::unit_test::data;
 using namespace std::chrono_literals;
 using reactor::CloseReason;
 using reactor::TcpConnection;
@@ -45,7 +42,8 @@ bool exists(const std::string& path) {
 
 }  // namespace
 
-BOOST_DATA_TEST_CASE(round_trip_through_a_socket_file, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(round_trip_through_a_socket_file) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     TempDir dir;
     const std::string path = dir.file("echo.sock");
     reactor::Scheduler sched(on(backend));
@@ -76,7 +74,8 @@ BOOST_DATA_TEST_CASE(round_trip_through_a_socket_file, bdata::make(reactor_test:
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(abstract_socket_and_half_close, bdata::make(reactor_test::all_backends()), backend) {
+BOOST_AUTO_TEST_CASE(abstract_socket_and_half_close) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     const std::string name = fmt::format("@reactor-test-{}-{}", ::getpid(), static_cast<int>(backend));
     std::string server_got;
@@ -105,8 +104,8 @@ BOOST_DATA_TEST_CASE(abstract_socket_and_half_close, bdata::make(reactor_test::a
     BOOST_TEST(sched.empty());
 }
 
-BOOST_DATA_TEST_CASE(connect_without_a_listener_fails_in_the_callback, bdata::make(reactor_test::all_backends()),
-                     backend) {
+BOOST_AUTO_TEST_CASE(connect_without_a_listener_fails_in_the_callback) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
     TempDir dir;
     reactor::Scheduler sched(on(backend));
     std::vector<int> errors;

@@ -1,27 +1,23 @@
-// Test support: the selector backends this build provides, for I/O tests
-// written once as BOOST_DATA_TEST_CASE(name, data::make(all_backends()), backend)
-// and run on every backend unchanged, and for suites run whole once per
-// backend (backend_under_test()).
+// Test support: which selector backend a suite runs on. Every suite that
+// touches the loop is written once and run whole once per backend: CTest
+// runs test_x[select], test_x[poll] and test_x[epoll] (tests/CMakeLists.txt),
+// telling each which through REACTOR_TEST_BACKEND. This is the suite's only
+// per-backend mechanism: a case reads backend_under_test(), or gets it
+// through FakeLoop or on(), and never loops over backends itself.
 #pragma once
 
 #include <cstdlib>
-#include <ostream>
 #include <stdexcept>
 #include <string>
-#include <vector>
+
+#include <boost/test/unit_test.hpp>
 
 #include <reactor/scheduler.hpp>
 #include <reactor/selector.hpp>
 
 namespace reactor_test {
 
-// Every backend this build provides: the reference first.
-inline std::vector<reactor::Backend> all_backends() {
-    return {reactor::Backend::select, reactor::Backend::poll, reactor::Backend::epoll};
-}
-
-// The backend of suites that run whole on each backend (CTest runs them once
-// per backend, see tests/CMakeLists.txt): REACTOR_TEST_BACKEND, default select.
+// REACTOR_TEST_BACKEND, default select (a suite run by hand, outside CTest).
 inline reactor::Backend backend_under_test() {
     const char* name = std::getenv("REACTOR_TEST_BACKEND");
     if (!name || !*name) return reactor::Backend::select;
@@ -36,10 +32,13 @@ inline reactor::Scheduler::Options on(reactor::Backend backend) {
     return options;
 }
 
-}  // namespace reactor_test
+// Precondition for cases select cannot run (fds above FD_SETSIZE): they are
+// reported as skipped on select, with the reason, instead of passing silently.
+//   BOOST_AUTO_TEST_CASE(name, *boost::unit_test::precondition(reactor_test::not_on_select))
+inline boost::test_tools::assertion_result not_on_select(boost::unit_test::test_unit_id) {
+    boost::test_tools::assertion_result result(backend_under_test() != reactor::Backend::select);
+    result.message() << "select cannot watch fds >= FD_SETSIZE";
+    return result;
+}
 
-namespace reactor {
-// Boost.Test logs each data sample; this names it ("select", ...). Boost's log
-// is an ostream, hence the one use of << in the tests.
-inline std::ostream& boost_test_print_type(std::ostream& os, Backend backend) { return os << to_string(backend); }
-}  // namespace reactor
+}  // namespace reactor_test
