@@ -32,13 +32,15 @@ inline reactor::Scheduler::Options on(reactor::Backend backend) {
     return options;
 }
 
-// Precondition for cases select cannot run (fds above FD_SETSIZE): they are
-// reported as skipped on select, with the reason, instead of passing silently.
-//   BOOST_AUTO_TEST_CASE(name, *boost::unit_test::precondition(reactor_test::not_on_select))
-inline boost::test_tools::assertion_result not_on_select(boost::unit_test::test_unit_id) {
-    boost::test_tools::assertion_result result(backend_under_test() != reactor::Backend::select);
-    result.message() << "select cannot watch fds >= FD_SETSIZE";
-    return result;
+// A precondition that skips a case on one backend, with the reason, instead
+// of letting it pass silently:
+//   BOOST_AUTO_TEST_CASE(name, *reactor_test::skip_on(Backend::select, "why"))
+inline boost::unit_test::precondition skip_on(reactor::Backend backend, const char* why) {
+    return boost::unit_test::precondition([backend, why](boost::unit_test::test_unit_id) {
+        boost::test_tools::assertion_result result(backend_under_test() != backend);
+        result.message() << why;
+        return result;
+    });
 }
 
 }  // namespace reactor_test
