@@ -42,6 +42,12 @@ MICRO_ROWS = [  # (bench, metric, label, peers that compete, short label for the
      "timer/insert(cold)"),
     ("timers", "cpu_ns_per_dispatch_cold", "N timers, first round (cold): CPU ns per dispatch", ["asio", "libuv"],
      "timer/dispatch(cold)"),
+    ("rearm", "ns_per_event_oneshot", "fd event, one-shot waiter re-armed from its callback: ns per event", [],
+     "rearm/oneshot(wall)"),
+    ("rearm", "ns_per_event_persistent", "fd event, persistent waiter: ns per event", [], "rearm/persistent(wall)"),
+    ("rearm", "cpu_ns_per_event_oneshot", "fd event, one-shot waiter re-armed from its callback: CPU ns per event",
+     [], "rearm/oneshot"),
+    ("rearm", "cpu_ns_per_event_persistent", "fd event, persistent waiter: CPU ns per event", [], "rearm/persistent"),
     ("futures", "ns_per_then", "then chain: ns per then (attach + run)", [], "then"),
     ("futures", "ns_per_then_attach", "then chain: ns per then, attach part", [], "then/attach"),
     ("futures", "ns_per_then_run", "then chain: ns per then, run part", [], "then/run"),
@@ -118,9 +124,11 @@ def main():
 
     # ---- micro
     micro = collections.defaultdict(list)  # (bench, metric, lib) -> [values]
+    micro_run = collections.defaultdict(dict)  # (bench, metric, lib) -> {run: value}
     for row in read_tsv(raw / "micro.tsv"):
         run, bench, lib, metric, value = row
         micro[(bench, metric, lib)].append(float(value))
+        micro_run[(bench, metric, lib)][run] = float(value)
 
     def mmed(bench, metric, lib):
         v = micro.get((bench, metric, lib))
@@ -269,12 +277,14 @@ def main():
     w("![micro benchmarks](micro.png)")
     w("")
     w("Times in ns (lower is better); `x best peer` = ours / best peer time (< 1 is faster). "
-      f"N = {machine.get('micro_n', '?')} (chains and then fan-out: {machine.get('chain_n', '?')}). No C ceiling exists for these: that column is omitted. "
+      f"N = {machine.get('micro_n', '?')} (chains, rearm and then fan-out: {machine.get('chain_n', '?')}). No C ceiling exists for these: that column is omitted. "
       "Post, timers, then chain and then fan-out run two rounds on one loop: the first (cold) grows every pool "
       "from empty (on these VMs a page fault costs ~6 µs, so cold rounds mostly count fresh memory), the "
       "second is the steady state and the headline figure. Chain, post, insert and then are wall time; "
       "timer dispatch is process CPU time (CLOCK_PROCESS_CPUTIME_ID), so time asleep waiting for the "
-      "deadlines does not count.")
+      "deadlines does not count. `fd event` (micro `rearm`, N as for chains): one socketpair end kept readable, "
+      "each event a real selector wait then a 1-byte read and write; wall and process CPU time per event, "
+      "ours only (see the table after this one).")
     w("")
     w("| benchmark | lib | " + " | ".join(f"run {i + 1}" for i in range(runs)) + " | median | x best peer |")
     w("|---|---|" + "---:|" * (runs + 2))
@@ -293,9 +303,39 @@ def main():
             if lib == best[1]:
                 r = "(best peer)"
             w(f"| {label} | {lib} | " + " | ".join(cells[:runs]) + f" | {fmt_num(m)} | {r} |")
-        if "cold" not in short and short not in ("then/attach", "then/run"):  # the chart shows headline figures
+        # The chart shows headline figures (rearm: CPU time only).
+        if "cold" not in short and "(wall)" not in short and short not in ("then/attach", "then/run"):
             plot_rows.append((short, {l: mmed(bench, metric, l) for l in libs}))
     w("")
+
+    # ---- fd re-arm: one-shot against persistent, ratios taken within one process
+    rearm_libs = [l for l in OURS if ("rearm", "cpu_ns_per_event_oneshot", l) in micro_run]
+    if rearm_libs:
+        def paired(lib, metric):
+            a = micro_run[("rearm", f"{metric}_oneshot", lib)]
+            b = micro_run[("rearm", f"{metric}_persistent", lib)]
+            rs = [a[r] / b[r] for r in a if r in b and b[r] > 0]
+            return statistics.median(rs) if rs else None
+
+        w("### fd re-arm: one-shot against persistent waiters")
+        w("")
+        w("One fd, one readiness event per loop iteration (selector wait, 1-byte read, 1-byte write). "
+          "One-shot: `read_wait` re-registered from its own callback; persistent: `add_reader` once. "
+          "Both variants run in the same process, one after the other; the ratio is the median of the "
+          "per-run ratios (> 1: re-arming costs more than staying registered). "
+          "`bench/compare_rearm` compares two builds of this benchmark.")
+        w("")
+        w("| backend | one-shot ns/event | persistent ns/event | one-shot / persistent (wall) | "
+          "one-shot CPU ns/event | persistent CPU ns/event | one-shot / persistent (CPU) |")
+        w("|---|---:|---:|---:|---:|---:|---:|")
+        for lib in rearm_libs:
+            w(f"| {lib} | {fmt_num(mmed('rearm', 'ns_per_event_oneshot', lib))} | "
+              f"{fmt_num(mmed('rearm', 'ns_per_event_persistent', lib))} | "
+              f"{fmt_ratio(paired(lib, 'ns_per_event'))} | "
+              f"{fmt_num(mmed('rearm', 'cpu_ns_per_event_oneshot', lib))} | "
+              f"{fmt_num(mmed('rearm', 'cpu_ns_per_event_persistent', lib))} | "
+              f"{fmt_ratio(paired(lib, 'cpu_ns_per_event'))} |")
+        w("")
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.md").write_text("\n".join(lines) + "\n")

@@ -7,8 +7,12 @@
 //   micro timers <lib> [N]  N timers armed from inside the loop,
 //                           deadlines 1..100 ms                     -> ns per insert (wall),
 //                                                                      ns per dispatch (process CPU)
+//   micro rearm  <lib> [N]  one fd kept readable, N readiness events,
+//                           each one a real selector wait             -> ns per event (wall and
+//                                                                      process CPU), per variant
 //   post and timers: two rounds, see below; metrics of round 1 end in "_cold".
 // <lib>: reactor-select | reactor-poll | reactor-epoll | asio | asio-reactor (chain) | libuv
+//        (rearm: ours only)
 // Output: lines "RESULT <bench> <lib> <metric> <value>".
 //
 // Equivalents chosen:
@@ -23,16 +27,26 @@
 //   timers Asio: one steady_timer per timer (constructed before timing),
 //          expires_after + async_wait. libuv: one uv_timer_t per timer
 //          (uv_timer_init before timing), uv_timer_start. Ours: call_later.
+//   rearm  ours against ours: the one-shot waiter re-registered from its own
+//          callback (read_wait) against the persistent one (add_reader), on
+//          each backend. See the rearm section for the set-up.
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <asio.hpp>
@@ -263,9 +277,131 @@ void timers_libuv(long n) {
     uv_loop_close(&loop);
 }
 
+// ------------------------------------------------------------------ rearm
+//
+// The cost of a one-shot fd waiter that re-registers itself from its own
+// callback (read_wait, the Beazley pattern), against a persistent one
+// (add_reader), with nothing else in the loop. One AF_UNIX stream socketpair
+// (a, b), both ends non-blocking; the loop watches `a` for reading. Every
+// readiness event's callback reads the one byte waiting on `a` and writes one
+// byte into `b`, so `a` is readable again by the next wait: every iteration
+// is one real selector wait reporting exactly one event, then one read and
+// one write (no timers, no other fd, so the wait always blocks until `a` is
+// readable, which it already is). The one-shot variant re-arms with
+// read_wait inside the callback; the persistent one registers once and
+// remove_reader()s itself at the last event.
+//
+// Each variant runs on a fresh Scheduler and socketpair: a short warm-up
+// (not reported) then N measured events. Reported per variant: wall ns per
+// event and process CPU ns per event (CLOCK_PROCESS_CPUTIME_ID: on a shared
+// CPU it leaves out the time other processes held it). Metrics end in
+// "_oneshot" or "_persistent".
+
+struct SocketPair {
+    int a = -1, b = -1;
+    SocketPair() {
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
+            throw std::runtime_error(std::string("rearm: socketpair: ") + std::strerror(errno));
+        a = sv[0];
+        b = sv[1];
+    }
+    ~SocketPair() {
+        ::close(a);
+        ::close(b);
+    }
+    SocketPair(const SocketPair&) = delete;
+    SocketPair& operator=(const SocketPair&) = delete;
+};
+
+// One event's I/O: the byte `a` had, and the one that makes it readable again
+// (none after the last event, so the pair ends empty).
+void rearm_io(const SocketPair& p, bool again) {
+    char c;
+    ssize_t r;
+    do r = ::read(p.a, &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r != 1) throw std::runtime_error(r < 0 ? std::string("rearm: read: ") + std::strerror(errno)
+                                               : std::string("rearm: read returned ") + std::to_string(r));
+    if (!again) return;
+    do r = ::write(p.b, &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r != 1) throw std::runtime_error(std::string("rearm: write: ") + std::strerror(errno));
+}
+
+void rearm_prime(const SocketPair& p) {
+    if (::write(p.b, "x", 1) != 1) throw std::runtime_error(std::string("rearm: write: ") + std::strerror(errno));
+}
+
+// Runs `events` events with the chosen variant on a fresh loop; returns
+// {wall ns, process CPU ns} for the whole run. A failed read or write ends
+// the run (the waiter is dropped, so the loop has nothing left to wait for)
+// and is rethrown here.
+std::pair<double, double> rearm_round(std::string_view lib, bool oneshot, long events) {
+    auto s = make_scheduler(lib);
+    SocketPair p;
+    long left = events;
+    std::string error;
+    struct OneShot {
+        reactor::Scheduler* s;
+        const SocketPair* p;
+        long* left;
+        std::string* error;
+        void operator()() const {
+            bool again = --*left > 0;
+            try {
+                rearm_io(*p, again);
+            } catch (const std::exception& e) {
+                *error = e.what();
+                return;
+            }
+            if (again) s->read_wait(p->a, *this);
+        }
+    };
+    struct Persistent {
+        reactor::Scheduler* s;
+        const SocketPair* p;
+        long* left;
+        std::string* error;
+        void operator()() const {
+            bool again = --*left > 0;
+            try {
+                rearm_io(*p, again);
+            } catch (const std::exception& e) {
+                *error = e.what();
+                again = false;
+            }
+            if (!again) s->remove_reader(p->a);
+        }
+    };
+    rearm_prime(p);
+    if (oneshot) s->read_wait(p.a, OneShot{s.get(), &p, &left, &error});
+    else s->add_reader(p.a, Persistent{s.get(), &p, &left, &error});
+    double cpu0 = cpu_ns();
+    auto t0 = WallClock::now();
+    s->run();
+    double wall = ns_since(t0);
+    double cpu = cpu_ns() - cpu0;
+    if (!error.empty()) throw std::runtime_error(error);
+    if (left != 0) throw std::runtime_error("rearm: the loop stopped before every event ran");
+    return {wall, cpu};
+}
+
+void rearm_reactor(std::string_view lib, long n) {
+    long warmup = std::max(1L, std::min(n / 10, 10'000L));
+    for (bool oneshot : {true, false}) {
+        rearm_round(lib, oneshot, warmup);
+        auto [wall, cpu] = rearm_round(lib, oneshot, n);
+        std::string variant = oneshot ? "_oneshot" : "_persistent";
+        result("rearm", lib, "ns_per_event" + variant, wall / static_cast<double>(n));
+        result("rearm", lib, "cpu_ns_per_event" + variant, cpu / static_cast<double>(n));
+    }
+}
+
 [[noreturn]] void usage() {
     std::fprintf(stderr,
-                 "usage: micro chain|post|timers reactor-select|reactor-poll|reactor-epoll|asio|asio-reactor|libuv [N]\n");
+                 "usage: micro chain|post|timers|rearm reactor-select|reactor-poll|reactor-epoll|asio|asio-reactor|libuv "
+                 "[N]\n");
     std::exit(2);
 }
 
@@ -292,6 +428,9 @@ int main(int argc, char** argv) {
             if (ours) timers_reactor(lib, n);
             else if (lib == "asio") timers_asio(n);
             else if (lib == "libuv") timers_libuv(n);
+            else usage();
+        } else if (bench == "rearm") {
+            if (ours) rearm_reactor(lib, n);
             else usage();
         } else {
             usage();
