@@ -1,6 +1,6 @@
-// The epoll backend (see epoll_selector.hpp for the guarantees and the
-// fd-reuse limitation). Level-triggered, persistent registrations, changes
-// batched into epoll_ctl right before epoll_wait.
+// The epoll backend (see epoll_selector.hpp for the rule it keeps: closing and
+// reusing fds needs no care from the owner). Level-triggered, persistent
+// registrations, changes batched into epoll_ctl right before epoll_wait.
 #include "epoll_selector.hpp"
 
 #include <fcntl.h>
@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -33,6 +34,11 @@ namespace {
 constexpr std::size_t kInitialEvents = 64;
 constexpr std::size_t kMaxEvents = 4096;
 
+// A loop that never blocks reads the clock (to see whether the closed-fd check
+// is due) only every this many waits: often enough that a check is at most a
+// few iterations late, rarely enough that the read is lost in the noise.
+constexpr unsigned kNonBlockingWaitsPerClockRead = 16;
+
 std::uint32_t epoll_bits(Interest interest) {
     std::uint32_t bits = 0;
     if (wants(interest, Interest::read)) bits |= EPOLLIN;
@@ -54,7 +60,8 @@ EpollSelector::EpollSelector() : EpollSelector(Options{}) {}
 
 EpollSelector::EpollSelector(Options options)
     : events_(kInitialEvents),
-      idle_check_interval_(std::max(options.idle_check_interval, std::chrono::nanoseconds(1))) {
+      check_interval_(std::max(options.closed_fd_check_interval, std::chrono::nanoseconds(1))),
+      next_check_(Clock::now() + check_interval_) {
     epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: epoll_create1");
 }
@@ -64,12 +71,15 @@ EpollSelector::~EpollSelector() { ::close(epfd_); }
 void EpollSelector::set_interest(int fd, Interest interest) {
     if (fd < 0) throw std::invalid_argument(fmt::format("reactor: invalid fd {} (negative)", fd));
     auto key = static_cast<std::size_t>(fd);
+    if (interest != Interest::none) open_fds_.require_open(fd);
     if (key >= entries_.size()) {
         if (interest == Interest::none) return;
         entries_.resize(key + 1);
     }
     Entry& e = entries_[key];
     e.wanted = interest;
+    // The fd may name a new file since we last heard of it: check at the next wait.
+    if (interest != Interest::none) e.renewed = true;
     if (!e.queued) {
         e.queued = true;
         changes_.push_back(fd);
@@ -92,20 +102,23 @@ void EpollSelector::forget(int fd) noexcept {
 
 // ---------------------------------------------------------------- applying changes
 
-// Only fds whose wanted interest differs from the kernel's get a system call:
-// "read, then none, then read again" between two waits costs nothing.
+// A system call only for fds whose wanted interest differs from the kernel's,
+// or that were registered anew (they may be new files behind old numbers):
+// "read, then none" between two waits costs nothing, "read, then none, then
+// read again" costs one EPOLL_CTL_MOD.
 void EpollSelector::apply_changes(std::vector<FdEvent>& out) {
     for (int fd : changes_) {
         Entry& e = entries_[static_cast<std::size_t>(fd)];
+        const bool renewed = std::exchange(e.renewed, false);
         e.queued = false;
         if (e.always_ready) {
-            if (e.wanted == Interest::none) {
-                e.always_ready = false;
-                std::erase(always_ready_, fd);
-            }
-            continue;
+            // Still the same regular file: nothing to ask the kernel.
+            if (e.wanted != Interest::none && !renewed) continue;
+            e.always_ready = false;
+            std::erase(always_ready_, fd);
+            if (e.wanted == Interest::none) continue;
         }
-        if (e.wanted != e.in_kernel) sync(fd, e, out);
+        if (e.wanted != e.in_kernel || (renewed && e.wanted != Interest::none)) sync(fd, e, out);
     }
     changes_.clear();
 }
@@ -121,9 +134,11 @@ void EpollSelector::sync(int fd, Entry& e, std::vector<FdEvent>& out) {
     int op = e.in_kernel == Interest::none ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
     int rc = ctl(op, fd, e.wanted, generation);
     if (rc != 0 && op == EPOLL_CTL_MOD && errno == ENOENT) {
-        // Closed behind our back; if the number was reused, this adds the new file.
+        // The registration went with its file (closed behind our back): the
+        // fd, if open, is a new file behind the same number. Add it.
         rc = ctl(EPOLL_CTL_ADD, fd, e.wanted, generation);
     } else if (rc != 0 && op == EPOLL_CTL_ADD && errno == EEXIST) {
+        // The kernel still has this file from a removal we never applied.
         rc = ctl(EPOLL_CTL_MOD, fd, e.wanted, generation);
     }
     if (rc == 0) {
@@ -169,38 +184,57 @@ void EpollSelector::wait(std::optional<std::chrono::nanoseconds> timeout, std::v
     apply_changes(out);
     // Something to report already: just collect what else is ready.
     if (out.size() != before || !always_ready_.empty()) timeout = std::chrono::nanoseconds::zero();
+    if (timeout && *timeout <= std::chrono::nanoseconds::zero()) {
+        poll_ready(out);
+    } else {
+        wait_blocking(timeout, out);
+    }
+    report_always_ready(out);
+    if (stale_seen_) rebuild(out);
+}
 
-    // The wait is cut into slices that end when the idle check is due; an
-    // idle check that finds nothing resumes the wait for the time left.
+// The busy case (callbacks are ready): take what the kernel has, never block,
+// and check for closed fds when due, reading the clock only every few waits.
+void EpollSelector::poll_ready(std::vector<FdEvent>& out) {
+    int n;
+    while ((n = ::epoll_wait(epfd_, events_.data(), static_cast<int>(events_.size()), 0)) < 0) {
+        if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "reactor: epoll_wait");
+    }
+    collect(n, out);
+    if (++waits_since_clock_ < kNonBlockingWaitsPerClockRead) return;
+    waits_since_clock_ = 0;
+    const auto now = Clock::now();
+    if (now >= next_check_) check_for_closed_fds(now, out);
+}
+
+// The wait is cut into slices that end when the closed-fd check is due; a
+// check that finds nothing resumes the wait for the time left.
+void EpollSelector::wait_blocking(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) {
+    const std::size_t before = out.size();
     detail::WaitBudget budget(timeout);
     for (;;) {
         auto remaining = budget.remaining();
-        auto until_check = idle_check_interval_ - idle_for_;
-        bool sliced = !remaining || *remaining > until_check;
-        auto slice = sliced ? until_check : *remaining;
-        // A slice that ends at an idle check needs no precision: rounding it
-        // up to milliseconds only delays the check.
-        int n = wait_once(slice, !sliced);
+        const auto now = Clock::now();
+        if (now >= next_check_) {
+            check_for_closed_fds(now, out);
+            if (out.size() != before) return;
+        }
+        const auto until_check = std::chrono::nanoseconds(next_check_ - now);
+        const bool sliced = !remaining || *remaining > until_check;
+        // A slice that ends at a check needs no precision: rounding it up to
+        // milliseconds only delays the check.
+        int n = wait_once(sliced ? until_check : *remaining, !sliced);
         if (n > 0) {
-            idle_for_ = std::chrono::nanoseconds::zero();
             collect(n, out);
-            break;
+            return;
         }
         if (n < 0) {
             // A signal: wait again for what is left, never return early.
             if (errno == EINTR) continue;
             throw std::system_error(errno, std::generic_category(), "reactor: epoll_wait");
         }
-        idle_for_ += slice;
-        if (idle_for_ >= idle_check_interval_) {
-            idle_for_ = std::chrono::nanoseconds::zero();
-            check_for_closed_fds(out);
-            if (out.size() != before) break;
-        }
-        if (!sliced) break;  // the caller's timeout has elapsed
+        if (!sliced) return;  // the caller's timeout has elapsed
     }
-    report_always_ready(out);
-    if (stale_seen_) rebuild(out);
 }
 
 // epoll_wait (milliseconds) is cheaper than epoll_pwait2, so it is used
@@ -252,9 +286,13 @@ void EpollSelector::report_always_ready(std::vector<FdEvent>& out) const {
 
 // ---------------------------------------------------------------- closed fds
 
-// F_GETFD is the cheapest call that fails with EBADF for a closed fd.
-void EpollSelector::check_for_closed_fds(std::vector<FdEvent>& out) {
-    ++idle_checks_;
+// F_GETFD is the cheapest call that fails with EBADF for a closed fd. A number
+// closed and already reused passes (fcntl sees the new file): if the new file
+// was registered, its renewal re-added it; if not, the old registration is
+// either gone with its file or reports stale events, and rebuild() clears it.
+void EpollSelector::check_for_closed_fds(Clock::time_point now, std::vector<FdEvent>& out) {
+    next_check_ = now + check_interval_;
+    ++closed_fd_checks_;
     for (std::size_t key = 0; key < entries_.size(); ++key) {
         Entry& e = entries_[key];
         if (e.in_kernel == Interest::none && !e.always_ready) continue;

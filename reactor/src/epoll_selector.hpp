@@ -1,42 +1,52 @@
 // Internal: the epoll backend, exposed as a concrete class so tests can read
-// its statistics and shorten its idle check. Users get it through
+// its statistics and shorten its closed-fd check. Users get it through
 // make_selector(Backend::epoll) / make_epoll_selector(). Owns its epoll fd,
 // never the fds it watches. Loop thread only.
 //
-// Registrations are persistent and level-triggered. set_interest() only
-// records what the loop wants; wait() first applies the changes with
-// epoll_ctl, and only for fds whose wanted interest differs from what the
-// kernel has, so a one-shot waiter that re-arms the same interest between two
-// waits costs no system call at all.
+// The rule: the owner of an fd needs no rule. It may close a watched fd at any
+// time (inside a callback, between run() calls, with or without removing its
+// waiters first) and reuse the number for a new file; forget() is only a hint.
+// How each case is kept right:
 //
-// Closed fds. The kernel silently drops an fd from the epoll set when its last
-// reference is closed, so a loop waiting on it would wait forever. We notice:
-//   * when we next have to change its registration (epoll_ctl: EBADF), and
-//   * in an idle check: once the selector has been idle (no event) for
-//     idle_check_interval in total, every registered fd is checked with
-//     fcntl(F_GETFD) (0.25-0.35 us each on our 2-core VM; a busy loop never
-//     pays it).
-// Either way the fd is reported as FdEvent{fd, error = EBADF} and forgotten.
-//
-// Limitation (libev and libuv have it too): if an fd is closed and its number
-// is reused by open()/accept() before the loop's next wait, and the same
-// interest is registered for the new file, nothing looks changed and the new
-// file is never added: it is never reported ready, and no check can tell
-// (fcntl sees a valid fd; kcmp(KCMP_EPOLL_TFD) could, but costs O(registered
-// fds) per fd: ~90 us each at 10,000). The rule that avoids it: call
-// Scheduler::forget_fd(fd) before closing an fd the loop watched; it deletes
-// the registration at once (libuv's uv__platform_invalidate_fd). A changed interest is always safe: epoll_ctl then
-// finds the new file. A stale registration left behind by a closed fd whose
-// file lives on (a dup, a child process) is detected from its events and
-// cleared by rebuilding the epoll set.
+// * Registrations are persistent and level-triggered. set_interest() only
+//   records what the loop wants; wait() first applies the changes with
+//   epoll_ctl, so a persistent waiter (add_reader, add_writer) costs no system
+//   call per event.
+// * Every set_interest() with an interest other than none names the file the
+//   fd refers to now, and is checked with the kernel at the next wait even if
+//   the interest looks unchanged: EPOLL_CTL_MOD, and on ENOENT (the kernel
+//   dropped the old file's registration when its last reference was closed,
+//   or the number now refers to another file) EPOLL_CTL_ADD. A reused number
+//   is therefore always watched; the price is one epoll_ctl per new
+//   registration, i.e. per event for a one-shot waiter that re-arms itself
+//   (libev's ev_io_set and libuv's uv__io_start make the same trade, but leave
+//   the "this may be a new fd" call to the user). A registration removed and
+//   never renewed is deleted (EPOLL_CTL_DEL) at the next wait.
+// * A watched fd closed behind our back is found (and reported as
+//   FdEvent{fd, error = EBADF}, then forgotten) by its next epoll_ctl, or by a
+//   check of every registered fd with fcntl(F_GETFD) about once per
+//   closed_fd_check_interval, busy or idle: a blocking wait is cut to end when
+//   the check is due, and a loop that never blocks reads the clock every few
+//   waits to see whether it is. This finds a registration the kernel dropped
+//   silently (the file's last reference went away), and one that lives on
+//   because the file is still open elsewhere (a dup, a child process), whose
+//   events would otherwise call the owner's waiter for an fd it closed.
+// * Each registration carries (generation << 32 | fd) as its event data, and
+//   the generation changes with every epoll_ctl (libev's "egen"). An event
+//   whose generation is not the fd's current one comes from a registration we
+//   no longer know (a closed fd whose file lives on, which epoll_ctl cannot
+//   name any more): it is never reported, and the epoll set is rebuilt from
+//   what we know, so the loop cannot spin on it.
 #pragma once
 
 #include <sys/epoll.h>
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "open_fd_check.hpp"
 #include "reactor/selector.hpp"
 
 namespace reactor {
@@ -44,11 +54,11 @@ namespace reactor {
 class EpollSelector final : public Selector {
 public:
     struct Options {
-        // Idle time after which registered fds are checked for having been
-        // closed. Short enough that a leaked waiter is reported promptly,
-        // long enough that an idle loop with 10,000 fds spends ~0.3% of its
-        // time checking (one pass is ~3 ms at 10,000 fds on our 2-core VM).
-        std::chrono::nanoseconds idle_check_interval = std::chrono::seconds(1);
+        // How often every registered fd is checked for having been closed
+        // (one fcntl each). Short enough that a closed fd is reported
+        // promptly, long enough that the check stays a small fraction of a
+        // loop with tens of thousands of fds.
+        std::chrono::nanoseconds closed_fd_check_interval = std::chrono::seconds(1);
     };
 
     EpollSelector();
@@ -65,7 +75,7 @@ public:
 
     // ---- statistics (tests, benchmarks) ----
     std::uint64_t ctl_calls() const noexcept { return ctl_calls_; }       // epoll_ctl calls made so far
-    std::uint64_t idle_checks() const noexcept { return idle_checks_; }   // fcntl passes over registered fds
+    std::uint64_t closed_fd_checks() const noexcept { return closed_fd_checks_; }  // fcntl passes over registered fds
     std::uint64_t rebuilds() const noexcept { return rebuilds_; }         // epoll sets recreated
     std::size_t event_capacity() const noexcept { return events_.size(); }
 
@@ -76,15 +86,20 @@ private:
         Interest in_kernel = Interest::none;  // what the epoll set has (as far as we know)
         std::uint32_t generation = 0;         // tagged into each registration's event data
         bool queued = false;                  // in changes_
+        bool renewed = false;                 // registered anew since the last wait: check with the kernel
         bool always_ready = false;            // epoll refused it (EPERM: a regular file): emulated
     };
+
+    using Clock = std::chrono::steady_clock;
 
     void apply_changes(std::vector<FdEvent>& out);
     void sync(int fd, Entry& e, std::vector<FdEvent>& out);
     int ctl(int op, int fd, Interest interest, std::uint32_t generation);
+    void poll_ready(std::vector<FdEvent>& out);
+    void wait_blocking(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out);
     int wait_once(std::chrono::nanoseconds timeout, bool precise);
     void collect(int n, std::vector<FdEvent>& out);
-    void check_for_closed_fds(std::vector<FdEvent>& out);
+    void check_for_closed_fds(Clock::time_point now, std::vector<FdEvent>& out);
     void report_always_ready(std::vector<FdEvent>& out) const;
     void rebuild(std::vector<FdEvent>& out);
     void unwatch(int fd, Entry& e, int error, std::vector<FdEvent>& out);
@@ -94,12 +109,14 @@ private:
     std::vector<int> changes_;            // fds whose wanted interest was set since the last wait
     std::vector<int> always_ready_;       // fds with always_ready set
     std::vector<epoll_event> events_;     // epoll_wait's output, reused; grows when filled
-    std::chrono::nanoseconds idle_check_interval_;
-    std::chrono::nanoseconds idle_for_{0};  // waited without any event since the last check
+    std::chrono::nanoseconds check_interval_;
+    Clock::time_point next_check_;        // when every registered fd is next checked for being closed
+    unsigned waits_since_clock_ = 0;      // non-blocking waits since the clock was last read
+    detail::OpenFdCheck open_fds_;
     bool stale_seen_ = false;             // an event from a registration we did not make
     bool use_pwait2_ = true;              // ns timeouts; off if the kernel lacks epoll_pwait2
     std::uint64_t ctl_calls_ = 0;
-    std::uint64_t idle_checks_ = 0;
+    std::uint64_t closed_fd_checks_ = 0;
     std::uint64_t rebuilds_ = 0;
 };
 

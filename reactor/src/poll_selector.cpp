@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "open_fd_check.hpp"
 #include "reactor/selector.hpp"
 #include "wait_budget.hpp"
 
@@ -40,6 +41,7 @@ public:
             if (at != kNotWatched) unwatch(fd);
             return;
         }
+        open_fds_.require_open(fd);
         if (at != kNotWatched) {
             fds_[static_cast<std::size_t>(at)].events = poll_events(interest);
             return;
@@ -110,6 +112,7 @@ private:
     std::vector<pollfd> fds_;     // what ppoll watches, dense
     std::vector<int> position_;   // fd -> index in fds_, or kNotWatched
     std::vector<int> closed_;     // scratch for collect(), reused
+    detail::OpenFdCheck open_fds_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "open_fd_check.hpp"
 #include "reactor/selector.hpp"
 
 namespace reactor {
@@ -39,6 +40,7 @@ public:
                 "(use the poll or epoll backend)",
                 fd, FD_SETSIZE));
         }
+        if (interest != Interest::none) open_fds_.require_open(fd);
         if (wants(interest, Interest::read)) FD_SET(fd, &read_set_); else FD_CLR(fd, &read_set_);
         if (wants(interest, Interest::write)) FD_SET(fd, &write_set_); else FD_CLR(fd, &write_set_);
         if (interest != Interest::none) {
@@ -97,6 +99,7 @@ private:
     fd_set read_set_;
     fd_set write_set_;
     int max_fd_ = -1;
+    detail::OpenFdCheck open_fds_;
 };
 
 }  // namespace

@@ -43,4 +43,14 @@ inline boost::unit_test::precondition skip_on(reactor::Backend backend, const ch
     });
 }
 
+// A precondition for cases about one backend's internals (epoll's batching):
+//   BOOST_AUTO_TEST_CASE(name, *reactor_test::only_on(Backend::epoll))
+inline boost::unit_test::precondition only_on(reactor::Backend backend) {
+    return boost::unit_test::precondition([backend](boost::unit_test::test_unit_id) {
+        boost::test_tools::assertion_result result(backend_under_test() == backend);
+        result.message() << "a case about the " << reactor::to_string(backend) << " backend";
+        return result;
+    });
+}
+
 }  // namespace reactor_test

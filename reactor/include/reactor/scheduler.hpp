@@ -116,14 +116,24 @@ public:
     // due in the current batch does not run.
     bool remove_reader(int fd);
     bool remove_writer(int fd);
-    // Call before closing an fd the loop has watched: removes both waiters and
-    // makes the selector drop the fd at once (epoll would otherwise keep a
-    // registration that a reused fd number silently inherits). Harmless for an
-    // fd the loop never saw.
+    // Optional: removes both waiters and tells the selector at once that `fd`
+    // is about to be closed (epoll then deletes its registration now instead
+    // of finding out later). Nothing depends on it: see "Closed fds" below.
+    // Harmless for an fd the loop never saw.
     void forget_fd(int fd) noexcept;
     // Registering again on the same fd and direction replaces the waiter.
-    // A negative fd, or one the selector cannot watch, throws std::invalid_argument
-    // and changes nothing.
+    // A negative fd, one that is not open, or one the selector cannot watch
+    // (select: fd >= FD_SETSIZE) throws std::invalid_argument and changes
+    // nothing.
+    //
+    // Closed fds, on every backend: an fd may be closed at any time, inside a
+    // callback or between runs, with or without removing its waiters first,
+    // and its number reused by a new file; waiters registered for the new
+    // file fire. A waiter left on an fd that was closed is dropped and
+    // reported through the exception handler (ErrorContext::fd, "closed while
+    // registered"): select and poll at their next wait, epoll at the fd's next
+    // registration or within about a second, busy or idle, even when a dup or
+    // a child process keeps the file open. The loop never spins on it.
 
     // ---- running ----
     // Loop thread only, and never from inside a callback (std::logic_error):
@@ -132,7 +142,10 @@ public:
     // Until stop(). Idle time is spent blocked in the selector.
     void run_forever();
     // Exactly one iteration (see the phase comment in scheduler.cpp). Blocks
-    // in the selector only if nothing is ready.
+    // in the selector only if nothing is ready: until an fd is ready, the
+    // earliest timer is due, or another thread posts. With no work at all (no
+    // waiter, no timer, nothing posted) it blocks forever, as asyncio's
+    // _run_once would: check empty() first, or keep a timer as a bound.
     void run_once();
     // Makes run()/run_forever() return after the current iteration (inside
     // run_once() it only ends that iteration, which ends anyway). Called while
@@ -154,7 +167,10 @@ public:
 
     // ---- errors ----
     // An exception escaping a callback never unwinds out of the loop: it goes
-    // here and the loop carries on. Empty restores the default.
+    // here and the loop carries on. Empty restores the default. A handler
+    // that itself throws is not retried: one line on stderr says so, the
+    // original error is printed by the default handler, and the loop carries
+    // on.
     void set_exception_handler(ExceptionHandler handler);
     // Delivers ctx to the handler (used by the loop and by layers above it).
     void call_exception_handler(const ErrorContext& ctx) noexcept;

@@ -43,8 +43,15 @@ public:
     virtual std::string_view name() const noexcept = 0;
 
     // Declares what the loop wants to hear about `fd`; Interest::none forgets it.
-    // Throws std::invalid_argument if this backend cannot watch `fd` (negative,
-    // or >= FD_SETSIZE for select); the previous interest is then unchanged.
+    // A call with any other interest names the file `fd` refers to *now*: it
+    // may have been closed and its number reused since the last call, and the
+    // backend must watch the new file (select and poll are stateless; epoll
+    // re-checks such an fd with the kernel at its next wait). Throws
+    // std::invalid_argument if this backend cannot watch `fd` (negative, not
+    // open, or >= FD_SETSIZE for select); the previous interest is then
+    // unchanged. "Not open" is checked the first time a number is registered:
+    // a number that was open once and is closed later is reported by the next
+    // wait instead (FdEvent::error = EBADF).
     virtual void set_interest(int fd, Interest interest) = 0;
 
     // Blocks until at least one watched fd is ready or `timeout` elapses
@@ -59,9 +66,10 @@ public:
     // a wait must still bring the kernel up to date.
     virtual bool has_pending_changes() const noexcept { return false; }
 
-    // The owner is about to close `fd`: drop it now rather than at the next
-    // wait. Backends that keep registrations across waits (epoll) must, or a
-    // number reused by the next open()/accept() would go unwatched.
+    // An optional hint: the owner is about to close `fd`, drop it now rather
+    // than at the next wait. Nothing breaks without it (every backend copes
+    // with fds closed while registered); it only saves epoll a failed
+    // epoll_ctl later.
     virtual void forget(int fd) noexcept {
         try {
             set_interest(fd, Interest::none);
@@ -84,22 +92,19 @@ public:
 //   poll    the same stateless semantics without the FD_SETSIZE ceiling: a
 //           program that may hold more than 1024 fds (or inherits high fd
 //           numbers) but watches only a few dozen at a time. Cost per wait
-//           grows with the number of watched fds: on a 2-core VM a socketpair
-//           round trip through the loop took ~7 us with any backend alone,
-//           ~40 us with select or poll beside 100 idle sockets (epoll ~7 us),
-//           and a loop iteration beside 10,000 idle TCP sockets ~4 ms with
-//           poll against ~1.3 us with epoll.
+//           grows with the number of watched fds (bench/results/ has the
+//           figures beside idle connections).
 //   epoll   servers with many connections, most of them idle: a wait costs
-//           what the ready fds cost, and registrations persist in the kernel,
-//           so re-arming the same interest costs no system call. The price is
-//           kernel state that can go stale: an fd closed while registered is
-//           only noticed when its registration changes or after an idle second
-//           (both reported as EBADF), and if an fd is closed and the same
-//           number comes back from open()/accept() within the same loop
-//           iteration, registered with the same interest, the new file is
-//           never watched (libev and libuv share this limitation). Rule that
-//           avoids it: remove an fd's waiters, then close it from a later
-//           callback (call_soon), as muduo does.
+//           what the ready fds cost, and persistent registrations
+//           (add_reader/add_writer) stay in the kernel, so serving them costs
+//           no system call beyond the wait. Every new registration (read_wait,
+//           add_reader, ... on an fd) is checked with the kernel once, at the
+//           next wait (one epoll_ctl), because the fd may be a new file behind
+//           a reused number: a one-shot waiter that re-arms itself pays that
+//           per event, a persistent one never does. An fd closed while
+//           registered is reported (EBADF) at its next registration change or
+//           by a check of every registered fd about once a second, busy or
+//           idle. Closing and reusing fds needs no care from the owner.
 // All three are level-triggered, retry EINTR with the remaining time and round
 // timeouts up (never wake early). poll and epoll report an error or hang-up as
 // both readable and writable (the owner's read or write then finds it).
@@ -117,7 +122,8 @@ std::unique_ptr<Selector> make_select_selector();
 // An fd reported closed (error = EBADF) is also forgotten by the selector.
 std::unique_ptr<Selector> make_poll_selector();
 // epoll(7), level-triggered, registrations batched into epoll_ctl right before
-// each wait and only when the interest changed: any fd, O(ready fds) per wait.
+// each wait, only for fds whose interest changed or that were registered anew:
+// any fd, O(ready fds) per wait.
 // An fd reported closed (error = EBADF, or another errno if epoll cannot
 // watch it) is also forgotten by the selector. Regular files, which epoll
 // refuses, are reported always ready, as select and poll do.
