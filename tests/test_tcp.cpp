@@ -370,6 +370,138 @@ BOOST_AUTO_TEST_CASE(slow_reader_triggers_high_water_and_pause) {
     BOOST_TEST(sched.empty());
 }
 
+// Regression (issue 10): write() returned true although the high-water
+// callback it ran had aborted the connection, and the data was gone.
+BOOST_AUTO_TEST_CASE(write_returns_false_when_its_high_water_callback_aborted) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    std::vector<std::string> bag;
+    std::optional<bool> accepted;
+    TcpConnectionPtr server_conn;
+    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+        server_conn = c;
+        c->set_high_water_callback([&](TcpConnection& c) {
+            bag.push_back("high " + std::string(to_string(c.state())));
+            c.abort();
+        });
+        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { bag.push_back("close " + r.to_string()); });
+        // The peer reads nothing: far more than the kernel buffers hold stays
+        // in ours, above the high mark.
+        accepted = c->write(std::string(16 << 20, 'h'));
+        bag.push_back("write returned");
+    });
+    int fd = nettest::connect_blocking(listener->address().port());
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 3; }));
+    BOOST_REQUIRE(accepted.has_value());
+    BOOST_TEST(!*accepted, "the abort in the high-water callback discarded the data");
+    BOOST_TEST(bag == (std::vector<std::string>{"high open", "write returned", "close local"}));
+    BOOST_TEST(server_conn->buffered() == 0u);
+    BOOST_TEST(server_conn->state() == TcpConnection::State::closed);
+    ::close(fd);
+    server_conn.reset();
+    listener.reset();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+// The other half of that promise: a graceful close() from the high-water
+// callback keeps the data, so write() says true and every byte arrives.
+BOOST_AUTO_TEST_CASE(write_returns_true_when_its_high_water_callback_closed_gracefully) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    const std::string big = nettest::random_bytes(16 << 20, 5);
+    std::optional<bool> accepted;
+    std::optional<CloseReason> server_reason;
+    TcpConnectionPtr server_conn;
+    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+        server_conn = c;
+        c->set_high_water_callback([](TcpConnection& c) { c.close(); });
+        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { server_reason = r; });
+        accepted = c->write(big);
+        BOOST_TEST((c->state() == TcpConnection::State::closing));
+    });
+    int fd = nettest::connect_blocking(listener->address().port());
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return accepted.has_value(); }));
+    BOOST_TEST(*accepted);
+    // Read everything to EOF on the loop: a blocking reader would stall the flush.
+    std::string got;
+    bool eof = false;
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    sched.add_reader(fd, [&] {
+        char buf[65536];
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n > 0) got.append(buf, static_cast<std::size_t>(n));
+        if (n == 0) {
+            eof = true;
+            sched.remove_reader(fd);
+        }
+    });
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return eof && server_reason.has_value(); }));
+    BOOST_TEST(got.size() == big.size());
+    BOOST_TEST((got == big));
+    BOOST_TEST(server_reason->to_string() == "local");
+    ::close(fd);
+    server_conn.reset();
+    listener.reset();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+// Regression (issue 10): inside the close callback peer_address() said
+// "unspecified", because it asked the already closed fd. Both sides, after
+// a reset, when the address matters most for a log line.
+BOOST_AUTO_TEST_CASE(addresses_outlive_the_socket_into_the_close_callback) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    struct Seen {
+        reactor::Address local_open, peer_open, local_closed, peer_closed;
+        std::optional<CloseReason> reason;
+    } server, client;
+    auto watch = [](const TcpConnectionPtr& c, Seen& seen) {
+        seen.local_open = c->local_address();
+        seen.peer_open = c->peer_address();
+        c->set_close_callback([&seen](TcpConnection& c, const CloseReason& r) {
+            BOOST_TEST(c.fd() == -1);
+            seen.local_closed = c.local_address();
+            seen.peer_closed = c.peer_address();
+            seen.reason = r;
+        });
+    };
+    TcpConnectionPtr server_conn, client_conn;
+    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+        server_conn = c;
+        watch(c, server);
+    });
+    reactor::connect(sched, listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
+        BOOST_REQUIRE(!ec);
+        client_conn = c;
+        watch(c, client);
+    });
+    // Both ends adopted (the server's accept and the client's connect
+    // callback come in either order); only then does the client reset.
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn && client_conn; }));
+    client_conn->abort();
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.reason && client.reason; }));
+    BOOST_TEST(client.reason->to_string() == "local");
+    BOOST_TEST(server.reason->kind == CloseKind::reset, server.reason->to_string());
+    BOOST_TEST(client.peer_open == listener->address());
+    BOOST_TEST(client.local_open.is_ip());
+    BOOST_TEST(server.local_open == listener->address());
+    BOOST_TEST(server.peer_open == client.local_open);
+    BOOST_TEST(client.local_closed == client.local_open);
+    BOOST_TEST(client.peer_closed == client.peer_open);
+    BOOST_TEST(server.local_closed == server.local_open);
+    BOOST_TEST(server.peer_closed == server.peer_open);
+    BOOST_TEST(server_conn->peer_address() == server.peer_open);  // and after the close callback
+    server_conn.reset();
+    client_conn.reset();
+    listener.reset();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
 BOOST_AUTO_TEST_CASE(connect_refused_reaches_the_callback) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     // A port that is bound but not listening refuses, and nobody else can take it meanwhile.

@@ -57,6 +57,8 @@ std::shared_ptr<TcpConnection> TcpConnection::adopt(Scheduler& sched, int fd, Co
 TcpConnection::TcpConnection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options)
     : sched_(sched),
       fd_(fd),
+      local_(Address::local_of(fd)),
+      peer_(Address::peer_of(fd)),
       high_water_(options.high_water),
       low_water_(options.low_water),
       read_size_(options.read_size) {}
@@ -170,6 +172,10 @@ bool TcpConnection::write(std::string_view data) {
     if (!above_high_ && out_.size() > high_water_) {
         above_high_ = true;
         fire(on_high_water_);
+        // An abort() in the callback (or a failed write from it) discarded the
+        // buffer, `data` included: say so. close() or shutdown_write() there
+        // still flush it, so that data counts as accepted.
+        return state_ != State::closed;
     }
     return true;
 }

@@ -100,6 +100,8 @@ public:
     // Done once the connection is closed (never fails).
     [[nodiscard]] Future<void> wait_closed();
 
+    // As of the connection's start, kept for its whole life: still valid
+    // once the stream is closed or reset (see reactor::TcpConnection).
     reactor::Address local_address() const;
     reactor::Address peer_address() const;
     reactor::Scheduler& scheduler() const;
@@ -111,7 +113,9 @@ private:
     std::shared_ptr<detail::StreamCore> core_;
 };
 
-// Connects; the future fails with std::system_error (ECONNREFUSED, ...).
+// Connects; the future fails with std::system_error carrying the errno
+// reactor::Connector reports (ECONNREFUSED, ECONNRESET, ETIMEDOUT, ...: the
+// full list is in reactor/connector.hpp).
 // Cancelling it (e.g. with_timeout) abandons the attempt.
 [[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address& address,
                                              StreamOptions options = {});

@@ -116,7 +116,11 @@ public:
     // callback. Returns false, dropping `data`, once the connection is closing
     // or closed or after shutdown_write(); a send error (e.g. peer reset) also
     // returns false and closes the connection (close callback on a later
-    // iteration). Never raises SIGPIPE.
+    // iteration); so does a high-water callback, run from this call, that
+    // aborted the connection (its abort() discarded `data` with the rest of
+    // the buffer). True means `data` is sent or buffered to be sent, in order
+    // (a close() or shutdown_write() in that callback still flushes it).
+    // Never raises SIGPIPE.
     bool write(std::string_view data);
     std::size_t buffered() const noexcept { return out_.size(); }
     // Requires low <= high (std::invalid_argument). Takes effect at the next write or flush.
@@ -147,8 +151,12 @@ public:
     State state() const noexcept { return state_; }
     bool is_open() const noexcept { return state_ == State::open; }
     int fd() const noexcept { return fd_; }  // -1 once closed
-    Address local_address() const { return Address::local_of(fd_); }
-    Address peer_address() const { return Address::peer_of(fd_); }
+    // Both addresses are read once, when the connection is adopted, and kept
+    // for its whole life: the close callback can still log who the peer was,
+    // even after a reset (the closed fd, or a reset socket, no longer knows).
+    // Unspecified only if the peer was already gone before adoption.
+    const Address& local_address() const noexcept { return local_; }
+    const Address& peer_address() const noexcept { return peer_; }
     Scheduler& scheduler() const noexcept { return sched_; }
     // TCP_NODELAY (TcpListener and connect() turn it on for TCP). No-op on Unix sockets.
     void set_no_delay(bool on) noexcept;
@@ -168,6 +176,8 @@ private:
 
     Scheduler& sched_;
     int fd_;
+    Address local_;  // as of adoption: see local_address()
+    Address peer_;
     State state_ = State::open;
     CloseKind closing_kind_ = CloseKind::local;  // what `closing` reports once flushed
     std::shared_ptr<TcpConnection> self_;       // set while open or closing: see the header comment
