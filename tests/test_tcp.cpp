@@ -572,6 +572,57 @@ BOOST_AUTO_TEST_CASE(connect_timeout_reaches_the_callback) {
     ::close(lfd);
 }
 
+// A server that accepts and at once aborts (SO_LINGER {1, 0}, then close)
+// resets a connection the client has not yet seen complete: connect reports
+// ECONNRESET, not a connection. Deterministic on loopback: the kernel does
+// the whole handshake while our loop is not running, and the test waits for
+// the reset to land on the client socket before the loop first polls it.
+BOOST_AUTO_TEST_CASE(connect_reset_by_the_server_at_once_reaches_the_callback) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto any = reactor::Address::loopback_v4(0);
+    BOOST_REQUIRE(::bind(lfd, any.data(), any.size()) == 0);
+    BOOST_REQUIRE(::listen(lfd, 1) == 0);
+    const auto server_address = reactor::Address::local_of(lfd);
+
+    // The connector's socket is the lowest free fd (POSIX allocates the
+    // lowest), so the test can watch it without reaching into the Connector.
+    const int client_fd = ::dup(0);
+    BOOST_REQUIRE(client_fd >= 0);
+    ::close(client_fd);
+    std::optional<std::error_code> result;
+    TcpConnectionPtr unexpected;
+    auto connector = reactor::connect(sched, server_address, [&](TcpConnectionPtr c, std::error_code ec) {
+        result = ec;
+        unexpected = c;
+    });
+    BOOST_REQUIRE(connector->pending());
+
+    pollfd listening{lfd, POLLIN, 0};
+    BOOST_REQUIRE(::poll(&listening, 1, 5000) == 1);  // handshake done in the kernel
+    int accepted = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    BOOST_REQUIRE(accepted >= 0);
+    BOOST_REQUIRE((reactor::Address::peer_of(accepted) == reactor::Address::local_of(client_fd)));
+    linger lg{1, 0};
+    ::setsockopt(accepted, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    ::close(accepted);  // sends RST
+    // poll() always reports POLLERR and POLLHUP, asked for or not: waiting
+    // with no events asked returns once the reset has reached the client
+    // socket (it does not consume the pending error, SO_ERROR does).
+    pollfd client{client_fd, 0, 0};
+    BOOST_REQUIRE(::poll(&client, 1, 5000) == 1);
+    BOOST_TEST((client.revents & (POLLERR | POLLHUP)) != 0);
+
+    sched.run();
+    BOOST_REQUIRE(result.has_value());
+    BOOST_TEST(result->value() == ECONNRESET, result->message());
+    BOOST_TEST(!unexpected);
+    BOOST_TEST(!connector->pending());
+    BOOST_TEST(sched.empty());
+    ::close(lfd);
+}
+
 BOOST_AUTO_TEST_CASE(cancelled_connect_never_calls_back) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));

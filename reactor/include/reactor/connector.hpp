@@ -23,10 +23,12 @@ class Connector : public std::enable_shared_from_this<Connector> {
 
 public:
     // Exactly one of the two is set. Errors are errno values in
-    // std::generic_category(): ECONNREFUSED, ENETUNREACH, EHOSTUNREACH,
-    // ETIMEDOUT (also our own timeout), ENOENT (no such Unix socket file),
-    // EAGAIN (a Unix listener's backlog is full), EMFILE (out of fds, or the
-    // select backend cannot watch the socket: fd >= FD_SETSIZE).
+    // std::generic_category(): ECONNREFUSED, ECONNRESET (the server accepted
+    // and reset the connection before this side saw it complete, e.g. an
+    // accept-and-abort overload guard), ENETUNREACH, EHOSTUNREACH, ETIMEDOUT
+    // (also our own timeout), ENOENT (no such Unix socket file), EAGAIN (a
+    // Unix listener's backlog is full), EMFILE (out of fds, or the select
+    // backend cannot watch the socket: fd >= FD_SETSIZE).
     using Callback = std::function<void(TcpConnectionPtr, std::error_code)>;
 
     struct Options {
