@@ -71,15 +71,27 @@ int unopened_number() {
     return -1;
 }
 
+// A loop on the backend under test, recording every report.
+struct Loop {
+    Scheduler s{reactor_test::on(reactor_test::backend_under_test())};
+    Reports reports{s};
+
+    // The new file behind a reused number is watched: `fired` comes true,
+    // nothing was reported, and nothing is left registered.
+    void expect_new_file_fires(const bool& fired) {
+        BOOST_TEST(run_until(s, [&] { return fired; }));
+        BOOST_TEST(reports.fds.empty());
+        CHECK_EMPTY(s);
+    }
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------- reused numbers
 
 // The first report: a one-shot waiter fires, run() returns, the pipe
 // is closed and a new pipe gets the same numbers.
-BOOST_AUTO_TEST_CASE(number_reused_between_runs_after_a_one_shot_fired) {
-    Scheduler s(reactor_test::on(reactor_test::backend_under_test()));
-    Reports reports(s);
+BOOST_FIXTURE_TEST_CASE(number_reused_between_runs_after_a_one_shot_fired, Loop) {
     int number = -1;
     {
         Pipe a;
@@ -95,20 +107,19 @@ BOOST_AUTO_TEST_CASE(number_reused_between_runs_after_a_one_shot_fired) {
     bool new_file_fired = false;
     s.read_wait(b.r.get(), [&] { new_file_fired = true; });
     b.put();
-    BOOST_TEST(run_until(s, [&] { return new_file_fired; }));
-    BOOST_TEST(reports.fds.empty());
-    CHECK_EMPTY(s);
+    expect_new_file_fires(new_file_fired);
 }
 
-// Persistent reader, closed from inside its own callback without being
-// removed; the number comes back at once and gets a new reader.
-BOOST_AUTO_TEST_CASE(number_closed_and_reused_inside_its_callback_without_remove) {
-    Scheduler s(reactor_test::on(reactor_test::backend_under_test()));
-    Reports reports(s);
+// A persistent reader's callback closes its fd (after remove_reader or
+// without it), the number comes back at once as another file, and the
+// callback registers a reader for that new file.
+void close_and_reuse_inside_the_callback(Loop& loop, bool remove_first) {
+    Scheduler& s = loop.s;
     Pipe a, b;
     const int number = a.r.get();
     bool new_file_fired = false;
     s.add_reader(number, [&] {
+        if (remove_first) s.remove_reader(number);
         a.r.become(b.r);  // closes a's read end; `number` is now b's
         s.add_reader(number, [&] {
             new_file_fired = true;
@@ -117,38 +128,20 @@ BOOST_AUTO_TEST_CASE(number_closed_and_reused_inside_its_callback_without_remove
         b.put();
     });
     a.put();
-    BOOST_TEST(run_until(s, [&] { return new_file_fired; }));
-    BOOST_TEST(reports.fds.empty());
-    CHECK_EMPTY(s);
+    loop.expect_new_file_fires(new_file_fired);
 }
 
-// The same after remove_reader, closed and reused within one callback.
-BOOST_AUTO_TEST_CASE(number_closed_and_reused_inside_a_callback_after_remove) {
-    Scheduler s(reactor_test::on(reactor_test::backend_under_test()));
-    Reports reports(s);
-    Pipe a, b;
-    const int number = a.r.get();
-    bool new_file_fired = false;
-    s.add_reader(number, [&] {
-        s.remove_reader(number);
-        a.r.become(b.r);
-        s.add_reader(number, [&] {
-            new_file_fired = true;
-            s.remove_reader(number);
-        });
-        b.put();
-    });
-    a.put();
-    BOOST_TEST(run_until(s, [&] { return new_file_fired; }));
-    BOOST_TEST(reports.fds.empty());
-    CHECK_EMPTY(s);
+BOOST_FIXTURE_TEST_CASE(number_closed_and_reused_inside_its_callback_without_remove, Loop) {
+    close_and_reuse_inside_the_callback(*this, false);
+}
+
+BOOST_FIXTURE_TEST_CASE(number_closed_and_reused_inside_its_callback_after_remove, Loop) {
+    close_and_reuse_inside_the_callback(*this, true);
 }
 
 // A one-shot waiter re-arms itself on the same number after the number was
 // closed and reused by its own callback.
-BOOST_AUTO_TEST_CASE(one_shot_rearmed_on_a_number_its_callback_reused) {
-    Scheduler s(reactor_test::on(reactor_test::backend_under_test()));
-    Reports reports(s);
+BOOST_FIXTURE_TEST_CASE(one_shot_rearmed_on_a_number_its_callback_reused, Loop) {
     Pipe a, b;
     const int number = a.r.get();
     bool new_file_fired = false;
@@ -158,16 +151,12 @@ BOOST_AUTO_TEST_CASE(one_shot_rearmed_on_a_number_its_callback_reused) {
         b.put();
     });
     a.put();
-    BOOST_TEST(run_until(s, [&] { return new_file_fired; }));
-    BOOST_TEST(reports.fds.empty());
-    CHECK_EMPTY(s);
+    expect_new_file_fires(new_file_fired);
 }
 
 // Registered and seen by the kernel, closed between runs without
 // remove_reader, reused, registered again (replacing the old reader).
-BOOST_AUTO_TEST_CASE(number_closed_between_runs_without_remove_and_reused) {
-    Scheduler s(reactor_test::on(reactor_test::backend_under_test()));
-    Reports reports(s);
+BOOST_FIXTURE_TEST_CASE(number_closed_between_runs_without_remove_and_reused, Loop) {
     Pipe a, b;
     const int number = a.r.get();
     int old_reader_calls = 0;
@@ -198,8 +187,9 @@ namespace {
 // with callbacks always ready (the selector never blocks) or with another fd
 // always readable (it blocks, but returns at once).
 void closed_duplicated_fd_is_reported_while_busy(bool busy_with_callbacks) {
-    Scheduler s(reactor_test::on(reactor_test::backend_under_test()));
-    Reports reports(s);
+    Loop loop;
+    Scheduler& s = loop.s;
+    Reports& reports = loop.reports;
     Pipe p, busy;
     Fd keep(::dup(p.r.get()));
     BOOST_TEST_REQUIRE(keep.get() >= 0);
@@ -286,9 +276,7 @@ BOOST_AUTO_TEST_CASE(number_never_open_is_refused_at_registration) {
 // Open once (the loop watched it), closed, then registered again: not refused
 // (a number seen open is not re-checked on every registration) but reported
 // at the next wait, its waiter dropped unrun.
-BOOST_AUTO_TEST_CASE(number_closed_after_use_and_registered_again_is_reported) {
-    Scheduler s(reactor_test::on(reactor_test::backend_under_test()));
-    Reports reports(s);
+BOOST_FIXTURE_TEST_CASE(number_closed_after_use_and_registered_again_is_reported, Loop) {
     int number = -1;
     {
         Pipe p;
