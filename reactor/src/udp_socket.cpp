@@ -235,13 +235,17 @@ void UdpSocket::on_readable() {
             // (and consumes) before any datagram; its details are on the error
             // queue. EAGAIN: the wake-up may have been for the error queue
             // alone, which keeps the socket readable on every backend until
-            // it is emptied, so it is emptied here on every wake-up.
+            // it is emptied. A wake-up that brought datagrams leaves the queue
+            // to the next one (which then finds no datagram), so the common
+            // case pays no extra system call and the loop still cannot spin.
+            const bool again = err == EAGAIN || err == EWOULDBLOCK;
+            if (again && i > 0) return;
             auto errors = read_error_queue(fd_);
             for (const auto& e : errors) {
                 if (fd_ < 0) return;  // an error callback closed the socket
                 report(e.error, e.destination);
             }
-            if (err == EAGAIN || err == EWOULDBLOCK) return;
+            if (again) return;
             if (errors.empty() && fd_ >= 0) report(err, peer_);  // the kernel kept no details
             continue;
         }
