@@ -39,8 +39,8 @@ public:
     }
 
 private:
-    StateBase* cancel_step(bool& accepted) override {
-        StateBase* next = State<void>::cancel_step(accepted);
+    Ref<StateBase> cancel_step(bool& accepted) override {
+        Ref<StateBase> next = State<void>::cancel_step(accepted);
         if (accepted) timer_.cancel();  // the caller holds a reference: we survive our callback's
         return next;
     }
@@ -65,8 +65,8 @@ public:
     }
 
 private:
-    StateBase* cancel_step(bool& accepted) override {
-        StateBase* next = State<void>::cancel_step(accepted);
+    Ref<StateBase> cancel_step(bool& accepted) override {
+        Ref<StateBase> next = State<void>::cancel_step(accepted);
         if (accepted) {
             if (read_) {
                 scheduler().remove_reader(fd_);
@@ -82,28 +82,21 @@ private:
 };
 
 Future<void> make_fd_wait(reactor::Scheduler& sched, int fd, bool read, std::source_location where) {
-    auto* s = new FdState(sched, where, fd, read);
-    Future<void> f = Access::adopt<void>(s);
-    s->start();  // throws std::invalid_argument for a bad fd; f then frees the state
-    return f;
+    return launch<FdState>(sched, where, fd, read).start();  // a bad fd throws std::invalid_argument
 }
 
 }  // namespace
 
 Future<void> make_sleep(reactor::Scheduler& sched, reactor::Duration delay, std::source_location where) {
-    auto* s = new TimerState(sched, where);
-    Future<void> f = Access::adopt<void>(s);
-    s->start([&](reactor::Callback cb) { return sched.call_later(delay, std::move(cb), where); });
-    return f;
+    return launch<TimerState>(sched, where).start(
+        [&](reactor::Callback cb) { return sched.call_later(delay, std::move(cb), where); });
 }
 
 }  // namespace detail
 
 Future<void> sleep_until(reactor::Scheduler& sched, reactor::TimePoint deadline, std::source_location where) {
-    auto* s = new detail::TimerState(sched, where);
-    Future<void> f = detail::Access::adopt<void>(s);
-    s->start([&](reactor::Callback cb) { return sched.call_at(deadline, std::move(cb), where); });
-    return f;
+    return detail::launch<detail::TimerState>(sched, where).start(
+        [&](reactor::Callback cb) { return sched.call_at(deadline, std::move(cb), where); });
 }
 
 Future<void> readable(reactor::Scheduler& sched, int fd, std::source_location where) {
@@ -115,10 +108,7 @@ Future<void> writable(reactor::Scheduler& sched, int fd, std::source_location wh
 }
 
 Future<void> make_ready_future(reactor::Scheduler& sched, std::source_location where) {
-    auto* s = new detail::State<void>(sched, where, false);
-    Future<void> f = detail::Access::adopt<void>(s);
-    s->finish_value();
-    return f;
+    return detail::launch<detail::State<void>>(sched, where, false).done();
 }
 
 }  // namespace futures

@@ -1,7 +1,7 @@
-// The non-template half of a future's shared state: completion, callback
-// scheduling, cancellation, and death (with the "exception was never retrieved"
-// report). See futures/detail/state.hpp for the state diagram.
-#include "futures/detail/state.hpp"
+// The non-template half of a future's shared state: completion, waking the
+// waiters, cancellation along links, and death (with the "exception was never
+// retrieved" report). The state diagram is in futures/future.hpp.
+#include "futures/future.hpp"  // with futures/detail/state.hpp and link.hpp
 
 #include <memory>
 #include <string>
@@ -9,20 +9,6 @@
 #include <fmt/format.h>
 
 namespace futures {
-
-std::string_view to_string(Status status) noexcept {
-    switch (status) {
-    case Status::pending:
-        return "pending";
-    case Status::done:
-        return "done";
-    case Status::failed:
-        return "failed";
-    case Status::cancelled:
-        return "cancelled";
-    }
-    return "?";
-}
 
 namespace detail {
 namespace {
@@ -50,51 +36,14 @@ thread_local DisposeQueue dispose_queue;
 
 }  // namespace
 
-// ---------------------------------------------------------------- callbacks
-
-std::uint32_t WaiterList::push(Waiter w) {
-    if (size_ == UINT32_MAX - 1) throw std::length_error("futures: too many done-callbacks on one future");
-    if (size_ == 0) {
-        first_ = w;
-    } else {
-        if (!rest_) rest_ = take_waiter_vector();
-        rest_->push_back(w);
-    }
-    return size_++;
-}
-
-void WaiterList::drop(Waiter w) noexcept {
-    switch (w.kind) {
-    case Waiter::Kind::state:
-        static_cast<StateBase*>(w.target)->release();
-        break;
-    case Waiter::Kind::user:
-        delete static_cast<UserCallback*>(w.target);
-        break;
-    case Waiter::Kind::empty:
-        break;
-    }
-}
-
-void WaiterList::clear() noexcept {
-    // Emptied before anything is released: releasing may run destructors that
-    // reach other states, never this list, but keep it consistent anyway.
-    Waiter first = std::exchange(first_, Waiter{});
-    std::unique_ptr<WaiterVector> rest = std::move(rest_);
-    size_ = 0;
-    drop(first);
-    if (rest) {
-        for (Waiter w : *rest) drop(w);
-        recycle_waiter_vector(std::move(rest));
-    }
-}
+// ---------------------------------------------------------------- waiters
 
 CallbackId StateBase::add_callback(reactor::Callback cb, std::source_location where) {
     if (!cb) throw std::invalid_argument("futures: empty done-callback");
     auto* box = new UserCallback{std::move(cb), where};
     std::uint32_t index;
     try {
-        index = callbacks_.push(Waiter{box, 0, Waiter::Kind::user});
+        index = waiters_.push(Waiter::user(box));
     } catch (...) {
         delete box;
         throw;
@@ -103,22 +52,22 @@ CallbackId StateBase::add_callback(reactor::Callback cb, std::source_location wh
     return CallbackId{index};
 }
 
-CallbackId StateBase::add_waiter(StateBase* waiter, std::uint32_t tag) {
-    std::uint32_t index = callbacks_.push(Waiter{waiter, tag, Waiter::Kind::state});
-    waiter->add_ref();
+void StateBase::add_waiter(Link& link) {
+    std::uint32_t index = waiters_.push(Waiter::link(&link));
+    link.owner().add_ref();
     if (!pending()) schedule(index, index + 1);
-    return CallbackId{index};
 }
 
 bool StateBase::remove_callback(CallbackId id) noexcept {
-    if (id.index >= callbacks_.size()) return false;
-    Waiter w = callbacks_.take(id.index);
-    if (w.kind == Waiter::Kind::empty) return false;  // already started, or removed
+    if (id.index >= waiters_.size()) return false;
+    Waiter w = waiters_[id.index];
+    if (!w.as_user()) return false;  // already started, or removed (ids name user callbacks only)
+    waiters_.take(id.index);
     WaiterList::drop(w);  // a trampoline already scheduled finds the entry empty
     return true;
 }
 
-void StateBase::on_ready(StateBase&, std::uint32_t) {}
+std::span<Link> StateBase::links() noexcept { return {}; }
 
 // What a completed state puts on the ready queue: it runs the waiters
 // [next, end) in order. One for all the waiters registered before the state
@@ -144,7 +93,7 @@ struct StateBase::Trampoline {
     Trampoline& operator=(Trampoline&&) = delete;
     ~Trampoline() {
         if (!self) return;  // moved from
-        for (; next < end; ++next) WaiterList::drop(self->callbacks_.take(next));
+        for (; next < end; ++next) WaiterList::drop(self->waiters_.take(next));
     }
     void operator()() {
         while (next < end) self->run_waiter(next++);
@@ -157,9 +106,9 @@ void StateBase::schedule(std::uint32_t first, std::uint32_t end) {
 
 void StateBase::schedule_all() {
     // Entries removed before completion are skipped; none left: nothing to schedule.
-    std::uint32_t first = 0, end = callbacks_.size();
-    while (first < end && callbacks_[first].kind == Waiter::Kind::empty) ++first;
-    while (end > first && callbacks_[end - 1].kind == Waiter::Kind::empty) --end;
+    std::uint32_t first = 0, end = waiters_.size();
+    while (first < end && waiters_[first].empty()) ++first;
+    while (end > first && waiters_[end - 1].empty()) --end;
     if (first < end) schedule(first, end);
 }
 
@@ -167,29 +116,22 @@ void StateBase::run_waiter(std::uint32_t index) noexcept {
     // Taken out before it runs: it runs once, and remove_callback now says false.
     // What it throws goes to the exception handler, naming where it was
     // registered, as the Scheduler does for a callback of its own.
-    Waiter w = callbacks_.take(index);
-    switch (w.kind) {
-    case Waiter::Kind::state: {
-        auto waiter = Ref<StateBase>::adopt(static_cast<StateBase*>(w.target));
+    Waiter w = waiters_.take(index);
+    if (Link* link = w.as_link()) {
+        auto owner = Ref<StateBase>::adopt(&link->owner());  // the entry's reference
         try {
-            waiter->on_ready(*this, w.tag);
+            link->wake(*this);
         } catch (...) {
-            report_error(*sched_, "exception in callback", std::current_exception(), waiter->origin_);
+            report_error(*sched_, "exception in callback", std::current_exception(), owner->origin_);
         }
-        break;
-    }
-    case Waiter::Kind::user: {
-        std::unique_ptr<UserCallback> box(static_cast<UserCallback*>(w.target));
+    } else if (UserCallback* user = w.as_user()) {
+        std::unique_ptr<UserCallback> box(user);
         try {
             box->cb();
         } catch (...) {
             report_error(*sched_, "exception in callback", std::current_exception(), box->where);
         }
-        break;
-    }
-    case Waiter::Kind::empty:
-        break;  // removed after it was scheduled
-    }
+    }  // else removed after it was scheduled
 }
 
 // ---------------------------------------------------------------- completion
@@ -280,21 +222,34 @@ std::exception_ptr StateBase::exception() {
 
 // ---------------------------------------------------------------- cancellation
 
-StateBase* StateBase::cancel_step(bool& accepted) {
+Ref<StateBase> StateBase::cancel_step(bool& accepted) {
     accepted = pending();
-    if (!accepted) return nullptr;
-    StateBase* upstream = waiting_on();
-    clear_wait();
+    if (!accepted) return {};
     finish_cancelled();
-    return upstream;
+    return cancel_links();
+}
+
+Ref<StateBase> StateBase::cancel_links() {
+    std::span<Link> all = links();
+    if (all.empty()) return {};
+    // The last one is held first: cancelling the others must not free it.
+    Ref<StateBase> last = all.back().cut();
+    for (Link& link : all.first(all.size() - 1)) {
+        if (Ref<StateBase> up = link.cut()) up->cancel();
+    }
+    return last;
+}
+
+void StateBase::cancel_upstream() {
+    if (Ref<StateBase> up = cancel_links()) up->cancel();
 }
 
 bool StateBase::cancel() {
     bool accepted = false;
-    Ref<StateBase> next(cancel_step(accepted));
+    Ref<StateBase> next = cancel_step(accepted);
     while (next) {
         bool ignored = false;
-        next = Ref<StateBase>(next->cancel_step(ignored));
+        next = next->cancel_step(ignored);
     }
     return accepted;
 }
@@ -326,9 +281,10 @@ void StateBase::die(StateBase* s) noexcept {
 void StateBase::dispose() noexcept {
     ++weak_;  // the memory must outlive the payload's destructors, which may drop weak refs to us
     report_unretrieved();
+    for (Link& link : links()) link.cut();
     destroy_payload();
-    callbacks_.clear();
-    link_.reset();
+    destroy_value();
+    waiters_.clear();
     error_ = nullptr;
     if (--weak_ == 0) delete this;
 }

@@ -5,7 +5,7 @@
 #include <array>
 #include <new>
 
-#include "futures/detail/state.hpp"  // Waiter
+#include "futures/detail/waiters.hpp"  // Waiter
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>

@@ -36,64 +36,41 @@ using AllValue = std::conditional_t<std::is_void_v<T>, void, std::vector<T>>;
 template <class T>
 using AnyValue = std::conditional_t<std::is_void_v<T>, std::size_t, std::pair<std::size_t, T>>;
 
-// The shared part of when_all/when_any: weak links to the inputs, a countdown,
-// and "first error wins, then cancel the rest".
+// The shared part of when_all/when_any: one link per input, a countdown, and
+// "first error wins, then cancel the rest". Cancelling it cancels every input
+// still linked (StateBase::cancel_step, along the links).
 template <class V>
 class GatherState : public State<V> {
 protected:
     GatherState(reactor::Scheduler& sched, std::source_location where, std::size_t inputs)
         : State<V>(sched, where, false), remaining_(inputs) {
-        links_.reserve(inputs);
+        links_.reserve(inputs);  // never reallocated: each input's waiter list points at its link
     }
 
-    // Registers the next input: on_ready(input, i) once it completes, i = its
-    // position (links_.size() now).
-    void watch(StateBase& input) {
-        auto i = static_cast<std::uint32_t>(links_.size());
-        links_.emplace_back(&input);
-        input.add_waiter(this, i);
+    // Links the next input: owner.*Method(input) or (link, input) once it completes.
+    template <auto Method, class S>
+    void watch(S& input) {
+        links_.emplace_back(*this).template connect<Method>(input);
     }
+    std::size_t index_of(const Link& link) const noexcept { return static_cast<std::size_t>(&link - links_.data()); }
 
-    // Bookkeeping for input i, complete: true if its value should be used. If it
+    // Bookkeeping for a complete input: true if its value should be used. If it
     // failed or was cancelled, this completes the same way and cancels the rest.
-    bool input_done(std::size_t i, StateBase& input) {
-        links_[i].reset();
+    bool input_done(StateBase& input) {
         if (!this->pending()) return false;  // decided already: leave its outcome (and error) to it
         if (input.status() != Status::done) {
             this->finish_like(input);
-            cancel_inputs();
+            this->cancel_upstream();
             return false;
         }
         return true;
     }
     bool last_input() noexcept { return --remaining_ == 0; }
 
-    void cancel_inputs() {
-        for (WeakRef& link : links_) {
-            if (StateBase* s = link.get()) {
-                Ref<StateBase> keep(s);
-                link.reset();
-                s->cancel();
-            }
-        }
-    }
-
-    StateBase* cancel_step(bool& accepted) override {
-        accepted = this->pending();
-        if (accepted) {
-            this->finish_cancelled();
-            cancel_inputs();
-        }
-        return nullptr;
-    }
-
-    void destroy_payload() noexcept override {
-        links_.clear();
-        State<V>::destroy_payload();
-    }
-
 private:
-    std::vector<WeakRef> links_;
+    std::span<Link> links() noexcept final { return links_; }
+
+    std::vector<Link> links_;
     std::size_t remaining_;
 };
 
@@ -104,13 +81,16 @@ public:
         : GatherState<AllValue<T>>(sched, where, n) {
         if constexpr (!std::is_void_v<T>) values_.resize(n);
     }
-    void watch_all(const std::vector<Future<T>>& inputs) {
-        for (const auto& f : inputs) this->watch(Access::state(f));
+
+    void start(const std::vector<Future<T>>& inputs) {
+        if (inputs.empty()) return finish_empty();
+        for (const auto& f : inputs) this->template watch<&WhenAllState::on_input>(Access::state(f));
     }
-    void on_ready(StateBase& src, std::uint32_t i) override {
-        auto& input = static_cast<State<T>&>(src);
-        if (!this->input_done(i, input)) return;
-        if constexpr (!std::is_void_v<T>) values_[i].emplace(input.take_value());
+
+private:
+    void on_input(Link& link, State<T>& input) {
+        if (!this->input_done(input)) return;
+        if constexpr (!std::is_void_v<T>) values_[this->index_of(link)].emplace(input.take_value());
         if (!this->last_input()) return;
         if constexpr (std::is_void_v<T>) {
             this->finish_value();
@@ -123,7 +103,16 @@ public:
         }
     }
 
-private:
+    void finish_empty() {
+        if constexpr (std::is_void_v<T>) {
+            this->finish_value();
+        } else {
+            this->finish_value(std::vector<T>{});
+        }
+    }
+
+    void destroy_payload() noexcept override { values_.clear(); }
+
     std::vector<std::optional<Stored<T>>> values_;
 };
 
@@ -133,24 +122,26 @@ public:
     WhenAllTupleState(reactor::Scheduler& sched, std::source_location where)
         : GatherState<std::tuple<Stored<Ts>...>>(sched, where, sizeof...(Ts)) {}
 
-    void watch_all(const Future<Ts>&... inputs) { (this->watch(Access::state(inputs)), ...); }
-
-    void on_ready(StateBase& src, std::uint32_t i) override { dispatch(src, i, std::index_sequence_for<Ts...>{}); }
+    void start(const Future<Ts>&... inputs) { start_each(std::index_sequence_for<Ts...>{}, inputs...); }
 
 private:
-    // The run-time input number -> the compile-time one, with its value type.
+    // Input I wakes on_input<I>: its position and value type are known at compile time.
     template <std::size_t... I>
-    void dispatch(StateBase& src, std::uint32_t i, std::index_sequence<I...>) {
-        ((i == I ? on_input<I>(static_cast<State<std::tuple_element_t<I, std::tuple<Ts...>>>&>(src)) : void()), ...);
+    void start_each(std::index_sequence<I...>, const Future<Ts>&... inputs) {
+        (this->template watch<&WhenAllTupleState::template on_input<I, Ts>>(Access::state(inputs)), ...);
     }
 
     template <std::size_t I, class T>
     void on_input(State<T>& input) {
-        if (!this->input_done(I, input)) return;
+        if (!this->input_done(input)) return;
         std::get<I>(values_).emplace(input.take_value());
         if (!this->last_input()) return;
         this->finish_value(std::apply(
             [](auto&... v) { return std::tuple<Stored<Ts>...>(std::move(*v)...); }, values_));
+    }
+
+    void destroy_payload() noexcept override {
+        std::apply([](auto&... v) { (v.reset(), ...); }, values_);
     }
 
     std::tuple<std::optional<Stored<Ts>>...> values_;
@@ -161,55 +152,53 @@ class WhenAnyState final : public GatherState<AnyValue<T>> {
 public:
     WhenAnyState(reactor::Scheduler& sched, std::source_location where, std::size_t n)
         : GatherState<AnyValue<T>>(sched, where, n) {}
-    void watch_all(const std::vector<Future<T>>& inputs) {
-        for (const auto& f : inputs) this->watch(Access::state(f));
+
+    void start(const std::vector<Future<T>>& inputs) {
+        for (const auto& f : inputs) this->template watch<&WhenAnyState::on_input>(Access::state(f));
     }
-    void on_ready(StateBase& src, std::uint32_t i) override {
-        auto& input = static_cast<State<T>&>(src);
-        if (!this->input_done(i, input)) return;
+
+private:
+    void on_input(Link& link, State<T>& input) {
+        if (!this->input_done(input)) return;
+        const std::size_t i = this->index_of(link);
         if constexpr (std::is_void_v<T>) {
-            this->finish_value(std::size_t{i});
+            this->finish_value(i);
         } else {
-            this->finish_value(std::size_t{i}, input.take_value());
+            this->finish_value(i, input.take_value());
         }
-        this->cancel_inputs();
+        this->cancel_upstream();
     }
 };
 
 std::exception_ptr make_timeout_error(reactor::Duration delay);
 
+// with_timeout(fut, delay): completes like fut, or fails with TimeoutError
+// when the timer fires first, and then cancels fut.
 template <class T>
-class TimeoutState final : public State<T> {
+class TimeoutState final : public WaitingState<T> {
 public:
     TimeoutState(reactor::Scheduler& sched, std::source_location where, reactor::Duration delay)
-        : State<T>(sched, where, false), delay_(delay) {}
+        : WaitingState<T>(sched, where, false), delay_(delay) {}
 
     void start(State<T>& inner) {
-        this->wait_on(&inner);
-        inner.add_waiter(this, 0);
+        this->link_.template connect<&TimeoutState::on_inner>(inner);
         timer_ = this->scheduler().call_later(
             delay_, [self = Ref<TimeoutState>(this)] { self->on_timeout(); }, this->origin());
     }
 
-    void on_ready(StateBase& src, std::uint32_t) override {
-        auto& inner = static_cast<State<T>&>(src);
-        timer_.cancel();
-        if (!this->pending()) return;
-        this->clear_wait();
-        this->finish_from(inner);
-    }
-
 private:
+    void on_inner(State<T>& inner) {
+        timer_.cancel();
+        if (this->pending()) this->finish_from(inner);
+    }
     void on_timeout() {
         if (!this->pending()) return;
-        Ref<StateBase> inner(this->waiting_on());
-        this->clear_wait();
         this->finish_failed(make_timeout_error(delay_));
-        if (inner) inner->cancel();
+        this->cancel_upstream();
     }
-    StateBase* cancel_step(bool& accepted) override {
+    Ref<StateBase> cancel_step(bool& accepted) override {
         if (this->pending()) timer_.cancel();
-        return State<T>::cancel_step(accepted);
+        return WaitingState<T>::cancel_step(accepted);
     }
 
     reactor::Handle timer_;
@@ -232,20 +221,8 @@ void require_valid(const std::vector<Future<T>>& inputs, const char* who) {
 template <class T>
 [[nodiscard]] Future<detail::AllValue<T>> when_all(reactor::Scheduler& sched, const std::vector<Future<T>>& inputs,
                                                    std::source_location where = std::source_location::current()) {
-    using V = detail::AllValue<T>;
     detail::require_valid(inputs, "when_all");
-    auto* s = new detail::WhenAllState<T>(sched, where, inputs.size());
-    Future<V> out = detail::Access::adopt<V>(s);
-    if (inputs.empty()) {
-        if constexpr (std::is_void_v<T>) {
-            s->finish_value();
-        } else {
-            s->finish_value(std::vector<T>{});
-        }
-        return out;
-    }
-    s->watch_all(inputs);
-    return out;
+    return detail::launch<detail::WhenAllState<T>>(sched, where, inputs.size()).start(inputs);
 }
 
 // The same, on the inputs' Scheduler; the vector must not be empty (std::invalid_argument).
@@ -262,12 +239,8 @@ template <class T>
 template <class T0, class... Ts>
 [[nodiscard]] Future<std::tuple<detail::Stored<T0>, detail::Stored<Ts>...>> when_all(const Future<T0>& first,
                                                                                      const Future<Ts>&... rest) {
-    using V = std::tuple<detail::Stored<T0>, detail::Stored<Ts>...>;
     if (!first.valid() || !(rest.valid() && ...)) throw InvalidStateError("when_all: an input is an empty Future");
-    auto* s = new detail::WhenAllTupleState<T0, Ts...>(first.scheduler(), first.origin());
-    Future<V> out = detail::Access::adopt<V>(s);
-    s->watch_all(first, rest...);
-    return out;
+    return detail::launch<detail::WhenAllTupleState<T0, Ts...>>(first.scheduler(), first.origin()).start(first, rest...);
 }
 
 // Done as soon as the first input completes, however it completes: with
@@ -277,13 +250,9 @@ template <class T0, class... Ts>
 template <class T>
 [[nodiscard]] Future<detail::AnyValue<T>> when_any(const std::vector<Future<T>>& inputs,
                                                    std::source_location where = std::source_location::current()) {
-    using V = detail::AnyValue<T>;
     if (inputs.empty()) throw std::invalid_argument("when_any: no inputs: it would never complete");
     detail::require_valid(inputs, "when_any");
-    auto* s = new detail::WhenAnyState<T>(inputs.front().scheduler(), where, inputs.size());
-    Future<V> out = detail::Access::adopt<V>(s);
-    s->watch_all(inputs);
-    return out;
+    return detail::launch<detail::WhenAnyState<T>>(inputs.front().scheduler(), where, inputs.size()).start(inputs);
 }
 
 // Completes like `fut` if it completes within `delay`; otherwise fails with
@@ -292,10 +261,8 @@ template <class T, class Rep, class Period>
 [[nodiscard]] Future<T> with_timeout(const Future<T>& fut, std::chrono::duration<Rep, Period> delay,
                                      std::source_location where = std::source_location::current()) {
     auto& inner = detail::Access::state(fut);
-    auto* s = new detail::TimeoutState<T>(inner.scheduler(), where, std::chrono::ceil<reactor::Duration>(delay));
-    Future<T> out = detail::Access::adopt<T>(s);
-    s->start(inner);
-    return out;
+    return detail::launch<detail::TimeoutState<T>>(inner.scheduler(), where, std::chrono::ceil<reactor::Duration>(delay))
+        .start(inner);
 }
 
 }  // namespace futures

@@ -1,29 +1,61 @@
 // futures::Future<T>: a shared handle to one result slot bound to a Scheduler.
 //
 // Copying a Future copies the handle (like shared_ptr), never the value; a const
-// handle still completes and reads the shared state. Loop thread only. The state
-// diagram (pending -> done | failed | cancelled) is in futures/detail/state.hpp.
+// handle still completes and reads the shared state. Loop thread only.
 // Guarantee: a done-callback or continuation never runs synchronously, not even
 // one added to an already-done future: it is scheduled with call_soon, in
 // registration order, so a million-long chain never grows the stack.
 // A future must not outlive its Scheduler.
 #pragma once
 
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <source_location>
 #include <stdexcept>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include <reactor/callback.hpp>
 #include <reactor/scheduler.hpp>
 
-#include "futures/detail/state.hpp"
+#include "futures/detail/ref.hpp"
 #include "futures/errors.hpp"
 
 namespace futures {
 
+// Where a future is in its life. A future leaves `pending` once and never again:
+//
+//                    set_result              +-----------+
+//              +---------------------------> |   done    |  result() returns the value
+//              |                             +-----------+
+//   +---------+      set_exception           +-----------+
+//   | pending | ---------------------------> |  failed   |  result() rethrows; if nobody ever
+//   +---------+                              +-----------+  looks, reported when the state dies
+//              |   cancel(), or completed    +-----------+
+//              +---------------------------> | cancelled |  result() throws CancelledError
+//                  with a CancelledError     +-----------+
+//
+// Every transition schedules the done-callbacks with call_soon, in registration
+// order. A second transition is a contract violation (InvalidStateError).
+enum class Status : std::uint8_t { pending, done, failed, cancelled };
+std::string_view to_string(Status status) noexcept;
+
+// Names one callback registered with add_done_callback, for remove_done_callback
+// on the same future.
+struct CallbackId {
+    std::uint32_t index = UINT32_MAX;
+};
+
+template <class T>
+class Future;
+
 namespace detail {
+class StateBase;
+template <class T>
+class State;
+
 // The library's own back door into Future: raw state access and adoption.
 struct Access {
     template <class T>
@@ -194,4 +226,10 @@ private:
 
 }  // namespace futures
 
+// The machinery behind Future, in dependency order (each needs Status and
+// Future, above): the state, the link between states, the launch helper, then().
+#define FUTURES_FUTURE_HPP_BODY_DONE
+#include "futures/detail/state.hpp"
+#include "futures/detail/link.hpp"
+#include "futures/detail/launch.hpp"
 #include "futures/then.hpp"

@@ -52,10 +52,7 @@ template <class T>
 [[nodiscard]] Future<std::decay_t<T>> make_ready_future(reactor::Scheduler& sched, T&& value,
                                                         std::source_location where = std::source_location::current()) {
     using V = std::decay_t<T>;
-    auto* s = new detail::State<V>(sched, where, false);
-    Future<V> f = detail::Access::adopt<V>(s);
-    s->finish_value(std::forward<T>(value));
-    return f;
+    return detail::launch<detail::State<V>>(sched, where, false).done(std::forward<T>(value));
 }
 [[nodiscard]] Future<void> make_ready_future(reactor::Scheduler& sched,
                                              std::source_location where = std::source_location::current());
@@ -65,10 +62,7 @@ template <class T>
 [[nodiscard]] Future<T> make_exception_future(reactor::Scheduler& sched, std::exception_ptr error,
                                               std::source_location where = std::source_location::current()) {
     if (!error) throw std::invalid_argument("make_exception_future: null exception_ptr");
-    auto* s = new detail::State<T>(sched, where, false);
-    Future<T> f = detail::Access::adopt<T>(s);
-    s->finish_exception(std::move(error));
-    return f;
+    return detail::launch<detail::State<T>>(sched, where, false).failed(std::move(error));
 }
 template <class T, class E>
     requires std::is_base_of_v<std::exception, std::remove_cvref_t<E>>

@@ -114,14 +114,15 @@ using machine_result_t = typename decltype(std::declval<M&>().resume())::value_t
 
 namespace detail {
 
-// The task: a Future<T>'s state that owns the machine and resumes it.
+// The task: a Future<T>'s state that owns the machine and resumes it. Its link
+// goes to the future the machine awaits, one after another.
 template <class M>
-class TaskState final : public State<machine_result_t<M>> {
+class TaskState final : public WaitingState<machine_result_t<M>> {
     using T = machine_result_t<M>;
 
 public:
     TaskState(reactor::Scheduler& sched, std::source_location where, M&& machine)
-        : State<T>(sched, where, false), machine_(std::in_place, std::move(machine)) {}
+        : WaitingState<T>(sched, where, false), machine_(std::in_place, std::move(machine)) {}
 
     void start() {
         this->scheduler().call_soon([self = Ref<TaskState>(this)] { self->step(); }, this->origin());
@@ -129,13 +130,12 @@ public:
 
     std::string_view kind() const noexcept override { return "Task"; }
 
-    // The awaited future completed: resume.
-    void on_ready(StateBase&, std::uint32_t) override { step(); }
-
 private:
+    // The awaited future completed: resume.
+    void on_awaited(StateBase&) { step(); }
+
     void step() {
         if (!this->pending()) return;
-        this->clear_wait();
         if (must_cancel_ && !started_) {
             machine_.reset();
             this->finish_cancelled();
@@ -176,24 +176,22 @@ private:
             this->finish_failed(std::make_exception_ptr(InvalidStateError(problem)));
             return;
         }
-        this->wait_on(f.get());
-        f->add_waiter(this, 0);
+        this->link_.template connect<&TaskState::on_awaited>(*f);
         if (must_cancel_ && f->cancel()) must_cancel_ = false;
     }
 
-    StateBase* cancel_step(bool& accepted) override {
+    // A request, not a verdict: the awaited future is cancelled (the link stays:
+    // its wake-up resumes the machine, which decides).
+    Ref<StateBase> cancel_step(bool& accepted) override {
         accepted = this->pending();
-        if (!accepted) return nullptr;
-        StateBase* awaited = this->waiting_on();
-        if (awaited && awaited->pending()) return awaited;  // it will be cancelled, and we resumed
+        if (!accepted) return {};
+        StateBase* awaited = this->link_.upstream();
+        if (awaited && awaited->pending()) return Ref<StateBase>(awaited);  // it will be cancelled, and we resumed
         must_cancel_ = true;
-        return nullptr;
+        return {};
     }
 
-    void destroy_payload() noexcept override {
-        machine_.reset();
-        State<T>::destroy_payload();
-    }
+    void destroy_payload() noexcept override { machine_.reset(); }
 
     std::optional<M> machine_;
     bool started_ = false;
@@ -213,11 +211,7 @@ template <class M>
 Future<machine_result_t<std::decay_t<M>>> spawn(reactor::Scheduler& sched, M&& machine,
                                                 std::source_location where = std::source_location::current()) {
     using D = std::decay_t<M>;
-    using T = machine_result_t<D>;
-    auto* task = new detail::TaskState<D>(sched, where, D(std::forward<M>(machine)));
-    Future<T> handle = detail::Access::adopt<T>(task);
-    task->start();
-    return handle;
+    return detail::launch<detail::TaskState<D>>(sched, where, D(std::forward<M>(machine))).start();
 }
 
 // Runs the loop until `fut` is complete, then returns its value or rethrows its

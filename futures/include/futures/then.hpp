@@ -1,9 +1,9 @@
 // futures/then.hpp: the continuation states behind then(), catch_error() and finally().
 //
 // Each continuation is exactly one allocation: the derived future's state, which
-// also holds the user's function. It is registered as a done-callback on the
-// source, so it runs from the ready queue on a fresh stack, and it points back at
-// the source only weakly (for cancellation), so a pending chain holds no cycle.
+// also holds the user's function and the Link by which it waits on its source
+// (woken from the ready queue on a fresh stack; cancellation travels up it).
+// The same link then follows the future the function returned, if any.
 // Loop thread only. Included by futures/future.hpp.
 #pragma once
 
@@ -95,9 +95,9 @@ struct CatchResult<F, false> {
 void report_orphan_exception(StateBase& out, std::exception_ptr error) noexcept;
 
 // Calls `call()` and completes `out` with what it returns: nothing, a value,
-// or a future to follow. An exception it throws fails `out`.
+// or a future to follow through `link` (out's own). An exception it throws fails `out`.
 template <class U, class Call>
-void complete_with(State<U>& out, Call&& call) {
+void complete_with(State<U>& out, Link& link, Call&& call) {
     using R = decltype(call());
     try {
         if constexpr (Unwrap<std::remove_cvref_t<R>>::is_future) {
@@ -105,7 +105,7 @@ void complete_with(State<U>& out, Call&& call) {
             if (!out.pending()) return;
             State<U>& in = Access::state(inner);  // an empty future: InvalidStateError
             if (&in == &out) throw InvalidStateError("futures: a continuation returned its own future");
-            out.follow(in);
+            link.connect<&State<U>::adopt>(in);
         } else if constexpr (std::is_void_v<R>) {
             call();
             if (out.pending()) out.finish_value();
@@ -122,36 +122,23 @@ void complete_with(State<U>& out, Call&& call) {
     }
 }
 
-// The tag with which a continuation waits on its source.
-inline constexpr std::uint32_t kSource = 0;
-
-// Registers `cont` (a ThenState, CatchState or FinallyState) on `src`.
-template <class T>
-void attach(State<T>& src, StateBase* cont) {
-    cont->wait_on(&src);
-    src.add_waiter(cont, kSource);
-}
-
+// then(f): f(value) once the source is done; an error or cancellation skips f.
 template <class T, class F>
-class ThenState final : public State<ThenValue<F, T>> {
+class ThenState final : public WaitingState<ThenValue<F, T>> {
     using U = ThenValue<F, T>;
 
 public:
     template <class G>
     ThenState(reactor::Scheduler& sched, std::source_location where, G&& f)
-        : State<U>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
+        : WaitingState<U>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
 
-    void on_ready(StateBase& src, std::uint32_t tag) override {
-        if (tag == State<U>::kFollowed) return this->adopt(static_cast<State<U>&>(src));
-        fire(static_cast<State<T>&>(src));
-    }
+    void start(State<T>& src) { this->link_.template connect<&ThenState::fire>(src); }
 
 private:
     void fire(State<T>& src) {
         if (this->pending()) {  // else cancelled before src completed: f never runs
-            this->clear_wait();
             if (src.status() == Status::done) {
-                complete_with(*this, [&]() -> decltype(auto) { return call_with_value(*f_, src); });
+                complete_with(*this, this->link_, [&]() -> decltype(auto) { return call_with_value(*f_, src); });
             } else {
                 this->finish_like(src);  // skip f: the error or cancellation flows on
             }
@@ -159,32 +146,26 @@ private:
         f_.reset();  // its captures go now, not when the last handle does
     }
 
-    void destroy_payload() noexcept override {
-        f_.reset();
-        State<U>::destroy_payload();
-    }
+    void destroy_payload() noexcept override { f_.reset(); }
 
     std::optional<F> f_;
 };
 
+// catch_error(f): f(error) if the source failed with an error f takes; the rest passes through.
 template <class T, class F>
-class CatchState final : public State<T> {
+class CatchState final : public WaitingState<T> {
     static constexpr bool kCatchAll = std::is_invocable_v<F&, std::exception_ptr>;
 
 public:
     template <class G>
     CatchState(reactor::Scheduler& sched, std::source_location where, G&& f)
-        : State<T>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
+        : WaitingState<T>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
 
-    void on_ready(StateBase& src, std::uint32_t tag) override {
-        if (tag == State<T>::kFollowed) return this->adopt(static_cast<State<T>&>(src));
-        fire(static_cast<State<T>&>(src));
-    }
+    void start(State<T>& src) { this->link_.template connect<&CatchState::fire>(src); }
 
 private:
     void fire(State<T>& src) {
         if (this->pending()) {
-            this->clear_wait();
             if (src.status() == Status::failed) {
                 handle(src);
             } else {
@@ -194,15 +175,10 @@ private:
         f_.reset();
     }
 
-    void destroy_payload() noexcept override {
-        f_.reset();
-        State<T>::destroy_payload();
-    }
-
     void handle(State<T>& src) {
         if constexpr (kCatchAll) {
             src.mark_retrieved();
-            complete_with(*this, [&]() -> decltype(auto) { return std::invoke(*f_, src.error()); });
+            complete_with(*this, this->link_, [&]() -> decltype(auto) { return std::invoke(*f_, src.error()); });
         } else {
             using E = std::remove_cvref_t<typename HandlerArg<F>::type>;
             bool matched = false;
@@ -211,44 +187,41 @@ private:
             } catch (E& e) {
                 matched = true;
                 src.mark_retrieved();
-                complete_with(*this, [&]() -> decltype(auto) { return std::invoke(*f_, e); });
+                complete_with(*this, this->link_, [&]() -> decltype(auto) { return std::invoke(*f_, e); });
             } catch (...) {
             }
             if (!matched) this->finish_like(src);
         }
     }
 
+    void destroy_payload() noexcept override { f_.reset(); }
+
     std::optional<F> f_;
 };
 
+// finally(f): f() however the source ends; then, if f returned a future, that
+// future (through the same link) before completing like the source.
 template <class T, class F>
-class FinallyState final : public State<T> {
+class FinallyState final : public WaitingState<T> {
     using R = std::remove_cvref_t<std::invoke_result_t<F&>>;
 
 public:
     template <class G>
     FinallyState(reactor::Scheduler& sched, std::source_location where, G&& f)
-        : State<T>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
+        : WaitingState<T>(sched, where, false), f_(std::in_place, std::forward<G>(f)) {}
 
-    static constexpr std::uint32_t kCleanup = 1;
-
-    void on_ready(StateBase& src, std::uint32_t tag) override {
-        if (tag == kCleanup) return after_cleanup(src);
-        fire(static_cast<State<T>&>(src));
-    }
+    void start(State<T>& src) { this->link_.template connect<&FinallyState::fire>(src); }
 
 private:
     // Runs f however src ended, even if this future was cancelled meanwhile.
     void fire(State<T>& src) {
-        this->clear_wait();
         try {
             if constexpr (is_future_v<R>) {
                 R cleanup = std::invoke(*f_);
                 f_.reset();
                 auto& c = Access::state(cleanup);
                 source_ = Ref<State<T>>(&src);  // src is complete: no cycle
-                this->wait_on(&c);
-                c.add_waiter(this, kCleanup);
+                this->link_.template connect<&FinallyState::after_cleanup>(c);
                 return;
             } else {
                 std::invoke(*f_);
@@ -266,21 +239,19 @@ private:
         if (this->pending()) this->finish_from(src);
     }
 
-    void destroy_payload() noexcept override {
-        f_.reset();
-        source_ = {};
-        State<T>::destroy_payload();
-    }
-
     void after_cleanup(StateBase& cleanup) {
         Ref<State<T>> src = std::move(source_);
-        this->clear_wait();
         if (!this->pending()) return;
         if (cleanup.status() != Status::done) {
             this->finish_like(cleanup);  // the cleanup's own failure wins
         } else {
             this->finish_from(*src);
         }
+    }
+
+    void destroy_payload() noexcept override {
+        f_.reset();
+        source_ = {};
     }
 
     std::optional<F> f_;
@@ -297,12 +268,8 @@ auto Future<T>::then(F&& f, std::source_location where) const {
     using Fn = std::decay_t<F>;
     static_assert(detail::then_invocable<Fn, T>(),
                   "then(f): f must be callable with the value (as T&&, T or T&), or with nothing for Future<void>");
-    using U = detail::ThenValue<Fn, T>;
     detail::State<T>& src = state();
-    auto* cont = new detail::ThenState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
-    Future<U> out = detail::Access::adopt<U>(cont);
-    detail::attach(src, cont);
-    return out;
+    return detail::launch<detail::ThenState<T, Fn>>(src.scheduler(), where, std::forward<F>(f)).start(src);
 }
 
 template <class T>
@@ -315,10 +282,7 @@ Future<T> Future<T>::catch_error(F&& f, std::source_location where) const {
                       (!std::is_void_v<T> && std::is_convertible_v<R, T>),
                   "catch_error(f): f must return T (something convertible to it) or Future<T>");
     detail::State<T>& src = state();
-    auto* cont = new detail::CatchState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
-    Future<T> out = detail::Access::adopt<T>(cont);
-    detail::attach(src, cont);
-    return out;
+    return detail::launch<detail::CatchState<T, Fn>>(src.scheduler(), where, std::forward<F>(f)).start(src);
 }
 
 template <class T>
@@ -329,10 +293,7 @@ Future<T> Future<T>::finally(F&& f, std::source_location where) const {
     using R = std::remove_cvref_t<std::invoke_result_t<Fn&>>;
     static_assert(std::is_void_v<R> || is_future_v<R>, "finally(f): f must return void or a Future");
     detail::State<T>& src = state();
-    auto* cont = new detail::FinallyState<T, Fn>(src.scheduler(), where, std::forward<F>(f));
-    Future<T> out = detail::Access::adopt<T>(cont);
-    detail::attach(src, cont);
-    return out;
+    return detail::launch<detail::FinallyState<T, Fn>>(src.scheduler(), where, std::forward<F>(f)).start(src);
 }
 
 }  // namespace futures

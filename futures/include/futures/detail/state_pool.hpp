@@ -12,15 +12,14 @@
 // so far, as the Scheduler keeps its largest ready queue, up to a bound that a
 // library may pin per thread without surprising anyone (64 MiB: half a million
 // 128-byte states). A burst beyond it works as before the pool, through
-// operator new and delete, and pays what glibc pays: a fan-out of a million
-// continuations measured ~2x slower than within the pool on the bench VM,
-// where glibc hands the overflow back to the kernel and faults it in again. The
+// operator new and delete, and pays what the allocator pays (glibc may hand
+// the overflow back to the kernel and fault it in again next time). The
 // pool is emptied when its thread exits. Under AddressSanitizer a cached block
 // is poisoned, so touching a state after it was freed is still reported, as
 // with plain malloc/free.
 //
 // It also keeps one spare waiter vector (the storage of a state's second and
-// later waiters, see WaiterList), the largest one freed: a fan-out (one future,
+// later waiters, see futures/detail/waiters.hpp), the largest one freed: a fan-out (one future,
 // many waiters) then regrows no vector in the steady state, and the memory
 // malloc would have handed back to the kernel (to fault it in again next time)
 // stays mapped.
@@ -32,7 +31,7 @@
 
 namespace futures::detail {
 
-struct Waiter;
+class Waiter;
 using WaiterVector = std::vector<Waiter>;
 
 inline constexpr std::size_t kMaxPooledSize = 256;
