@@ -1,5 +1,5 @@
-// The non-template part of the combinators: the TimeoutError message.
-#include "futures/combinators.hpp"
+// The non-template part of with_timeout: the TimeoutError message.
+#include "futures/with_timeout.hpp"
 
 #include <fmt/format.h>
 

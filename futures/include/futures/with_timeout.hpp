@@ -1,0 +1,67 @@
+// futures::with_timeout: a future bounded by a delay on the loop's clock.
+//
+// Completes like its input if that completes in time; else fails with
+// TimeoutError and cancels the input. Holds one reference to itself in the
+// Scheduler's timer until it fires or is cancelled. Loop thread only.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <source_location>
+
+#include <reactor/scheduler.hpp>
+
+#include "futures/future.hpp"
+
+namespace futures {
+
+namespace detail {
+
+std::exception_ptr make_timeout_error(reactor::Duration delay);
+
+// with_timeout(fut, delay): completes like fut, or fails with TimeoutError
+// when the timer fires first, and then cancels fut.
+template <class T>
+class TimeoutState final : public WaitingState<T> {
+public:
+    TimeoutState(reactor::Scheduler& sched, std::source_location where, reactor::Duration delay)
+        : WaitingState<T>(sched, where, false), delay_(delay) {}
+
+    void start(State<T>& inner) {
+        this->link_.template connect<&TimeoutState::on_inner>(inner);
+        timer_ = this->scheduler().call_later(
+            delay_, [self = Ref<TimeoutState>(this)] { self->on_timeout(); }, this->origin());
+    }
+
+private:
+    void on_inner(State<T>& inner) {
+        timer_.cancel();
+        if (this->pending()) this->finish_from(inner);
+    }
+    void on_timeout() {
+        if (!this->pending()) return;
+        this->finish_failed(make_timeout_error(delay_));
+        this->cancel_upstream();
+    }
+    Ref<StateBase> cancel_step(bool& accepted) override {
+        if (this->pending()) timer_.cancel();
+        return WaitingState<T>::cancel_step(accepted);
+    }
+
+    reactor::Handle timer_;
+    reactor::Duration delay_;
+};
+
+}  // namespace detail
+
+// Completes like `fut` if it completes within `delay`; otherwise fails with
+// TimeoutError and cancels `fut`. Cancelling the result cancels `fut` and the timer.
+template <class T, class Rep, class Period>
+[[nodiscard]] Future<T> with_timeout(const Future<T>& fut, std::chrono::duration<Rep, Period> delay,
+                                     std::source_location where = std::source_location::current()) {
+    auto& inner = detail::Access::state(fut);
+    auto bound = std::chrono::ceil<reactor::Duration>(delay);
+    return detail::launch<detail::TimeoutState<T>>(inner.scheduler(), where, bound).start(inner);
+}
+
+}  // namespace futures
