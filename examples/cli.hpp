@@ -1,96 +1,89 @@
-// A tiny command-line parser shared by the examples: declare options with
-// defaults and help text, then parse. `--help` prints usage and exits 0; an
-// unknown option or a malformed value prints an error and exits 2.
-// Accepts `--name value` and `--name=value`.
+// The examples' command lines: CLI11 (header-only, Debian libcli11-dev) with
+// the conventions every example shares. Only examples/ includes this; the
+// libraries never depend on CLI11.
+//
+//   examples::Cli cli("tasks", "what the program does");
+//   double speed = 1;
+//   cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
+//   cli.parse_or_exit(argc, argv);
+//
+// --help prints the usage (with every default) on stdout and exits 0. An
+// unknown option or argument, a missing value, or a value that is malformed
+// or out of range prints one line naming the option on stderr and exits 2.
 #pragma once
 
+#include <cmath>
 #include <cstdlib>
-#include <map>
-#include <stdexcept>
 #include <string>
-#include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <reactor/scheduler.hpp>
+#include <reactor/selector.hpp>
 
 namespace examples {
 
-class Cli {
+class Cli : public CLI::App {
 public:
-    Cli(std::string program, std::string description)
-        : program_(std::move(program)), description_(std::move(description)) {}
-
-    // Declares --name with a default value (as text) and a help line.
-    Cli& option(const std::string& name, const std::string& default_value, const std::string& help) {
-        options_.push_back({name, default_value, help});
-        values_[name] = default_value;
-        return *this;
+    Cli(std::string program, std::string description) : CLI::App(std::move(description), std::move(program)) {
+        option_defaults()->always_capture_default();
+        allow_extras();  // reported by parse_or_exit, in our words
     }
 
-    void parse(int argc, char** argv) {
-        for (int i = 1; i < argc; ++i) {
-            std::string arg = argv[i];
-            if (arg == "--help" || arg == "-h") {
-                fmt::print("{}", usage());
-                std::exit(0);
-            }
-            if (arg.rfind("--", 0) != 0) fail(fmt::format("unexpected argument '{}'", arg));
-            std::string name = arg.substr(2), value;
-            if (auto eq = name.find('='); eq != std::string::npos) {
-                value = name.substr(eq + 1);
-                name.resize(eq);
-            } else if (i + 1 < argc) {
-                value = argv[++i];
-            } else {
-                fail(fmt::format("option --{} needs a value", name));
-            }
-            if (!values_.count(name)) fail(fmt::format("unknown option --{}", name));
-            values_[name] = value;
-        }
-    }
-
-    std::string text(const std::string& name) const { return values_.at(name); }
-
-    long integer(const std::string& name) const {
-        const std::string& v = values_.at(name);
+    void parse_or_exit(int argc, char** argv) {
         try {
-            std::size_t used = 0;
-            long n = std::stol(v, &used);
-            if (used == v.size()) return n;
-        } catch (const std::exception&) {
+            parse(argc, argv);
+        } catch (const CLI::CallForHelp& e) {
+            std::exit(exit(e));  // the usage, on stdout; 0
+        } catch (const CLI::ParseError& e) {
+            fail(e.what());
         }
-        fail(fmt::format("--{} expects an integer, got '{}'", name, v));
-    }
-
-    double number(const std::string& name) const {
-        const std::string& v = values_.at(name);
-        try {
-            std::size_t used = 0;
-            double x = std::stod(v, &used);
-            if (used == v.size()) return x;
-        } catch (const std::exception&) {
+        if (const auto& extra = remaining(); !extra.empty()) {
+            const std::string& first = extra.front();
+            fail(first.starts_with("-") ? fmt::format("unknown option {}", first)
+                                        : fmt::format("unexpected argument '{}'", first));
         }
-        fail(fmt::format("--{} expects a number, got '{}'", name, v));
     }
 
-    std::string usage() const {
-        std::string out = fmt::format("usage: {} [options]\n\n{}\n\noptions:\n", program_, description_);
-        for (const auto& o : options_) out += fmt::format("  --{:<12} {} (default: {})\n", o.name, o.help, o.default_value);
-        out += fmt::format("  --{:<12} {}\n", "help", "show this help and exit");
-        return out;
-    }
-
+    // For what only the program can check, after parsing.
     [[noreturn]] void fail(const std::string& message) const {
-        fmt::print(stderr, "{}: {}\n(try --help)\n", program_, message);
+        fmt::print(stderr, "{}: {}\n(try --help)\n", get_name(), message);
         std::exit(2);
     }
-
-private:
-    struct Option {
-        std::string name, default_value, help;
-    };
-    std::string program_, description_;
-    std::vector<Option> options_;
-    std::map<std::string, std::string> values_;
 };
+
+// A finite number within [low, high]: "nan", "inf" and "-1" are refused
+// where a delay, a speed or a duration is expected.
+inline CLI::Validator finite_in(double low, double high, std::string what) {
+    return CLI::Validator(
+        [=](std::string& text) -> std::string {
+            double value = 0;
+            if (CLI::detail::lexical_cast(text, value) && std::isfinite(value) && value >= low && value <= high) return {};
+            return fmt::format("must be {}, not '{}'", what, text);
+        },
+        "");
+}
+
+// Speeds, scale factors: finite and > 0.
+inline const CLI::Validator positive = finite_in(1e-9, 1e9, "a positive number");
+// Durations in seconds where 0 means "none": finite and >= 0.
+inline const CLI::Validator seconds = finite_in(0, 1e9, "a number of seconds, 0 or more");
+
+// --backend select|poll|epoll, straight into a reactor::Backend.
+inline CLI::Option* add_backend_option(CLI::App& app, reactor::Backend& backend) {
+    return app
+        .add_option_function<std::string>(
+            "--backend", [&backend](const std::string& name) { backend = *reactor::parse_backend(name); },
+            "readiness backend: select, poll or epoll")
+        ->check(CLI::IsMember({"select", "poll", "epoll"}))
+        ->default_str(std::string(reactor::to_string(backend)));
+}
+
+// Scheduler options for --backend: reactor::Scheduler sched(examples::on(backend)).
+inline reactor::Scheduler::Options on(reactor::Backend backend) {
+    reactor::Scheduler::Options options;
+    options.backend = backend;
+    return options;
+}
 
 }  // namespace examples

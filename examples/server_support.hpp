@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -19,33 +21,35 @@
 
 namespace examples {
 
-inline void add_server_options(Cli& cli) {
-    cli.option("host", "127.0.0.1", "numeric IPv4 or IPv6 address to listen on")
-        .option("port", "0", "TCP port (0: pick a free one)")
-        .option("backend", "select", "readiness backend: select, poll or epoll")
-        .option("exit-after", "0", "stop accepting after N connections, exit once they have all closed (0: never)")
-        .option("max-seconds", "600", "exit after this many seconds, aborting open connections, so an\n                 example never runs forever by accident (0: run until killed)");
+// The options every example server takes. Each server picks its own default
+// port; its client, if any, uses the same one.
+struct ServerOptions {
+    explicit ServerOptions(std::uint16_t default_port) : port(default_port) {}
+
+    std::string host = "127.0.0.1";
+    std::uint16_t port;
+    reactor::Backend backend = reactor::Backend::select;
+    long exit_after = 0;
+    double max_seconds = 600;
+};
+
+inline void add_server_options(Cli& cli, ServerOptions& o) {
+    cli.add_option("--host", o.host, "numeric IPv4 or IPv6 address to listen on");
+    cli.add_option("--port", o.port, "TCP port (0: pick a free one)")->check(CLI::Range(0, 65535));
+    add_backend_option(cli, o.backend);
+    cli.add_option("--exit-after", o.exit_after,
+                   "stop accepting after N connections, exit once they have all closed (0: never)")
+        ->check(CLI::NonNegativeNumber);
+    cli.add_option("--max-seconds", o.max_seconds,
+                   "exit after this many seconds, aborting open connections, so an example never runs "
+                   "forever by accident (0: run until killed)")
+        ->check(seconds);
 }
 
-// A scheduler on the backend chosen with --backend; exits 2 on a bad name or
-// a backend this build does not have.
-inline std::unique_ptr<reactor::Scheduler> make_scheduler(const Cli& cli) {
-    auto backend = reactor::parse_backend(cli.text("backend"));
-    if (!backend) cli.fail(fmt::format("--backend must be select, poll or epoll, not '{}'", cli.text("backend")));
-    reactor::Scheduler::Options options;
-    options.backend = *backend;
+// --host and --port as an address; exits 2 if --host is not a numeric address.
+inline reactor::Address listen_address(const Cli& cli, const ServerOptions& o) {
     try {
-        return std::make_unique<reactor::Scheduler>(std::move(options));
-    } catch (const std::exception& e) {
-        cli.fail(e.what());
-    }
-}
-
-inline reactor::Address listen_address(const Cli& cli) {
-    long port = cli.integer("port");
-    if (port < 0 || port > 65535) cli.fail("--port must be 0..65535");
-    try {
-        return reactor::Address::parse(cli.text("host"), static_cast<std::uint16_t>(port));
+        return reactor::Address::parse(o.host, o.port);
     } catch (const std::exception& e) {
         cli.fail(e.what());
     }
@@ -70,10 +74,9 @@ inline void announce(const reactor::TcpListener& listener) {
 
 class ServerLifetime {
 public:
-    ServerLifetime(reactor::Scheduler& sched, const Cli& cli) : exit_after_(cli.integer("exit-after")) {
-        double seconds = cli.number("max-seconds");
-        if (seconds > 0)
-            deadline_ = sched.call_later(std::chrono::duration<double>(seconds), [this] { shutdown(); });
+    ServerLifetime(reactor::Scheduler& sched, const ServerOptions& o) : exit_after_(o.exit_after) {
+        if (o.max_seconds > 0)
+            deadline_ = sched.call_later(std::chrono::duration<double>(o.max_seconds), [this] { shutdown(); });
     }
 
     void set_listener(reactor::TcpListenerPtr listener) { listener_ = std::move(listener); }

@@ -1,5 +1,5 @@
-// Runs the real countdown example at high speed and talks to its echo server
-// over TCP on 127.0.0.1.
+// Runs the real countdown example (examples/03_countdown) at high speed and
+// talks to its echo server over TCP on 127.0.0.1.
 #define BOOST_TEST_MODULE countdown
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/backends.hpp"
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
@@ -46,7 +47,9 @@ std::vector<std::string> lines_matching(const std::string& text, const std::rege
 
 BOOST_AUTO_TEST_CASE(counts_down_counts_up_and_echoes_over_tcp) {
     // --speed 20: the 20 s program takes about 1 s.
-    testsupport::Child child(testsupport::example_path("countdown"), {"--port", "0", "--speed", "20"});
+    const std::string backend(reactor::to_string(reactor_test::backend_under_test()));
+    testsupport::Child child(testsupport::example_path("countdown"),
+                             {"--port", "0", "--speed", "20", "--backend", backend});
     auto first = child.read_line(5s);
     BOOST_REQUIRE(first);
     std::smatch m;
@@ -90,13 +93,17 @@ BOOST_AUTO_TEST_CASE(help_explains_the_options_and_exits_zero) {
     testsupport::Child child(testsupport::example_path("countdown"), {"--help"});
     std::string out = child.read_all(5s);
     BOOST_TEST(child.wait(5s) == 0);
-    for (const char* word : {"--port", "--from", "--speed", "Down", "Up", "Got:"})
+    for (const char* word : {"--port", "--from", "--speed", "--backend", "Down", "Up", "Got:"})
         BOOST_TEST(out.find(word) != std::string::npos, word);
 }
 
 BOOST_AUTO_TEST_CASE(bad_options_are_rejected_clearly) {
-    testsupport::Child child(testsupport::example_path("countdown"), {"--speed", "fast"});
-    std::string err = child.read_stderr(5s);
-    BOOST_TEST(child.wait(5s) == 2);
-    BOOST_TEST(err.find("--speed expects a number") != std::string::npos, err);
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"--speed", "fast"}, {"--speed", "nan"},
+                                                  {"--from", "0"}, {"--port", "70000"}, {"--backend", "kqueue"}}) {
+        testsupport::Child child(testsupport::example_path("countdown"), args);
+        std::string err = child.read_stderr(5s);
+        BOOST_TEST(child.wait(5s) == 2, args[0]);
+        BOOST_TEST(err.find("countdown: " + args[0]) == 0u, err);  // names the option
+        BOOST_TEST(child.read_all(1s).empty(), args[0]);  // nothing started
+    }
 }

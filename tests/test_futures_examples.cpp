@@ -1,5 +1,5 @@
-// Runs the futures examples for real (at a high --speed) and checks what they
-// print, line by line and in order.
+// Runs the futures examples for real (examples/04_chain to 08_fetch_ms, at a
+// high --speed) and checks what they print, line by line and in order.
 #define BOOST_TEST_MODULE futures_examples
 #include <boost/test/unit_test.hpp>
 
@@ -143,18 +143,25 @@ BOOST_AUTO_TEST_CASE(chain_runs_its_four_stages_in_order) {
     BOOST_TEST(r.err.empty(), r.err);
 }
 
-BOOST_AUTO_TEST_CASE(every_example_has_help_and_refuses_bad_options) {
+BOOST_AUTO_TEST_CASE(every_example_has_help_and_refuses_bad_speeds) {
     for (std::string name : {"toy_jobs", "tasks", "fetch_ms", "spawn_join", "chain"}) {
         Run help = run(name, {"--help"});
         BOOST_TEST(help.code == 0, name);
-        BOOST_TEST(!help.out.empty());
-        if (!help.out.empty()) BOOST_TEST(help.out[0].find("usage: " + name) == 0u, help.out[0]);
-        bool mentions_speed = false;
-        for (const auto& line : help.out) mentions_speed = mentions_speed || line.find("--speed") != std::string::npos;
+        bool usage = false, mentions_speed = false;
+        for (const auto& line : help.out) {
+            usage = usage || line.find("Usage: " + name) == 0;
+            mentions_speed = mentions_speed || line.find("--speed") != std::string::npos;
+        }
+        BOOST_TEST(usage, name);
         BOOST_TEST(mentions_speed, name);
-        Run bad = run(name, {"--speed", "0"});
-        BOOST_TEST(bad.code == 2, name);
-        Run unknown = run(name, {"--nope", "1"});
-        BOOST_TEST(unknown.code == 2, name);
+        for (const char* speed : {"0", "-2", "nan", "fast"}) {
+            Run bad = run(name, {"--speed", speed});
+            BOOST_TEST(bad.code == 2, name << " --speed " << speed);
+            BOOST_TEST(bad.err.find(name + ": --speed: must be a positive number") == 0u, bad.err);
+            BOOST_TEST(bad.out.empty(), name);
+        }
     }
+    Run failing = run("spawn_join", {"--failing", "101"});
+    BOOST_TEST(failing.code == 2);
+    BOOST_TEST(failing.err.find("spawn_join: --failing") == 0u, failing.err);
 }

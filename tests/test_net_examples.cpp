@@ -1,5 +1,6 @@
-// The network examples, run for real: echo_server, echo_server_streams,
-// chat_server, http_hello and echo_client as child processes on 127.0.0.1, on every backend. Each server
+// The network examples (examples/09_echo_server to 12_http_hello), run for
+// real: echo_server, echo_server_streams, chat_server, http_hello and
+// echo_client as child processes on 127.0.0.1, on every backend. Each server
 // is started with --exit-after, so it must also end on its own, cleanly.
 #define BOOST_TEST_MODULE net_examples
 #include <boost/test/unit_test.hpp>
@@ -292,4 +293,42 @@ BOOST_AUTO_TEST_CASE(examples_explain_themselves_and_refuse_bad_options) {
         BOOST_TEST(usage.find("--exit-after") != std::string::npos, name);
         BOOST_TEST(usage.find("--max-seconds") != std::string::npos, name);
     }
+}
+
+BOOST_AUTO_TEST_CASE(servers_refuse_a_negative_or_non_finite_max_seconds) {
+    // The old hand-written parser took "-1" and "nan" (a server that never
+    // stops, or stops at once): now each is refused, naming the option,
+    // before anything listens.
+    for (const char* name : {"echo_server", "echo_server_streams", "chat_server", "http_hello"}) {
+        for (const char* value : {"-1", "nan", "inf", "-inf", "soon", ""}) {
+            testsupport::Child bad(testsupport::example_path(name), {"--port", "0", "--max-seconds", value});
+            std::string err = bad.read_stderr(10s);
+            BOOST_TEST(bad.wait(10s) == 2, name << " --max-seconds '" << value << "'");
+            BOOST_TEST(err.find(std::string(name) + ": --max-seconds: must be a number of seconds, 0 or more") == 0u,
+                       name << ": " << err);
+            BOOST_TEST(bad.read_all(1s).empty(), name);  // never listened
+        }
+        for (const std::vector<std::string>& args : {std::vector<std::string>{"--exit-after", "-1"},
+                                                      std::vector<std::string>{"--port", "65536"},
+                                                      std::vector<std::string>{"--host", "not-an-address"}}) {
+            testsupport::Child bad(testsupport::example_path(name), args);
+            std::string err = bad.read_stderr(10s);
+            BOOST_TEST(bad.wait(10s) == 2, name << " " << args[0]);
+            BOOST_TEST(err.starts_with(std::string(name) + ": "), err);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(echo_client_and_the_echo_servers_agree_on_a_default_port) {
+    auto default_port = [](const char* name) {
+        testsupport::Child help(testsupport::example_path(name), {"--help"});
+        std::string usage = help.read_all(10s);
+        help.wait(10s);
+        std::smatch m;
+        BOOST_TEST_REQUIRE(std::regex_search(usage, m, std::regex(R"(--port [^\n]*=(\d+))")), name << ":\n" << usage);
+        return std::stoi(m[1]);
+    };
+    BOOST_TEST(default_port("echo_server") == 7000);
+    BOOST_TEST(default_port("echo_server_streams") == 7000);
+    BOOST_TEST(default_port("echo_client") == 7000);
 }

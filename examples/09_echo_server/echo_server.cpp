@@ -6,7 +6,7 @@
 // reading from that client until the buffer drains to the low mark (16 KiB),
 // so TCP flow control holds the client back and memory stays bounded.
 //
-//   $ echo_server --port 7000 --backend epoll
+//   $ echo_server --backend epoll          (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000
 #include <fmt/format.h>
 #include <reactor/tcp_listener.hpp>
@@ -18,13 +18,14 @@ using reactor::TcpConnection;
 
 int main(int argc, char** argv) {
     examples::Cli cli("echo_server", "Callback-driven TCP echo server: every byte comes back unchanged.");
-    examples::add_server_options(cli);
-    cli.parse(argc, argv);
-    auto sched = examples::make_scheduler(cli);
-    examples::ServerLifetime lifetime(*sched, cli);
+    examples::ServerOptions options(7000);  // echo_client's default too
+    examples::add_server_options(cli, options);
+    cli.parse_or_exit(argc, argv);
+    reactor::Scheduler sched(examples::on(options.backend));
+    examples::ServerLifetime lifetime(sched, options);
     std::uint64_t echoed = 0;
 
-    auto listener = examples::listen_or_exit(*sched, examples::listen_address(cli), [&](const reactor::TcpConnectionPtr& c) {
+    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), [&](const reactor::TcpConnectionPtr& c) {
         lifetime.opened(c);
         c->set_data_callback([&echoed](TcpConnection& c, std::string_view data) {
             echoed += data.size();
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
     lifetime.set_listener(listener);
     examples::announce(*listener);
 
-    sched->run();
+    sched.run();
     fmt::print("echo_server: {} connections, {} bytes echoed\n", listener->accepted(), echoed);
     return 0;
 }

@@ -4,7 +4,7 @@
 // drain() after each write is the backpressure (a client that does not read
 // its echoes stops being read from until they drain).
 //
-//   $ echo_server_streams --port 7000
+//   $ echo_server_streams                  (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000
 #include <cstdint>
 #include <stdexcept>
@@ -72,10 +72,10 @@ private:
 
 int main(int argc, char** argv) {
     examples::Cli cli("echo_server_streams", "Echo server written with futures streams and state-machine tasks.");
-    examples::add_server_options(cli);
-    cli.parse(argc, argv);
-    auto sched = examples::make_scheduler(cli);
-    const long exit_after = cli.integer("exit-after");
+    examples::ServerOptions options(7000);  // the same port as echo_server: echo_client's default
+    examples::add_server_options(cli, options);
+    cli.parse_or_exit(argc, argv);
+    reactor::Scheduler sched(examples::on(options.backend));
     std::uint64_t echoed = 0;
     long accepted = 0, live = 0;
     futures::StreamServer server;
@@ -85,10 +85,10 @@ int main(int argc, char** argv) {
         if (!server.serving() && live == 0) deadline.cancel();  // nothing left: run() returns
     };
     try {
-        server = futures::start_server(*sched, examples::listen_address(cli), [&](futures::Stream stream) {
+        server = futures::start_server(sched, examples::listen_address(cli, options), [&](futures::Stream stream) {
             ++live;
-            if (exit_after > 0 && ++accepted >= exit_after) server.close();
-            return futures::spawn(*sched, EchoSession(std::move(stream), echoed)).finally([&] {
+            if (options.exit_after > 0 && ++accepted >= options.exit_after) server.close();
+            return futures::spawn(sched, EchoSession(std::move(stream), echoed)).finally([&] {
                 --live;
                 finished_if_idle();
             });
@@ -97,15 +97,15 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "{}\n", e.what());
         return 1;
     }
-    if (double seconds = cli.number("max-seconds"); seconds > 0)
-        deadline = sched->call_later(std::chrono::duration<double>(seconds), [&] {
+    if (options.max_seconds > 0)
+        deadline = sched.call_later(std::chrono::duration<double>(options.max_seconds), [&] {
             server.close();
             server.abort_clients();
         });
     fmt::print("listening on {}\n", server.address().to_string());
     std::fflush(stdout);
 
-    sched->run();
+    sched.run();
     fmt::print("echo_server_streams: {} connections, {} bytes echoed\n", server.accepted(), echoed);
     return 0;
 }

@@ -8,7 +8,7 @@
 // readers that feed it, would let one stalled client silence the whole room.
 // Input is bounded too: a line longer than --max-line disconnects its sender.
 //
-//   $ chat_server --port 7001          then, in two terminals:   nc 127.0.0.1 7001
+//   $ chat_server          then, in two terminals:   nc 127.0.0.1 7001
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -97,22 +97,24 @@ private:
 
 int main(int argc, char** argv) {
     examples::Cli cli("chat_server", "Line-based chat: each line is sent to every other client.");
-    examples::add_server_options(cli);
-    cli.option("max-line", "4096", "longest line accepted, in bytes; longer disconnects the sender")
-        .option("max-backlog", "262144", "bytes allowed to wait for a slow client before it is disconnected");
-    cli.parse(argc, argv);
-    if (cli.integer("max-line") < 1 || cli.integer("max-backlog") < 4) cli.fail("--max-line and --max-backlog must be positive");
-    auto sched = examples::make_scheduler(cli);
-    examples::ServerLifetime lifetime(*sched, cli);
-    ChatRoom room(lifetime, static_cast<std::size_t>(cli.integer("max-line")),
-                  static_cast<std::size_t>(cli.integer("max-backlog")));
+    examples::ServerOptions options(7001);
+    examples::add_server_options(cli, options);
+    std::size_t max_line = 4096, max_backlog = 256 * 1024;
+    cli.add_option("--max-line", max_line, "longest line accepted, in bytes; longer disconnects the sender")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+    cli.add_option("--max-backlog", max_backlog, "bytes allowed to wait for a slow client before it is disconnected")
+        ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
+    cli.parse_or_exit(argc, argv);
+    reactor::Scheduler sched(examples::on(options.backend));
+    examples::ServerLifetime lifetime(sched, options);
+    ChatRoom room(lifetime, max_line, max_backlog);
 
-    auto listener = examples::listen_or_exit(*sched, examples::listen_address(cli),
+    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options),
                                              [&](const reactor::TcpConnectionPtr& c) { room.join(c); });
     lifetime.set_listener(listener);
     examples::announce(*listener);
 
-    sched->run();
+    sched.run();
     fmt::print("chat_server: {} connections\n", listener->accepted());
     return 0;
 }

@@ -1,34 +1,34 @@
-// http_hello: a minimal HTTP/1.1 server that answers every request with
-// "Hello, world!", complete enough for curl, ab and wrk.
+// HttpSession: one HTTP/1.1 connection's parser, the component beside
+// http_hello.cpp. It knows nothing of sockets: feed() takes the bytes a read
+// brought and appends the responses to send, answering every request with
+// "Hello, world!"; linger() is the one place it touches the connection.
 //
 // Supported: keep-alive (HTTP/1.1 default; HTTP/1.0 with "Connection:
-// keep-alive"), pipelining (requests already received are answered in order,
-// the responses of one read going out in one write), Content-Length request
-// bodies (read and ignored), HEAD. Refused, then the connection closes:
+// keep-alive"), pipelining (requests already received are answered in order),
+// Content-Length request bodies (read and ignored), HEAD. Refused, then the
+// connection closes:
 //   400 malformed request line, header line or Content-Length
-//   413 body larger than --max-body        431 head larger than --max-head
+//   413 body larger than max_body          431 head larger than max_head
 //   505 HTTP version other than 1.0/1.1    501 Transfer-Encoding (no chunked bodies)
-// A pipelining client that never reads cannot grow our output: reading pauses
-// above the high-water mark and resumes below the low one.
-//
-//   $ http_hello --port 8080 --backend epoll &   curl -v http://127.0.0.1:8080/
+// Loop thread only.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include <fmt/format.h>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/scheduler.hpp>
+#include <reactor/tcp_connection.hpp>
 
-#include "cli.hpp"
-#include "server_support.hpp"
+namespace http {
 
 using reactor::TcpConnection;
 
-namespace {
-
-constexpr std::string_view kBody = "Hello, world!";
+inline constexpr std::string_view kBody = "Hello, world!";
 
 struct Limits {
     std::size_t max_head;
@@ -36,7 +36,7 @@ struct Limits {
 };
 
 // The Date header, rebuilt at most once a second.
-std::string_view http_date() {
+inline std::string_view http_date() {
     static std::time_t cached_second = 0;
     static char text[64];
     std::time_t now = std::time(nullptr);
@@ -49,20 +49,20 @@ std::string_view http_date() {
     return text;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
+inline bool iequals(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
         if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
     return true;
 }
 
-std::string_view trim(std::string_view s) {
+inline std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
     return s;
 }
 
-bool is_token(std::string_view s) {
+inline bool is_token(std::string_view s) {
     if (s.empty()) return false;
     for (char c : s)
         if (c <= ' ' || c >= 127 || std::string_view("()<>@,;:\\\"/[]?={}").find(c) != std::string_view::npos) return false;
@@ -194,44 +194,4 @@ private:
     std::size_t body_left_ = 0;  // request body bytes still to skip
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    examples::Cli cli("http_hello", "Minimal HTTP/1.1 server answering every request with \"Hello, world!\".");
-    examples::add_server_options(cli);
-    cli.option("max-head", "8192", "largest request line + headers, in bytes (431 beyond)")
-        .option("max-body", "1048576", "largest request body, in bytes (413 beyond)");
-    cli.parse(argc, argv);
-    if (cli.integer("max-head") < 16 || cli.integer("max-body") < 0) cli.fail("--max-head must be >= 16, --max-body >= 0");
-    const Limits limits{static_cast<std::size_t>(cli.integer("max-head")), static_cast<std::size_t>(cli.integer("max-body"))};
-    auto sched = examples::make_scheduler(cli);
-    examples::ServerLifetime lifetime(*sched, cli);
-    std::unordered_map<TcpConnection*, HttpSession> sessions;  // valid until each close callback
-    std::string out;  // responses of one read, reused
-
-    auto listener = examples::listen_or_exit(*sched, examples::listen_address(cli), [&](const reactor::TcpConnectionPtr& c) {
-        lifetime.opened(c);
-        sessions.emplace(c.get(), HttpSession(limits));
-        c->set_data_callback([&](TcpConnection& c, std::string_view data) {
-            HttpSession& session = sessions.at(&c);
-            if (session.lingering()) return;
-            out.clear();
-            bool keep = session.feed(data, out);
-            c.write(out);
-            if (!keep) session.linger(*sched, c);  // the client's EOF then closes it
-        });
-        c->set_high_water_callback([](TcpConnection& c) { c.pause_reading(); });
-        c->set_low_water_callback([](TcpConnection& c) { c.resume_reading(); });
-        c->set_close_callback([&](TcpConnection& c, const reactor::CloseReason&) {
-            sessions.at(&c).closed();
-            sessions.erase(&c);
-            lifetime.closed(c);
-        });
-    });
-    lifetime.set_listener(listener);
-    examples::announce(*listener);
-
-    sched->run();
-    fmt::print("http_hello: {} connections\n", listener->accepted());
-    return 0;
-}
+}  // namespace http

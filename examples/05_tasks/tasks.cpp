@@ -94,10 +94,9 @@ private:
 
 int main(int argc, char** argv) {
     examples::Cli cli("tasks", "task1 and task2 interleave with sleeps; main joins both and prints done.");
-    cli.option("speed", "1", "divide every delay by this factor");
-    cli.parse(argc, argv);
-    double speed = cli.number("speed");
-    if (!(speed > 0)) cli.fail("--speed must be positive");
+    double speed = 1;
+    cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
+    cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
     futures::run_until_complete(sched, Main(sched, speed));

@@ -120,15 +120,14 @@ private:
 
 int main(int argc, char** argv) {
     examples::Cli cli("spawn_join", "Ten background tasks return 0..9; main joins them and prints res=45.");
-    cli.option("speed", "1", "divide every delay by this factor");
-    cli.option("failing", "1", "how many extra tasks fail without ever being joined (their errors are reported)");
-    cli.parse(argc, argv);
-    double speed = cli.number("speed");
-    long failing = cli.integer("failing");
-    if (!(speed > 0)) cli.fail("--speed must be positive");
-    if (failing < 0 || failing > 100) cli.fail("--failing must be between 0 and 100");
+    double speed = 1;
+    int failing = 1;
+    cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
+    cli.add_option("--failing", failing, "how many extra tasks fail without ever being joined (their errors are reported)")
+        ->check(CLI::Range(0, 100));
+    cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
-    futures::run_until_complete(sched, Main(sched, static_cast<int>(failing), speed));
+    futures::run_until_complete(sched, Main(sched, failing, speed));
     sched.run();  // let any failing task still napping finish (and be reported)
 }

@@ -85,10 +85,9 @@ private:
 int main(int argc, char** argv) {
     examples::Cli cli("fetch_ms",
                       "Waits for a line on stdin, sleeps 3 s and returns the line; a timer says hello at 5 s.");
-    cli.option("speed", "1", "divide every delay by this factor");
-    cli.parse(argc, argv);
-    double speed = cli.number("speed");
-    if (!(speed > 0)) cli.fail("--speed must be positive");
+    double speed = 1;
+    cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
+    cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
     sched.call_later(Seconds(5) / speed, [] { say("hello"); });

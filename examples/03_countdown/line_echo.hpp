@@ -1,40 +1,39 @@
-// countdown: David Beazley's "Build Your Own Async" demo, callback-driven.
+// LineEcho: Beazley's echo server, written with one-shot fd waiters only.
+// The component beside countdown.cpp: it answers every line with
+// "Got: <line>" on 127.0.0.1. Each wait is one read_wait/write_wait whose
+// callback, when done, arms the next one (a generator's "yield
+// read_wait(sock)" desugared by hand). Loop thread only.
 //
-// One thread, one Scheduler, three concurrent activities:
-//   - a countdown from N printing "Down n" every 4 s,
-//   - a countup printing "Up i" every 1 s while the countdown runs,
-//   - an echo server on 127.0.0.1 answering each line with "Got: <line>",
-//     written with one-shot read_wait/write_wait callbacks as in the talk.
-// The program exits once the countdown has printed "Down 1".
+// Ownership: each client is owned by the callback waiting on its fd; when
+// none is left (the peer closed, or the loop was torn down) it closes the fd.
+// The listening socket belongs to the LineEcho object.
+#pragma once
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <reactor/scheduler.hpp>
 
-#include "cli.hpp"
+namespace countdown {
 
-namespace {
-
-using namespace std::chrono_literals;
-using Seconds = std::chrono::duration<double>;
-
-// Lines longer than this are answered in pieces rather than buffered forever.
-constexpr std::size_t kMaxLine = 64 * 1024;
-
-void say(std::string_view line) {
+inline void say(std::string_view line) {
     fmt::print("{}\n", line);
     std::fflush(stdout);
 }
+
+// Lines longer than this are answered in pieces rather than buffered forever.
+inline constexpr std::size_t kMaxLine = 64 * 1024;
 
 // One client of the echo server. Owned by the callbacks waiting on its fd:
 // when none is left (the peer closed, or the loop was torn down) it closes.
@@ -96,9 +95,9 @@ private:
 };
 
 // Accepts connections with a one-shot read_wait that re-arms itself.
-class EchoServer {
+class LineEcho {
 public:
-    EchoServer(reactor::Scheduler& sched, int port) : sched_(sched) {
+    LineEcho(reactor::Scheduler& sched, int port) : sched_(sched) {
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd_ < 0) throw std::runtime_error(fmt::format("socket: {}", std::strerror(errno)));
         int one = 1;
@@ -116,7 +115,7 @@ public:
         }
         port_ = ntohs(addr.sin_port);
     }
-    ~EchoServer() {
+    ~LineEcho() {
         sched_.remove_reader(fd_);
         ::close(fd_);
     }
@@ -153,58 +152,4 @@ private:
     int port_ = 0;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    examples::Cli cli("countdown",
-                      "Beazley's countdown demo on one thread and one reactor::Scheduler: a countdown\n"
-                      "prints 'Down n' every 4 s, a countup prints 'Up i' every 1 s while it runs, and an\n"
-                      "echo server on 127.0.0.1 answers every line with 'Got: <line>' (try: nc 127.0.0.1 PORT).\n"
-                      "The first line printed is 'listening on 127.0.0.1:PORT'. Exits after 'Down 1'.");
-    cli.option("port", "0", "TCP port of the echo server; 0 picks a free one")
-        .option("from", "6", "count down from this number")
-        .option("speed", "1", "divide every delay by this factor (e.g. 10 runs ten times faster)");
-    cli.parse(argc, argv);
-    long from = cli.integer("from");
-    double speed = cli.number("speed");
-    long port = cli.integer("port");
-    if (from < 1) cli.fail("--from must be at least 1");
-    if (!(speed > 0)) cli.fail("--speed must be positive");
-    if (port < 0 || port > 65535) cli.fail("--port must be in 0..65535");
-    auto scaled = [speed](Seconds d) { return d / speed; };
-
-    reactor::Scheduler sched;
-    std::unique_ptr<EchoServer> server;
-    try {
-        server = std::make_unique<EchoServer>(sched, static_cast<int>(port));
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "countdown: {}\n", e.what());
-        return 1;
-    }
-    say(fmt::format("listening on 127.0.0.1:{}", server->port()));
-    server->start();
-
-    // countdown(n): print, then call itself again in 4 s (a generator's
-    // "sleep(4)" desugared into a timer callback).
-    std::function<void(long)> countdown = [&](long n) {
-        say(fmt::format("Down {}", n));
-        if (n > 1) {
-            sched.call_later(scaled(4s), [&countdown, n] { countdown(n - 1); });
-        } else {
-            say("countdown finished; closing the echo server");
-            sched.stop();
-        }
-    };
-    // countup(i): counts while the countdown runs (4 s per Down step).
-    const long up_limit = 4 * (from - 1);
-    std::function<void(long)> countup = [&](long i) {
-        if (i >= up_limit) return;
-        say(fmt::format("Up {}", i));
-        sched.call_later(scaled(1s), [&countup, i] { countup(i + 1); });
-    };
-
-    sched.call_soon([&] { countdown(from); });
-    sched.call_soon([&] { countup(0); });
-    sched.run();
-    return 0;
-}
+}  // namespace countdown

@@ -116,42 +116,45 @@ private:
 
 int main(int argc, char** argv) {
     examples::Cli cli("echo_client", "Load generator for echo servers: N connections x M verified messages.");
-    cli.option("host", "127.0.0.1", "server address (numeric IPv4 or IPv6)")
-        .option("port", "7000", "server port")
-        .option("backend", "select", "readiness backend: select, poll or epoll")
-        .option("connections", "10", "concurrent connections")
-        .option("messages", "100", "messages per connection")
-        .option("size", "512", "largest message, in bytes (each is 1..size, random)")
-        .option("window", "1", "messages in flight per connection (1: strict ping-pong)")
-        .option("seed", "1", "random seed")
-        .option("max-seconds", "60", "give up (and fail) after this long");
-    cli.parse(argc, argv);
-    long connections = cli.integer("connections"), messages = cli.integer("messages"), size = cli.integer("size"),
-         window = cli.integer("window");
-    if (connections < 1 || messages < 1 || size < 1 || size > 1 << 20 || window < 1)
-        cli.fail("--connections, --messages, --window must be >= 1 and --size 1..1048576");
-    auto sched = examples::make_scheduler(cli);
-    auto server = examples::listen_address(cli);  // parses --host/--port
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 7000;  // echo_server's default
+    reactor::Backend backend = reactor::Backend::select;
+    int connections = 10, messages = 100, size = 512, window = 1;
+    std::uint32_t seed = 1;
+    double max_seconds = 60;
+    cli.add_option("--host", host, "server address (numeric IPv4 or IPv6)");
+    cli.add_option("--port", port, "server port")->check(CLI::Range(1, 65535));
+    examples::add_backend_option(cli, backend);
+    cli.add_option("--connections", connections, "concurrent connections")->check(CLI::Range(1, 100000));
+    cli.add_option("--messages", messages, "messages per connection")->check(CLI::Range(1, 1 << 30));
+    cli.add_option("--size", size, "largest message, in bytes (each is 1..size, random)")->check(CLI::Range(1, 1 << 20));
+    cli.add_option("--window", window, "messages in flight per connection (1: strict ping-pong)")->check(CLI::Range(1, 1 << 20));
+    cli.add_option("--seed", seed, "random seed");
+    cli.add_option("--max-seconds", max_seconds, "give up (and fail) after this long")->check(examples::positive);
+    cli.parse_or_exit(argc, argv);
+    reactor::Scheduler sched(examples::on(backend));
+    examples::ServerOptions target(port);
+    target.host = host;
+    auto server = examples::listen_address(cli, target);  // --host and --port as an address
 
     // Messages are slices of one random pool, so generating them costs nothing.
     std::string pool(static_cast<std::size_t>(size) * 2 + 4096, '\0');
-    std::mt19937 rng(static_cast<std::uint32_t>(cli.integer("seed")));
+    std::mt19937 rng(seed);
     for (auto& c : pool) c = static_cast<char>(rng());
 
     Totals totals;
     totals.expected = connections;
     std::vector<std::unique_ptr<Conversation>> conversations;
-    for (long i = 0; i < connections; ++i)
+    for (int i = 0; i < connections; ++i)
         conversations.push_back(std::make_unique<Conversation>(
-            *sched, server, static_cast<std::uint32_t>(rng()), static_cast<int>(messages), static_cast<std::size_t>(size),
-            static_cast<int>(window), pool, totals));
+            sched, server, static_cast<std::uint32_t>(rng()), messages, static_cast<std::size_t>(size), window, pool, totals));
     bool timed_out = false;
-    totals.deadline = sched->call_later(std::chrono::duration<double>(cli.number("max-seconds")), [&] {
+    totals.deadline = sched.call_later(std::chrono::duration<double>(max_seconds), [&] {
         timed_out = true;
         for (auto& c : conversations) c->abort();
     });
     auto start = std::chrono::steady_clock::now();
-    sched->run();
+    sched.run();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     bool ok = totals.finished == connections && !timed_out;

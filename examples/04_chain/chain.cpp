@@ -102,10 +102,9 @@ Future<void> timeout(Context& cx) {
 
 int main(int argc, char** argv) {
     examples::Cli cli("chain", "then pipelines, catch_error, finally, when_all and with_timeout, in one chain.");
-    cli.option("speed", "1", "divide every delay by this factor");
-    cli.parse(argc, argv);
-    double speed = cli.number("speed");
-    if (!(speed > 0)) cli.fail("--speed must be positive");
+    double speed = 1;
+    cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
+    cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
     Context cx{sched, speed};

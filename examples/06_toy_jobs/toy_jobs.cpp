@@ -72,10 +72,9 @@ private:
 
 int main(int argc, char** argv) {
     examples::Cli cli("toy_jobs", "Jobs A (2 s), B (1 s) and C (3 s) run concurrently: about 3 s in all, not 6.");
-    cli.option("speed", "1", "divide every delay by this factor");
-    cli.parse(argc, argv);
-    double speed = cli.number("speed");
-    if (!(speed > 0)) cli.fail("--speed must be positive");
+    double speed = 1;
+    cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
+    cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
     Stopwatch clock(speed);
