@@ -279,8 +279,16 @@ void StateBase::die(StateBase* s) noexcept {
 }
 
 void StateBase::dispose() noexcept {
-    ++weak_;  // the memory must outlive the payload's destructors, which may drop weak refs to us
+    ++weak_;  // the memory must outlive what runs below, which may drop weak refs to us
     report_unretrieved();
+    if (weak_ == 1) {
+        // No link points here (the usual case): the destructors destroy the
+        // payload, the links, the value and the waiters, in that order.
+        weak_ = 0;
+        delete this;
+        return;
+    }
+    // Links still point here: the memory stays for them, what it holds goes now.
     for (Link& link : links()) link.cut();
     destroy_payload();
     destroy_value();

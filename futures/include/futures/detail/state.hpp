@@ -129,10 +129,11 @@ protected:
     // cancelled and passes the request along its links (the last one is
     // returned, the others cancelled on the spot).
     virtual Ref<StateBase> cancel_step(bool& accepted);
-    // Destroying what a state holds when its last strong reference goes (its
-    // memory may stay for weak references): State<T> destroys the value, the
-    // most derived class what it holds itself (a function, a machine). Neither
-    // has a base to call.
+    // Destroying what a state holds when its last strong reference goes but
+    // links still point at it (its memory stays for them; otherwise the
+    // destructor does all this at once): State<T> destroys the value, the most
+    // derived class what it holds itself (a function, a machine), leaving its
+    // members destructible. Neither has a base to call.
     virtual void destroy_value() noexcept = 0;
     virtual void destroy_payload() noexcept {}
 
