@@ -51,7 +51,7 @@ inline reactor::Address listen_address(const Cli& cli, const ServerOptions& o) {
     try {
         return reactor::Address::parse(o.host, o.port);
     } catch (const std::exception& e) {
-        cli.fail(e.what());
+        cli.fail(fmt::format("--host: {}", e.what()));
     }
 }
 

@@ -314,7 +314,7 @@ BOOST_AUTO_TEST_CASE(servers_refuse_a_negative_or_non_finite_max_seconds) {
             testsupport::Child bad(testsupport::example_path(name), args);
             std::string err = bad.read_stderr(10s);
             BOOST_TEST(bad.wait(10s) == 2, name << " " << args[0]);
-            BOOST_TEST(err.starts_with(std::string(name) + ": "), err);
+            BOOST_TEST(err.starts_with(std::string(name) + ": " + args[0]), err);  // names the option
         }
     }
 }
