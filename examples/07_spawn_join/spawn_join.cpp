@@ -26,21 +26,24 @@ void say(const std::string& line) {
     std::fflush(stdout);
 }
 
-// Prints who it is, naps, returns its number.
+// A background task: prints who it is, naps, returns its number. A failing
+// one naps quietly, then throws instead.
 class Background {
 public:
     enum class State { start, napping };
 
-    Background(reactor::Scheduler& sched, int i, Seconds nap) : sched_(sched), i_(i), nap_length_(nap) {}
+    Background(reactor::Scheduler& sched, int i, Seconds nap, bool fails = false)
+        : sched_(sched), i_(i), nap_length_(nap), fails_(fails) {}
 
     futures::Step<int> resume() {
         switch (state_) {
         case State::start:
-            say(fmt::format("I am background task {}", i_));
+            if (!fails_) say(fmt::format("I am background task {}", i_));
             state_ = State::napping;
             return nap_ = futures::sleep(sched_, nap_length_);
         case State::napping:
             nap_.result();
+            if (fails_) throw std::runtime_error(fmt::format("failing task {} gave up on purpose, and nobody joined it", i_));
             return i_;
         }
         throw std::logic_error("spawn_join: unknown state");
@@ -50,33 +53,7 @@ private:
     reactor::Scheduler& sched_;
     int i_;
     Seconds nap_length_;
-    State state_ = State::start;
-    futures::Future<void> nap_;
-};
-
-// Naps, then fails.
-class Failing {
-public:
-    enum class State { start, napping };
-
-    Failing(reactor::Scheduler& sched, int i, Seconds nap) : sched_(sched), i_(i), nap_length_(nap) {}
-
-    futures::Step<void> resume() {
-        switch (state_) {
-        case State::start:
-            state_ = State::napping;
-            return nap_ = futures::sleep(sched_, nap_length_);
-        case State::napping:
-            nap_.result();
-            throw std::runtime_error(fmt::format("failing task {} gave up on purpose, and nobody joined it", i_));
-        }
-        throw std::logic_error("spawn_join: unknown state");
-    }
-
-private:
-    reactor::Scheduler& sched_;
-    int i_;
-    Seconds nap_length_;
+    bool fails_;
     State state_ = State::start;
     futures::Future<void> nap_;
 };
@@ -92,9 +69,8 @@ public:
         switch (state_) {
         case State::spawn:
             for (int i = 0; i < 10; ++i) joins_.push_back(futures::spawn(sched_, Background(sched_, i, Seconds(1) / speed_)));
-            for (int i = 0; i < failing_; ++i) {
-                futures::spawn(sched_, Failing(sched_, i, Seconds(0.5) / speed_));  // handle dropped: never joined
-            }
+            for (int i = 0; i < failing_; ++i)  // the handle is dropped: never joined
+                futures::spawn(sched_, Background(sched_, i, Seconds(0.5) / speed_, /*fails=*/true));
             state_ = State::joining;
             return joins_[0];
         case State::joining:
