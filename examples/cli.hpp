@@ -58,7 +58,8 @@ inline CLI::Validator finite_in(double low, double high, std::string what) {
     return CLI::Validator(
         [=](std::string& text) -> std::string {
             double value = 0;
-            if (CLI::detail::lexical_cast(text, value) && std::isfinite(value) && value >= low && value <= high) return {};
+            bool ok = CLI::detail::lexical_cast(text, value) && std::isfinite(value) && value >= low && value <= high;
+            if (ok) return {};
             return fmt::format("must be {}, not '{}'", what, text);
         },
         "");

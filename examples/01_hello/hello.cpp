@@ -2,6 +2,8 @@
 // callback on the ready queue, call_later on the timer heap, and run() keeps
 // going until nothing is ready or sleeping, then returns.
 //
+// Step 01 of the series (examples/README.md).
+//
 //   $ hello
 //   main: three timers and one call_soon scheduled; one timer cancelled
 //   call_soon: hello, from the loop
@@ -31,7 +33,8 @@ void say(const std::string& line) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    examples::Cli cli("hello", "call_soon and call_later on one reactor::Scheduler; run() returns when nothing is left.");
+    examples::Cli cli("hello",
+                      "call_soon and call_later on one reactor::Scheduler; run() returns when nothing is left.");
     double speed = 1;
     cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
     cli.parse_or_exit(argc, argv);
@@ -44,12 +47,15 @@ int main(int argc, char** argv) {
     // Scheduled in this order, run in the loop's order: ready callbacks
     // first, then timers by deadline.
     sched.call_later(Seconds(2) / speed, [&] { say(fmt::format("call_later(2 s): world, at {:.2f} s", elapsed())); });
-    sched.call_later(Seconds(1) / speed,
-                     [&] { say(fmt::format("call_later(1 s): the earliest deadline fires first, at {:.2f} s", elapsed())); });
+    sched.call_later(Seconds(1) / speed, [&] {
+        say(fmt::format("call_later(1 s): the earliest deadline fires first, at {:.2f} s", elapsed()));
+    });
     reactor::Handle never = sched.call_later(Seconds(1.5) / speed, [] { say("never printed: cancelled"); });
     sched.call_soon([&] {
         say("call_soon: hello, from the loop");
-        sched.call_soon([] { say("call_soon, scheduled by a callback: runs on the next pass, still before any timer"); });
+        sched.call_soon([] {
+            say("call_soon, scheduled by a callback: runs on the next pass, still before any timer");
+        });
     });
     never.cancel();  // true: it was pending, and now it never runs
     say("main: three timers and one call_soon scheduled; one timer cancelled");

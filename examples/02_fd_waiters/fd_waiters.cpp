@@ -1,5 +1,7 @@
 // fd_waiters: the loop waits on file descriptors as well as on time.
 //
+// Step 02 of the series (examples/README.md).
+//
 // The new idea: the two kinds of fd waiter. read_wait(fd, cb) is one-shot
 // (Beazley): the waiter is removed before cb runs, so cb must call read_wait
 // again to hear more. add_reader(fd, cb) is persistent (asyncio): cb runs on

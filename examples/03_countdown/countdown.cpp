@@ -1,5 +1,7 @@
 // countdown: David Beazley's "Build Your Own Async" demo, callback-driven.
 //
+// Step 03 of the series (examples/README.md).
+//
 // The new idea: timers and fd waiters share one loop. One thread, one
 // Scheduler, three concurrent activities:
 //   - a countdown from N printing "Down n" every 4 s,

@@ -1,6 +1,9 @@
 // chain: futures chained with then, an error recovered with catch_error, a
 // finally, when_all of three sleeps, and a with_timeout that fires.
 //
+// Step 04 of the series (examples/README.md). New here: Future<T> and then:
+// continuations instead of callbacks.
+//
 // Each stage is a function returning a future; the program is the four of them
 // chained with then, run with run_until_complete. Times are printed in the
 // program's own seconds (wall time x speed). --speed X divides every delay by X.

@@ -1,5 +1,8 @@
 // tasks: two tasks interleave on one loop, and main joins both.
 //
+// Step 05 of the series (examples/README.md). New here: a hand-written
+// state-machine task (one enum class State, one resume()), spawned and joined.
+//
 // task1 prints "Task 1" twice, sleeping 1 s after each; task2 prints "Task 2"
 // three times, sleeping 2 s after each. main spawns both, joins task1 then
 // task2, and prints "done". Output: Task 1, Task 2, Task 1, Task 2, Task 2,

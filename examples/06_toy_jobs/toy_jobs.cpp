@@ -1,5 +1,8 @@
 // toy_jobs: three jobs written as state machines run concurrently on one loop.
 //
+// Step 06 of the series (examples/README.md). New here: tasks wait
+// concurrently; when_all joins them all.
+//
 // Job A takes 2 s, job B 1 s, job C 3 s. Each is a tiny machine (start work ->
 // wait for it -> report); main spawns all three and waits for all of them with
 // when_all. Because they wait concurrently, the total is the longest job (3 s),

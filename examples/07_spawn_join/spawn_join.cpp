@@ -1,5 +1,8 @@
 // spawn_join: ten background tasks, joined; and one that fails unjoined.
 //
+// Step 07 of the series (examples/README.md). New here: join handles carry
+// results; an unjoined failure is still reported.
+//
 // main spawns ten tasks; task i prints "I am background task i", naps, and
 // returns i. main joins them one by one and prints "res=45". It also spawns
 // --failing tasks that throw and that nobody joins: their errors are not lost,
@@ -43,7 +46,8 @@ public:
             return nap_ = futures::sleep(sched_, nap_length_);
         case State::napping:
             nap_.result();
-            if (fails_) throw std::runtime_error(fmt::format("failing task {} gave up on purpose, and nobody joined it", i_));
+            if (fails_)
+                throw std::runtime_error(fmt::format("failing task {} gave up on purpose, and nobody joined it", i_));
             return i_;
         }
         throw std::logic_error("spawn_join: unknown state");
@@ -68,7 +72,8 @@ public:
     futures::Step<void> resume() {
         switch (state_) {
         case State::spawn:
-            for (int i = 0; i < 10; ++i) joins_.push_back(futures::spawn(sched_, Background(sched_, i, Seconds(1) / speed_)));
+            for (int i = 0; i < 10; ++i)
+                joins_.push_back(futures::spawn(sched_, Background(sched_, i, Seconds(1) / speed_)));
             for (int i = 0; i < failing_; ++i)  // the handle is dropped: never joined
                 futures::spawn(sched_, Background(sched_, i, Seconds(0.5) / speed_, /*fails=*/true));
             state_ = State::joining;
@@ -99,7 +104,8 @@ int main(int argc, char** argv) {
     double speed = 1;
     int failing = 1;
     cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
-    cli.add_option("--failing", failing, "how many extra tasks fail without ever being joined (their errors are reported)")
+    cli.add_option("--failing", failing,
+                   "how many extra tasks fail without ever being joined (their errors are reported)")
         ->check(CLI::Range(0, 100));
     cli.parse_or_exit(argc, argv);
 

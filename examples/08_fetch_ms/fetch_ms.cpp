@@ -1,5 +1,8 @@
 // fetch_ms: a task waits for a line on stdin, then sleeps, while a timer fires.
 //
+// Step 08 of the series (examples/README.md). New here: a task waits on an fd
+// (futures::readable) as well as on time.
+//
 // The task (a state machine) waits until stdin is readable (a future on the
 // fd), reads a line, prints "Will sleep now", sleeps 3 s, prints "Good morning"
 // and returns the line through its future, which main prints. Meanwhile a plain

@@ -1,5 +1,8 @@
 // echo_client: a load generator for echo servers, built on async connect.
 //
+// Step 09 of the series (examples/README.md). New here: the client side:
+// connect() and many verified conversations at once.
+//
 // Opens --connections connections at once; each sends --messages messages of
 // random sizes (1..--size bytes), keeping --window of them in flight, checks
 // that every byte comes back unchanged and in order, then closes. Prints one
@@ -127,8 +130,10 @@ int main(int argc, char** argv) {
     examples::add_backend_option(cli, backend);
     cli.add_option("--connections", connections, "concurrent connections")->check(CLI::Range(1, 100000));
     cli.add_option("--messages", messages, "messages per connection")->check(CLI::Range(1, 1 << 30));
-    cli.add_option("--size", size, "largest message, in bytes (each is 1..size, random)")->check(CLI::Range(1, 1 << 20));
-    cli.add_option("--window", window, "messages in flight per connection (1: strict ping-pong)")->check(CLI::Range(1, 1 << 20));
+    cli.add_option("--size", size, "largest message, in bytes (each is 1..size, random)")
+        ->check(CLI::Range(1, 1 << 20));
+    cli.add_option("--window", window, "messages in flight per connection (1: strict ping-pong)")
+        ->check(CLI::Range(1, 1 << 20));
     cli.add_option("--seed", seed, "random seed");
     cli.add_option("--max-seconds", max_seconds, "give up (and fail) after this long")->check(examples::positive);
     cli.parse_or_exit(argc, argv);

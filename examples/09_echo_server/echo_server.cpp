@@ -1,6 +1,9 @@
 // echo_server: the callback-driven echo server. Every byte a client sends
 // comes back unchanged, in order.
 //
+// Step 09 of the series (examples/README.md). New here: the callback TCP server
+// (TcpListener, TcpConnection, water marks).
+//
 // Backpressure: a client that sends without reading its echoes makes them
 // pile up in our output buffer; past the high-water mark (64 KiB) we stop
 // reading from that client until the buffer drains to the low mark (16 KiB),

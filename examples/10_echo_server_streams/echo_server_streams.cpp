@@ -4,6 +4,9 @@
 // drain() after each write is the backpressure (a client that does not read
 // its echoes stops being read from until they drain).
 //
+// Step 10 of the series (examples/README.md). New here: streams:
+// read/write/drain futures, one task per connection.
+//
 //   $ echo_server_streams                  (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000
 #include <cstdint>

@@ -1,6 +1,9 @@
 // chat_server: line-based chat. Every line a client sends goes to every other
 // client as "#<id>: <line>"; joins and departures are announced as "* ..." lines.
 //
+// Step 11 of the series (examples/README.md). New here: connections talking to
+// each other, and what to do with a slow one.
+//
 // Slow clients: a client that does not read what others say would make its
 // output buffer grow without bound. We DISCONNECT it once more than
 // --max-backlog bytes wait for it (the others see "* #<id> dropped: too slow"),

@@ -1,6 +1,8 @@
 // http_hello: a minimal HTTP/1.1 server that answers every request with
 // "Hello, world!", complete enough for curl, ab and wrk.
 //
+// Step 12 of the series (examples/README.md).
+//
 // The new idea: a protocol on top of the callback connection. The parser is
 // the component beside this file (http_session.hpp: keep-alive, pipelining,
 // limits); here is only what ties it to a connection: one session per
