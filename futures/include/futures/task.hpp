@@ -12,7 +12,7 @@
 // Step<void>). When the awaited future completes, however it completes, resume()
 // is called again; it reads that future's result(), which rethrows its error (or
 // CancelledError). Write it as one `enum class State`, one `switch`, a few lines
-// per state (see docs/futures.md and examples/tasks.cpp).
+// per state (see docs/futures.md and examples/05_tasks/tasks.cpp).
 //
 // spawn(sched, machine) moves the machine into a task and returns the task's
 // join handle, a Future<T>: tasks join tasks by returning it from resume().
