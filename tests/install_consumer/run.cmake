@@ -1,6 +1,10 @@
 # Installs the already-built project into a scratch prefix, then configures and
 # builds a separate project that uses find_package(reactor CONFIG REQUIRED),
 # and runs it.
+# A fresh directory per run, removed afterwards: two runs of the suite on one
+# build tree at once (a loaded CI machine, ctest twice) must not share it.
+string(RANDOM LENGTH 12 run_id)
+set(WORK_DIR ${WORK_DIR}/${run_id})
 file(REMOVE_RECURSE ${WORK_DIR})
 set(extra_flags "")
 if(SANITIZE)  # the installed library was built with sanitizers: so must its consumer be
@@ -15,4 +19,5 @@ execute_process(COMMAND ${WORK_DIR}/build/consumer OUTPUT_VARIABLE out COMMAND_E
 if(NOT out MATCHES "consumer: 3 callbacks ran")
   message(FATAL_ERROR "unexpected consumer output: ${out}")
 endif()
+file(REMOVE_RECURSE ${WORK_DIR})
 message(STATUS "installed package works: ${out}")
