@@ -1,3 +1,8 @@
+// The loop itself: the slot table behind every Handle, scheduling, and the
+// iteration phases (see the phase comment above run_once_unguarded). Around
+// it: cancel.cpp (Handle, lazy removal), fd_waiters.cpp (registration),
+// threadsafe_post.cpp (the only code other threads run), exception_handler.cpp
+// (the reports). Loop thread only; never owns the fds it watches.
 #include "reactor/scheduler.hpp"
 
 #include <sys/eventfd.h>
@@ -5,66 +10,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <stdexcept>
 #include <system_error>
 
-#include <fmt/format.h>
+#include "timer_order.hpp"
 
 namespace reactor {
-namespace {
-
-// Rebuild the sleeping heap once cancelled timers outnumber live ones (and
-// there are enough of them to be worth an O(n) pass).
-constexpr std::size_t kPurgeMinDeadTimers = 256;
-
-// Min-heap on (deadline, seq): std heap algorithms build max-heaps, so invert.
-struct LaterFirst {
-    template <class T>
-    bool operator()(const T& a, const T& b) const {
-        return a.deadline != b.deadline ? a.deadline > b.deadline : a.seq > b.seq;
-    }
-};
-
-}  // namespace
-
-// ---------------------------------------------------------------- errors
-
-std::string describe(const ErrorContext& ctx) {
-    std::string line = fmt::format("reactor: {}", ctx.message);
-    if (ctx.origin_known) line += fmt::format(" (from {}:{})", ctx.origin.file_name(), ctx.origin.line());
-    if (ctx.exception) {
-        try {
-            std::rethrow_exception(ctx.exception);
-        } catch (const std::exception& e) {
-            line += fmt::format(": {}", e.what());
-        } catch (...) {
-            line += ": unknown exception";
-        }
-    }
-    return line;
-}
-
-void default_exception_handler(const ErrorContext& ctx) { fmt::print(stderr, "{}\n", describe(ctx)); }
-
-void Scheduler::set_exception_handler(ExceptionHandler handler) { exception_handler_ = std::move(handler); }
-
-void Scheduler::call_exception_handler(const ErrorContext& ctx) noexcept {
-    try {
-        if (exception_handler_) {
-            exception_handler_(ctx);
-            return;
-        }
-    } catch (...) {
-        std::fputs("reactor: the exception handler itself threw; original error follows\n", stderr);
-    }
-    try {
-        default_exception_handler(ctx);
-    } catch (...) {
-        std::fputs("reactor: failed to report an error\n", stderr);
-    }
-}
 
 // ---------------------------------------------------------------- lifetime
 
@@ -134,35 +85,6 @@ void Scheduler::free_slot(std::uint32_t i) {
     free_head_ = i;
 }
 
-bool Handle::cancel() { return sched_ && sched_->cancel(slot_, gen_); }
-
-bool Handle::pending() const {
-    if (!sched_ || slot_ >= sched_->slots_.size()) return false;
-    const auto& s = sched_->slots_[slot_];
-    return s.gen == gen_ && (s.kind == Scheduler::SlotKind::soon || s.kind == Scheduler::SlotKind::timer);
-}
-
-bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {
-    if (slot >= slots_.size()) return false;
-    Slot& s = slots_[slot];
-    if (s.gen != gen || (s.kind != SlotKind::soon && s.kind != SlotKind::timer)) return false;
-    // The queue entry stays behind and is skipped when reached (its gen no
-    // longer matches); the callable is released now.
-    if (s.kind == SlotKind::timer) {
-        --live_timers_;
-        ++dead_timers_;
-    }
-    free_slot(slot);
-    if (dead_timers_ >= kPurgeMinDeadTimers && dead_timers_ > live_timers_) purge_cancelled_timers();
-    return true;
-}
-
-void Scheduler::purge_cancelled_timers() {
-    std::erase_if(sleeping_, [this](const Timer& t) { return !live(t.ref); });
-    std::make_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
-    dead_timers_ = 0;
-}
-
 // ---------------------------------------------------------------- scheduling
 
 Handle Scheduler::call_soon(Callback cb, std::source_location where) {
@@ -186,116 +108,15 @@ TimePoint Scheduler::timer_base() {
     return now();
 }
 
-void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
-    {
-        std::lock_guard lock(posted_mutex_);
-        posted_.push_back(Posted{std::move(cb), where});
-    }
-    // One eventfd write per batch: whoever flips the flag wakes the loop.
-    if (!wake_pending_.exchange(true, std::memory_order_acq_rel)) {
-        std::uint64_t one = 1;
-        while (::write(wakeup_fd_, &one, sizeof one) < 0 && errno == EINTR) {
-        }
-    }
-}
-
-void Scheduler::drain_threadsafe() {
-    std::uint64_t count;
-    while (::read(wakeup_fd_, &count, sizeof count) < 0 && errno == EINTR) {
-    }
-    wake_pending_.store(false, std::memory_order_release);
-    {
-        std::lock_guard lock(posted_mutex_);
-        posted_batch_.swap(posted_);
-    }
-    for (auto& p : posted_batch_) ready_.push_back(alloc_slot(std::move(p.cb), p.where, SlotKind::soon));
-    posted_batch_.clear();
-}
-
 // ---------------------------------------------------------------- fd waiters
 
-void Scheduler::read_wait(int fd, Callback cb, std::source_location where) {
-    set_waiter(fd, true, false, std::move(cb), where);
-}
-void Scheduler::write_wait(int fd, Callback cb, std::source_location where) {
-    set_waiter(fd, false, false, std::move(cb), where);
-}
-void Scheduler::add_reader(int fd, Callback cb, std::source_location where) {
-    set_waiter(fd, true, true, std::move(cb), where);
-}
-void Scheduler::add_writer(int fd, Callback cb, std::source_location where) {
-    set_waiter(fd, false, true, std::move(cb), where);
-}
-bool Scheduler::remove_reader(int fd) { return remove_waiter(fd, true); }
-bool Scheduler::remove_writer(int fd) { return remove_waiter(fd, false); }
-
+// Registration lives in fd_waiters.cpp; this is used by run_ready.
 Interest Scheduler::interest_of(int fd) const {
     const FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
     Interest i = Interest::none;
     if (live(w.read)) i = i | Interest::read;
     if (live(w.write)) i = i | Interest::write;
     return i;
-}
-
-void Scheduler::set_waiter(int fd, bool is_read, bool persistent, Callback cb, std::source_location where) {
-    if (fd < 0) throw std::invalid_argument(fmt::format("reactor: invalid fd {} (negative)", fd));
-    if (fd == wakeup_fd_) throw std::invalid_argument(fmt::format("reactor: fd {} is the loop's own wakeup fd", fd));
-    if (!cb) throw std::invalid_argument("reactor: empty callback");
-    auto index = static_cast<std::size_t>(fd);
-    Interest wanted = index < waiting_.size() ? interest_of(fd) : Interest::none;
-    wanted = wanted | (is_read ? Interest::read : Interest::write);
-    selector_->set_interest(fd, wanted);  // validates fd first: on throw nothing has changed
-    if (index >= waiting_.size()) waiting_.resize(index + 1);
-
-    Ref r = alloc_slot(std::move(cb), where, persistent ? SlotKind::persistent_waiter : SlotKind::oneshot_waiter);
-    slots_[r.slot].fd = fd;
-    slots_[r.slot].is_read = is_read;
-    Ref& entry = is_read ? waiting_[index].read : waiting_[index].write;
-    Ref old = std::exchange(entry, r);
-    if (live(old)) {
-        free_slot(old.slot);
-    } else {
-        ++waiters_;
-    }
-}
-
-bool Scheduler::remove_waiter(int fd, bool is_read) {
-    if (fd < 0 || static_cast<std::size_t>(fd) >= waiting_.size()) return false;
-    Ref& entry = is_read ? waiting_[static_cast<std::size_t>(fd)].read : waiting_[static_cast<std::size_t>(fd)].write;
-    if (!live(entry)) return false;
-    Ref old = std::exchange(entry, Ref{});
-    --waiters_;
-    selector_->set_interest(fd, interest_of(fd));
-    free_slot(old.slot);
-    return true;
-}
-
-void Scheduler::forget_fd(int fd) noexcept {
-    if (fd < 0 || fd == wakeup_fd_) return;
-    remove_waiter(fd, true);
-    remove_waiter(fd, false);
-    selector_->forget(fd);
-}
-
-void Scheduler::drop_closed_fd(int fd, int error) {
-    if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
-    FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
-    ErrorContext ctx;
-    ctx.fd = fd;
-    ctx.message = error == EBADF
-                      ? fmt::format("fd {} was closed while registered; its waiters were dropped", fd)
-                      : fmt::format("fd {} cannot be watched ({}); its waiters were dropped", fd, std::strerror(error));
-    for (Ref r : {w.read, w.write}) {
-        if (live(r) && !ctx.origin_known) {
-            ctx.origin = slots_[r.slot].where;
-            ctx.origin_known = true;
-        }
-    }
-    remove_waiter(fd, true);
-    remove_waiter(fd, false);
-    selector_->set_interest(fd, Interest::none);
-    // Phases only enqueue: the report runs in the run phase like any callback.
-    call_soon([this, ctx = std::move(ctx)] { call_exception_handler(ctx); });
 }
 
 // ---------------------------------------------------------------- the loop

@@ -1,0 +1,86 @@
+// start_server and the StreamServer handle: each accepted connection becomes a
+// Stream handed to the user's handler; the stream is closed when the future
+// the handler returned completes. Loop thread only.
+#include "stream_server.hpp"
+
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace futures {
+namespace detail {
+
+void ServerCore::listen(const reactor::Address& address) {
+    reactor::TcpListener::Options lopt;
+    lopt.connection = options_.connection;
+    std::weak_ptr<ServerCore> weak = weak_from_this();
+    listener_ = reactor::TcpListener::listen(
+        sched_, address,
+        [weak](const reactor::TcpConnectionPtr& c) {
+            if (auto self = weak.lock()) self->on_accept(c);
+        },
+        lopt);
+}
+
+void ServerCore::on_accept(const reactor::TcpConnectionPtr& conn) {
+    Stream stream = Stream::from(conn, options_);
+    StreamCore* key = stream.core_.get();
+    active_.emplace(key, stream);
+    Future<void> conversation;
+    try {
+        conversation = handler_(stream);
+    } catch (...) {
+        active_.erase(key);
+        stream.abort();
+        reactor::ErrorContext ctx;
+        ctx.message = fmt::format("stream server {}: the handler threw", listener_->address().to_string());
+        ctx.exception = std::current_exception();
+        sched_.call_exception_handler(ctx);
+        return;
+    }
+    auto finished = [weak = weak_from_this(), stream, key]() mutable {
+        stream.close();
+        if (auto self = weak.lock()) self->active_.erase(key);
+    };
+    if (!conversation.valid()) return finished();
+    conversation.add_done_callback(std::move(finished));
+}
+
+void ServerCore::abort_clients() {
+    auto doomed = active_;  // aborting does not call back synchronously, but be safe
+    for (auto& [key, stream] : doomed) stream.abort();
+}
+
+}  // namespace detail
+
+StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address, StreamServer::Handler handler,
+                          StreamOptions options) {
+    if (!handler) throw std::invalid_argument("start_server: empty handler");
+    StreamServer server;
+    server.core_ = std::make_shared<detail::ServerCore>(sched, std::move(handler), options);
+    server.core_->listen(address);
+    return server;
+}
+
+StreamServer start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
+                          StreamServer::Handler handler, StreamOptions options) {
+    return start_server(sched, reactor::Address::resolve(host, port).front(), std::move(handler), options);
+}
+
+const reactor::Address& StreamServer::address() const {
+    if (!core_) throw InvalidStateError("futures: empty StreamServer");
+    return core_->address();
+}
+void StreamServer::close() {
+    if (core_) core_->close();
+}
+bool StreamServer::serving() const { return core_ && core_->serving(); }
+std::size_t StreamServer::active() const { return core_ ? core_->active() : 0; }
+std::uint64_t StreamServer::accepted() const { return core_ ? core_->accepted() : 0; }
+void StreamServer::abort_clients() {
+    if (core_) core_->abort_clients();
+}
+
+}  // namespace futures

@@ -1,0 +1,47 @@
+// Internal: the state behind a StreamServer. Owns the listener and a Stream
+// handle per conversation still running; the listener's accept callback refers
+// to it weakly, so the StreamServer handles alone decide how long it lives.
+// Loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include <reactor/address.hpp>
+#include <reactor/scheduler.hpp>
+#include <reactor/tcp_listener.hpp>
+
+#include "futures/stream.hpp"
+
+namespace futures::detail {
+
+class ServerCore : public std::enable_shared_from_this<ServerCore> {
+public:
+    ServerCore(reactor::Scheduler& sched, StreamServer::Handler handler, const StreamOptions& options)
+        : sched_(sched), handler_(std::move(handler)), options_(options) {}
+
+    // Binds and starts accepting; once, right after construction. Throws
+    // like reactor::TcpListener::listen.
+    void listen(const reactor::Address& address);
+
+    const reactor::Address& address() const { return listener_->address(); }
+    void close() { listener_->close(); }  // conversations in progress go on
+    bool serving() const { return listener_->listening(); }
+    std::size_t active() const { return active_.size(); }
+    std::uint64_t accepted() const { return listener_->accepted(); }
+    void abort_clients();
+
+private:
+    void on_accept(const reactor::TcpConnectionPtr& conn);
+
+    reactor::Scheduler& sched_;
+    StreamServer::Handler handler_;
+    StreamOptions options_;
+    reactor::TcpListenerPtr listener_;
+    // Keyed by the stream's core: an entry goes when its conversation ends.
+    std::unordered_map<StreamCore*, Stream> active_;
+};
+
+}  // namespace futures::detail

@@ -1,0 +1,50 @@
+// Cancellation (STYLE 7): a Handle names a slot by (slot, generation); cancel
+// frees the slot and its callable now and leaves the queue entry behind, to be
+// skipped when reached. The sleeping heap is rebuilt once it is mostly dead.
+// Loop thread only; a stale Handle is a harmless no-op.
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "reactor/scheduler.hpp"
+#include "timer_order.hpp"
+
+namespace reactor {
+namespace {
+
+// Rebuild the sleeping heap once cancelled timers outnumber live ones (and
+// there are enough of them to be worth an O(n) pass).
+constexpr std::size_t kPurgeMinDeadTimers = 256;
+
+}  // namespace
+
+bool Handle::cancel() { return sched_ && sched_->cancel(slot_, gen_); }
+
+bool Handle::pending() const {
+    if (!sched_ || slot_ >= sched_->slots_.size()) return false;
+    const auto& s = sched_->slots_[slot_];
+    return s.gen == gen_ && (s.kind == Scheduler::SlotKind::soon || s.kind == Scheduler::SlotKind::timer);
+}
+
+bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {
+    if (slot >= slots_.size()) return false;
+    Slot& s = slots_[slot];
+    if (s.gen != gen || (s.kind != SlotKind::soon && s.kind != SlotKind::timer)) return false;
+    // The queue entry stays behind and is skipped when reached (its gen no
+    // longer matches); the callable is released now.
+    if (s.kind == SlotKind::timer) {
+        --live_timers_;
+        ++dead_timers_;
+    }
+    free_slot(slot);
+    if (dead_timers_ >= kPurgeMinDeadTimers && dead_timers_ > live_timers_) purge_cancelled_timers();
+    return true;
+}
+
+void Scheduler::purge_cancelled_timers() {
+    std::erase_if(sleeping_, [this](const Timer& t) { return !live(t.ref); });
+    std::make_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
+    dead_timers_ = 0;
+}
+
+}  // namespace reactor

@@ -1,0 +1,92 @@
+// The read/write waiter maps: registering, replacing and removing the waiter
+// of an fd, and dropping the waiters of an fd found closed. Never owns the
+// fds; loop thread only. The run phase that invokes the waiters is in
+// scheduler.cpp.
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "reactor/scheduler.hpp"
+
+namespace reactor {
+
+void Scheduler::read_wait(int fd, Callback cb, std::source_location where) {
+    set_waiter(fd, true, false, std::move(cb), where);
+}
+void Scheduler::write_wait(int fd, Callback cb, std::source_location where) {
+    set_waiter(fd, false, false, std::move(cb), where);
+}
+void Scheduler::add_reader(int fd, Callback cb, std::source_location where) {
+    set_waiter(fd, true, true, std::move(cb), where);
+}
+void Scheduler::add_writer(int fd, Callback cb, std::source_location where) {
+    set_waiter(fd, false, true, std::move(cb), where);
+}
+bool Scheduler::remove_reader(int fd) { return remove_waiter(fd, true); }
+bool Scheduler::remove_writer(int fd) { return remove_waiter(fd, false); }
+
+void Scheduler::set_waiter(int fd, bool is_read, bool persistent, Callback cb, std::source_location where) {
+    if (fd < 0) throw std::invalid_argument(fmt::format("reactor: invalid fd {} (negative)", fd));
+    if (fd == wakeup_fd_) throw std::invalid_argument(fmt::format("reactor: fd {} is the loop's own wakeup fd", fd));
+    if (!cb) throw std::invalid_argument("reactor: empty callback");
+    auto index = static_cast<std::size_t>(fd);
+    Interest wanted = index < waiting_.size() ? interest_of(fd) : Interest::none;
+    wanted = wanted | (is_read ? Interest::read : Interest::write);
+    selector_->set_interest(fd, wanted);  // validates fd first: on throw nothing has changed
+    if (index >= waiting_.size()) waiting_.resize(index + 1);
+
+    Ref r = alloc_slot(std::move(cb), where, persistent ? SlotKind::persistent_waiter : SlotKind::oneshot_waiter);
+    slots_[r.slot].fd = fd;
+    slots_[r.slot].is_read = is_read;
+    Ref& entry = is_read ? waiting_[index].read : waiting_[index].write;
+    Ref old = std::exchange(entry, r);
+    if (live(old)) {
+        free_slot(old.slot);
+    } else {
+        ++waiters_;
+    }
+}
+
+bool Scheduler::remove_waiter(int fd, bool is_read) {
+    if (fd < 0 || static_cast<std::size_t>(fd) >= waiting_.size()) return false;
+    Ref& entry = is_read ? waiting_[static_cast<std::size_t>(fd)].read : waiting_[static_cast<std::size_t>(fd)].write;
+    if (!live(entry)) return false;
+    Ref old = std::exchange(entry, Ref{});
+    --waiters_;
+    selector_->set_interest(fd, interest_of(fd));
+    free_slot(old.slot);
+    return true;
+}
+
+void Scheduler::forget_fd(int fd) noexcept {
+    if (fd < 0 || fd == wakeup_fd_) return;
+    remove_waiter(fd, true);
+    remove_waiter(fd, false);
+    selector_->forget(fd);
+}
+
+void Scheduler::drop_closed_fd(int fd, int error) {
+    if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
+    FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
+    ErrorContext ctx;
+    ctx.fd = fd;
+    ctx.message = error == EBADF
+                      ? fmt::format("fd {} was closed while registered; its waiters were dropped", fd)
+                      : fmt::format("fd {} cannot be watched ({}); its waiters were dropped", fd, std::strerror(error));
+    for (Ref r : {w.read, w.write}) {
+        if (live(r) && !ctx.origin_known) {
+            ctx.origin = slots_[r.slot].where;
+            ctx.origin_known = true;
+        }
+    }
+    remove_waiter(fd, true);
+    remove_waiter(fd, false);
+    selector_->set_interest(fd, Interest::none);
+    // Phases only enqueue: the report runs in the run phase like any callback.
+    call_soon([this, ctx = std::move(ctx)] { call_exception_handler(ctx); });
+}
+
+}  // namespace reactor

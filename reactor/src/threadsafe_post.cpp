@@ -1,0 +1,43 @@
+// Posting from other threads: call_soon_threadsafe queues under posted_mutex_
+// and wakes the loop through its eventfd (owned by the Scheduler, created in
+// its constructor); the loop thread alone drains the queue into ready_.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <mutex>
+
+#include "reactor/scheduler.hpp"
+
+namespace reactor {
+
+// Any thread.
+void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
+    {
+        std::lock_guard lock(posted_mutex_);
+        posted_.push_back(Posted{std::move(cb), where});
+    }
+    // One eventfd write per batch: whoever flips the flag wakes the loop.
+    if (!wake_pending_.exchange(true, std::memory_order_acq_rel)) {
+        std::uint64_t one = 1;
+        while (::write(wakeup_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+        }
+    }
+}
+
+// Loop thread, from move_ready_io when the wakeup fd is readable: the posts
+// join the ready queue in the order they were made; none runs here.
+void Scheduler::drain_threadsafe() {
+    std::uint64_t count;
+    while (::read(wakeup_fd_, &count, sizeof count) < 0 && errno == EINTR) {
+    }
+    wake_pending_.store(false, std::memory_order_release);
+    {
+        std::lock_guard lock(posted_mutex_);
+        posted_batch_.swap(posted_);
+    }
+    for (auto& p : posted_batch_) ready_.push_back(alloc_slot(std::move(p.cb), p.where, SlotKind::soon));
+    posted_batch_.clear();
+}
+
+}  // namespace reactor
