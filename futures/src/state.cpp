@@ -2,6 +2,7 @@
 // waiters, cancellation along links, and death (with the "exception was never
 // retrieved" report). The state diagram is in futures/future.hpp.
 #include "futures/future.hpp"  // with futures/detail/state.hpp and link.hpp
+#include "futures/then.hpp"    // report_orphan_exception
 
 #include <memory>
 #include <string>
@@ -9,6 +10,20 @@
 #include <fmt/format.h>
 
 namespace futures {
+
+std::string_view to_string(Status status) noexcept {
+    switch (status) {
+    case Status::pending:
+        return "pending";
+    case Status::done:
+        return "done";
+    case Status::failed:
+        return "failed";
+    case Status::cancelled:
+        return "cancelled";
+    }
+    return "?";
+}
 
 namespace detail {
 namespace {
@@ -319,6 +334,13 @@ void report_error(reactor::Scheduler& sched, std::string_view message, std::exce
     ctx.origin = where;
     ctx.origin_known = true;
     sched.call_exception_handler(ctx);
+}
+
+// Declared in futures/then.hpp: a continuation threw after its output was
+// already complete (cancelled, say), so the error has nowhere else to go.
+void report_orphan_exception(StateBase& out, std::exception_ptr error) noexcept {
+    report_error(out.scheduler(), "exception in a continuation whose future was already complete", std::move(error),
+                 out.origin());
 }
 
 }  // namespace detail
