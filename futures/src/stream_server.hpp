@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 
 #include <reactor/address.hpp>
 #include <reactor/scheduler.hpp>
