@@ -1,25 +1,20 @@
-// TcpListener, TcpConnection and connect() over real sockets on 127.0.0.1,
-// on every selector backend. Ordering comes from callbacks, never from sleeps.
-#define BOOST_TEST_MODULE tcp
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
+// TcpConnection over real sockets on 127.0.0.1, on every selector backend:
+// echo under load, half-close, water marks, close, abort and reset, and
+// callbacks that close or replace themselves. Ordering comes from callbacks,
+// never from sleeps.
+#define BOOST_TEST_MODULE tcp_connection
+#include <fcntl.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
-#include <cstring>
-#include <deque>
-#include <fcntl.h>
+
 #include <functional>
 #include <map>
 #include <memory>
-#include <ostream>
 #include <optional>
-#include <random>
-#include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,133 +25,9 @@
 
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
+#include "support/tcp_echo.hpp"
 
-using namespace std::chrono_literals;
-using reactor::CloseKind;
-using reactor::CloseReason;
-using reactor::TcpConnection;
-using reactor::TcpConnectionPtr;
-
-namespace reactor {
-// Boost.Test names values in failure messages through this (its log is an ostream).
-inline std::ostream& boost_test_print_type(std::ostream& os, const Address& a) { return os << a.to_string(); }
-inline std::ostream& boost_test_print_type(std::ostream& os, CloseKind k) { return os << to_string(k); }
-inline std::ostream& boost_test_print_type(std::ostream& os, TcpConnection::State s) { return os << to_string(s); }
-}  // namespace reactor
-
-// A named namespace: the test-case lambdas capture these types.
-namespace tcp_test {
-
-using reactor_test::on;
-
-reactor::Address any_loopback() { return reactor::Address::loopback_v4(0); }
-
-// The echo server of these tests: bytes back unchanged; reading pauses while
-// the echoes wait above the high mark and resumes at the low mark.
-struct EchoServer {
-    reactor::TcpListenerPtr listener;
-    std::vector<CloseReason> closes;
-    std::vector<std::string> events;  // "high", "low" in order
-    std::size_t open = 0;
-
-    EchoServer(reactor::Scheduler& sched, reactor::ConnectionOptions copt = {}) {
-        reactor::TcpListener::Options lopt;
-        lopt.connection = copt;
-        listener = reactor::TcpListener::listen(
-            sched, any_loopback(),
-            [this](const TcpConnectionPtr& c) {
-                ++open;
-                c->set_data_callback([](TcpConnection& c, std::string_view d) { c.write(d); });
-                c->set_high_water_callback([this](TcpConnection& c) {
-                    events.push_back("high");
-                    c.pause_reading();
-                });
-                c->set_low_water_callback([this](TcpConnection& c) {
-                    events.push_back("low");
-                    c.resume_reading();
-                });
-                c->set_close_callback([this](TcpConnection&, const CloseReason& r) {
-                    --open;
-                    closes.push_back(r);
-                });
-            },
-            lopt);
-    }
-    std::uint16_t port() const { return listener->address().port(); }
-};
-
-// One load-generating client: keeps `window` messages of random sizes in
-// flight, checks every echoed byte against what it sent, and closes after
-// `messages` round trips.
-class LoadClient {
-public:
-    LoadClient(reactor::Scheduler& sched, std::uint16_t port, std::uint32_t seed, int messages, const std::string& pool)
-        : rng_(seed), messages_(messages), pool_(pool) {
-        reactor::connect(sched, reactor::Address::loopback_v4(port), [this](TcpConnectionPtr c, std::error_code ec) {
-            if (ec) {
-                failure = "connect: " + ec.message();
-                return;
-            }
-            conn_ = c;
-            c->set_data_callback([this](TcpConnection& c, std::string_view d) { on_data(c, d); });
-            c->set_close_callback([this](TcpConnection&, const CloseReason& r) {
-                reason = r;
-                closed = true;
-                conn_.reset();
-            });
-            for (int i = 0; i < kWindow; ++i) send_one();
-        });
-    }
-
-    bool closed = false;
-    CloseReason reason;
-    std::string failure;
-    std::size_t bytes_echoed = 0;
-    int completed = 0;
-
-private:
-    static constexpr int kWindow = 4;
-    static constexpr std::size_t kMaxMessage = 512;
-
-    void send_one() {
-        if (sent_ == messages_) return;
-        std::size_t size = 1 + rng_() % kMaxMessage;
-        std::size_t offset = rng_() % (pool_.size() - size);
-        std::string_view msg(pool_.data() + offset, size);
-        expected_.append(msg);
-        ends_.push_back(sent_bytes_ += size);
-        ++sent_;
-        conn_->write(msg);
-    }
-
-    void on_data(TcpConnection& c, std::string_view d) {
-        if (d.size() > expected_.size() || std::memcmp(d.data(), expected_.data(), d.size()) != 0) {
-            failure = "echoed bytes differ from the bytes sent";
-            return c.abort();
-        }
-        expected_.consume(d.size());
-        bytes_echoed += d.size();
-        while (!ends_.empty() && ends_.front() <= bytes_echoed) {
-            ends_.pop_front();
-            ++completed;
-            send_one();
-        }
-        if (completed == messages_) c.close();
-    }
-
-    std::mt19937 rng_;
-    int messages_;
-    const std::string& pool_;
-    TcpConnectionPtr conn_;
-    reactor::ByteBuffer expected_;
-    std::deque<std::size_t> ends_;
-    std::size_t sent_bytes_ = 0;
-    int sent_ = 0;
-};
-
-}  // namespace tcp_test
-
-using namespace tcp_test;
+using namespace tcp_test;  // with the usings of the TCP suites (support/tcp_echo.hpp)
 
 BOOST_AUTO_TEST_CASE(echo_200_clients_1000_messages_every_byte_back_in_order) {
     const reactor::Backend backend = reactor_test::backend_under_test();
@@ -502,141 +373,6 @@ BOOST_AUTO_TEST_CASE(addresses_outlive_the_socket_into_the_close_callback) {
     BOOST_TEST(sched.empty());
 }
 
-BOOST_AUTO_TEST_CASE(connect_refused_reaches_the_callback) {
-    const reactor::Backend backend = reactor_test::backend_under_test();
-    // A port that is bound but not listening refuses, and nobody else can take it meanwhile.
-    int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto addr = reactor::Address::loopback_v4(0);
-    BOOST_REQUIRE(::bind(holder, addr.data(), addr.size()) == 0);
-    auto port = reactor::Address::local_of(holder).port();
-
-    reactor::Scheduler sched(on(backend));
-    std::optional<std::error_code> result;
-    bool got_connection = false;
-    auto connector = reactor::connect(sched, reactor::Address::loopback_v4(port), [&](TcpConnectionPtr c, std::error_code ec) {
-        got_connection = c != nullptr;
-        result = ec;
-    });
-    BOOST_TEST(!result.has_value());  // never synchronous
-    BOOST_TEST(connector->pending());
-    sched.run();
-    BOOST_REQUIRE(result.has_value());
-    BOOST_TEST(result->value() == ECONNREFUSED);
-    BOOST_TEST(!got_connection);
-    BOOST_TEST(!connector->pending());
-    BOOST_TEST(sched.empty());
-    ::close(holder);
-}
-
-// Tests send traffic to loopback only, so "the peer never answers" is made
-// locally: a listener whose accept queue is full makes the kernel drop new
-// SYNs, and our connect timeout has to fire (ETIMEDOUT).
-BOOST_AUTO_TEST_CASE(connect_timeout_reaches_the_callback) {
-    const reactor::Backend backend = reactor_test::backend_under_test();
-    int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    BOOST_REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&addr), len) == 0);
-    BOOST_REQUIRE(::listen(lfd, 0) == 0);  // never accepted from
-    BOOST_REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    std::vector<int> fillers;  // fill the accept queue (backlog 0 holds one)
-    for (int i = 0; i < 3; ++i) {
-        int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-        fillers.push_back(c);
-    }
-    // Wait (bounded, no fixed sleep) until the first filler's handshake is
-    // done, i.e. the queue is full: later SYNs, ours included, are dropped.
-    pollfd first{fillers[0], POLLOUT, 0};
-    BOOST_REQUIRE(::poll(&first, 1, 5000) == 1);
-
-    reactor::Scheduler sched(on(backend));
-    std::optional<std::error_code> result;
-    TcpConnectionPtr unexpected;
-    reactor::Connector::Options opt;
-    opt.timeout = 200ms;
-    reactor::connect(sched, reactor::Address::parse(fmt::format("127.0.0.1:{}", ntohs(addr.sin_port))),
-                     [&](TcpConnectionPtr c, std::error_code ec) {
-                         result = ec;
-                         unexpected = c;
-                     },
-                     opt);
-    sched.run();
-    BOOST_REQUIRE(result.has_value());
-    BOOST_TEST(!unexpected);
-    BOOST_TEST(result->value() == ETIMEDOUT, result->message());
-    BOOST_TEST(sched.empty());
-    for (int c : fillers) ::close(c);
-    ::close(lfd);
-}
-
-// A server that accepts and at once aborts (SO_LINGER {1, 0}, then close)
-// resets a connection the client has not yet seen complete: connect reports
-// ECONNRESET, not a connection. Deterministic on loopback: the kernel does
-// the whole handshake while our loop is not running, and the test waits for
-// the reset to land on the client socket before the loop first polls it.
-BOOST_AUTO_TEST_CASE(connect_reset_by_the_server_at_once_reaches_the_callback) {
-    const reactor::Backend backend = reactor_test::backend_under_test();
-    reactor::Scheduler sched(on(backend));
-    int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto any = reactor::Address::loopback_v4(0);
-    BOOST_REQUIRE(::bind(lfd, any.data(), any.size()) == 0);
-    BOOST_REQUIRE(::listen(lfd, 1) == 0);
-    const auto server_address = reactor::Address::local_of(lfd);
-
-    // The connector's socket is the lowest free fd (POSIX allocates the
-    // lowest), so the test can watch it without reaching into the Connector.
-    const int client_fd = ::dup(0);
-    BOOST_REQUIRE(client_fd >= 0);
-    ::close(client_fd);
-    std::optional<std::error_code> result;
-    TcpConnectionPtr unexpected;
-    auto connector = reactor::connect(sched, server_address, [&](TcpConnectionPtr c, std::error_code ec) {
-        result = ec;
-        unexpected = c;
-    });
-    BOOST_REQUIRE(connector->pending());
-
-    pollfd listening{lfd, POLLIN, 0};
-    BOOST_REQUIRE(::poll(&listening, 1, 5000) == 1);  // handshake done in the kernel
-    int accepted = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-    BOOST_REQUIRE(accepted >= 0);
-    BOOST_REQUIRE((reactor::Address::peer_of(accepted) == reactor::Address::local_of(client_fd)));
-    linger lg{1, 0};
-    ::setsockopt(accepted, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    ::close(accepted);  // sends RST
-    // poll() always reports POLLERR and POLLHUP, asked for or not: waiting
-    // with no events asked returns once the reset has reached the client
-    // socket (it does not consume the pending error, SO_ERROR does).
-    pollfd client{client_fd, 0, 0};
-    BOOST_REQUIRE(::poll(&client, 1, 5000) == 1);
-    BOOST_TEST((client.revents & (POLLERR | POLLHUP)) != 0);
-
-    sched.run();
-    BOOST_REQUIRE(result.has_value());
-    BOOST_TEST(result->value() == ECONNRESET, result->message());
-    BOOST_TEST(!unexpected);
-    BOOST_TEST(!connector->pending());
-    BOOST_TEST(sched.empty());
-    ::close(lfd);
-}
-
-BOOST_AUTO_TEST_CASE(cancelled_connect_never_calls_back) {
-    const reactor::Backend backend = reactor_test::backend_under_test();
-    reactor::Scheduler sched(on(backend));
-    EchoServer server(sched);
-    bool called = false;
-    auto c = reactor::connect(sched, server.listener->address(), [&](TcpConnectionPtr, std::error_code) { called = true; });
-    BOOST_TEST(c->cancel());
-    BOOST_TEST(!c->cancel());
-    server.listener->close();
-    sched.run();
-    BOOST_TEST(!called);
-    BOOST_TEST(sched.empty());
-}
-
 BOOST_AUTO_TEST_CASE(write_to_closed_peer_does_not_raise_sigpipe) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     // SIGPIPE at its default disposition kills the process: this test only
@@ -860,130 +596,6 @@ BOOST_AUTO_TEST_CASE(callbacks_may_replace_themselves_while_running) {
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 3; }));
     BOOST_TEST(bag == (std::vector<std::string>{"first a 1000", "second b", "eof"}));
     ::close(fd);
-    listener.reset();
-    sched.run();
-    BOOST_TEST(sched.empty());
-}
-
-BOOST_AUTO_TEST_CASE(emfile_pauses_accepting_reports_and_recovers) {
-    const reactor::Backend backend = reactor_test::backend_under_test();
-    reactor::Scheduler sched(on(backend));
-    reactor::TcpListener::Options lopt;
-    lopt.accept_pause = 20ms;
-    std::vector<std::error_code> errors;
-    std::string got;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
-        c->set_data_callback([&](TcpConnection& c, std::string_view d) {
-            got += d;
-            c.close();
-        });
-    }, lopt);
-    listener->set_error_callback([&](reactor::TcpListener&, std::error_code ec, std::string_view) { errors.push_back(ec); });
-    int fd = nettest::connect_blocking(listener->address().port());  // waits in the backlog
-    BOOST_REQUIRE(fd >= 0);
-    nettest::send_all(fd, "late");
-
-    // No fd can be allocated any more: accept fails with EMFILE.
-    rlimit saved{};
-    ::getrlimit(RLIMIT_NOFILE, &saved);
-    int lowest_free = ::dup(0);
-    ::close(lowest_free);
-    rlimit tight = saved;
-    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
-    BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
-    // The watchdog of run_until is a timer, not an fd, so this is safe.
-    bool reported = nettest::run_until(sched, [&] { return !errors.empty(); }, 5s);
-    ::setrlimit(RLIMIT_NOFILE, &saved);
-    BOOST_REQUIRE(reported);
-    BOOST_TEST(errors.size() == 1u, "one report per pause, no busy loop");
-    BOOST_TEST(errors[0].value() == EMFILE);
-    BOOST_TEST(listener->accepted() == 0u);
-    // After the pause the waiting client is accepted and served.
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == "late"; }));
-    BOOST_TEST(nettest::recv_all(fd) == "");  // closed by the server
-    ::close(fd);
-    listener.reset();
-    sched.run();
-    BOOST_TEST(sched.empty());
-}
-
-BOOST_AUTO_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cleanly) {
-    const reactor::Backend backend = reactor_test::backend_under_test();
-    // select cannot watch fd >= FD_SETSIZE: such a connection is accepted,
-    // closed, and reported. Other backends simply serve it.
-    rlimit saved{};
-    ::getrlimit(RLIMIT_NOFILE, &saved);
-    if (saved.rlim_max < FD_SETSIZE + 64) {
-        BOOST_TEST_MESSAGE("RLIMIT_NOFILE too low to reach FD_SETSIZE; skipped");
-        return;
-    }
-    rlimit wide = saved;
-    wide.rlim_cur = FD_SETSIZE + 64;
-    BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &wide) == 0);
-
-    reactor::Scheduler sched(on(backend));
-    std::vector<std::string> reports;
-    std::string served;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
-        c->set_data_callback([&](TcpConnection& c, std::string_view d) {
-            served += d;
-            c.close();
-        });
-    });
-    sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
-    int fd = nettest::connect_blocking(listener->address().port());
-    nettest::send_all(fd, "ping");
-    // Fill every fd below FD_SETSIZE, so the accepted socket lands above it.
-    std::vector<int> fillers;
-    for (;;) {
-        int f = ::dup(0);
-        if (f < 0) break;
-        fillers.push_back(f);
-        if (f >= FD_SETSIZE - 1) break;
-    }
-    bool done = nettest::run_until(sched, [&] { return !reports.empty() || !served.empty(); }, 5s);
-    for (int f : fillers) ::close(f);
-    BOOST_REQUIRE(done);
-    if (backend == reactor::Backend::select) {
-        BOOST_REQUIRE(reports.size() == 1u);
-        BOOST_TEST(reports[0].find("FD_SETSIZE") != std::string::npos, reports[0]);
-        BOOST_TEST(listener->refused() == 1u);
-        BOOST_TEST(nettest::recv_all(fd) == "");  // closed on us
-    } else {
-        BOOST_TEST(served == "ping");
-        BOOST_TEST(listener->accepted() == 1u);
-    }
-    ::close(fd);
-    listener.reset();
-    sched.run();
-    BOOST_TEST(sched.empty());
-    ::setrlimit(RLIMIT_NOFILE, &saved);
-}
-
-BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
-    const reactor::Backend backend = reactor_test::backend_under_test();
-    reactor::Scheduler sched(on(backend));
-    reactor::TcpListenerPtr listener;
-    try {
-        listener = reactor::TcpListener::listen(sched, reactor::Address::loopback_v6(0), [](const TcpConnectionPtr& c) {
-            c->set_data_callback([](TcpConnection& c, std::string_view d) { c.write(d); });
-        });
-    } catch (const std::system_error& e) {
-        BOOST_TEST_MESSAGE("no IPv6 loopback here (" << e.what() << "); skipped");
-        return;
-    }
-    BOOST_TEST(listener->address().to_string().starts_with("[::1]:"));
-    std::string got;
-    reactor::connect(sched, listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
-        BOOST_REQUIRE(!ec);
-        BOOST_TEST(c->peer_address() == listener->address());
-        c->set_data_callback([&](TcpConnection& c, std::string_view d) {
-            got += d;
-            if (got.size() == 4) c.close();
-        });
-        c->write("six!");
-    });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == "six!"; }));
     listener.reset();
     sched.run();
     BOOST_TEST(sched.empty());

@@ -1,0 +1,141 @@
+// Test support for the TCP suites (test_tcp_listener, test_tcp_connection,
+// test_connector): Boost.Test printers for the reactor's values, the echo
+// server these tests talk to, and a load-generating client.
+#pragma once
+
+#include <cstring>
+#include <deque>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <reactor/connector.hpp>
+#include <reactor/tcp_connection.hpp>
+#include <reactor/tcp_listener.hpp>
+
+#include "support/backends.hpp"
+
+namespace reactor {
+// Boost.Test names values in failure messages through this (its log is an ostream).
+inline std::ostream& boost_test_print_type(std::ostream& os, const Address& a) { return os << a.to_string(); }
+inline std::ostream& boost_test_print_type(std::ostream& os, CloseKind k) { return os << to_string(k); }
+inline std::ostream& boost_test_print_type(std::ostream& os, TcpConnection::State s) { return os << to_string(s); }
+}  // namespace reactor
+
+// A named namespace: the test-case lambdas capture these types.
+namespace tcp_test {
+
+using namespace std::chrono_literals;
+using reactor::CloseKind;
+using reactor::CloseReason;
+using reactor::TcpConnection;
+using reactor::TcpConnectionPtr;
+using reactor_test::on;
+
+inline reactor::Address any_loopback() { return reactor::Address::loopback_v4(0); }
+
+// The echo server of these tests: bytes back unchanged; reading pauses while
+// the echoes wait above the high mark and resumes at the low mark.
+struct EchoServer {
+    reactor::TcpListenerPtr listener;
+    std::vector<CloseReason> closes;
+    std::vector<std::string> events;  // "high", "low" in order
+    std::size_t open = 0;
+
+    EchoServer(reactor::Scheduler& sched, reactor::ConnectionOptions copt = {}) {
+        reactor::TcpListener::Options lopt;
+        lopt.connection = copt;
+        listener = reactor::TcpListener::listen(
+            sched, any_loopback(),
+            [this](const TcpConnectionPtr& c) {
+                ++open;
+                c->set_data_callback([](TcpConnection& c, std::string_view d) { c.write(d); });
+                c->set_high_water_callback([this](TcpConnection& c) {
+                    events.push_back("high");
+                    c.pause_reading();
+                });
+                c->set_low_water_callback([this](TcpConnection& c) {
+                    events.push_back("low");
+                    c.resume_reading();
+                });
+                c->set_close_callback([this](TcpConnection&, const CloseReason& r) {
+                    --open;
+                    closes.push_back(r);
+                });
+            },
+            lopt);
+    }
+    std::uint16_t port() const { return listener->address().port(); }
+};
+
+// One load-generating client: keeps `window` messages of random sizes in
+// flight, checks every echoed byte against what it sent, and closes after
+// `messages` round trips.
+class LoadClient {
+public:
+    LoadClient(reactor::Scheduler& sched, std::uint16_t port, std::uint32_t seed, int messages, const std::string& pool)
+        : rng_(seed), messages_(messages), pool_(pool) {
+        reactor::connect(sched, reactor::Address::loopback_v4(port), [this](TcpConnectionPtr c, std::error_code ec) {
+            if (ec) {
+                failure = "connect: " + ec.message();
+                return;
+            }
+            conn_ = c;
+            c->set_data_callback([this](TcpConnection& c, std::string_view d) { on_data(c, d); });
+            c->set_close_callback([this](TcpConnection&, const CloseReason& r) {
+                reason = r;
+                closed = true;
+                conn_.reset();
+            });
+            for (int i = 0; i < kWindow; ++i) send_one();
+        });
+    }
+
+    bool closed = false;
+    CloseReason reason;
+    std::string failure;
+    std::size_t bytes_echoed = 0;
+    int completed = 0;
+
+private:
+    static constexpr int kWindow = 4;
+    static constexpr std::size_t kMaxMessage = 512;
+
+    void send_one() {
+        if (sent_ == messages_) return;
+        std::size_t size = 1 + rng_() % kMaxMessage;
+        std::size_t offset = rng_() % (pool_.size() - size);
+        std::string_view msg(pool_.data() + offset, size);
+        expected_.append(msg);
+        ends_.push_back(sent_bytes_ += size);
+        ++sent_;
+        conn_->write(msg);
+    }
+
+    void on_data(TcpConnection& c, std::string_view d) {
+        if (d.size() > expected_.size() || std::memcmp(d.data(), expected_.data(), d.size()) != 0) {
+            failure = "echoed bytes differ from the bytes sent";
+            return c.abort();
+        }
+        expected_.consume(d.size());
+        bytes_echoed += d.size();
+        while (!ends_.empty() && ends_.front() <= bytes_echoed) {
+            ends_.pop_front();
+            ++completed;
+            send_one();
+        }
+        if (completed == messages_) c.close();
+    }
+
+    std::mt19937 rng_;
+    int messages_;
+    const std::string& pool_;
+    TcpConnectionPtr conn_;
+    reactor::ByteBuffer expected_;
+    std::deque<std::size_t> ends_;
+    std::size_t sent_bytes_ = 0;
+    int sent_ = 0;
+};
+
+}  // namespace tcp_test
