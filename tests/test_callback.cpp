@@ -28,6 +28,7 @@
 
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
+#include "support/fds.hpp"
 
 // operator new is replaced below with malloc plus a counter, and GCC then
 // mistakes the matching operator delete's free() for a mismatch.
@@ -195,13 +196,12 @@ BOOST_AUTO_TEST_CASE(target_whose_move_may_throw_is_boxed) {
 BOOST_AUTO_TEST_CASE(steady_state_scheduling_allocates_nothing) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     Scheduler s(reactor_test::on(backend));
-    int fds[2];
-    BOOST_REQUIRE(::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0);
+    reactor_test::Pipe p;
     long hops = 0, posts = 0, timers = 0, reads = 0, written = 0;
     char byte = 'x';
-    s.add_reader(fds[0], [&] {
+    s.add_reader(p.r, [&] {
         char c;
-        while (::read(fds[0], &c, 1) == 1) ++reads;
+        while (::read(p.r, &c, 1) == 1) ++reads;
     });
     auto round = [&] {
         struct Hop {
@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(steady_state_scheduling_allocates_nothing) {
         for (int i = 0; i < 1000; ++i) s.call_soon([&] { ++posts; });
         for (int i = 0; i < 100; ++i) s.call_later(std::chrono::microseconds(i % 7), [&] { ++timers; });
         for (int i = 0; i < 10; ++i) {
-            if (::write(fds[1], &byte, 1) == 1) ++written;  // no Boost check here: it allocates
+            if (::write(p.w, &byte, 1) == 1) ++written;  // no Boost check here: it allocates
             s.run_once();
         }
         while (s.timer_count() > 0 || s.ready_count() > 0) s.run_once();
@@ -228,9 +228,9 @@ BOOST_AUTO_TEST_CASE(steady_state_scheduling_allocates_nothing) {
     BOOST_TEST(timers == 200);
     BOOST_TEST(written == 20);
     BOOST_TEST(reads == 20);
-    BOOST_TEST(s.remove_reader(fds[0]));
-    ::close(fds[0]);
-    ::close(fds[1]);
+    BOOST_TEST(s.remove_reader(p.r));
+    p.r.close();
+    p.w.close();
     CHECK_EMPTY(s);
 }
 

@@ -28,6 +28,7 @@
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
 #include "support/fds.hpp"
+#include "support/net_util.hpp"
 
 using namespace std::chrono_literals;
 using reactor::Scheduler;
@@ -39,15 +40,6 @@ namespace {
 // Long enough for a loaded CI machine, short enough that a broken backend
 // fails in reasonable time: the cases wait for an event, never for this.
 constexpr auto kGuard = 10s;
-
-// Runs the loop until done() or the guard time passes; true if done().
-bool run_until(Scheduler& s, const std::function<bool()>& done) {
-    bool timed_out = false;
-    reactor::Handle guard = s.call_later(kGuard, [&] { timed_out = true; });
-    while (!done() && !timed_out) s.run_once();
-    guard.cancel();
-    return done();
-}
 
 // Every report goes here; the cases say which fds they expect.
 struct Reports {
@@ -79,7 +71,7 @@ struct Loop {
     // The new file behind a reused number is watched: `fired` comes true,
     // nothing was reported, and nothing is left registered.
     void expect_new_file_fires(const bool& fired) {
-        BOOST_TEST(run_until(s, [&] { return fired; }));
+        BOOST_TEST(nettest::run_until(s, [&] { return fired; }, kGuard));
         BOOST_TEST(reports.fds.empty());
         CHECK_EMPTY(s);
     }
@@ -170,7 +162,7 @@ BOOST_FIXTURE_TEST_CASE(number_closed_between_runs_without_remove_and_reused, Lo
         s.remove_reader(number);
     });
     b.put();
-    BOOST_TEST(run_until(s, [&] { return new_file_fired; }));
+    BOOST_TEST(nettest::run_until(s, [&] { return new_file_fired; }, kGuard));
     BOOST_TEST(old_reader_calls == 0);
     BOOST_TEST(reports.fds.empty());
     CHECK_EMPTY(s);
@@ -223,13 +215,13 @@ void closed_duplicated_fd_is_reported_while_busy(bool busy_with_callbacks) {
     const auto closed_at = std::chrono::steady_clock::now();
     p.r.close();  // no remove_reader, no forget_fd: `keep` holds the file open
     std::chrono::steady_clock::duration took{};
-    BOOST_TEST_REQUIRE(run_until(s, [&] {
+    BOOST_TEST_REQUIRE(nettest::run_until(s, [&] {
         if (!reported && !reports.fds.empty()) {
             reported = true;
             took = std::chrono::steady_clock::now() - closed_at;
         }
         return busy_rounds_after_report >= 100;
-    }));
+    }, kGuard));
     BOOST_TEST_MESSAGE("reported after " << std::chrono::duration<double>(took).count() << " s");
     BOOST_TEST_REQUIRE(reports.fds.size() == 1u);
     BOOST_TEST(reports.fds[0] == number);
@@ -289,7 +281,7 @@ BOOST_FIXTURE_TEST_CASE(number_closed_after_use_and_registered_again_is_reported
     }
     bool ran = false;
     s.read_wait(number, [&] { ran = true; });
-    BOOST_TEST(run_until(s, [&] { return !reports.fds.empty(); }));
+    BOOST_TEST(nettest::run_until(s, [&] { return !reports.fds.empty(); }, kGuard));
     BOOST_TEST_REQUIRE(reports.fds.size() == 1u);
     BOOST_TEST(reports.fds[0] == number);
     BOOST_TEST(!ran);

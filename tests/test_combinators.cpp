@@ -18,6 +18,7 @@
 #include <futures/futures.hpp>
 
 #include "support/fake_clock.hpp"
+#include "support/fds.hpp"
 #include "support/futures_util.hpp"
 
 namespace {
@@ -27,23 +28,9 @@ using futures::CancelledError;
 using futures::Future;
 using futures::TimeoutError;
 using futures_test::Reports;
+using reactor_test::Pipe;
 using futures_test::what;
 using Bag = std::vector<std::string>;
-
-// A non-blocking pipe whose ends close on destruction.
-struct Pipe {
-    int r = -1, w = -1;
-    Pipe() {
-        int fds[2];
-        BOOST_REQUIRE(::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0);
-        r = fds[0];
-        w = fds[1];
-    }
-    ~Pipe() {
-        ::close(r);
-        ::close(w);
-    }
-};
 
 // A sleep that then yields `value`.
 Future<int> value_after(reactor::Scheduler& s, reactor::Duration d, int value) {
@@ -134,8 +121,7 @@ BOOST_AUTO_TEST_CASE(fd_closed_while_waited_on_cancels_the_future_and_is_reporte
     Reports reports(loop.sched);
     Pipe p;
     Future<void> r = futures::readable(loop.sched, p.r);
-    ::close(p.r);
-    p.r = -1;
+    p.r.close();
     loop.sched.run();
     BOOST_TEST(r.cancelled());
     BOOST_CHECK_EXCEPTION(r.result(), CancelledError,

@@ -33,6 +33,7 @@
 #include "support/backends.hpp"
 #include "support/fake_clock.hpp"
 #include "support/check_empty.hpp"
+#include "support/fds.hpp"
 
 namespace {
 
@@ -44,25 +45,8 @@ using reactor::Handle;
 using reactor::Scheduler;
 using reactor::TimePoint;
 using reactor_test::FakeLoop;
+using reactor_test::Pipe;
 using Bag = std::vector<std::string>;
-
-// A pipe whose ends close on destruction (unless already closed by the test).
-struct Pipe {
-    int r = -1, w = -1;
-    Pipe() {
-        int fds[2];
-        BOOST_REQUIRE(::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0);
-        r = fds[0];
-        w = fds[1];
-    }
-    ~Pipe() {
-        if (r >= 0) ::close(r);
-        if (w >= 0) ::close(w);
-    }
-    Pipe(const Pipe&) = delete;
-    Pipe& operator=(const Pipe&) = delete;
-    void put(char c = 'x') const { BOOST_REQUIRE(::write(w, &c, 1) == 1); }
-};
 
 // Redirects fd 2 into a temporary file until finish() (or destruction).
 class StderrCapture {

@@ -33,6 +33,8 @@
 
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
+#include "support/fd_limits.hpp"
+#include "support/fds.hpp"
 
 
 // A named namespace keeps these helpers out of the other suites' way.
@@ -45,50 +47,11 @@ using reactor::ErrorContext;
 using reactor::Scheduler;
 using Bag = std::vector<std::string>;
 
+using reactor_test::ensure_fd_limit;
+using reactor_test::Fd;
 using reactor_test::on;
-
-// Closes an fd on destruction unless the test already did (then set it to -1).
-struct Fd {
-    int fd = -1;
-    Fd() = default;
-    explicit Fd(int f) : fd(f) {}
-    ~Fd() { reset(); }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    void reset() {
-        if (fd >= 0) ::close(fd);
-        fd = -1;
-    }
-    operator int() const { return fd; }  // NOLINT: reads like a plain fd in the tests
-};
-
-struct Pipe {
-    Fd r, w;
-    Pipe() {
-        int fds[2];
-        BOOST_REQUIRE(::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0);
-        r.fd = fds[0];
-        w.fd = fds[1];
-    }
-    void put(const std::string& bytes = "x") const {
-        BOOST_REQUIRE(::write(w, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
-    }
-    int take() const {  // bytes drained
-        char buf[256];
-        ssize_t n = ::read(r, buf, sizeof buf);
-        return n < 0 ? 0 : static_cast<int>(n);
-    }
-};
-
-struct SocketPair {
-    Fd a, b;
-    SocketPair() {
-        int fds[2];
-        BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
-        a.fd = fds[0];
-        b.fd = fds[1];
-    }
-};
+using reactor_test::Pipe;
+using reactor_test::SocketPair;
 
 // Turns a hang into a failure: if the test is still running after `limit`, it
 // reports an error and keeps asking the loop to stop (call_soon_threadsafe) so
@@ -123,16 +86,6 @@ private:
     bool fired_ = false;  // written by the watchdog thread before done_ is read under mutex_
     std::thread thread_;  // last: starts once the members above exist
 };
-
-// Makes at least `n` fds available, if the hard limit allows. False otherwise.
-bool ensure_fd_limit(rlim_t n) {
-    rlimit lim{};
-    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
-    if (lim.rlim_cur >= n) return true;
-    if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < n) return false;
-    lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? n : lim.rlim_max;
-    return ::setrlimit(RLIMIT_NOFILE, &lim) == 0;
-}
 
 }  // namespace io_test
 
@@ -291,7 +244,7 @@ BOOST_AUTO_TEST_CASE(add_reader_serves_a_stream_until_eof) {
         }  // n < 0 (EAGAIN): a spurious wake-up; wait again
     });
     p.put("hello, reactor");
-    p.w.reset();  // EOF after the data
+    p.w.close();  // EOF after the data
     s.run();
     BOOST_TEST(got == "hello, reactor");
     CHECK_EMPTY(s);
@@ -623,7 +576,7 @@ BOOST_AUTO_TEST_CASE(fd_closed_from_a_callback_is_reported_and_dropped) {
         if (served == 2) BOOST_TEST(s.remove_reader(alive.r));
     });
     s.call_soon([&] {
-        doomed.r.reset();  // closed behind the loop's back; no new fd may reuse the number now
+        doomed.r.close();  // closed behind the loop's back; no new fd may reuse the number now
         alive.put();
     });
     s.call_later(20ms, [&] { alive.put(); });
@@ -656,7 +609,7 @@ BOOST_AUTO_TEST_CASE(fd_closed_after_registering_is_reported_and_dropped) {
     s.set_exception_handler([&](const ErrorContext& ctx) { reported_fds.push_back(ctx.fd); });
     const int doomed_fd = doomed.r;
     s.add_reader(doomed.r, [&] { BOOST_ERROR("waiter on a closed fd ran"); });
-    doomed.r.reset();
+    doomed.r.close();
     alive.put("ab");
     int served = 0;
     s.read_wait(alive.r, [&] { served += alive.take(); });
@@ -727,7 +680,7 @@ BOOST_AUTO_TEST_CASE(forget_fd_before_close_lets_a_reused_fd_number_be_watched) 
         s.forget_fd(reused_fd);
         old_pipe.reset();  // closes both ends: the lowest free numbers
         new_pipe = std::make_unique<Pipe>();
-        BOOST_REQUIRE(new_pipe->r.fd == reused_fd);
+        BOOST_REQUIRE(new_pipe->r.get() == reused_fd);
         s.read_wait(new_pipe->r, [&] {
             bag.push_back("new");
             BOOST_TEST(new_pipe->take() == 1);

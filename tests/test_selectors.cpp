@@ -33,6 +33,8 @@
 
 #include "../reactor/src/epoll_selector.hpp"
 #include "support/backends.hpp"
+#include "support/fd_limits.hpp"
+#include "support/fds.hpp"
 
 using namespace std::chrono_literals;
 using reactor::Backend;
@@ -43,39 +45,9 @@ using Clock = std::chrono::steady_clock;
 namespace selector_tests {
 
 
-void close_fd(int& fd) {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-}
-
-struct Pipe {
-    int r = -1, w = -1;
-    Pipe() {
-        int p[2];
-        if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-        r = p[0];
-        w = p[1];
-    }
-    ~Pipe() {
-        close_fd(r);
-        close_fd(w);
-    }
-    Pipe(const Pipe&) = delete;
-    Pipe& operator=(const Pipe&) = delete;
-    void put(char c = 'x') const { BOOST_REQUIRE(::write(w, &c, 1) == 1); }
-};
-
-// Raises the soft RLIMIT_NOFILE to the hard limit; returns the soft limit.
-rlim_t raise_fd_limit() {
-    rlimit rl{};
-    ::getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        ::setrlimit(RLIMIT_NOFILE, &rl);
-        ::getrlimit(RLIMIT_NOFILE, &rl);
-    }
-    return rl.rlim_cur;
-}
+using reactor_test::Pipe;
+using reactor_test::raise_fd_limit;
+using reactor_test::SocketPair;
 
 // A free fd number >= FD_SETSIZE (2000 unless taken), or -1 if the limit is too low.
 int free_high_fd() {
@@ -166,15 +138,14 @@ BOOST_AUTO_TEST_CASE(hang_up_wakes_both_directions,
                      *reactor_test::skip_on(Backend::select, "select has no hang-up event to report")) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     auto sel = reactor::make_selector(backend);
-    int sv[2];
-    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    sel->set_interest(sv[0], Interest::read);
-    ::close(sv[1]);
+    SocketPair sp;
+    sel->set_interest(sp.a, Interest::read);
+    sp.b.close();
     std::vector<FdEvent> out;
     sel->wait(1s, out);
     BOOST_TEST_REQUIRE(out.size() == 1u);
-    BOOST_TEST((out[0].fd == sv[0] && out[0].readable && out[0].writable && out[0].error == 0));
-    ::close(sv[0]);
+    BOOST_TEST((out[0].fd == sp.a && out[0].readable && out[0].writable && out[0].error == 0));
+    sp.a.close();
 }
 
 // epoll refuses regular files (EPERM); select and poll call them always ready,
@@ -354,7 +325,7 @@ BOOST_AUTO_TEST_CASE(selector_reports_fd_closed_while_registered) {
     sel->set_interest(other.r, Interest::read);
     sel->wait(0ns, out);  // registered with the kernel (epoll)
     int fd = p.r;
-    close_fd(p.r);
+    p.r.close();
     auto t0 = Clock::now();
     sel->wait(5s, out);
     auto took = Clock::now() - t0;
@@ -382,7 +353,7 @@ BOOST_AUTO_TEST_CASE(scheduler_drops_waiters_of_closed_fd) {
     s.call_soon([] {});
     s.run_once();  // the waiter is registered with the kernel
     int fd = p.r;
-    close_fd(p.r);
+    p.r.close();
     s.run();
     BOOST_TEST(!ran);
     BOOST_TEST_REQUIRE(reported.size() == 1u);
@@ -395,7 +366,7 @@ BOOST_AUTO_TEST_CASE(epoll_reports_fd_closed_before_its_first_wait, *reactor_tes
     Pipe p;
     sel.set_interest(p.r, Interest::read);
     int fd = p.r;
-    close_fd(p.r);
+    p.r.close();
     std::vector<FdEvent> out;
     auto t0 = Clock::now();
     sel.wait(5s, out);  // the ADD fails: reported at once
@@ -411,7 +382,7 @@ BOOST_AUTO_TEST_CASE(epoll_reports_closed_fd_when_its_interest_changes, *reactor
     sel.set_interest(p.r, Interest::read);
     sel.wait(0ns, out);
     int fd = p.r;
-    close_fd(p.r);
+    p.r.close();
     sel.set_interest(fd, Interest::read_write);
     auto t0 = Clock::now();
     sel.wait(5s, out);
@@ -480,7 +451,7 @@ BOOST_AUTO_TEST_CASE(epoll_clears_stale_registration_of_duplicated_file, *reacto
     sel.wait(0ns, out);
     int fd = p.r;
     int keep = ::dup(p.r);
-    close_fd(p.r);
+    p.r.close();
     p.put();                             // the file is readable; the epoll set still has it
     sel.set_interest(fd, Interest::none);  // the owner deregisters: DEL fails (EBADF)
     sel.wait(0ns, out);
@@ -721,7 +692,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_idle_connections_and_a_few_active,
         ::close(quit.w);
         run_idle_client(addr, status.w, quit.r);
     }
-    close_fd(quit.r);
+    quit.r.close();
     char child_said = 0;
     s.read_wait(status.r, [&] { BOOST_REQUIRE(::read(status.r, &child_said, 1) == 1); });
     auto t0 = Clock::now();
@@ -764,7 +735,8 @@ BOOST_AUTO_TEST_CASE(ten_thousand_idle_connections_and_a_few_active,
         }
         BOOST_REQUIRE(std::memcmp(c.reply, c.expect, kMessageSize) == 0);
         if (++c.round == kRounds) {
-            close_fd(c.fd);
+            ::close(c.fd);
+            c.fd = -1;
             ++finished;
         } else {
             send_next(c);
@@ -799,7 +771,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_idle_connections_and_a_few_active,
     }
 
     // Phase 3: the child exits; every idle connection hangs up at once.
-    close_fd(quit.w);
+    quit.w.close();
     t0 = Clock::now();
     while (!timed_out && closed < kIdleConnections + kActiveClients) s.run_once();
     auto hangup_time = Clock::now() - t0;

@@ -1,10 +1,13 @@
-// Test support: owned fds and pipes for tests that close and reuse fd numbers
-// on purpose. An Fd closes itself unless the test already closed it.
+// Test support: owned fds, pipes and socketpairs, the one definition every
+// suite uses. An Fd closes itself unless the test already closed it, and
+// reads like a plain int fd (read(p.r, ...), add_reader(p.r, ...)).
 #pragma once
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -27,6 +30,7 @@ public:
     }
 
     int get() const { return fd_; }
+    operator int() const { return fd_; }  // NOLINT: reads like a plain fd in the tests
     void close() {
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
@@ -41,7 +45,10 @@ private:
     int fd_ = -1;
 };
 
-// A non-blocking pipe.
+// Boost.Test names an Fd in failure messages by its number.
+inline std::ostream& boost_test_print_type(std::ostream& os, const Fd& fd) { return os << fd.get(); }
+
+// A non-blocking pipe; its ends close on destruction.
 struct Pipe {
     Fd r, w;
     Pipe() {
@@ -58,6 +65,17 @@ struct Pipe {
         char buf[256];
         ssize_t n = ::read(r.get(), buf, sizeof buf);
         return n < 0 ? 0 : static_cast<int>(n);
+    }
+};
+
+// A non-blocking AF_UNIX stream socketpair; its ends close on destruction.
+struct SocketPair {
+    Fd a, b;
+    SocketPair() {
+        int fds[2];
+        BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
+        a = Fd(fds[0]);
+        b = Fd(fds[1]);
     }
 };
 
