@@ -5,6 +5,7 @@
 #define BOOST_TEST_MODULE intro_examples
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -56,14 +57,22 @@ BOOST_AUTO_TEST_CASE(hello_runs_soon_callbacks_then_timers_by_deadline_and_skips
     BOOST_REQUIRE_MESSAGE(r.out.size() == 6u, r.err);
     BOOST_TEST(r.out[0] == "main: three timers and one call_soon scheduled; one timer cancelled");
     BOOST_TEST(r.out[1] == "call_soon: hello, from the loop");
-    BOOST_TEST(r.out[2] == "call_soon, scheduled by a callback: runs on the next pass, still before any timer");
-    std::smatch m;
-    // Timers are never early; how late they are depends on the machine.
-    BOOST_TEST_REQUIRE(std::regex_match(r.out[3], m, std::regex(R"(call_later\(1 s\): the earliest deadline fires first, at (\d+\.\d\d) s)")), r.out[3]);
-    BOOST_TEST(std::stod(m[1]) >= 1.0);
-    BOOST_TEST_REQUIRE(std::regex_match(r.out[4], m, std::regex(R"(call_later\(2 s\): world, at (\d+\.\d\d) s)")), r.out[4]);
-    BOOST_TEST(std::stod(m[1]) >= 2.0);
     BOOST_TEST(r.out[5] == "run() returned: nothing ready, nothing sleeping");
+    // What is fixed: the call_soon scheduled by a callback runs after the one
+    // that scheduled it, and the timers fire in deadline order, never early.
+    // Whether that call_soon also beats the first timer depends on how long
+    // the machine took to reach the loop (the timer may already be due on the
+    // first pass), so its place among the timers is not asserted.
+    const std::string nested = "call_soon, scheduled by a callback: runs on the next pass";
+    std::vector<std::string> rest(r.out.begin() + 2, r.out.begin() + 5);
+    auto at = std::find(rest.begin(), rest.end(), nested);
+    BOOST_TEST_REQUIRE((at != rest.end()), "missing: " << nested);
+    rest.erase(at);
+    std::smatch m;
+    BOOST_TEST_REQUIRE(std::regex_match(rest[0], m, std::regex(R"(call_later\(1 s\): the earliest deadline fires first, at (\d+\.\d\d) s)")), rest[0]);
+    BOOST_TEST(std::stod(m[1]) >= 1.0);
+    BOOST_TEST_REQUIRE(std::regex_match(rest[1], m, std::regex(R"(call_later\(2 s\): world, at (\d+\.\d\d) s)")), rest[1]);
+    BOOST_TEST(std::stod(m[1]) >= 2.0);
     BOOST_TEST(r.err.empty(), r.err);
 }
 

@@ -7,7 +7,7 @@
 //   $ hello
 //   main: three timers and one call_soon scheduled; one timer cancelled
 //   call_soon: hello, from the loop
-//   call_soon, scheduled by a callback: runs on the next pass, still before any timer
+//   call_soon, scheduled by a callback: runs on the next pass
 //   call_later(1 s): the earliest deadline fires first, at 1.00 s
 //   call_later(2 s): world, at 2.00 s
 //   run() returned: nothing ready, nothing sleeping
@@ -53,9 +53,10 @@ int main(int argc, char** argv) {
     reactor::Handle never = sched.call_later(Seconds(1.5) / speed, [] { say("never printed: cancelled"); });
     sched.call_soon([&] {
         say("call_soon: hello, from the loop");
-        sched.call_soon([] {
-            say("call_soon, scheduled by a callback: runs on the next pass, still before any timer");
-        });
+        // The next pass, not this one: a callback that keeps rescheduling
+        // itself cannot starve timers and I/O. (A timer already due when the
+        // loop first looked, on a slow machine, runs before it.)
+        sched.call_soon([] { say("call_soon, scheduled by a callback: runs on the next pass"); });
     });
     never.cancel();  // true: it was pending, and now it never runs
     say("main: three timers and one call_soon scheduled; one timer cancelled");
