@@ -26,16 +26,8 @@ using futures::detail::Access;
 using futures::detail::State;
 using futures::detail::WaitingState;
 using futures_test::Reports;
+using futures_test::Tracked;
 using futures_test::what;
-
-// Counts live instances, to see when a state's payload goes.
-struct Tracked {
-    static inline long live = 0;
-    Tracked() { ++live; }
-    Tracked(const Tracked&) { ++live; }
-    Tracked(Tracked&&) noexcept { ++live; }
-    ~Tracked() { --live; }
-};
 
 // sequence(a, b): completes like b once a is done and then b is; a's error or
 // cancellation skips b. One link, connected twice, one after the other.

@@ -23,16 +23,9 @@ using futures::Future;
 using futures::InvalidStateError;
 using futures::Step;
 using futures_test::Reports;
+using futures_test::Tracked;
 using futures_test::what;
 using Bag = std::vector<std::string>;
-
-struct Tracked {
-    static inline long live = 0;
-    Tracked() { ++live; }
-    Tracked(const Tracked&) { ++live; }
-    Tracked(Tracked&&) noexcept { ++live; }
-    ~Tracked() { --live; }
-};
 
 // Sleeps `ticks` times for 1 s, logging each wake-up; returns the tick count.
 class Ticker {

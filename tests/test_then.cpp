@@ -24,17 +24,9 @@ using futures::CancelledError;
 using futures::Future;
 using futures::InvalidStateError;
 using futures_test::Reports;
+using futures_test::Tracked;
 using futures_test::what;
 using Bag = std::vector<std::string>;
-
-// Counts live instances, to prove continuations' captures are freed.
-struct Tracked {
-    static inline long live = 0;
-    Tracked() { ++live; }
-    Tracked(const Tracked&) { ++live; }
-    Tracked(Tracked&&) noexcept { ++live; }
-    ~Tracked() { --live; }
-};
 
 std::uintptr_t stack_address() {
     int marker = 0;

@@ -1,5 +1,6 @@
 // Test support for the futures suites: a recorder for the Scheduler's
-// exception handler, and the "the loop holds nothing" check every test ends with.
+// exception handler, the "the loop holds nothing" check every test ends with,
+// and a type that counts its live instances.
 #pragma once
 
 #include <exception>
@@ -11,6 +12,16 @@
 #include "support/check_empty.hpp"
 
 namespace futures_test {
+
+// Counts live instances, to prove that captures, payloads and continuations
+// are freed (Tracked::live is back to where it was).
+struct Tracked {
+    static inline long live = 0;
+    Tracked() { ++live; }
+    Tracked(const Tracked&) { ++live; }
+    Tracked(Tracked&&) noexcept { ++live; }
+    ~Tracked() { --live; }
+};
 
 // Installs itself as `sched`'s exception handler and keeps every report.
 struct Reports {
