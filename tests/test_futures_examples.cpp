@@ -14,29 +14,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-}
+using testsupport::lines_of;
+using testsupport::Run;
 
-struct Run {
-    std::vector<std::string> out;
-    std::string err;
-    int code = -1;
-};
-
-// Runs an example to the end with stdin closed at once.
-Run run(const std::string& name, const std::vector<std::string>& args) {
-    testsupport::Child child(testsupport::example_path(name), args);
-    child.close_stdin();
-    Run r;
-    r.out = lines_of(child.read_all(20s));
-    r.err = child.read_stderr(5s);
-    r.code = child.wait(10s);
-    return r;
-}
+using testsupport::run_example;
 
 // The number captured by `re` (one group) in `line`; -1 if it does not match.
 double number_in(const std::string& line, const std::string& re) {
@@ -48,7 +29,7 @@ double number_in(const std::string& line, const std::string& re) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(toy_jobs_run_concurrently) {
-    Run r = run("toy_jobs", {"--speed", "100"});
+    Run r = run_example("toy_jobs", {"--speed", "100"});
     BOOST_TEST(r.code == 0);
     BOOST_REQUIRE_MESSAGE(r.out.size() == 7u, r.err);
     BOOST_TEST(r.out[0] == "job A: start (2 s of work)");
@@ -69,7 +50,7 @@ BOOST_AUTO_TEST_CASE(toy_jobs_run_concurrently) {
 }
 
 BOOST_AUTO_TEST_CASE(tasks_interleave_and_main_joins_both) {
-    Run r = run("tasks", {"--speed", "100"});
+    Run r = run_example("tasks", {"--speed", "100"});
     BOOST_TEST(r.code == 0);
     BOOST_TEST(r.out == (std::vector<std::string>{"Task 1", "Task 2", "Task 1", "Task 2", "Task 2", "done"}),
                boost::test_tools::per_element());
@@ -100,14 +81,14 @@ BOOST_AUTO_TEST_CASE(fetch_ms_waits_as_long_as_stdin_is_silent) {
 }
 
 BOOST_AUTO_TEST_CASE(fetch_ms_with_no_input_at_all) {
-    Run r = run("fetch_ms", {"--speed", "50"});
+    Run r = run_example("fetch_ms", {"--speed", "50"});
     BOOST_TEST(r.code == 0);
     BOOST_TEST(r.out == (std::vector<std::string>{"Will sleep now", "Good morning", "fetch_ms returned \"\"", "hello"}),
                boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(spawn_join_sums_ten_tasks_and_reports_the_unjoined_failure) {
-    Run r = run("spawn_join", {"--speed", "100"});
+    Run r = run_example("spawn_join", {"--speed", "100"});
     BOOST_TEST(r.code == 0);
     std::vector<std::string> expected;
     for (int i = 0; i < 10; ++i) expected.push_back("I am background task " + std::to_string(i));
@@ -120,14 +101,14 @@ BOOST_AUTO_TEST_CASE(spawn_join_sums_ten_tasks_and_reports_the_unjoined_failure)
 }
 
 BOOST_AUTO_TEST_CASE(spawn_join_without_failing_tasks_is_quiet) {
-    Run r = run("spawn_join", {"--speed", "100", "--failing", "0"});
+    Run r = run_example("spawn_join", {"--speed", "100", "--failing", "0"});
     BOOST_TEST(r.code == 0);
     BOOST_TEST(r.out.back() == "res=45");
     BOOST_TEST(r.err.empty(), r.err);
 }
 
 BOOST_AUTO_TEST_CASE(chain_runs_its_four_stages_in_order) {
-    Run r = run("chain", {"--speed", "100"});
+    Run r = run_example("chain", {"--speed", "100"});
     BOOST_TEST(r.code == 0);
     BOOST_REQUIRE_MESSAGE(r.out.size() == 9u, r.err);
     std::vector<std::string> fixed(r.out.begin(), r.out.begin() + 6);
@@ -148,7 +129,7 @@ BOOST_AUTO_TEST_CASE(chain_runs_its_four_stages_in_order) {
 
 BOOST_AUTO_TEST_CASE(every_example_has_help_and_refuses_bad_speeds) {
     for (std::string name : {"toy_jobs", "tasks", "fetch_ms", "spawn_join", "chain"}) {
-        Run help = run(name, {"--help"});
+        Run help = run_example(name, {"--help"});
         BOOST_TEST(help.code == 0, name);
         bool usage = false, mentions_speed = false;
         for (const auto& line : help.out) {
@@ -158,13 +139,13 @@ BOOST_AUTO_TEST_CASE(every_example_has_help_and_refuses_bad_speeds) {
         BOOST_TEST(usage, name);
         BOOST_TEST(mentions_speed, name);
         for (const char* speed : {"0", "-2", "nan", "fast"}) {
-            Run bad = run(name, {"--speed", speed});
+            Run bad = run_example(name, {"--speed", speed});
             BOOST_TEST(bad.code == 2, name << " --speed " << speed);
             BOOST_TEST(bad.err.find(name + ": --speed: must be a positive number") == 0u, bad.err);
             BOOST_TEST(bad.out.empty(), name);
         }
     }
-    Run failing = run("spawn_join", {"--failing", "101"});
+    Run failing = run_example("spawn_join", {"--failing", "101"});
     BOOST_TEST(failing.code == 2);
     BOOST_TEST(failing.err.find("spawn_join: --failing") == 0u, failing.err);
 }

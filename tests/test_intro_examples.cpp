@@ -18,28 +18,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-}
+using testsupport::lines_of;
+using testsupport::Run;
 
-struct Run {
-    std::vector<std::string> out;
-    std::string err;
-    int code = -1;
-};
-
-Run run(const std::string& name, const std::vector<std::string>& args) {
-    testsupport::Child child(testsupport::example_path(name), args);
-    child.close_stdin();
-    Run r;
-    r.out = lines_of(child.read_all(20s));
-    r.err = child.read_stderr(5s);
-    r.code = child.wait(10s);
-    return r;
-}
+using testsupport::run_example;
 
 std::string backend_name() { return std::string(reactor::to_string(reactor_test::backend_under_test())); }
 
@@ -52,7 +34,7 @@ const std::vector<std::string> kExamples{"hello",       "fd_waiters", "countdown
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(hello_runs_soon_callbacks_then_timers_by_deadline_and_skips_the_cancelled_one) {
-    Run r = run("hello", {"--speed", "50"});
+    Run r = run_example("hello", {"--speed", "50"});
     BOOST_TEST(r.code == 0);
     BOOST_REQUIRE_MESSAGE(r.out.size() == 6u, r.err);
     BOOST_TEST(r.out[0] == "main: three timers and one call_soon scheduled; one timer cancelled");
@@ -78,7 +60,7 @@ BOOST_AUTO_TEST_CASE(hello_runs_soon_callbacks_then_timers_by_deadline_and_skips
 
 BOOST_AUTO_TEST_CASE(fd_waiters_one_shot_hears_once_persistent_hears_until_removed) {
     // Each step is caused by the one before it, so the order is fixed.
-    Run r = run("fd_waiters", {"--speed", "50", "--backend", backend_name()});
+    Run r = run_example("fd_waiters", {"--speed", "50", "--backend", backend_name()});
     BOOST_TEST(r.code == 0);
     BOOST_TEST(r.out == (std::vector<std::string>{
                             "read_wait: armed (one-shot)",
@@ -99,7 +81,7 @@ BOOST_AUTO_TEST_CASE(fd_waiters_one_shot_hears_once_persistent_hears_until_remov
 
 BOOST_AUTO_TEST_CASE(every_example_explains_itself_with_help) {
     for (const auto& name : kExamples) {
-        Run help = run(name, {"--help"});
+        Run help = run_example(name, {"--help"});
         BOOST_TEST(help.code == 0, name);
         std::string usage;
         for (const auto& line : help.out) usage += line + "\n";
@@ -115,28 +97,28 @@ BOOST_AUTO_TEST_CASE(every_example_reports_an_unknown_option_as_unknown) {
     for (const auto& name : kExamples) {
         for (const auto& args : {std::vector<std::string>{"--nope"}, std::vector<std::string>{"--nope", "1"},
                                  std::vector<std::string>{"--nope=1"}}) {
-            Run r = run(name, args);
+            Run r = run_example(name, args);
             BOOST_TEST(r.code == 2, name);
             BOOST_TEST(r.err.find(name + ": unknown option --nope") == 0u, name << ": " << r.err);
             BOOST_TEST(r.out.empty(), name);  // refused before doing anything
         }
-        Run stray = run(name, {"stray"});
+        Run stray = run_example(name, {"stray"});
         BOOST_TEST(stray.code == 2, name);
         BOOST_TEST(stray.err.find(name + ": unexpected argument 'stray'") == 0u, name << ": " << stray.err);
     }
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_or_malformed_value_names_the_option) {
-    Run missing = run("hello", {"--speed"});
+    Run missing = run_example("hello", {"--speed"});
     BOOST_TEST(missing.code == 2);
     BOOST_TEST(missing.err.find("hello: --speed") == 0u, missing.err);
     for (const char* bad : {"fast", "0", "-1", "nan", "inf", "1e999"}) {
-        Run r = run("hello", {"--speed", bad});
+        Run r = run_example("hello", {"--speed", bad});
         BOOST_TEST(r.code == 2, bad);
         BOOST_TEST(r.err.find("hello: --speed: must be a positive number") == 0u, bad << ": " << r.err);
         BOOST_TEST(r.out.empty(), bad);
     }
-    Run backend = run("fd_waiters", {"--backend", "kqueue"});
+    Run backend = run_example("fd_waiters", {"--backend", "kqueue"});
     BOOST_TEST(backend.code == 2);
     BOOST_TEST(backend.err.find("fd_waiters: --backend: kqueue not in {select,poll,epoll}") == 0u, backend.err);
 }

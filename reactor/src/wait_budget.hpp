@@ -48,8 +48,8 @@ inline timespec to_timespec(nanoseconds d) {
 }
 
 // True if `d` fits a millisecond call exactly (zero included). Those calls
-// (poll, epoll_wait) are ~60-130 ns cheaper than their timespec variants
-// (ppoll, epoll_pwait2) on our VM, and zero is the hot case of a busy loop.
+// (poll, epoll_wait) are cheaper than their timespec variants (ppoll,
+// epoll_pwait2), and zero is the hot case of a busy loop.
 inline bool exact_in_milliseconds(nanoseconds d) {
     return d.count() % 1'000'000 == 0 && d.count() / 1'000'000 <= INT_MAX;
 }

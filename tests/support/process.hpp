@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -154,5 +155,31 @@ private:
     int stdin_ = -1, stdout_ = -1, stderr_ = -1;
     std::string out_buf_, err_buf_;
 };
+
+inline std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+// What a program that ran to the end printed, and how it exited.
+struct Run {
+    std::vector<std::string> out;  // stdout, line by line
+    std::string err;
+    int code = -1;
+};
+
+// Runs an example to the end with stdin closed at once.
+inline Run run_example(const std::string& name, const std::vector<std::string>& args) {
+    using namespace std::chrono_literals;
+    Child child(example_path(name), args);
+    child.close_stdin();
+    Run r;
+    r.out = lines_of(child.read_all(20s));
+    r.err = child.read_stderr(5s);
+    r.code = child.wait(10s);
+    return r;
+}
 
 }  // namespace testsupport
