@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 #include <reactor/scheduler.hpp>
-#include <reactor/tcp_connection.hpp>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/connection.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
 
@@ -55,11 +55,11 @@ inline reactor::Address listen_address(const Cli& cli, const ServerOptions& o) {
     }
 }
 
-// TcpListener::listen, or exit 1 with the reason (e.g. the port is taken).
-inline reactor::TcpListenerPtr listen_or_exit(reactor::Scheduler& sched, const reactor::Address& address,
-                                              reactor::TcpListener::AcceptCallback on_accept) {
+// Listener::listen, or exit 1 with the reason (e.g. the port is taken).
+inline reactor::ListenerPtr listen_or_exit(reactor::Scheduler& sched, const reactor::Address& address,
+                                              reactor::Listener::AcceptCallback on_accept) {
     try {
-        return reactor::TcpListener::listen(sched, address, std::move(on_accept));
+        return reactor::Listener::listen(sched, address, std::move(on_accept));
     } catch (const std::exception& e) {
         fmt::print(stderr, "{}\n", e.what());
         std::exit(1);
@@ -67,7 +67,7 @@ inline reactor::TcpListenerPtr listen_or_exit(reactor::Scheduler& sched, const r
 }
 
 // The first stdout line of every example server; tests wait for it.
-inline void announce(const reactor::TcpListener& listener) {
+inline void announce(const reactor::Listener& listener) {
     fmt::print("listening on {}\n", listener.address().to_string());
     std::fflush(stdout);
 }
@@ -79,34 +79,34 @@ public:
             deadline_ = sched.call_later(std::chrono::duration<double>(o.max_seconds), [this] { shutdown(); });
     }
 
-    void set_listener(reactor::TcpListenerPtr listener) { listener_ = std::move(listener); }
+    void set_listener(reactor::ListenerPtr listener) { listener_ = std::move(listener); }
 
     // From the accept callback.
-    void opened(const reactor::TcpConnectionPtr& c) {
+    void opened(const reactor::ConnectionPtr& c) {
         open_.insert(c.get());
         if (exit_after_ > 0 && ++accepted_ >= exit_after_) listener_->close();
     }
     // From the close callback. The pointer is valid until then (an open
     // connection owns itself), so a raw pointer is enough to find it.
-    void closed(reactor::TcpConnection& c) {
+    void closed(reactor::Connection& c) {
         open_.erase(&c);
-        if (!listener_->listening() && open_.empty()) deadline_.cancel();  // nothing left: run() returns
+        if (!listener_->is_listening() && open_.empty()) deadline_.cancel();  // nothing left: run() returns
     }
     std::size_t open_count() const { return open_.size(); }
-    const std::unordered_set<reactor::TcpConnection*>& connections() const { return open_; }
+    const std::unordered_set<reactor::Connection*>& connections() const { return open_; }
 
     // Stops accepting and aborts every open connection; run() then returns
     // once their close callbacks have run.
     void shutdown() {
         listener_->close();
-        std::vector<reactor::TcpConnection*> doomed(open_.begin(), open_.end());
+        std::vector<reactor::Connection*> doomed(open_.begin(), open_.end());
         for (auto* c : doomed) c->abort();
         if (open_.empty()) deadline_.cancel();
     }
 
 private:
-    reactor::TcpListenerPtr listener_;
-    std::unordered_set<reactor::TcpConnection*> open_;
+    reactor::ListenerPtr listener_;
+    std::unordered_set<reactor::Connection*> open_;
     long exit_after_;
     long accepted_ = 0;
     reactor::Handle deadline_;

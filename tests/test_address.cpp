@@ -4,7 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <stdexcept>
 
-#include <reactor/address.hpp>
+#include <reactor/net/address.hpp>
 
 #include "support/name_resolution.hpp"
 

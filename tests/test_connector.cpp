@@ -16,9 +16,9 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <reactor/connector.hpp>
-#include <reactor/tcp_connection.hpp>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/connector.hpp>
+#include <reactor/net/connection.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
@@ -37,17 +37,17 @@ BOOST_AUTO_TEST_CASE(connect_refused_reaches_the_callback) {
     reactor::Scheduler sched(on(backend));
     std::optional<std::error_code> result;
     bool got_connection = false;
-    auto connector = reactor::connect(sched, reactor::Address::loopback_v4(port), [&](TcpConnectionPtr c, std::error_code ec) {
+    auto connector = reactor::connect(sched, reactor::Address::loopback_v4(port), [&](ConnectionPtr c, std::error_code ec) {
         got_connection = c != nullptr;
         result = ec;
     });
     BOOST_TEST(!result.has_value());  // never synchronous
-    BOOST_TEST(connector->pending());
+    BOOST_TEST(connector->is_pending());
     sched.run();
     BOOST_REQUIRE(result.has_value());
     BOOST_TEST(result->value() == ECONNREFUSED);
     BOOST_TEST(!got_connection);
-    BOOST_TEST(!connector->pending());
+    BOOST_TEST(!connector->is_pending());
     BOOST_TEST(sched.empty());
     ::close(holder);
 }
@@ -78,11 +78,11 @@ BOOST_AUTO_TEST_CASE(connect_timeout_reaches_the_callback) {
 
     reactor::Scheduler sched(on(backend));
     std::optional<std::error_code> result;
-    TcpConnectionPtr unexpected;
+    ConnectionPtr unexpected;
     reactor::Connector::Options opt;
     opt.timeout = 200ms;
     reactor::connect(sched, reactor::Address::parse(fmt::format("127.0.0.1:{}", ntohs(addr.sin_port))),
-                     [&](TcpConnectionPtr c, std::error_code ec) {
+                     [&](ConnectionPtr c, std::error_code ec) {
                          result = ec;
                          unexpected = c;
                      },
@@ -116,12 +116,12 @@ BOOST_AUTO_TEST_CASE(connect_reset_by_the_server_at_once_reaches_the_callback) {
     BOOST_REQUIRE(client_fd >= 0);
     ::close(client_fd);
     std::optional<std::error_code> result;
-    TcpConnectionPtr unexpected;
-    auto connector = reactor::connect(sched, server_address, [&](TcpConnectionPtr c, std::error_code ec) {
+    ConnectionPtr unexpected;
+    auto connector = reactor::connect(sched, server_address, [&](ConnectionPtr c, std::error_code ec) {
         result = ec;
         unexpected = c;
     });
-    BOOST_REQUIRE(connector->pending());
+    BOOST_REQUIRE(connector->is_pending());
 
     pollfd listening{lfd, POLLIN, 0};
     BOOST_REQUIRE(::poll(&listening, 1, 5000) == 1);  // handshake done in the kernel
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(connect_reset_by_the_server_at_once_reaches_the_callback) {
     BOOST_REQUIRE(result.has_value());
     BOOST_TEST(result->value() == ECONNRESET, result->message());
     BOOST_TEST(!unexpected);
-    BOOST_TEST(!connector->pending());
+    BOOST_TEST(!connector->is_pending());
     BOOST_TEST(sched.empty());
     ::close(lfd);
 }
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(cancelled_connect_never_calls_back) {
     reactor::Scheduler sched(on(backend));
     EchoServer server(sched);
     bool called = false;
-    auto c = reactor::connect(sched, server.listener->address(), [&](TcpConnectionPtr, std::error_code) { called = true; });
+    auto c = reactor::connect(sched, server.listener->address(), [&](ConnectionPtr, std::error_code) { called = true; });
     BOOST_TEST(c->cancel());
     BOOST_TEST(!c->cancel());
     server.listener->close();

@@ -12,15 +12,15 @@
 #include <string>
 #include <vector>
 
-#include <reactor/connector.hpp>
-#include <reactor/tcp_connection.hpp>
+#include <reactor/net/connector.hpp>
+#include <reactor/net/connection.hpp>
 
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
-using reactor::TcpConnection;
+using reactor::Connection;
 
 namespace net_examples_test {
 
@@ -50,15 +50,15 @@ class Verifier {
 public:
     Verifier(reactor::Scheduler& sched, std::uint16_t port, std::uint32_t seed, int messages, const std::string& pool)
         : rng_(seed), messages_(messages), pool_(pool) {
-        reactor::connect(sched, reactor::Address::loopback_v4(port), [this](reactor::TcpConnectionPtr c, std::error_code ec) {
+        reactor::connect(sched, reactor::Address::loopback_v4(port), [this](reactor::ConnectionPtr c, std::error_code ec) {
             if (ec) {
                 error = ec.message();
                 done = true;
                 return;
             }
             conn_ = c;
-            c->set_data_callback([this](TcpConnection& c, std::string_view d) { on_data(c, d); });
-            c->set_close_callback([this](TcpConnection&, const reactor::CloseReason&) {
+            c->set_data_callback([this](Connection& c, std::string_view d) { on_data(c, d); });
+            c->set_close_callback([this](Connection&, const reactor::CloseReason&) {
                 done = true;
                 conn_.reset();
             });
@@ -79,7 +79,7 @@ private:
         ++sent_;
         conn_->write(msg);
     }
-    void on_data(TcpConnection& c, std::string_view d) {
+    void on_data(Connection& c, std::string_view d) {
         if (d.size() > expected_.size() || std::memcmp(d.data(), expected_.data(), d.size()) != 0) {
             error = "echo differs";
             return c.abort();
@@ -95,7 +95,7 @@ private:
     std::mt19937 rng_;
     int messages_;
     const std::string& pool_;
-    reactor::TcpConnectionPtr conn_;
+    reactor::ConnectionPtr conn_;
     reactor::ByteBuffer expected_;
     std::deque<std::size_t> ends_;
     std::size_t total_ = 0, echoed_ = 0;

@@ -423,21 +423,21 @@ BOOST_AUTO_TEST_CASE(cancel_returns_true_once_then_false) {
     int ran = 0;
     Handle soon = s.call_soon([&] { ++ran; });
     Handle timer = s.call_later(5ms, [&] { ++ran; });
-    BOOST_TEST(soon.pending());
-    BOOST_TEST(timer.pending());
+    BOOST_TEST(soon.is_pending());
+    BOOST_TEST(timer.is_pending());
     BOOST_TEST(soon.cancel());
     BOOST_TEST(!soon.cancel());
     BOOST_TEST(timer.cancel());
     BOOST_TEST(!timer.cancel());
-    BOOST_TEST(!soon.pending());
-    BOOST_TEST(!timer.pending());
+    BOOST_TEST(!soon.is_pending());
+    BOOST_TEST(!timer.is_pending());
     BOOST_TEST(s.ready_count() == 0u);
     BOOST_TEST(s.timer_count() == 0u);
     s.run();
     BOOST_TEST(ran == 0);
     Handle none;  // a default Handle names nothing
     BOOST_TEST(!none.cancel());
-    BOOST_TEST(!none.pending());
+    BOOST_TEST(!none.is_pending());
     CHECK_EMPTY(s);
 }
 
@@ -462,14 +462,14 @@ BOOST_AUTO_TEST_CASE(cancel_after_run_or_from_itself_is_false) {
     bool pending_from_itself = true;
     self = s.call_later(1ms, [&] {
         cancel_from_itself = self.cancel();
-        pending_from_itself = self.pending();
+        pending_from_itself = self.is_pending();
     });
     Handle ran = s.call_soon([] {});
     s.run();
     BOOST_TEST(!cancel_from_itself);
     BOOST_TEST(!pending_from_itself);
     BOOST_TEST(!ran.cancel());
-    BOOST_TEST(!ran.pending());
+    BOOST_TEST(!ran.is_pending());
     BOOST_TEST(!self.cancel());
     CHECK_EMPTY(s);
 }
@@ -484,8 +484,8 @@ BOOST_AUTO_TEST_CASE(stale_handle_does_not_cancel_slot_reuser) {
     s.run();
     Handle fresh = s.call_soon([&] { ++ran; });  // reuses the freed slot
     BOOST_TEST(!old.cancel());
-    BOOST_TEST(!old.pending());
-    BOOST_TEST(fresh.pending());
+    BOOST_TEST(!old.is_pending());
+    BOOST_TEST(fresh.is_pending());
     s.run();
     BOOST_TEST(ran == 2);
     CHECK_EMPTY(s);
@@ -518,7 +518,7 @@ BOOST_AUTO_TEST_CASE(timer_cancelled_by_earlier_callback_of_same_batch_does_not_
     bool was_pending = false;
     s.call_later(10ms, [&] {
         bag.push_back("first");
-        was_pending = second.pending();  // due and queued, but not started
+        was_pending = second.is_pending();  // due and queued, but not started
         cancelled = second.cancel();
         s.call_soon([&] { bag.push_back("scheduled by first"); });  // may reuse second's slot
     });
@@ -542,9 +542,9 @@ BOOST_AUTO_TEST_CASE(call_soon_cancelled_by_earlier_callback_of_same_batch_does_
     Handle victim;
     s.call_soon([&] {
         bag.push_back("a");
-        BOOST_TEST(victim.pending());
+        BOOST_TEST(victim.is_pending());
         BOOST_TEST(victim.cancel());
-        BOOST_TEST(!victim.pending());
+        BOOST_TEST(!victim.is_pending());
         // Likely reuses the victim's slot: it must run next iteration, not in
         // the victim's place in this batch.
         s.call_soon([&] { bag.push_back("scheduled by a"); });

@@ -585,7 +585,7 @@ BOOST_AUTO_TEST_CASE(fd_closed_from_a_callback_is_reported_and_dropped) {
         BOOST_ERROR("the closed fd was never reported");
         s.stop();
     });
-    while ((served < 2 || reports.empty()) && guard.pending()) s.run_once();
+    while ((served < 2 || reports.empty()) && guard.is_pending()) s.run_once();
     BOOST_TEST(guard.cancel());
     BOOST_TEST(served == 2);
     BOOST_REQUIRE(reports.size() == 1u);

@@ -31,7 +31,7 @@
 #include <reactor/scheduler.hpp>
 #include <reactor/selector.hpp>
 
-#include "../reactor/src/epoll_selector.hpp"
+#include "../reactor/src/loop/epoll_selector.hpp"
 #include "support/backends.hpp"
 #include "support/fd_limits.hpp"
 #include "support/fds.hpp"

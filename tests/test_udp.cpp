@@ -16,7 +16,7 @@
 #include <system_error>
 #include <vector>
 
-#include <reactor/udp_socket.hpp>
+#include <reactor/net/udp_socket.hpp>
 
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"

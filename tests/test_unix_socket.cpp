@@ -10,15 +10,15 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <reactor/unix_socket.hpp>
+#include <reactor/net/unix_socket.hpp>
 
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 
 using namespace std::chrono_literals;
 using reactor::CloseReason;
-using reactor::TcpConnection;
-using reactor::TcpConnectionPtr;
+using reactor::Connection;
+using reactor::ConnectionPtr;
 
 namespace {
 
@@ -47,8 +47,8 @@ BOOST_AUTO_TEST_CASE(round_trip_through_a_socket_file) {
     TempDir dir;
     const std::string path = dir.file("echo.sock");
     reactor::Scheduler sched(on(backend));
-    auto listener = reactor::listen_unix(sched, path, [](const TcpConnectionPtr& c) {
-        c->set_data_callback([](TcpConnection& c, std::string_view d) { c.write(d); });
+    auto listener = reactor::listen_unix(sched, path, [](const ConnectionPtr& c) {
+        c->set_data_callback([](Connection& c, std::string_view d) { c.write(d); });
     });
     BOOST_TEST(listener->address().to_string() == "unix:" + path);
     BOOST_TEST(exists(path));
@@ -56,13 +56,13 @@ BOOST_AUTO_TEST_CASE(round_trip_through_a_socket_file) {
     const std::string payload = nettest::random_bytes(1 << 20, 5);
     std::string got;
     std::optional<CloseReason> reason;
-    reactor::connect_unix(sched, path, [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect_unix(sched, path, [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
-        c->set_data_callback([&](TcpConnection& c, std::string_view d) {
+        c->set_data_callback([&](Connection& c, std::string_view d) {
             got += d;
             if (got.size() == payload.size()) c.close();
         });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { reason = r; });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { reason = r; });
         c->write(payload);
     });
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return reason.has_value(); }));
@@ -79,22 +79,22 @@ BOOST_AUTO_TEST_CASE(abstract_socket_and_half_close) {
     reactor::Scheduler sched(on(backend));
     const std::string name = fmt::format("@reactor-test-{}-{}", ::getpid(), static_cast<int>(backend));
     std::string server_got;
-    auto listener = reactor::listen_unix(sched, name, [&](const TcpConnectionPtr& c) {
-        c->set_data_callback([&](TcpConnection&, std::string_view d) { server_got += d; });
-        c->set_eof_callback([&](TcpConnection& c) {
+    auto listener = reactor::listen_unix(sched, name, [&](const ConnectionPtr& c) {
+        c->set_data_callback([&](Connection&, std::string_view d) { server_got += d; });
+        c->set_eof_callback([&](Connection& c) {
             c.write(fmt::format("got {} bytes", server_got.size()));
-            c.shutdown_write();
+            c.write_eof();
         });
     });
     BOOST_TEST(listener->address().host() == name);
     std::string reply;
     std::optional<CloseReason> reason;
-    reactor::connect_unix(sched, name, [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect_unix(sched, name, [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
-        c->set_data_callback([&](TcpConnection&, std::string_view d) { reply += d; });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { reason = r; });
+        c->set_data_callback([&](Connection&, std::string_view d) { reply += d; });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { reason = r; });
         c->write("hello");
-        c->shutdown_write();
+        c->write_eof();
     });
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return reason.has_value(); }));
     BOOST_TEST(reply == "got 5 bytes");
@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(connect_without_a_listener_fails_in_the_callback) {
     TempDir dir;
     reactor::Scheduler sched(on(backend));
     std::vector<int> errors;
-    auto record = [&](TcpConnectionPtr c, std::error_code ec) {
+    auto record = [&](ConnectionPtr c, std::error_code ec) {
         BOOST_TEST(!c);
         errors.push_back(ec.value());
     };

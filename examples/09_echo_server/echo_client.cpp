@@ -18,12 +18,12 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <reactor/connector.hpp>
+#include <reactor/net/connector.hpp>
 
 #include "cli.hpp"
 #include "server_support.hpp"
 
-using reactor::TcpConnection;
+using reactor::Connection;
 
 namespace {
 
@@ -46,11 +46,11 @@ public:
     Conversation(reactor::Scheduler& sched, const reactor::Address& server, std::uint32_t seed, int messages,
                  std::size_t max_size, int window, const std::string& pool, Totals& totals)
         : rng_(seed), messages_(messages), max_size_(max_size), window_(window), pool_(pool), totals_(totals) {
-        reactor::connect(sched, server, [this](reactor::TcpConnectionPtr c, std::error_code ec) {
+        reactor::connect(sched, server, [this](reactor::ConnectionPtr c, std::error_code ec) {
             if (ec) return fail(fmt::format("connect: {}", ec.message()));
             conn_ = std::move(c);
-            conn_->set_data_callback([this](TcpConnection& c, std::string_view d) { on_data(c, d); });
-            conn_->set_close_callback([this](TcpConnection&, const reactor::CloseReason& r) { on_close(r); });
+            conn_->set_data_callback([this](Connection& c, std::string_view d) { on_data(c, d); });
+            conn_->set_close_callback([this](Connection&, const reactor::CloseReason& r) { on_close(r); });
             for (int i = 0; i < window_; ++i) send_one();
         });
     }
@@ -70,7 +70,7 @@ private:
         conn_->write(msg);
     }
 
-    void on_data(TcpConnection& c, std::string_view d) {
+    void on_data(Connection& c, std::string_view d) {
         if (d.size() > expected_.size() || std::memcmp(d.data(), expected_.data(), d.size()) != 0) {
             error_ = fmt::format("byte {} differs from what was sent", echoed_);
             return c.abort();
@@ -105,7 +105,7 @@ private:
     int window_;
     const std::string& pool_;
     Totals& totals_;
-    reactor::TcpConnectionPtr conn_;
+    reactor::ConnectionPtr conn_;
     reactor::ByteBuffer expected_;  // sent, not yet echoed
     std::deque<std::size_t> ends_;  // stream offset where each message in flight ends
     std::size_t sent_bytes_ = 0;

@@ -2,7 +2,7 @@
 // comes back unchanged, in order.
 //
 // Step 09 of the series (examples/README.md). New here: the callback TCP server
-// (TcpListener, TcpConnection, water marks).
+// (Listener, Connection, water marks).
 //
 // Backpressure: a client that sends without reading its echoes makes them
 // pile up in our output buffer; past the high-water mark (64 KiB) we stop
@@ -12,12 +12,12 @@
 //   $ echo_server --backend epoll          (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000
 #include <fmt/format.h>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
 #include "server_support.hpp"
 
-using reactor::TcpConnection;
+using reactor::Connection;
 
 int main(int argc, char** argv) {
     examples::Cli cli("echo_server", "Callback-driven TCP echo server: every byte comes back unchanged.");
@@ -28,15 +28,15 @@ int main(int argc, char** argv) {
     examples::ServerLifetime lifetime(sched, options);
     std::uint64_t echoed = 0;
 
-    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), [&](const reactor::TcpConnectionPtr& c) {
+    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), [&](const reactor::ConnectionPtr& c) {
         lifetime.opened(c);
-        c->set_data_callback([&echoed](TcpConnection& c, std::string_view data) {
+        c->set_data_callback([&echoed](Connection& c, std::string_view data) {
             echoed += data.size();
             c.write(data);
         });
-        c->set_high_water_callback([](TcpConnection& c) { c.pause_reading(); });
-        c->set_low_water_callback([](TcpConnection& c) { c.resume_reading(); });
-        c->set_close_callback([&](TcpConnection& c, const reactor::CloseReason&) { lifetime.closed(c); });
+        c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
+        c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
+        c->set_close_callback([&](Connection& c, const reactor::CloseReason&) { lifetime.closed(c); });
     });
     lifetime.set_listener(listener);
     examples::announce(*listener);

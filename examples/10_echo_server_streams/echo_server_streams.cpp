@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     reactor::Handle deadline;
 
     auto finished_if_idle = [&] {
-        if (!server.serving() && live == 0) deadline.cancel();  // nothing left: run() returns
+        if (!server.is_serving() && live == 0) deadline.cancel();  // nothing left: run() returns
     };
     try {
         server = futures::start_server(sched, examples::listen_address(cli, options), [&](futures::Stream stream) {

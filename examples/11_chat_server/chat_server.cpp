@@ -18,12 +18,12 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
 #include "server_support.hpp"
 
-using reactor::TcpConnection;
+using reactor::Connection;
 
 namespace {
 
@@ -32,14 +32,14 @@ public:
     ChatRoom(examples::ServerLifetime& lifetime, std::size_t max_line, std::size_t max_backlog)
         : lifetime_(lifetime), max_line_(max_line), max_backlog_(max_backlog) {}
 
-    void join(const reactor::TcpConnectionPtr& c) {
+    void join(const reactor::ConnectionPtr& c) {
         lifetime_.opened(c);
         Member& m = members_[c.get()];
         m.id = ++last_id_;
         c->set_water_marks(max_backlog_, max_backlog_ / 4);
-        c->set_high_water_callback([this](TcpConnection& c) { drop(c, "too slow"); });
-        c->set_data_callback([this](TcpConnection& c, std::string_view d) { on_data(c, d); });
-        c->set_close_callback([this](TcpConnection& c, const reactor::CloseReason&) { leave(c); });
+        c->set_high_water_callback([this](Connection& c) { drop(c, "too slow"); });
+        c->set_data_callback([this](Connection& c, std::string_view d) { on_data(c, d); });
+        c->set_close_callback([this](Connection& c, const reactor::CloseReason&) { leave(c); });
         c->write(fmt::format("* you are #{}; {} other(s) here\n", m.id, members_.size() - 1));
         broadcast(*c, fmt::format("* #{} joined\n", m.id));
     }
@@ -51,7 +51,7 @@ private:
         bool dropped = false;
     };
 
-    void on_data(TcpConnection& c, std::string_view data) {
+    void on_data(Connection& c, std::string_view data) {
         Member& m = members_.at(&c);
         std::size_t start = 0;
         for (std::size_t nl; (nl = data.find('\n', start)) != std::string_view::npos; start = nl + 1) {
@@ -65,14 +65,14 @@ private:
         if (m.partial.size() > max_line_) drop(c, "line too long");
     }
 
-    void broadcast(TcpConnection& from, const std::string& text) {
+    void broadcast(Connection& from, const std::string& text) {
         // write() may call a high-water callback, which only aborts: the
         // member set changes later, in close callbacks, so iterating is safe.
         for (auto& [conn, member] : members_)
             if (conn != &from && !member.dropped) conn->write(text);
     }
 
-    void drop(TcpConnection& c, std::string_view why) {
+    void drop(Connection& c, std::string_view why) {
         Member& m = members_.at(&c);
         if (m.dropped) return;
         m.dropped = true;
@@ -81,7 +81,7 @@ private:
         broadcast(c, fmt::format("* #{} dropped: {}\n", m.id, why));
     }
 
-    void leave(TcpConnection& c) {
+    void leave(Connection& c) {
         auto it = members_.find(&c);
         Member m = std::move(it->second);
         members_.erase(it);
@@ -92,7 +92,7 @@ private:
     examples::ServerLifetime& lifetime_;
     std::size_t max_line_;
     std::size_t max_backlog_;
-    std::unordered_map<TcpConnection*, Member> members_;  // valid until each close callback
+    std::unordered_map<Connection*, Member> members_;  // valid until each close callback
     std::uint64_t last_id_ = 0;
 };
 
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     ChatRoom room(lifetime, max_line, max_backlog);
 
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options),
-                                             [&](const reactor::TcpConnectionPtr& c) { room.join(c); });
+                                             [&](const reactor::ConnectionPtr& c) { room.join(c); });
     lifetime.set_listener(listener);
     examples::announce(*listener);
 

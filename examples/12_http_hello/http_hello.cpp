@@ -17,13 +17,13 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
 #include "http_session.hpp"
 #include "server_support.hpp"
 
-using reactor::TcpConnection;
+using reactor::Connection;
 
 int main(int argc, char** argv) {
     examples::Cli cli("http_hello", "Minimal HTTP/1.1 server answering every request with \"Hello, world!\".");
@@ -37,13 +37,13 @@ int main(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options);
-    std::unordered_map<TcpConnection*, http::HttpSession> sessions;  // valid until each close callback
+    std::unordered_map<Connection*, http::HttpSession> sessions;  // valid until each close callback
     std::string out;  // responses of one read, reused
 
-    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), [&](const reactor::TcpConnectionPtr& c) {
+    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), [&](const reactor::ConnectionPtr& c) {
         lifetime.opened(c);
         sessions.emplace(c.get(), http::HttpSession(limits));
-        c->set_data_callback([&](TcpConnection& c, std::string_view data) {
+        c->set_data_callback([&](Connection& c, std::string_view data) {
             http::HttpSession& session = sessions.at(&c);
             if (session.lingering()) return;
             out.clear();
@@ -51,9 +51,9 @@ int main(int argc, char** argv) {
             c.write(out);
             if (!keep) session.linger(sched, c);  // the client's EOF then closes it
         });
-        c->set_high_water_callback([](TcpConnection& c) { c.pause_reading(); });
-        c->set_low_water_callback([](TcpConnection& c) { c.resume_reading(); });
-        c->set_close_callback([&](TcpConnection& c, const reactor::CloseReason&) {
+        c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
+        c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
+        c->set_close_callback([&](Connection& c, const reactor::CloseReason&) {
             sessions.at(&c).closed();
             sessions.erase(&c);
             lifetime.closed(c);

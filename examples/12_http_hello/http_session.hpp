@@ -22,11 +22,11 @@
 
 #include <fmt/format.h>
 #include <reactor/scheduler.hpp>
-#include <reactor/tcp_connection.hpp>
+#include <reactor/net/connection.hpp>
 
 namespace http {
 
-using reactor::TcpConnection;
+using reactor::Connection;
 
 inline constexpr std::string_view kBody = "Hello, world!";
 
@@ -79,9 +79,9 @@ public:
     // closing with unread input would send RST, which can destroy the
     // response before the client reads it). A timer bounds the wait.
     bool lingering() const { return lingered_; }
-    void linger(reactor::Scheduler& sched, TcpConnection& c) {
+    void linger(reactor::Scheduler& sched, Connection& c) {
         lingered_ = true;
-        c.shutdown_write();
+        c.write_eof();
         linger_timer_ = sched.call_later(kLingerTime, [conn = c.shared_from_this()] { conn->abort(); });
     }
     void closed() { linger_timer_.cancel(); }

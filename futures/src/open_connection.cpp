@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <reactor/connector.hpp>
+#include <reactor/net/connector.hpp>
 
 #include "futures/leaves.hpp"
 #include "futures/stream.hpp"
@@ -30,7 +30,7 @@ struct ConnectAttempt : std::enable_shared_from_this<ConnectAttempt> {
         const reactor::Address& address = addresses[index];
         connector = reactor::connect(
             result.scheduler(), address,
-            [self = shared_from_this(), address](reactor::TcpConnectionPtr conn, std::error_code ec) {
+            [self = shared_from_this(), address](reactor::ConnectionPtr conn, std::error_code ec) {
                 if (self->result.done()) {  // cancelled while the connect completed
                     if (conn) conn->abort();
                     return;

@@ -39,19 +39,19 @@ StreamCore::~StreamCore() {
 
 void StreamCore::attach() {
     std::weak_ptr<StreamCore> weak = weak_from_this();
-    conn_->set_data_callback([weak](reactor::TcpConnection&, std::string_view d) {
+    conn_->set_data_callback([weak](reactor::Connection&, std::string_view d) {
         if (auto self = weak.lock()) self->on_data(d);
     });
     // With an EOF callback the connection stays open for writing after the
     // peer's EOF, as asyncio streams do; close() ends it.
-    conn_->set_eof_callback([weak](reactor::TcpConnection& c) {
+    conn_->set_eof_callback([weak](reactor::Connection& c) {
         if (auto self = weak.lock()) return self->on_eof();
         c.close();
     });
-    conn_->set_low_water_callback([weak](reactor::TcpConnection&) {
+    conn_->set_low_water_callback([weak](reactor::Connection&) {
         if (auto self = weak.lock()) self->finish_drains(0);
     });
-    conn_->set_close_callback([weak](reactor::TcpConnection&, const reactor::CloseReason& r) {
+    conn_->set_close_callback([weak](reactor::Connection&, const reactor::CloseReason& r) {
         if (auto self = weak.lock()) self->on_closed(r);
     });
 }
@@ -197,7 +197,7 @@ void StreamCore::fail(E error) {
 
 // ---------------------------------------------------------------- Stream
 
-Stream Stream::from(reactor::TcpConnectionPtr conn, StreamOptions options) {
+Stream Stream::from(reactor::ConnectionPtr conn, StreamOptions options) {
     if (!conn) throw std::invalid_argument("Stream::from: null connection");
     if (options.limit == 0) throw std::invalid_argument("Stream: limit must be positive");
     auto core = std::make_shared<detail::StreamCore>(std::move(conn), options);

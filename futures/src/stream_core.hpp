@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include <reactor/byte_buffer.hpp>
-#include <reactor/tcp_connection.hpp>
+#include <reactor/net/byte_buffer.hpp>
+#include <reactor/net/connection.hpp>
 
 #include "futures/stream.hpp"
 
@@ -25,7 +25,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 public:
     enum class ReadKind : std::uint8_t { some, exactly, until };
 
-    StreamCore(reactor::TcpConnectionPtr conn, const StreamOptions& options)
+    StreamCore(reactor::ConnectionPtr conn, const StreamOptions& options)
         : sched_(conn->scheduler()), conn_(std::move(conn)), options_(options) {}
     // The last handle went: closes an open connection gracefully, cancels
     // what still waits.
@@ -40,7 +40,7 @@ public:
     std::size_t buffered() const { return in_.size(); }
 
     bool write(std::string_view data) { return !closing_ && conn_->write(data); }
-    void write_eof() { conn_->shutdown_write(); }
+    void write_eof() { conn_->write_eof(); }
     Future<void> drain();
 
     void close();
@@ -48,7 +48,7 @@ public:
     bool is_closing() const { return closing_ || closed_; }
     Future<void> wait_closed();
 
-    reactor::TcpConnection& connection() const { return *conn_; }
+    reactor::Connection& connection() const { return *conn_; }
     reactor::Scheduler& scheduler() const { return sched_; }
 
 private:
@@ -76,7 +76,7 @@ private:
     void fail(E error);
 
     reactor::Scheduler& sched_;
-    reactor::TcpConnectionPtr conn_;
+    reactor::ConnectionPtr conn_;
     StreamOptions options_;
     reactor::ByteBuffer in_;
     std::optional<PendingRead> read_;

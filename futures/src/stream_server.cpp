@@ -13,18 +13,18 @@ namespace futures {
 namespace detail {
 
 void ServerCore::listen(const reactor::Address& address) {
-    reactor::TcpListener::Options lopt;
+    reactor::Listener::Options lopt;
     lopt.connection = options_.connection;
     std::weak_ptr<ServerCore> weak = weak_from_this();
-    listener_ = reactor::TcpListener::listen(
+    listener_ = reactor::Listener::listen(
         sched_, address,
-        [weak](const reactor::TcpConnectionPtr& c) {
+        [weak](const reactor::ConnectionPtr& c) {
             if (auto self = weak.lock()) self->on_accept(c);
         },
         lopt);
 }
 
-void ServerCore::on_accept(const reactor::TcpConnectionPtr& conn) {
+void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
     Stream stream = Stream::from(conn, options_);
     StreamCore* key = stream.core_.get();
     active_.emplace(key, stream);
@@ -76,7 +76,7 @@ const reactor::Address& StreamServer::address() const {
 void StreamServer::close() {
     if (core_) core_->close();
 }
-bool StreamServer::serving() const { return core_ && core_->serving(); }
+bool StreamServer::is_serving() const { return core_ && core_->is_serving(); }
 std::size_t StreamServer::active() const { return core_ ? core_->active() : 0; }
 std::uint64_t StreamServer::accepted() const { return core_ ? core_->accepted() : 0; }
 void StreamServer::abort_clients() {

@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include <reactor/address.hpp>
+#include <reactor/net/address.hpp>
 #include <reactor/scheduler.hpp>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "futures/stream.hpp"
 
@@ -24,23 +24,23 @@ public:
         : sched_(sched), handler_(std::move(handler)), options_(options) {}
 
     // Binds and starts accepting; once, right after construction. Throws
-    // like reactor::TcpListener::listen.
+    // like reactor::Listener::listen.
     void listen(const reactor::Address& address);
 
     const reactor::Address& address() const { return listener_->address(); }
     void close() { listener_->close(); }  // conversations in progress go on
-    bool serving() const { return listener_->listening(); }
+    bool is_serving() const { return listener_->is_listening(); }
     std::size_t active() const { return active_.size(); }
     std::uint64_t accepted() const { return listener_->accepted(); }
     void abort_clients();
 
 private:
-    void on_accept(const reactor::TcpConnectionPtr& conn);
+    void on_accept(const reactor::ConnectionPtr& conn);
 
     reactor::Scheduler& sched_;
     StreamServer::Handler handler_;
     StreamOptions options_;
-    reactor::TcpListenerPtr listener_;
+    reactor::ListenerPtr listener_;
     // Keyed by the stream's core: an entry goes when its conversation ends.
     std::unordered_map<StreamCore*, Stream> active_;
 };

@@ -10,7 +10,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <reactor/address.hpp>
+#include <reactor/net/address.hpp>
 
 namespace reactor_test {
 

@@ -1,4 +1,4 @@
-// Test support for the TCP suites (test_tcp_listener, test_tcp_connection,
+// Test support for the TCP suites (test_listener, test_connection,
 // test_connector): Boost.Test printers for the reactor's values, the echo
 // server these tests talk to, and a load-generating client.
 #pragma once
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include <reactor/connector.hpp>
-#include <reactor/tcp_connection.hpp>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/connector.hpp>
+#include <reactor/net/connection.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "support/backends.hpp"
 
@@ -20,7 +20,7 @@ namespace reactor {
 // Boost.Test names values in failure messages through this (its log is an ostream).
 inline std::ostream& boost_test_print_type(std::ostream& os, const Address& a) { return os << a.to_string(); }
 inline std::ostream& boost_test_print_type(std::ostream& os, CloseKind k) { return os << to_string(k); }
-inline std::ostream& boost_test_print_type(std::ostream& os, TcpConnection::State s) { return os << to_string(s); }
+inline std::ostream& boost_test_print_type(std::ostream& os, Connection::State s) { return os << to_string(s); }
 }  // namespace reactor
 
 // A named namespace: the test-case lambdas capture these types.
@@ -29,8 +29,8 @@ namespace tcp_test {
 using namespace std::chrono_literals;
 using reactor::CloseKind;
 using reactor::CloseReason;
-using reactor::TcpConnection;
-using reactor::TcpConnectionPtr;
+using reactor::Connection;
+using reactor::ConnectionPtr;
 using reactor_test::on;
 
 inline reactor::Address any_loopback() { return reactor::Address::loopback_v4(0); }
@@ -38,28 +38,28 @@ inline reactor::Address any_loopback() { return reactor::Address::loopback_v4(0)
 // The echo server of these tests: bytes back unchanged; reading pauses while
 // the echoes wait above the high mark and resumes at the low mark.
 struct EchoServer {
-    reactor::TcpListenerPtr listener;
+    reactor::ListenerPtr listener;
     std::vector<CloseReason> closes;
     std::vector<std::string> events;  // "high", "low" in order
     std::size_t open = 0;
 
     EchoServer(reactor::Scheduler& sched, reactor::ConnectionOptions copt = {}) {
-        reactor::TcpListener::Options lopt;
+        reactor::Listener::Options lopt;
         lopt.connection = copt;
-        listener = reactor::TcpListener::listen(
+        listener = reactor::Listener::listen(
             sched, any_loopback(),
-            [this](const TcpConnectionPtr& c) {
+            [this](const ConnectionPtr& c) {
                 ++open;
-                c->set_data_callback([](TcpConnection& c, std::string_view d) { c.write(d); });
-                c->set_high_water_callback([this](TcpConnection& c) {
+                c->set_data_callback([](Connection& c, std::string_view d) { c.write(d); });
+                c->set_high_water_callback([this](Connection& c) {
                     events.push_back("high");
                     c.pause_reading();
                 });
-                c->set_low_water_callback([this](TcpConnection& c) {
+                c->set_low_water_callback([this](Connection& c) {
                     events.push_back("low");
                     c.resume_reading();
                 });
-                c->set_close_callback([this](TcpConnection&, const CloseReason& r) {
+                c->set_close_callback([this](Connection&, const CloseReason& r) {
                     --open;
                     closes.push_back(r);
                 });
@@ -76,14 +76,14 @@ class LoadClient {
 public:
     LoadClient(reactor::Scheduler& sched, std::uint16_t port, std::uint32_t seed, int messages, const std::string& pool)
         : rng_(seed), messages_(messages), pool_(pool) {
-        reactor::connect(sched, reactor::Address::loopback_v4(port), [this](TcpConnectionPtr c, std::error_code ec) {
+        reactor::connect(sched, reactor::Address::loopback_v4(port), [this](ConnectionPtr c, std::error_code ec) {
             if (ec) {
                 failure = "connect: " + ec.message();
                 return;
             }
             conn_ = c;
-            c->set_data_callback([this](TcpConnection& c, std::string_view d) { on_data(c, d); });
-            c->set_close_callback([this](TcpConnection&, const CloseReason& r) {
+            c->set_data_callback([this](Connection& c, std::string_view d) { on_data(c, d); });
+            c->set_close_callback([this](Connection&, const CloseReason& r) {
                 reason = r;
                 closed = true;
                 conn_.reset();
@@ -113,7 +113,7 @@ private:
         conn_->write(msg);
     }
 
-    void on_data(TcpConnection& c, std::string_view d) {
+    void on_data(Connection& c, std::string_view d) {
         if (d.size() > expected_.size() || std::memcmp(d.data(), expected_.data(), d.size()) != 0) {
             failure = "echoed bytes differ from the bytes sent";
             return c.abort();
@@ -131,7 +131,7 @@ private:
     std::mt19937 rng_;
     int messages_;
     const std::string& pool_;
-    TcpConnectionPtr conn_;
+    ConnectionPtr conn_;
     reactor::ByteBuffer expected_;
     std::deque<std::size_t> ends_;
     std::size_t sent_bytes_ = 0;

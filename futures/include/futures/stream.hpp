@@ -1,4 +1,4 @@
-// futures/stream.hpp: asyncio-style streams over reactor::TcpConnection (TCP or
+// futures/stream.hpp: asyncio-style streams over reactor::Connection (TCP or
 // Unix): reads return futures, writes are buffered, drain() applies backpressure.
 //
 // A Stream is a handle (copying shares it) to one connection and its read
@@ -18,9 +18,9 @@
 #include <string>
 #include <string_view>
 
-#include <reactor/address.hpp>
+#include <reactor/net/address.hpp>
 #include <reactor/scheduler.hpp>
-#include <reactor/tcp_connection.hpp>
+#include <reactor/net/connection.hpp>
 
 #include "futures/future.hpp"
 
@@ -63,7 +63,7 @@ public:
     // An empty handle; every member but valid() throws InvalidStateError.
     Stream() = default;
     // Wraps an open connection: the stream takes over its callbacks.
-    static Stream from(reactor::TcpConnectionPtr conn, StreamOptions options = {});
+    static Stream from(reactor::ConnectionPtr conn, StreamOptions options = {});
 
     bool valid() const noexcept { return static_cast<bool>(core_); }
 
@@ -101,7 +101,7 @@ public:
     [[nodiscard]] Future<void> wait_closed();
 
     // As of the connection's start, kept for its whole life: still valid
-    // once the stream is closed or reset (see reactor::TcpConnection).
+    // once the stream is closed or reset (see reactor::Connection).
     reactor::Address local_address() const;
     reactor::Address peer_address() const;
     reactor::Scheduler& scheduler() const;
@@ -115,7 +115,7 @@ private:
 
 // Connects; the future fails with std::system_error carrying the errno
 // reactor::Connector reports (ECONNREFUSED, ECONNRESET, ETIMEDOUT, ...: the
-// full list is in reactor/connector.hpp).
+// full list is in reactor/net/connector.hpp).
 // Cancelling it (e.g. with_timeout) abandons the attempt.
 [[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address& address,
                                              StreamOptions options = {});
@@ -140,7 +140,7 @@ public:
     const reactor::Address& address() const;  // with the real port when 0 was asked
     // Stops accepting; conversations in progress go on.
     void close();
-    bool serving() const;
+    bool is_serving() const;
     // Conversations whose future is not complete yet.
     std::size_t active() const;
     std::uint64_t accepted() const;
@@ -153,7 +153,7 @@ private:
 };
 
 // Binds and starts accepting (port 0 allowed; Unix addresses too). Throws
-// std::system_error (e.g. EADDRINUSE) like reactor::TcpListener::listen.
+// std::system_error (e.g. EADDRINUSE) like reactor::Listener::listen.
 [[nodiscard]] StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address,
                                         StreamServer::Handler handler, StreamOptions options = {});
 // `host` as for open_connection (resolving may block); binds the first address.

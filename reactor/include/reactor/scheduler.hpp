@@ -47,7 +47,7 @@ public:
     // the one this handle names (then it returns false: it is already running).
     bool cancel();
     // True while the callback is scheduled and not yet started or cancelled.
-    bool pending() const;
+    bool is_pending() const;
 
 private:
     friend class Scheduler;

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "reactor/address.hpp"
+#include "reactor/net/address.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {

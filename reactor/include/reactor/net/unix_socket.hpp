@@ -1,4 +1,4 @@
-// Unix domain stream sockets: the same TcpListener, Connector and TcpConnection
+// Unix domain stream sockets: the same Listener, Connector and Connection
 // as TCP (same callbacks, buffering, water marks and close reasons), reached by
 // path. A path starting with '@' is a Linux abstract socket (no file).
 //
@@ -10,22 +10,22 @@
 #include <memory>
 #include <string_view>
 
-#include "reactor/address.hpp"
-#include "reactor/connector.hpp"
-#include "reactor/tcp_listener.hpp"
+#include "reactor/net/address.hpp"
+#include "reactor/net/connector.hpp"
+#include "reactor/net/listener.hpp"
 
 namespace reactor {
 
-[[nodiscard]] inline TcpListenerPtr listen_unix(Scheduler& sched, std::string_view path,
-                                                TcpListener::AcceptCallback on_accept,
-                                                TcpListener::Options options = {}) {
-    return TcpListener::listen(sched, Address::unix_path(path), std::move(on_accept), options);
+[[nodiscard]] inline ListenerPtr listen_unix(Scheduler& sched, std::string_view path,
+                                                Listener::AcceptCallback on_accept,
+                                                Listener::Options options = {}) {
+    return Listener::listen(sched, Address::unix_path(path), std::move(on_accept), options);
 }
 
 // Errors reach the callback as with TCP; typical ones are ENOENT (no socket
 // file), ECONNREFUSED (a file but no listener) and EAGAIN (backlog full: a Unix
 // connect does not wait for room; try again later).
-inline std::shared_ptr<Connector> connect_unix(Scheduler& sched, std::string_view path, Connector::Callback cb,
+inline std::shared_ptr<Connector> connect_unix(Scheduler& sched, std::string_view path, Connector::ConnectCallback cb,
                                                Connector::Options options = {}) {
     return Connector::start(sched, Address::unix_path(path), std::move(cb), options);
 }

@@ -1,4 +1,4 @@
-#include "reactor/udp_socket.hpp"
+#include "reactor/net/udp_socket.hpp"
 
 #include <linux/errqueue.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-// reactor::TcpConnection: one connected non-blocking stream socket, TCP or Unix domain.
+// reactor::Connection: one connected non-blocking stream socket, TCP or Unix domain.
 //
 // Owns its fd. An open connection owns itself (nobody has to keep a pointer);
 // once closed it is released on a later loop iteration, after its close
@@ -16,7 +16,7 @@
 //
 // Reading and writing are independent half-duplex flags inside `open`: reading
 // can be paused and resumed, and stops for good at EOF; writing stops for good
-// after shutdown_write().
+// after write_eof().
 #pragma once
 
 #include <cstddef>
@@ -26,8 +26,8 @@
 #include <string>
 #include <string_view>
 
-#include "reactor/address.hpp"
-#include "reactor/byte_buffer.hpp"
+#include "reactor/net/address.hpp"
+#include "reactor/net/byte_buffer.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
@@ -60,29 +60,29 @@ struct ConnectionOptions {
     std::size_t read_size = 256 * 1024;  // bench: 100 KiB messages took two recv()s at 64 KiB
 };
 
-class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
+class Connection : public std::enable_shared_from_this<Connection> {
     struct Passkey {};
 
 public:
     enum class State : std::uint8_t { open, closing, closed };
 
     // `data` is valid only during the call: copy what you keep.
-    using DataCallback = std::function<void(TcpConnection&, std::string_view data)>;
-    using EventCallback = std::function<void(TcpConnection&)>;
-    using CloseCallback = std::function<void(TcpConnection&, const CloseReason&)>;
+    using DataCallback = std::function<void(Connection&, std::string_view data)>;
+    using EventCallback = std::function<void(Connection&)>;
+    using CloseCallback = std::function<void(Connection&, const CloseReason&)>;
 
     // Takes ownership of `fd`, a connected non-blocking stream socket, and
     // starts reading (the data callback can first run on the next iteration,
-    // so set callbacks right after adopting). TcpListener and connect() call
+    // so set callbacks right after adopting). Listener and connect() call
     // this for you. Throws std::invalid_argument, after closing the fd, if the
     // options are inconsistent or the backend cannot watch the fd (select:
     // fd >= FD_SETSIZE). Loop thread only.
-    static std::shared_ptr<TcpConnection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {});
+    static std::shared_ptr<Connection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {});
 
-    TcpConnection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options);
-    ~TcpConnection();
-    TcpConnection(const TcpConnection&) = delete;
-    TcpConnection& operator=(const TcpConnection&) = delete;
+    Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
 
     // ---- callbacks (set or replace them any time, also from inside the
     //      callback being replaced; an empty one means "nothing to do") ----
@@ -94,7 +94,7 @@ public:
     // The peer shut down its sending side. Without an EOF callback the
     // connection then closes by itself (flushing pending output first; close
     // reason eof). With one, it stays open for writing: finish with
-    // shutdown_write() (which then closes it, reason eof) or close().
+    // write_eof() (which then closes it, reason eof) or close().
     void set_eof_callback(EventCallback cb) { on_eof_ = std::move(cb); }
     // The output buffer became empty: everything written so far was handed to
     // the kernel. Runs on a later iteration, never from inside write().
@@ -114,12 +114,12 @@ public:
     // order as the socket becomes writable (write interest is registered only
     // after EAGAIN). Never refuses data for being large: watch the high-water
     // callback. Returns false, dropping `data`, once the connection is closing
-    // or closed or after shutdown_write(); a send error (e.g. peer reset) also
+    // or closed or after write_eof(); a send error (e.g. peer reset) also
     // returns false and closes the connection (close callback on a later
     // iteration); so does a high-water callback, run from this call, that
     // aborted the connection (its abort() discarded `data` with the rest of
     // the buffer). True means `data` is sent or buffered to be sent, in order
-    // (a close() or shutdown_write() in that callback still flushes it).
+    // (a close() or write_eof() in that callback still flushes it).
     // Never raises SIGPIPE.
     bool write(std::string_view data);
     std::size_t buffered() const noexcept { return out_.size(); }
@@ -133,12 +133,12 @@ public:
     void pause_reading();
     void resume_reading();
     // True while data can still arrive: open, not paused, no EOF yet.
-    bool reading() const noexcept { return reader_registered_; }
+    bool is_reading() const noexcept { return reader_registered_; }
 
     // ---- ending ----
     // Half-close: after the buffered output is flushed, shut down the sending
     // side (the peer reads EOF); reading continues. Later writes return false.
-    void shutdown_write();
+    void write_eof();
     // Graceful: stop reading, flush buffered output, then close (reason local,
     // unless the flush fails). A peer that never reads keeps it `closing`
     // forever: use abort() if you cannot wait. Idempotent.
@@ -158,7 +158,7 @@ public:
     const Address& local_address() const noexcept { return local_; }
     const Address& peer_address() const noexcept { return peer_; }
     Scheduler& scheduler() const noexcept { return sched_; }
-    // TCP_NODELAY (TcpListener and connect() turn it on for TCP). No-op on Unix sockets.
+    // TCP_NODELAY (Listener and connect() turn it on for TCP). No-op on Unix sockets.
     void set_no_delay(bool on) noexcept;
 
 private:
@@ -167,7 +167,7 @@ private:
     void on_eof();
     void update_reader();
     void register_writer();
-    void do_shutdown_write();
+    void do_write_eof();
     void begin_close(CloseKind kind);
     void fail(int error);
     void finish_close(CloseReason reason, bool abortive);
@@ -180,7 +180,7 @@ private:
     Address peer_;
     State state_ = State::open;
     CloseKind closing_kind_ = CloseKind::local;  // what `closing` reports once flushed
-    std::shared_ptr<TcpConnection> self_;       // set while open or closing: see the header comment
+    std::shared_ptr<Connection> self_;       // set while open or closing: see the header comment
 
     ByteBuffer out_;
     std::size_t high_water_;
@@ -205,8 +205,8 @@ private:
     CloseCallback on_close_;
 };
 
-using TcpConnectionPtr = std::shared_ptr<TcpConnection>;
+using ConnectionPtr = std::shared_ptr<Connection>;
 
-std::string_view to_string(TcpConnection::State state) noexcept;
+std::string_view to_string(Connection::State state) noexcept;
 
 }  // namespace reactor

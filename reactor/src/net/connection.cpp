@@ -1,4 +1,4 @@
-#include "reactor/tcp_connection.hpp"
+#include "reactor/net/connection.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -29,24 +29,24 @@ std::string CloseReason::to_string() const {
     return fmt::format("{}: {}", reactor::to_string(kind), std::strerror(error));
 }
 
-std::string_view to_string(TcpConnection::State state) noexcept {
+std::string_view to_string(Connection::State state) noexcept {
     switch (state) {
-    case TcpConnection::State::open: return "open";
-    case TcpConnection::State::closing: return "closing";
-    case TcpConnection::State::closed: return "closed";
+    case Connection::State::open: return "open";
+    case Connection::State::closing: return "closing";
+    case Connection::State::closed: return "closed";
     }
     return "unknown";
 }
 
 // ---------------------------------------------------------------- lifetime
 
-std::shared_ptr<TcpConnection> TcpConnection::adopt(Scheduler& sched, int fd, ConnectionOptions options) {
+std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, ConnectionOptions options) {
     detail::UniqueFd owned(fd);
     if (options.low_water > options.high_water)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}",
                                                 options.low_water, options.high_water));
     if (options.read_size == 0) throw std::invalid_argument("reactor: read_size must be positive");
-    auto conn = std::make_shared<TcpConnection>(Passkey{}, sched, owned.release(), options);
+    auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options);
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
@@ -54,7 +54,7 @@ std::shared_ptr<TcpConnection> TcpConnection::adopt(Scheduler& sched, int fd, Co
     return conn;
 }
 
-TcpConnection::TcpConnection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options)
+Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options)
     : sched_(sched),
       fd_(fd),
       local_(Address::local_of(fd)),
@@ -63,17 +63,17 @@ TcpConnection::TcpConnection(Passkey, Scheduler& sched, int fd, const Connection
       low_water_(options.low_water),
       read_size_(options.read_size) {}
 
-TcpConnection::~TcpConnection() {
+Connection::~Connection() {
     // Only reached open if adopt() failed before anything was registered.
     if (fd_ >= 0) detail::close_fd(fd_);
 }
 
-void TcpConnection::set_no_delay(bool on) noexcept {
+void Connection::set_no_delay(bool on) noexcept {
     int v = on ? 1 : 0;
     if (fd_ >= 0) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
 }
 
-void TcpConnection::set_water_marks(std::size_t high, std::size_t low) {
+void Connection::set_water_marks(std::size_t high, std::size_t low) {
     if (low > high)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}", low, high));
     high_water_ = high;
@@ -82,18 +82,18 @@ void TcpConnection::set_water_marks(std::size_t high, std::size_t low) {
 
 // ---------------------------------------------------------------- reading
 
-void TcpConnection::pause_reading() {
+void Connection::pause_reading() {
     reading_wanted_ = false;
     update_reader();
 }
 
-void TcpConnection::resume_reading() {
+void Connection::resume_reading() {
     reading_wanted_ = true;
     update_reader();
 }
 
 // The one place that decides whether the fd is watched for reading.
-void TcpConnection::update_reader() {
+void Connection::update_reader() {
     bool want = state_ == State::open && reading_wanted_ && !read_eof_;
     if (want && !reader_registered_) {
         sched_.add_reader(fd_, [this] { on_readable(); });  // self_ keeps `this` alive while registered
@@ -104,7 +104,7 @@ void TcpConnection::update_reader() {
     }
 }
 
-void TcpConnection::on_readable() {
+void Connection::on_readable() {
     char* buf = detail::read_scratch(read_size_);
     ssize_t n;
     do {
@@ -115,7 +115,7 @@ void TcpConnection::on_readable() {
         // Run from a local, so the callback may replace or clear itself; put it
         // back afterwards (even if it throws) unless it was replaced meanwhile.
         struct PutBack {
-            TcpConnection& c;
+            Connection& c;
             DataCallback cb;
             std::uint32_t generation;
             ~PutBack() {
@@ -130,7 +130,7 @@ void TcpConnection::on_readable() {
     fail(errno);
 }
 
-void TcpConnection::on_eof() {
+void Connection::on_eof() {
     read_eof_ = true;
     update_reader();
     if (!on_eof_) return begin_close(CloseKind::eof);
@@ -141,7 +141,7 @@ void TcpConnection::on_eof() {
 
 // ---------------------------------------------------------------- writing
 
-bool TcpConnection::write(std::string_view data) {
+bool Connection::write(std::string_view data) {
     if (state_ != State::open || shutdown_requested_) return false;
     if (data.empty()) return true;
     if (out_.empty()) {
@@ -173,20 +173,20 @@ bool TcpConnection::write(std::string_view data) {
         above_high_ = true;
         fire(on_high_water_);
         // An abort() in the callback (or a failed write from it) discarded the
-        // buffer, `data` included: say so. close() or shutdown_write() there
+        // buffer, `data` included: say so. close() or write_eof() there
         // still flush it, so that data counts as accepted.
         return state_ != State::closed;
     }
     return true;
 }
 
-void TcpConnection::register_writer() {
+void Connection::register_writer() {
     if (writer_registered_) return;
     sched_.add_writer(fd_, [this] { on_writable(); });
     writer_registered_ = true;
 }
 
-void TcpConnection::on_writable() {
+void Connection::on_writable() {
     if (!out_.empty()) {
         ssize_t n;
         do {
@@ -208,18 +208,18 @@ void TcpConnection::on_writable() {
     sched_.remove_writer(fd_);
     writer_registered_ = false;
     if (state_ == State::closing) return finish_close({closing_kind_, 0}, false);
-    if (shutdown_requested_) return do_shutdown_write();
+    if (shutdown_requested_) return do_write_eof();
     fire(on_drain_);
 }
 
 // The rarer callbacks run from a copy, so they too may replace themselves.
-void TcpConnection::fire(const EventCallback& cb) {
+void Connection::fire(const EventCallback& cb) {
     if (!cb) return;
     EventCallback running = cb;
     running(*this);
 }
 
-void TcpConnection::schedule_drain() {
+void Connection::schedule_drain() {
     if (drain_scheduled_) return;
     drain_scheduled_ = true;
     sched_.call_soon([self = shared_from_this()] {
@@ -229,13 +229,13 @@ void TcpConnection::schedule_drain() {
     });
 }
 
-void TcpConnection::shutdown_write() {
+void Connection::write_eof() {
     if (state_ != State::open || shutdown_requested_) return;
     shutdown_requested_ = true;
-    if (out_.empty()) do_shutdown_write();  // else on_writable does it once flushed
+    if (out_.empty()) do_write_eof();  // else on_writable does it once flushed
 }
 
-void TcpConnection::do_shutdown_write() {
+void Connection::do_write_eof() {
     // ENOTCONN: the peer already reset; reading reports that, nothing to do here.
     ::shutdown(fd_, SHUT_WR);
     write_shut_ = true;
@@ -244,15 +244,15 @@ void TcpConnection::do_shutdown_write() {
 
 // ---------------------------------------------------------------- closing
 
-void TcpConnection::close() { begin_close(CloseKind::local); }
+void Connection::close() { begin_close(CloseKind::local); }
 
-void TcpConnection::abort() {
+void Connection::abort() {
     if (state_ == State::closed) return;
     out_.clear();
     finish_close({CloseKind::local, 0}, true);
 }
 
-void TcpConnection::begin_close(CloseKind kind) {
+void Connection::begin_close(CloseKind kind) {
     if (state_ != State::open) return;
     if (out_.empty()) return finish_close({kind, 0}, false);
     state_ = State::closing;
@@ -260,7 +260,7 @@ void TcpConnection::begin_close(CloseKind kind) {
     update_reader();  // the writer stays: on_writable finishes the close once flushed
 }
 
-void TcpConnection::fail(int error) {
+void Connection::fail(int error) {
     finish_close({detail::is_reset_error(error) ? CloseKind::reset : CloseKind::error, error}, false);
 }
 
@@ -268,7 +268,7 @@ void TcpConnection::fail(int error) {
 // in the selector, and epoll must not pass its registration on to a reused
 // fd number), then hands the self-reference to the close-callback call: the
 // connection is released after that callback, on a fresh stack.
-void TcpConnection::finish_close(CloseReason reason, bool abortive) {
+void Connection::finish_close(CloseReason reason, bool abortive) {
     if (state_ == State::closed) return;
     state_ = State::closed;
     sched_.forget_fd(fd_);

@@ -1,5 +1,5 @@
-// reactor::TcpListener: a listening stream socket (TCP over IPv4/IPv6, or Unix
-// domain) that accepts connections and hands each over as a TcpConnection.
+// reactor::Listener: a listening stream socket (TCP over IPv4/IPv6, or Unix
+// domain) that accepts connections and hands each over as a Connection.
 //
 // Owns its fd (and, for a Unix path it created, the socket file). Owned by
 // whoever holds the shared_ptr; destroying it, or close(), stops listening
@@ -17,23 +17,23 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "reactor/address.hpp"
+#include "reactor/net/address.hpp"
 #include "reactor/scheduler.hpp"
-#include "reactor/tcp_connection.hpp"
+#include "reactor/net/connection.hpp"
 
 namespace reactor {
 
-class TcpListener : public std::enable_shared_from_this<TcpListener> {
+class Listener : public std::enable_shared_from_this<Listener> {
     struct Passkey {};
 
 public:
     // Receives each accepted connection, already reading: set its callbacks
     // here (data can first arrive on the next iteration).
-    using AcceptCallback = std::function<void(const TcpConnectionPtr&)>;
+    using AcceptCallback = std::function<void(const ConnectionPtr&)>;
     // Accept trouble that did not stop the listener: fd exhaustion (accepting
     // pauses for accept_pause), or a connection refused because the backend
     // cannot watch its fd. Without one, these go to the Scheduler's exception handler.
-    using ErrorCallback = std::function<void(TcpListener&, std::error_code, std::string_view what)>;
+    using ErrorCallback = std::function<void(Listener&, std::error_code, std::string_view what)>;
 
     struct Options {
         int backlog = SOMAXCONN;
@@ -50,24 +50,24 @@ public:
     // address() for the port picked) or be a Unix address: a stale socket file
     // at that path is replaced, and the file is removed again on close. Throws
     // std::system_error (e.g. EADDRINUSE) or std::invalid_argument.
-    [[nodiscard]] static std::shared_ptr<TcpListener> listen(Scheduler& sched, const Address& address,
+    [[nodiscard]] static std::shared_ptr<Listener> listen(Scheduler& sched, const Address& address,
                                                              AcceptCallback on_accept, Options options);
-    [[nodiscard]] static std::shared_ptr<TcpListener> listen(Scheduler& sched, const Address& address,
+    [[nodiscard]] static std::shared_ptr<Listener> listen(Scheduler& sched, const Address& address,
                                                              AcceptCallback on_accept) {
         return listen(sched, address, std::move(on_accept), Options{});
     }
 
-    TcpListener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options);
-    ~TcpListener();
-    TcpListener(const TcpListener&) = delete;
-    TcpListener& operator=(const TcpListener&) = delete;
+    Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options);
+    ~Listener();
+    Listener(const Listener&) = delete;
+    Listener& operator=(const Listener&) = delete;
 
     void set_error_callback(ErrorCallback cb);
 
     // Stops listening and closes the fd. Safe from inside the accept callback;
     // idempotent. Later connection attempts are refused by the kernel.
     void close();
-    bool listening() const noexcept { return fd_ >= 0; }
+    bool is_listening() const noexcept { return fd_ >= 0; }
     // The bound address, with the real port when port 0 was asked for.
     const Address& address() const noexcept { return address_; }
     int fd() const noexcept { return fd_; }
@@ -99,6 +99,6 @@ private:
     std::uint64_t refused_ = 0;
 };
 
-using TcpListenerPtr = std::shared_ptr<TcpListener>;
+using ListenerPtr = std::shared_ptr<Listener>;
 
 }  // namespace reactor

@@ -1,4 +1,4 @@
-#include "reactor/tcp_listener.hpp"
+#include "reactor/net/listener.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,7 +55,7 @@ bool is_per_connection_error(int err) {
 
 }  // namespace
 
-std::shared_ptr<TcpListener> TcpListener::listen(Scheduler& sched, const Address& address, AcceptCallback on_accept,
+std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& address, AcceptCallback on_accept,
                                                  Options options) {
     if (!address.is_ip() && !address.is_unix())
         throw std::invalid_argument("reactor: listen needs an IPv4, IPv6 or Unix address");
@@ -77,7 +77,7 @@ std::shared_ptr<TcpListener> TcpListener::listen(Scheduler& sched, const Address
         throw detail::system_error(err, fmt::format("reactor: listen {}", address.to_string()));
     }
     Address bound = address.is_unix() ? address : Address::local_of(fd.get());
-    auto listener = std::make_shared<TcpListener>(Passkey{}, sched, fd.release(), bound, std::move(on_accept), options);
+    auto listener = std::make_shared<Listener>(Passkey{}, sched, fd.release(), bound, std::move(on_accept), options);
     listener->owns_path_ = owns_path;
     listener->path_dev_ = st.st_dev;
     listener->path_ino_ = st.st_ino;
@@ -85,16 +85,16 @@ std::shared_ptr<TcpListener> TcpListener::listen(Scheduler& sched, const Address
     return listener;
 }
 
-TcpListener::TcpListener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options)
+Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options)
     : sched_(sched),
       fd_(fd),
       address_(bound),
       callbacks_(std::make_shared<Callbacks>(Callbacks{std::move(on_accept), nullptr})),
       options_(options) {}
 
-TcpListener::~TcpListener() { close(); }
+Listener::~Listener() { close(); }
 
-void TcpListener::close() {
+void Listener::close() {
     if (fd_ < 0) return;
     sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
     resume_timer_.cancel();
@@ -113,16 +113,16 @@ void TcpListener::close() {
     callbacks_.reset();
 }
 
-void TcpListener::set_error_callback(ErrorCallback cb) {
+void Listener::set_error_callback(ErrorCallback cb) {
     if (callbacks_) callbacks_->on_error = std::move(cb);
 }
 
-void TcpListener::start_accepting() {
+void Listener::start_accepting() {
     if (fd_ >= 0) sched_.add_reader(fd_, [this] { on_readable(); });  // close() deregisters before we die
 }
 
 // Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.
-void TcpListener::on_readable() {
+void Listener::on_readable() {
     auto keep_alive = shared_from_this();  // the accept callback may drop the last reference
     auto callbacks = callbacks_;           // ... or close() and so drop the callbacks
     while (fd_ >= 0) {
@@ -136,9 +136,9 @@ void TcpListener::on_readable() {
             return pause_accepting(err);
         }
         if (address_.is_ip()) detail::set_no_delay(fd);
-        TcpConnectionPtr conn;
+        ConnectionPtr conn;
         try {
-            conn = TcpConnection::adopt(sched_, fd, options_.connection);  // closes fd on failure
+            conn = Connection::adopt(sched_, fd, options_.connection);  // closes fd on failure
         } catch (const std::invalid_argument& e) {
             ++refused_;
             report(EMFILE, fmt::format("accepted connection closed: {}", e.what()));
@@ -149,13 +149,13 @@ void TcpListener::on_readable() {
     }
 }
 
-void TcpListener::pause_accepting(int error) {
+void Listener::pause_accepting(int error) {
     sched_.remove_reader(fd_);
     resume_timer_ = sched_.call_later(options_.accept_pause, [this] { start_accepting(); });
     report(error, fmt::format("accept failed; not accepting for the next {} ms", options_.accept_pause.count()));
 }
 
-void TcpListener::report(int error, std::string_view what) {
+void Listener::report(int error, std::string_view what) {
     if (auto callbacks = callbacks_; callbacks && callbacks->on_error)
         return callbacks->on_error(*this, std::error_code(error, std::generic_category()), what);
     ErrorContext ctx;

@@ -1,4 +1,4 @@
-// TcpListener on 127.0.0.1 and ::1, on every selector backend: accepting
+// Listener on 127.0.0.1 and ::1, on every selector backend: accepting
 // under EMFILE, a connection the backend cannot watch, IPv6 loopback.
 // Ordering comes from callbacks, never from sleeps.
 #define BOOST_TEST_MODULE tcp_listener
@@ -12,9 +12,9 @@
 #include <string>
 #include <system_error>
 #include <vector>
-#include <reactor/connector.hpp>
-#include <reactor/tcp_connection.hpp>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/connector.hpp>
+#include <reactor/net/connection.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
@@ -39,8 +39,8 @@ BOOST_AUTO_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cle
     reactor::Scheduler sched(on(backend));
     std::vector<std::string> reports;
     std::string served;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
-        c->set_data_callback([&](TcpConnection& c, std::string_view d) {
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
+        c->set_data_callback([&](Connection& c, std::string_view d) {
             served += d;
             c.close();
         });
@@ -78,10 +78,10 @@ BOOST_AUTO_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cle
 BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
-    reactor::TcpListenerPtr listener;
+    reactor::ListenerPtr listener;
     try {
-        listener = reactor::TcpListener::listen(sched, reactor::Address::loopback_v6(0), [](const TcpConnectionPtr& c) {
-            c->set_data_callback([](TcpConnection& c, std::string_view d) { c.write(d); });
+        listener = reactor::Listener::listen(sched, reactor::Address::loopback_v6(0), [](const ConnectionPtr& c) {
+            c->set_data_callback([](Connection& c, std::string_view d) { c.write(d); });
         });
     } catch (const std::system_error& e) {
         BOOST_TEST_MESSAGE("no IPv6 loopback here (" << e.what() << "); skipped");
@@ -89,10 +89,10 @@ BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
     }
     BOOST_TEST(listener->address().to_string().starts_with("[::1]:"));
     std::string got;
-    reactor::connect(sched, listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
         BOOST_TEST(c->peer_address() == listener->address());
-        c->set_data_callback([&](TcpConnection& c, std::string_view d) {
+        c->set_data_callback([&](Connection& c, std::string_view d) {
             got += d;
             if (got.size() == 4) c.close();
         });
@@ -112,17 +112,17 @@ BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
 BOOST_AUTO_TEST_CASE(emfile_pauses_accepting_reports_and_recovers) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
-    reactor::TcpListener::Options lopt;
+    reactor::Listener::Options lopt;
     lopt.accept_pause = 20ms;
     std::vector<std::error_code> errors;
     std::string got;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
-        c->set_data_callback([&](TcpConnection& c, std::string_view d) {
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
+        c->set_data_callback([&](Connection& c, std::string_view d) {
             got += d;
             c.close();
         });
     }, lopt);
-    listener->set_error_callback([&](reactor::TcpListener&, std::error_code ec, std::string_view) { errors.push_back(ec); });
+    listener->set_error_callback([&](reactor::Listener&, std::error_code ec, std::string_view) { errors.push_back(ec); });
     int fd = nettest::connect_blocking(listener->address().port());  // waits in the backlog
     BOOST_REQUIRE(fd >= 0);
     nettest::send_all(fd, "late");

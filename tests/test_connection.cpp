@@ -1,4 +1,4 @@
-// TcpConnection over real sockets on 127.0.0.1, on every selector backend:
+// Connection over real sockets on 127.0.0.1, on every selector backend:
 // echo under load, half-close, water marks, close, abort and reset, and
 // callbacks that close or replace themselves. Ordering comes from callbacks,
 // never from sleeps.
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <reactor/connector.hpp>
-#include <reactor/tcp_connection.hpp>
-#include <reactor/tcp_listener.hpp>
+#include <reactor/net/connector.hpp>
+#include <reactor/net/connection.hpp>
+#include <reactor/net/listener.hpp>
 
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
@@ -67,23 +67,23 @@ BOOST_AUTO_TEST_CASE(half_close_peer_eof_then_reply_then_shutdown) {
     reactor::Scheduler sched(on(backend));
     std::string server_got, client_got;
     std::vector<std::string> bag;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
-        c->set_data_callback([&](TcpConnection&, std::string_view d) { server_got += d; });
-        c->set_eof_callback([&](TcpConnection& c) {
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
+        c->set_data_callback([&](Connection&, std::string_view d) { server_got += d; });
+        c->set_eof_callback([&](Connection& c) {
             bag.push_back("server eof");
             BOOST_TEST(c.write("reply to: " + server_got));
-            c.shutdown_write();
+            c.write_eof();
         });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { bag.push_back("server " + r.to_string()); });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { bag.push_back("server " + r.to_string()); });
     });
-    reactor::connect(sched, listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
-        c->set_data_callback([&](TcpConnection&, std::string_view d) { client_got += d; });
-        c->set_eof_callback([&](TcpConnection&) { bag.push_back("client eof"); });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { bag.push_back("client " + r.to_string()); });
+        c->set_data_callback([&](Connection&, std::string_view d) { client_got += d; });
+        c->set_eof_callback([&](Connection&) { bag.push_back("client eof"); });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { bag.push_back("client " + r.to_string()); });
         c->write("question");
-        c->shutdown_write();
-        BOOST_TEST(!c->write("too late"));  // no writes after shutdown_write
+        c->write_eof();
+        BOOST_TEST(!c->write("too late"));  // no writes after write_eof
     });
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 4; }));
     BOOST_TEST(server_got == "question");
@@ -98,23 +98,23 @@ BOOST_AUTO_TEST_CASE(half_close_peer_eof_then_reply_then_shutdown) {
     BOOST_TEST(sched.empty());
 }
 
-BOOST_AUTO_TEST_CASE(shutdown_write_waits_for_buffered_output_and_reading_goes_on) {
+BOOST_AUTO_TEST_CASE(write_eof_waits_for_buffered_output_and_reading_goes_on) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     const std::string big = nettest::random_bytes(4 << 20, 7);
-    TcpConnectionPtr server_conn;
+    ConnectionPtr server_conn;
     std::string server_got;
     bool server_closed = false;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         server_conn = c;
-        c->set_eof_callback([](TcpConnection& c) { c.close(); });
-        c->set_data_callback([&](TcpConnection&, std::string_view d) { server_got += d; });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) {
+        c->set_eof_callback([](Connection& c) { c.close(); });
+        c->set_data_callback([&](Connection&, std::string_view d) { server_got += d; });
+        c->set_close_callback([&](Connection&, const CloseReason& r) {
             BOOST_TEST(r.to_string() == "local");
             server_closed = true;
         });
         c->write(big);
-        c->shutdown_write();
+        c->write_eof();
     });
     int fd = nettest::connect_blocking(listener->address().port());
     BOOST_REQUIRE(fd >= 0);
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(shutdown_write_waits_for_buffered_output_and_reading_goes_o
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return client_eof; }));
     BOOST_TEST(client_got.size() == big.size());
     BOOST_TEST((client_got == big));
-    // The server's reading half is still open after its shutdown_write.
+    // The server's reading half is still open after its write_eof.
     BOOST_TEST(nettest::send_all(fd, "ack"));
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_got == "ack"; }));
     ::shutdown(fd, SHUT_WR);
@@ -159,11 +159,11 @@ BOOST_AUTO_TEST_CASE(peer_reset_mid_write_reaches_close_callback) {
     bool high = false;
     std::optional<CloseReason> reason;
     std::size_t writes_after_close = 0;
-    TcpConnectionPtr server_conn;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    ConnectionPtr server_conn;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         server_conn = c;
-        c->set_high_water_callback([&](TcpConnection&) { high = true; });
-        c->set_close_callback([&](TcpConnection& c, const CloseReason& r) {
+        c->set_high_water_callback([&](Connection&) { high = true; });
+        c->set_close_callback([&](Connection& c, const CloseReason& r) {
             reason = r;
             if (!c.write("x")) ++writes_after_close;
         });
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(peer_reset_mid_write_reaches_close_callback) {
     BOOST_TEST(reason->kind == CloseKind::reset);
     BOOST_TEST((reason->error == ECONNRESET || reason->error == EPIPE), "error " << reason->error);
     BOOST_TEST(writes_after_close == 1u);
-    BOOST_TEST(server_conn->state() == TcpConnection::State::closed);
+    BOOST_TEST(server_conn->state() == Connection::State::closed);
     BOOST_TEST(server_conn->fd() == -1);
     server_conn.reset();
     listener.reset();
@@ -200,7 +200,7 @@ BOOST_AUTO_TEST_CASE(slow_reader_triggers_high_water_and_pause) {
     const std::string pool = nettest::random_bytes(1 << 20, 3);
     std::vector<std::string> bag;
     std::string sent, got;
-    TcpConnectionPtr client;
+    ConnectionPtr client;
     bool client_closed = false;
     std::function<void()> pump;
     pump = [&] {
@@ -211,17 +211,17 @@ BOOST_AUTO_TEST_CASE(slow_reader_triggers_high_water_and_pause) {
         client->write(chunk);
         sched.call_soon([&] { pump(); });
     };
-    reactor::connect(sched, server.listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect(sched, server.listener->address(), [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
         client = c;
         c->pause_reading();
-        c->set_data_callback([&](TcpConnection&, std::string_view d) { got += d; });
-        c->set_high_water_callback([&](TcpConnection&) { bag.push_back("client high"); });
-        c->set_low_water_callback([&](TcpConnection& c) {
+        c->set_data_callback([&](Connection&, std::string_view d) { got += d; });
+        c->set_high_water_callback([&](Connection&) { bag.push_back("client high"); });
+        c->set_low_water_callback([&](Connection& c) {
             bag.push_back("client low");
-            c.shutdown_write();  // enough: the echo server answers EOF by closing once flushed
+            c.write_eof();  // enough: the echo server answers EOF by closing once flushed
         });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) {
+        c->set_close_callback([&](Connection&, const CloseReason& r) {
             bag.push_back("client " + r.to_string());
             client_closed = true;
         });
@@ -249,14 +249,14 @@ BOOST_AUTO_TEST_CASE(write_returns_false_when_its_high_water_callback_aborted) {
     reactor::Scheduler sched(on(backend));
     std::vector<std::string> bag;
     std::optional<bool> accepted;
-    TcpConnectionPtr server_conn;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    ConnectionPtr server_conn;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         server_conn = c;
-        c->set_high_water_callback([&](TcpConnection& c) {
+        c->set_high_water_callback([&](Connection& c) {
             bag.push_back("high " + std::string(to_string(c.state())));
             c.abort();
         });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { bag.push_back("close " + r.to_string()); });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { bag.push_back("close " + r.to_string()); });
         // The peer reads nothing: far more than the kernel buffers hold stays
         // in ours, above the high mark.
         accepted = c->write(std::string(16 << 20, 'h'));
@@ -269,7 +269,7 @@ BOOST_AUTO_TEST_CASE(write_returns_false_when_its_high_water_callback_aborted) {
     BOOST_TEST(!*accepted, "the abort in the high-water callback discarded the data");
     BOOST_TEST(bag == (std::vector<std::string>{"high open", "write returned", "close local"}));
     BOOST_TEST(server_conn->buffered() == 0u);
-    BOOST_TEST(server_conn->state() == TcpConnection::State::closed);
+    BOOST_TEST(server_conn->state() == Connection::State::closed);
     ::close(fd);
     server_conn.reset();
     listener.reset();
@@ -285,13 +285,13 @@ BOOST_AUTO_TEST_CASE(write_returns_true_when_its_high_water_callback_closed_grac
     const std::string big = nettest::random_bytes(16 << 20, 5);
     std::optional<bool> accepted;
     std::optional<CloseReason> server_reason;
-    TcpConnectionPtr server_conn;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    ConnectionPtr server_conn;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         server_conn = c;
-        c->set_high_water_callback([](TcpConnection& c) { c.close(); });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { server_reason = r; });
+        c->set_high_water_callback([](Connection& c) { c.close(); });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { server_reason = r; });
         accepted = c->write(big);
-        BOOST_TEST((c->state() == TcpConnection::State::closing));
+        BOOST_TEST((c->state() == Connection::State::closing));
     });
     int fd = nettest::connect_blocking(listener->address().port());
     BOOST_REQUIRE(fd >= 0);
@@ -331,22 +331,22 @@ BOOST_AUTO_TEST_CASE(addresses_outlive_the_socket_into_the_close_callback) {
         reactor::Address local_open, peer_open, local_closed, peer_closed;
         std::optional<CloseReason> reason;
     } server, client;
-    auto watch = [](const TcpConnectionPtr& c, Seen& seen) {
+    auto watch = [](const ConnectionPtr& c, Seen& seen) {
         seen.local_open = c->local_address();
         seen.peer_open = c->peer_address();
-        c->set_close_callback([&seen](TcpConnection& c, const CloseReason& r) {
+        c->set_close_callback([&seen](Connection& c, const CloseReason& r) {
             BOOST_TEST(c.fd() == -1);
             seen.local_closed = c.local_address();
             seen.peer_closed = c.peer_address();
             seen.reason = r;
         });
     };
-    TcpConnectionPtr server_conn, client_conn;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    ConnectionPtr server_conn, client_conn;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         server_conn = c;
         watch(c, server);
     });
-    reactor::connect(sched, listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
         client_conn = c;
         watch(c, client);
@@ -380,21 +380,21 @@ BOOST_AUTO_TEST_CASE(write_to_closed_peer_does_not_raise_sigpipe) {
     // passes if every send uses MSG_NOSIGNAL.
     BOOST_REQUIRE(::signal(SIGPIPE, SIG_DFL) != SIG_ERR);
     reactor::Scheduler sched(on(backend));
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [](const TcpConnectionPtr& c) { c->close(); });
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [](const ConnectionPtr& c) { c->close(); });
     std::optional<CloseReason> reason;
     int writes = 0;
-    TcpConnectionPtr client;
+    ConnectionPtr client;
     std::function<void()> pump = [&] {
         if (client && client->write(std::string(1024, 'p'))) {
             ++writes;
             sched.call_soon([&] { pump(); });
         }
     };
-    reactor::connect(sched, listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
         client = c;
-        c->set_eof_callback([](TcpConnection&) {});  // stay writable after the peer's FIN
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { reason = r; });
+        c->set_eof_callback([](Connection&) {});  // stay writable after the peer's FIN
+        c->set_close_callback([&](Connection&, const CloseReason& r) { reason = r; });
         pump();
     });
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return reason.has_value(); }));
@@ -411,20 +411,20 @@ BOOST_AUTO_TEST_CASE(close_flushes_buffered_output_first) {
     reactor::Scheduler sched(on(backend));
     const std::string big = nettest::random_bytes(3 << 20, 11);
     std::optional<CloseReason> server_reason;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { server_reason = r; });
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
+        c->set_close_callback([&](Connection&, const CloseReason& r) { server_reason = r; });
         // Write until some output waits in our buffer (kernel buffers vary).
         while (c->buffered() == 0) c->write(big);
         c->close();
-        BOOST_TEST((c->state() == TcpConnection::State::closing));
+        BOOST_TEST((c->state() == Connection::State::closing));
         BOOST_TEST(!c->write("more"));
     });
     std::string got;
     std::optional<CloseReason> client_reason;
-    reactor::connect(sched, listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
-        c->set_data_callback([&](TcpConnection&, std::string_view d) { got += d; });
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { client_reason = r; });
+        c->set_data_callback([&](Connection&, std::string_view d) { got += d; });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { client_reason = r; });
     });
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_reason && client_reason; }));
     BOOST_TEST(server_reason->to_string() == "local");
@@ -440,14 +440,14 @@ BOOST_AUTO_TEST_CASE(abort_discards_output_and_the_peer_sees_a_reset) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     std::optional<CloseReason> server_reason, client_reason;
-    TcpConnectionPtr server_conn;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    ConnectionPtr server_conn;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         server_conn = c;
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { server_reason = r; });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { server_reason = r; });
     });
-    reactor::connect(sched, listener->address(), [&](TcpConnectionPtr c, std::error_code ec) {
+    reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
-        c->set_close_callback([&](TcpConnection&, const CloseReason& r) { client_reason = r; });
+        c->set_close_callback([&](Connection&, const CloseReason& r) { client_reason = r; });
     });
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn != nullptr; }));
     server_conn->write(std::string(8 << 20, 'a'));
@@ -467,11 +467,11 @@ BOOST_AUTO_TEST_CASE(drain_callback_after_immediate_and_after_buffered_writes) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     std::vector<std::string> bag;
-    TcpConnectionPtr server_conn;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) { server_conn = c; });
+    ConnectionPtr server_conn;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) { server_conn = c; });
     int fd = nettest::connect_blocking(listener->address().port());
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn != nullptr; }));
-    server_conn->set_drain_callback([&](TcpConnection& c) { bag.push_back(fmt::format("drain {}", c.buffered())); });
+    server_conn->set_drain_callback([&](Connection& c) { bag.push_back(fmt::format("drain {}", c.buffered())); });
     server_conn->write("small");
     BOOST_TEST(bag.empty());  // never from inside write()
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 1; }));
@@ -501,17 +501,17 @@ BOOST_AUTO_TEST_CASE(drain_callback_after_immediate_and_after_buffered_writes) {
 BOOST_AUTO_TEST_CASE(pause_reading_holds_data_until_resume) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
-    TcpConnectionPtr server_conn;
+    ConnectionPtr server_conn;
     std::string got;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         server_conn = c;
         c->pause_reading();
-        c->set_data_callback([&](TcpConnection&, std::string_view d) { got += d; });
+        c->set_data_callback([&](Connection&, std::string_view d) { got += d; });
     });
     int fd = nettest::connect_blocking(listener->address().port());
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn != nullptr; }));
     BOOST_TEST(nettest::send_all(fd, "held"));
-    BOOST_TEST(!server_conn->reading());
+    BOOST_TEST(!server_conn->is_reading());
     // Nothing is registered for this connection while it is paused, so once
     // the listener is gone the loop has nothing to wait for: run() returns
     // without delivering data.
@@ -533,18 +533,18 @@ BOOST_AUTO_TEST_CASE(callbacks_may_close_and_drop_the_last_reference) {
     // Regression guard for lifetimes (run it under ASan): the user's only
     // reference is dropped from inside the connection's own callbacks.
     reactor::Scheduler sched(on(backend));
-    std::map<int, TcpConnectionPtr> registry;
+    std::map<int, ConnectionPtr> registry;
     int next_id = 0, closed = 0;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         int id = next_id++;
         registry[id] = c;
-        c->set_data_callback([&, id](TcpConnection& c, std::string_view d) {
+        c->set_data_callback([&, id](Connection& c, std::string_view d) {
             c.write(d);
             c.abort();
             registry.erase(id);  // the last user reference, while on_data is on the stack
             c.write("ignored");   // still safe: the connection releases itself later
         });
-        c->set_close_callback([&](TcpConnection&, const CloseReason&) { ++closed; });
+        c->set_close_callback([&](Connection&, const CloseReason&) { ++closed; });
     });
     std::vector<int> fds;
     for (int i = 0; i < 5; ++i) fds.push_back(nettest::connect_blocking(listener->address().port()));
@@ -554,9 +554,9 @@ BOOST_AUTO_TEST_CASE(callbacks_may_close_and_drop_the_last_reference) {
     for (int fd : fds) ::close(fd);
     listener.reset();
     // The listener may also be dropped from its own accept callback.
-    reactor::TcpListenerPtr once;
+    reactor::ListenerPtr once;
     int accepted = 0;
-    once = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    once = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         ++accepted;
         c->abort();
         once.reset();
@@ -577,13 +577,13 @@ BOOST_AUTO_TEST_CASE(callbacks_may_replace_themselves_while_running) {
     // would, must not destroy itself mid-call.
     reactor::Scheduler sched(on(backend));
     std::vector<std::string> bag;
-    auto listener = reactor::TcpListener::listen(sched, any_loopback(), [&](const TcpConnectionPtr& c) {
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         auto big = std::make_shared<std::string>(1000, 'c');  // a capture that lives on the heap
-        c->set_data_callback([&bag, big](TcpConnection& c, std::string_view d) {
-            c.set_data_callback([&bag](TcpConnection&, std::string_view d) { bag.push_back("second " + std::string(d)); });
+        c->set_data_callback([&bag, big](Connection& c, std::string_view d) {
+            c.set_data_callback([&bag](Connection&, std::string_view d) { bag.push_back("second " + std::string(d)); });
             bag.push_back("first " + std::string(d) + " " + std::to_string(big->size()));
         });
-        c->set_eof_callback([&bag](TcpConnection& c) {
+        c->set_eof_callback([&bag](Connection& c) {
             c.set_eof_callback(nullptr);
             bag.push_back("eof");
             c.close();
@@ -609,9 +609,9 @@ BOOST_AUTO_TEST_CASE(water_marks_must_be_ordered) {
     bad.low_water = 20;
     int fds[2];
     BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
-    BOOST_CHECK_THROW(reactor::TcpConnection::adopt(sched, fds[0], bad), std::invalid_argument);
+    BOOST_CHECK_THROW(reactor::Connection::adopt(sched, fds[0], bad), std::invalid_argument);
     BOOST_TEST(::fcntl(fds[0], F_GETFD) == -1, "adopt closed the fd it refused");
-    auto c = reactor::TcpConnection::adopt(sched, fds[1]);
+    auto c = reactor::Connection::adopt(sched, fds[1]);
     BOOST_CHECK_THROW(c->set_water_marks(1, 2), std::invalid_argument);
     c->set_water_marks(2, 1);
     c->abort();

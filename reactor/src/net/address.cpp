@@ -1,4 +1,4 @@
-#include "reactor/address.hpp"
+#include "reactor/net/address.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>

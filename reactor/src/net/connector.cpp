@@ -1,4 +1,4 @@
-#include "reactor/connector.hpp"
+#include "reactor/net/connector.hpp"
 
 #include <sys/socket.h>
 
@@ -10,7 +10,7 @@
 
 namespace reactor {
 
-std::shared_ptr<Connector> Connector::start(Scheduler& sched, const Address& address, Callback cb, Options options) {
+std::shared_ptr<Connector> Connector::start(Scheduler& sched, const Address& address, ConnectCallback cb, Options options) {
     if (!address.is_ip() && !address.is_unix())
         throw std::invalid_argument("reactor: connect needs an IPv4, IPv6 or Unix address");
     auto c = std::make_shared<Connector>(Passkey{}, sched, address, std::move(cb), options);
@@ -18,7 +18,7 @@ std::shared_ptr<Connector> Connector::start(Scheduler& sched, const Address& add
     return c;
 }
 
-Connector::Connector(Passkey, Scheduler& sched, Address address, Callback cb, Options options)
+Connector::Connector(Passkey, Scheduler& sched, Address address, ConnectCallback cb, Options options)
     : sched_(sched), address_(address), cb_(std::move(cb)), options_(options) {}
 
 Connector::~Connector() {
@@ -61,12 +61,12 @@ void Connector::finish(int error) {
     timer_.cancel();
     if (waiting_) sched_.remove_writer(fd_);  // the timeout fired first
     waiting_ = false;
-    Callback cb = std::move(cb_);
+    ConnectCallback cb = std::move(cb_);
     if (error == 0) {
         if (options_.no_delay && address_.is_ip()) detail::set_no_delay(fd_);
-        TcpConnectionPtr conn;
+        ConnectionPtr conn;
         try {
-            conn = TcpConnection::adopt(sched_, std::exchange(fd_, -1), options_.connection);  // closes it on failure
+            conn = Connection::adopt(sched_, std::exchange(fd_, -1), options_.connection);  // closes it on failure
         } catch (const std::invalid_argument&) {
             error = EMFILE;
         }

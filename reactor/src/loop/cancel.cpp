@@ -20,7 +20,7 @@ constexpr std::size_t kPurgeMinDeadTimers = 256;
 
 bool Handle::cancel() { return sched_ && sched_->cancel(slot_, gen_); }
 
-bool Handle::pending() const {
+bool Handle::is_pending() const {
     if (!sched_ || slot_ >= sched_->slots_.size()) return false;
     const auto& s = sched_->slots_[slot_];
     return s.gen == gen_ && (s.kind == Scheduler::SlotKind::soon || s.kind == Scheduler::SlotKind::timer);

@@ -1,5 +1,5 @@
 // reactor::Connector / reactor::connect(): one asynchronous connect(2) to a TCP
-// or Unix address, ending in a TcpConnection or an error code.
+// or Unix address, ending in a Connection or an error code.
 //
 // A pending Connector owns its socket and keeps itself alive (the loop holds it
 // through its waiter); the returned pointer is only needed to cancel(). The
@@ -12,9 +12,9 @@
 #include <memory>
 #include <system_error>
 
-#include "reactor/address.hpp"
+#include "reactor/net/address.hpp"
 #include "reactor/scheduler.hpp"
-#include "reactor/tcp_connection.hpp"
+#include "reactor/net/connection.hpp"
 
 namespace reactor {
 
@@ -29,7 +29,7 @@ public:
     // (also our own timeout), ENOENT (no such Unix socket file), EAGAIN (a
     // Unix listener's backlog is full), EMFILE (out of fds, or the select
     // backend cannot watch the socket: fd >= FD_SETSIZE).
-    using Callback = std::function<void(TcpConnectionPtr, std::error_code)>;
+    using ConnectCallback = std::function<void(ConnectionPtr, std::error_code)>;
 
     struct Options {
         // Zero: no limit of our own (the kernel gives up on TCP after about two minutes).
@@ -40,9 +40,9 @@ public:
 
     // Starts connecting. Never throws for network reasons (those go to the
     // callback); throws std::invalid_argument for an address that is neither IP nor Unix.
-    static std::shared_ptr<Connector> start(Scheduler& sched, const Address& address, Callback cb, Options options);
+    static std::shared_ptr<Connector> start(Scheduler& sched, const Address& address, ConnectCallback cb, Options options);
 
-    Connector(Passkey, Scheduler& sched, Address address, Callback cb, Options options);
+    Connector(Passkey, Scheduler& sched, Address address, ConnectCallback cb, Options options);
     ~Connector();
     Connector(const Connector&) = delete;
     Connector& operator=(const Connector&) = delete;
@@ -50,7 +50,7 @@ public:
     // The callback will not run; the socket is closed. True if it was still
     // pending. Safe from any loop callback.
     bool cancel();
-    bool pending() const noexcept { return state_ == State::connecting; }
+    bool is_pending() const noexcept { return state_ == State::connecting; }
     const Address& address() const noexcept { return address_; }
 
 private:
@@ -64,7 +64,7 @@ private:
 
     Scheduler& sched_;
     Address address_;
-    Callback cb_;
+    ConnectCallback cb_;
     Options options_;
     State state_ = State::connecting;
     int fd_ = -1;
@@ -74,7 +74,7 @@ private:
 };
 
 // The usual spelling: connect(sched, Address::parse("127.0.0.1", 8080), cb).
-inline std::shared_ptr<Connector> connect(Scheduler& sched, const Address& address, Connector::Callback cb,
+inline std::shared_ptr<Connector> connect(Scheduler& sched, const Address& address, Connector::ConnectCallback cb,
                                           Connector::Options options = {}) {
     return Connector::start(sched, address, std::move(cb), options);
 }
