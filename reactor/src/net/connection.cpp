@@ -111,18 +111,7 @@ void Connection::on_readable() {
         n = ::recv(fd_, buf, read_size_, 0);
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
-        if (!on_data_) return;
-        // Run from a local, so the callback may replace or clear itself; put it
-        // back afterwards (even if it throws) unless it was replaced meanwhile.
-        struct PutBack {
-            Connection& c;
-            DataCallback cb;
-            std::uint32_t generation;
-            ~PutBack() {
-                if (c.data_generation_ == generation) c.on_data_ = std::move(cb);
-            }
-        } running{*this, std::move(on_data_), data_generation_};
-        running.cb(*this, std::string_view(buf, static_cast<std::size_t>(n)));
+        on_data_.invoke(*this, std::string_view(buf, static_cast<std::size_t>(n)));
         return;
     }
     if (n == 0) return on_eof();
@@ -134,7 +123,7 @@ void Connection::on_eof() {
     read_eof_ = true;
     update_reader();
     if (!on_eof_) return begin_close(CloseKind::eof);
-    fire(on_eof_);
+    on_eof_.invoke(*this);
     // Both directions are finished: nothing more can happen on this socket.
     if (state_ == State::open && write_shut_) finish_close({CloseKind::eof, 0}, false);
 }
@@ -171,7 +160,7 @@ bool Connection::write(std::string_view data) {
     // Last, so the callback sees a consistent connection and may do anything.
     if (!above_high_ && out_.size() > high_water_) {
         above_high_ = true;
-        fire(on_high_water_);
+        on_high_water_.invoke(*this);
         // An abort() in the callback (or a failed write from it) discarded the
         // buffer, `data` included: say so. close() or write_eof() there
         // still flush it, so that data counts as accepted.
@@ -200,7 +189,7 @@ void Connection::on_writable() {
     }
     if (above_high_ && out_.size() <= low_water_) {
         above_high_ = false;
-        fire(on_low_water_);  // may write, close, abort...
+        on_low_water_.invoke(*this);  // may write, close, abort...
         if (state_ == State::closed) return;
     }
     if (!out_.empty()) return;
@@ -209,14 +198,7 @@ void Connection::on_writable() {
     writer_registered_ = false;
     if (state_ == State::closing) return finish_close({closing_kind_, 0}, false);
     if (shutdown_requested_) return do_write_eof();
-    fire(on_drain_);
-}
-
-// The rarer callbacks run from a copy, so they too may replace themselves.
-void Connection::fire(const EventCallback& cb) {
-    if (!cb) return;
-    EventCallback running = cb;
-    running(*this);
+    on_drain_.invoke(*this);
 }
 
 void Connection::schedule_drain() {
@@ -225,7 +207,7 @@ void Connection::schedule_drain() {
     sched_.call_soon([self = shared_from_this()] {
         self->drain_scheduled_ = false;
         // Later writes may have queued output again: on_writable reports that drain.
-        if (self->state_ == State::open && self->out_.empty()) self->fire(self->on_drain_);
+        if (self->state_ == State::open && self->out_.empty()) self->on_drain_.invoke(*self);
     });
 }
 
@@ -278,12 +260,14 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
     fd_ = -1;
     out_.release();
     sched_.call_soon([self = std::move(self_), reason] {
-        CloseCallback on_close = std::move(self->on_close_);
-        self->on_data_ = nullptr;
-        self->on_eof_ = nullptr;
-        self->on_drain_ = nullptr;
-        self->on_high_water_ = nullptr;
-        self->on_low_water_ = nullptr;
+        // All dropped before the close callback runs (it runs once: taken out),
+        // so a cycle through their captures is broken even if it throws.
+        auto on_close = self->on_close_.take();
+        self->on_data_.reset();
+        self->on_eof_.reset();
+        self->on_drain_.reset();
+        self->on_high_water_.reset();
+        self->on_low_water_.reset();
         if (on_close) on_close(*self, reason);
     });
 }

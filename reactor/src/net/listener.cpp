@@ -89,7 +89,7 @@ Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallb
     : sched_(sched),
       fd_(fd),
       address_(bound),
-      callbacks_(std::make_shared<Callbacks>(Callbacks{std::move(on_accept), nullptr})),
+      on_accept_(std::move(on_accept)),
       options_(options) {}
 
 Listener::~Listener() { close(); }
@@ -108,13 +108,14 @@ void Listener::close() {
         if (::stat(path.c_str(), &st) == 0 && st.st_dev == path_dev_ && st.st_ino == path_ino_) ::unlink(path.c_str());
         owns_path_ = false;
     }
-    // The callbacks may capture what holds us (a cycle): drop them. If we are
-    // inside one, the caller's copy of the pointer keeps it alive until it returns.
-    callbacks_.reset();
+    // The callbacks may capture what holds us (a cycle): drop them. One that
+    // is running lives on until it returns (callback_slot.hpp).
+    on_accept_.reset();
+    on_error_.reset();
 }
 
 void Listener::set_error_callback(ErrorCallback cb) {
-    if (callbacks_) callbacks_->on_error = std::move(cb);
+    if (is_listening()) on_error_.set(std::move(cb));  // a closed listener keeps none (no cycle)
 }
 
 void Listener::start_accepting() {
@@ -124,7 +125,6 @@ void Listener::start_accepting() {
 // Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.
 void Listener::on_readable() {
     auto keep_alive = shared_from_this();  // the accept callback may drop the last reference
-    auto callbacks = callbacks_;           // ... or close() and so drop the callbacks
     while (fd_ >= 0) {
         int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -145,7 +145,7 @@ void Listener::on_readable() {
             continue;
         }
         ++accepted_;
-        if (callbacks->on_accept) callbacks->on_accept(conn);
+        on_accept_.invoke(conn);
     }
 }
 
@@ -156,8 +156,7 @@ void Listener::pause_accepting(int error) {
 }
 
 void Listener::report(int error, std::string_view what) {
-    if (auto callbacks = callbacks_; callbacks && callbacks->on_error)
-        return callbacks->on_error(*this, std::error_code(error, std::generic_category()), what);
+    if (on_error_.invoke(*this, std::error_code(error, std::generic_category()), what)) return;
     ErrorContext ctx;
     ctx.message = fmt::format("listener {}: {} ({})", address_.to_string(), what, std::strerror(error));
     ctx.fd = fd_;

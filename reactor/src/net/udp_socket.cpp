@@ -105,16 +105,16 @@ std::shared_ptr<UdpSocket> UdpSocket::connect(Scheduler& sched, const Address& r
 }
 
 UdpSocket::UdpSocket(Passkey, Scheduler& sched, int fd, Address local, Options options)
-    : sched_(sched), fd_(fd), local_(local), options_(options), callbacks_(std::make_shared<Callbacks>()) {}
+    : sched_(sched), fd_(fd), local_(local), options_(options) {}
 
 UdpSocket::~UdpSocket() { close(); }
 
 void UdpSocket::set_datagram_callback(DatagramCallback cb) {
-    if (callbacks_) callbacks_->on_datagram = std::move(cb);
+    if (is_open()) on_datagram_.set(std::move(cb));  // a closed socket keeps none (no cycle)
 }
 
 void UdpSocket::set_error_callback(ErrorCallback cb) {
-    if (callbacks_) callbacks_->on_error = std::move(cb);
+    if (is_open()) on_error_.set(std::move(cb));
 }
 
 void UdpSocket::connect(const Address& remote) {
@@ -142,7 +142,8 @@ void UdpSocket::close() {
     fd_ = -1;
     queue_.clear();
     queued_bytes_ = 0;
-    callbacks_.reset();  // a running callback keeps its own copy alive
+    on_datagram_.reset();  // a running one lives on until it returns (callback_slot.hpp)
+    on_error_.reset();
 }
 
 bool UdpSocket::send(std::string_view data) {
@@ -222,7 +223,6 @@ void UdpSocket::on_writable() {
 
 void UdpSocket::on_readable() {
     auto keep_alive = shared_from_this();  // a callback may drop the last reference
-    auto callbacks = callbacks_;           // ... or close()
     char* buf = detail::read_scratch(kMaxDatagram);
     for (int i = 0; i < kMaxDatagramsPerWakeup && fd_ >= 0; ++i) {
         sockaddr_storage from;
@@ -253,14 +253,12 @@ void UdpSocket::on_readable() {
         // The kernel filters by peer only from connect() on; what others sent
         // before it still waits in the receive queue.
         if (is_connected() && !(sender == peer_)) continue;
-        if (callbacks && callbacks->on_datagram)
-            callbacks->on_datagram(*this, std::string_view(buf, static_cast<std::size_t>(n)), sender);
+        on_datagram_.invoke(*this, std::string_view(buf, static_cast<std::size_t>(n)), sender);
     }
 }
 
 void UdpSocket::report(int error, const Address& destination) {
-    if (auto callbacks = callbacks_; callbacks && callbacks->on_error)
-        return callbacks->on_error(*this, std::error_code(error, std::generic_category()), destination);
+    if (on_error_.invoke(*this, std::error_code(error, std::generic_category()), destination)) return;
     ErrorContext ctx;
     ctx.message = fmt::format("UDP socket {}: {}", local_.to_string(), std::strerror(error));
     if (destination.family() != AF_UNSPEC) ctx.message += fmt::format(" (datagram to {})", destination.to_string());

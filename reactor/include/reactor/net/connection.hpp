@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/byte_buffer.hpp"
 #include "reactor/scheduler.hpp"
@@ -57,7 +58,7 @@ struct ConnectionOptions {
     // Most bytes one recv(2) may return; one recv per readiness, so no
     // connection can starve the others. The bytes land in a buffer shared by
     // all connections of the thread, hence no per-connection cost.
-    std::size_t read_size = 256 * 1024;  // bench: 100 KiB messages took two recv()s at 64 KiB
+    std::size_t read_size = 256 * 1024;  // large enough that a typical message takes one recv()
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -87,27 +88,24 @@ public:
     // ---- callbacks (set or replace them any time, also from inside the
     //      callback being replaced; an empty one means "nothing to do") ----
     // Data received. Without a data callback, received bytes are discarded.
-    void set_data_callback(DataCallback cb) {
-        on_data_ = std::move(cb);
-        ++data_generation_;
-    }
+    void set_data_callback(DataCallback cb) { on_data_.set(std::move(cb)); }
     // The peer shut down its sending side. Without an EOF callback the
     // connection then closes by itself (flushing pending output first; close
     // reason eof). With one, it stays open for writing: finish with
     // write_eof() (which then closes it, reason eof) or close().
-    void set_eof_callback(EventCallback cb) { on_eof_ = std::move(cb); }
+    void set_eof_callback(EventCallback cb) { on_eof_.set(std::move(cb)); }
     // The output buffer became empty: everything written so far was handed to
     // the kernel. Runs on a later iteration, never from inside write().
-    void set_drain_callback(EventCallback cb) { on_drain_ = std::move(cb); }
+    void set_drain_callback(EventCallback cb) { on_drain_.set(std::move(cb)); }
     // buffered() grew above the high mark (called from write(): the only
     // synchronous callback), and later fell to the low mark (from the loop).
     // Each crossing is reported once; high and low alternate.
-    void set_high_water_callback(EventCallback cb) { on_high_water_ = std::move(cb); }
-    void set_low_water_callback(EventCallback cb) { on_low_water_ = std::move(cb); }
+    void set_high_water_callback(EventCallback cb) { on_high_water_.set(std::move(cb)); }
+    void set_low_water_callback(EventCallback cb) { on_low_water_.set(std::move(cb)); }
     // Exactly once, on a later iteration than the event that closed it. After
     // it returns every callback is dropped (breaking cycles through captures)
     // and the connection releases itself.
-    void set_close_callback(CloseCallback cb) { on_close_ = std::move(cb); }
+    void set_close_callback(CloseCallback cb) { on_close_.set(std::move(cb)); }
 
     // ---- writing ----
     // Sends now what the kernel takes and buffers the rest, which goes out in
@@ -172,7 +170,6 @@ private:
     void fail(int error);
     void finish_close(CloseReason reason, bool abortive);
     void schedule_drain();
-    void fire(const EventCallback& cb);
 
     Scheduler& sched_;
     int fd_;
@@ -196,13 +193,13 @@ private:
     bool above_high_ = false;
     bool drain_scheduled_ = false;
 
-    DataCallback on_data_;
-    std::uint32_t data_generation_ = 0;  // bumped by set_data_callback
-    EventCallback on_eof_;
-    EventCallback on_drain_;
-    EventCallback on_high_water_;
-    EventCallback on_low_water_;
-    CloseCallback on_close_;
+    // Each may replace, clear or close from inside itself: see callback_slot.hpp.
+    CallbackSlot<void(Connection&, std::string_view)> on_data_;
+    CallbackSlot<void(Connection&)> on_eof_;
+    CallbackSlot<void(Connection&)> on_drain_;
+    CallbackSlot<void(Connection&)> on_high_water_;
+    CallbackSlot<void(Connection&)> on_low_water_;
+    CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;

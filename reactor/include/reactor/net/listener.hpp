@@ -17,9 +17,10 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
-#include "reactor/scheduler.hpp"
 #include "reactor/net/connection.hpp"
+#include "reactor/scheduler.hpp"
 
 namespace reactor {
 
@@ -85,11 +86,9 @@ private:
     Scheduler& sched_;
     int fd_;
     Address address_;
-    struct Callbacks {
-        AcceptCallback on_accept;
-        ErrorCallback on_error;
-    };
-    std::shared_ptr<Callbacks> callbacks_;  // shared so that close() inside a callback is safe
+    // close() resets both, also from inside one of them: see callback_slot.hpp.
+    CallbackSlot<void(const ConnectionPtr&)> on_accept_;
+    CallbackSlot<void(Listener&, std::error_code, std::string_view)> on_error_;
     Options options_;
     Handle resume_timer_;
     bool owns_path_ = false;  // Unix: unlink the socket file on close if it is still ours

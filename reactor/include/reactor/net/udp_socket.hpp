@@ -29,6 +29,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/scheduler.hpp"
 
@@ -114,10 +115,6 @@ private:
         std::string data;
         Address to;  // AF_UNSPEC: the connected peer (sent without an address)
     };
-    struct Callbacks {
-        DatagramCallback on_datagram;
-        ErrorCallback on_error;
-    };
 
     bool send_datagram(std::string_view data, const Address& to);
     int try_send(std::string_view data, const Address& to);
@@ -133,7 +130,9 @@ private:
     Address local_;
     Address peer_;
     Options options_;
-    std::shared_ptr<Callbacks> callbacks_;  // shared so that close() inside a callback is safe
+    // close() resets both, also from inside one of them: see callback_slot.hpp.
+    CallbackSlot<void(UdpSocket&, std::string_view, const Address&)> on_datagram_;
+    CallbackSlot<void(UdpSocket&, std::error_code, const Address&)> on_error_;
     std::deque<Datagram> queue_;
     std::size_t queued_bytes_ = 0;
     std::uint64_t dropped_ = 0;

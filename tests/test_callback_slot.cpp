@@ -1,0 +1,106 @@
+// CallbackSlot: the one idiom for callbacks that replace, clear or outlive
+// themselves (reactor/callback_slot.hpp). The sockets rely on each rule here.
+#define BOOST_TEST_MODULE callback_slot
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reactor/callback_slot.hpp"
+
+using reactor::CallbackSlot;
+
+BOOST_AUTO_TEST_CASE(an_empty_slot_runs_nothing) {
+    CallbackSlot<void(int)> slot;
+    BOOST_TEST(!slot);
+    BOOST_TEST(!slot.invoke(1));
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_stays_for_the_next_call) {
+    std::vector<int> seen;
+    CallbackSlot<void(int)> slot([&](int v) { seen.push_back(v); });
+    BOOST_TEST(slot.invoke(1));
+    BOOST_TEST(slot.invoke(2));
+    BOOST_TEST(seen == (std::vector<int>{1, 2}));
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_that_replaces_itself_is_replaced) {
+    std::vector<std::string> seen;
+    CallbackSlot<void()> slot;
+    slot.set([&] {
+        seen.push_back("first");
+        slot.set([&] { seen.push_back("second"); });
+    });
+    slot.invoke();
+    slot.invoke();
+    slot.invoke();
+    BOOST_TEST(seen == (std::vector<std::string>{"first", "second", "second"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_that_clears_itself_stays_cleared_and_keeps_its_captures_until_it_returns) {
+    auto token = std::make_shared<int>(7);
+    std::weak_ptr<int> watch = token;
+    bool alive_inside = false;
+    CallbackSlot<void()> slot;
+    slot.set([&, token = std::move(token)] {
+        slot.reset();
+        alive_inside = !watch.expired() && *token == 7;  // its own captures are intact
+    });
+    BOOST_TEST(slot.invoke());
+    BOOST_TEST(alive_inside);
+    BOOST_TEST(!slot);
+    BOOST_TEST(watch.expired());  // released once it returned
+}
+
+BOOST_AUTO_TEST_CASE(invoking_the_slot_from_inside_its_callback_does_nothing) {
+    int depth = 0;
+    int calls = 0;
+    bool inner_ran = true;
+    CallbackSlot<void()> slot;
+    slot.set([&] {
+        ++calls;
+        ++depth;
+        inner_ran = slot.invoke();
+        --depth;
+    });
+    slot.invoke();
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(!inner_ran);
+    BOOST_TEST(static_cast<bool>(slot));  // and it is back for the next call
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_that_throws_is_put_back) {
+    int calls = 0;
+    CallbackSlot<void()> slot([&] {
+        ++calls;
+        throw std::runtime_error("boom");
+    });
+    BOOST_CHECK_THROW(slot.invoke(), std::runtime_error);
+    BOOST_TEST(static_cast<bool>(slot));
+    BOOST_CHECK_THROW(slot.invoke(), std::runtime_error);
+    BOOST_TEST(calls == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_replaced_and_then_throwing_leaves_the_replacement) {
+    std::vector<std::string> seen;
+    CallbackSlot<void()> slot;
+    slot.set([&] {
+        slot.set([&] { seen.push_back("replacement"); });
+        throw std::runtime_error("boom");
+    });
+    BOOST_CHECK_THROW(slot.invoke(), std::runtime_error);
+    slot.invoke();
+    BOOST_TEST(seen == (std::vector<std::string>{"replacement"}));
+}
+
+BOOST_AUTO_TEST_CASE(take_empties_the_slot_for_a_callback_that_runs_once) {
+    int calls = 0;
+    CallbackSlot<void()> slot([&] { ++calls; });
+    auto once = slot.take();
+    BOOST_TEST(!slot);
+    once();
+    BOOST_TEST(!slot.invoke());
+    BOOST_TEST(calls == 1);
+}
