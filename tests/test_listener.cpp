@@ -9,6 +9,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstring>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -104,7 +105,23 @@ BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
     BOOST_TEST(sched.empty());
 }
 
-// Last in the suite on purpose: under the sanitizers (REACTOR_SANITIZE) the
+// Runs the accept loop of `sched` out of fds until `listener` has failed
+// `failures` accepts, then gives the fds back. True if it got there in time.
+bool fail_accepts(reactor::Scheduler& sched, const reactor::Listener& listener, std::uint64_t failures) {
+    rlimit saved{};
+    ::getrlimit(RLIMIT_NOFILE, &saved);
+    int lowest_free = ::dup(0);
+    ::close(lowest_free);
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+    if (::setrlimit(RLIMIT_NOFILE, &tight) != 0) return false;
+    // The watchdog of run_until is a timer, not an fd, so this is safe.
+    bool reached = nettest::run_until(sched, [&] { return listener.accept_failures() >= failures; }, 10s);
+    ::setrlimit(RLIMIT_NOFILE, &saved);
+    return reached;
+}
+
+// The last two cases in the suite on purpose: under the sanitizers (REACTOR_SANITIZE) the
 // first member call through each polymorphic type checks its dynamic type,
 // and UBSan's check needs free fds (it probes memory with a pipe), which
 // this case takes away. The cases above warm those checks up; run alone
@@ -128,23 +145,49 @@ BOOST_AUTO_TEST_CASE(emfile_pauses_accepting_reports_and_recovers) {
     nettest::send_all(fd, "late");
 
     // No fd can be allocated any more: accept fails with EMFILE.
-    rlimit saved{};
-    ::getrlimit(RLIMIT_NOFILE, &saved);
-    int lowest_free = ::dup(0);
-    ::close(lowest_free);
-    rlimit tight = saved;
-    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
-    BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
-    // The watchdog of run_until is a timer, not an fd, so this is safe.
-    bool reported = nettest::run_until(sched, [&] { return !errors.empty(); }, 5s);
-    ::setrlimit(RLIMIT_NOFILE, &saved);
-    BOOST_REQUIRE(reported);
+    BOOST_REQUIRE(fail_accepts(sched, *listener, 1));
     BOOST_TEST(errors.size() == 1u, "one report per pause, no busy loop");
     BOOST_TEST(errors[0].value() == EMFILE);
     BOOST_TEST(listener->accepted() == 0u);
     // After the pause the waiting client is accepted and served.
     BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == "late"; }));
     BOOST_TEST(nettest::recv_all(fd) == "");  // closed by the server
+    ::close(fd);
+    listener.reset();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(repeated_accept_failures_reach_the_exception_handler_rate_limited) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    std::vector<std::string> reports;
+    sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
+    reactor::Listener::Options lopt;
+    lopt.accept_pause = 1ms;
+    lopt.report_interval = std::chrono::hours(1);
+    std::string got;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
+        c->set_data_callback([&](Connection& c, std::string_view d) {
+            got += d;
+            c.close();
+        });
+    }, lopt);
+    int fd = nettest::connect_blocking(listener->address().port());  // waits in the backlog
+    BOOST_REQUIRE(fd >= 0);
+    nettest::send_all(fd, "late");
+
+    BOOST_REQUIRE(fail_accepts(sched, *listener, 6));
+    BOOST_REQUIRE(reports.size() == 1u);  // the first failure only, not one per pause
+    BOOST_TEST(reports[0].find("accept failed") != std::string::npos);
+    BOOST_TEST(reports[0].find(std::strerror(EMFILE)) != std::string::npos);
+
+    // Accepting works again: one more report counts the failures left out.
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == "late"; }));
+    BOOST_REQUIRE(reports.size() == 2u);
+    const std::string left_out = std::to_string(listener->accept_failures() - 1) + " more times";
+    BOOST_TEST(reports[1].find("accepting again") != std::string::npos, reports[1]);
+    BOOST_TEST(reports[1].find(left_out) != std::string::npos, reports[1]);
     ::close(fd);
     listener.reset();
     sched.run();

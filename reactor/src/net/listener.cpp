@@ -90,7 +90,9 @@ Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallb
       fd_(fd),
       address_(bound),
       on_accept_(std::move(on_accept)),
-      options_(options) {}
+      options_(options),
+      accept_failure_reports_(options.report_interval),
+      refusal_reports_(options.report_interval) {}
 
 Listener::~Listener() { close(); }
 
@@ -141,10 +143,12 @@ void Listener::on_readable() {
             conn = Connection::adopt(sched_, fd, options_.connection);  // closes fd on failure
         } catch (const std::invalid_argument& e) {
             ++refused_;
-            report(EMFILE, fmt::format("accepted connection closed: {}", e.what()));
+            report(refusal_reports_, EMFILE, fmt::format("accepted connection closed: {}", e.what()));
             continue;
         }
         ++accepted_;
+        report_left_out(accept_failure_reports_, "accept failed");
+        report_left_out(refusal_reports_, "accepted connection closed");
         on_accept_.invoke(conn);
     }
 }
@@ -152,13 +156,29 @@ void Listener::on_readable() {
 void Listener::pause_accepting(int error) {
     sched_.remove_reader(fd_);
     resume_timer_ = sched_.call_later(options_.accept_pause, [this] { start_accepting(); });
-    report(error, fmt::format("accept failed; not accepting for the next {} ms", options_.accept_pause.count()));
+    ++accept_failures_;
+    report(accept_failure_reports_, error,
+           fmt::format("accept failed; not accepting for the next {} ms", options_.accept_pause.count()));
 }
 
-void Listener::report(int error, std::string_view what) {
+void Listener::report(ReportLimiter& limiter, int error, std::string_view what) {
     if (on_error_.invoke(*this, std::error_code(error, std::generic_category()), what)) return;
+    std::uint64_t left_out = 0;
+    if (!limiter.admit(sched_.now(), left_out)) return;
     ErrorContext ctx;
     ctx.message = fmt::format("listener {}: {} ({})", address_.to_string(), what, std::strerror(error));
+    if (left_out > 0) ctx.message += fmt::format("; {} more since the last report", left_out);
+    ctx.fd = fd_;
+    sched_.call_exception_handler(ctx);
+}
+
+// Accepting works again: say how many failures the rate limit kept quiet.
+void Listener::report_left_out(ReportLimiter& limiter, std::string_view what) {
+    std::uint64_t left_out = limiter.take_left_out();
+    if (left_out == 0) return;
+    ErrorContext ctx;
+    ctx.message = fmt::format("listener {}: accepting again; \"{}\" happened {} more times since the last report",
+                              address_.to_string(), what, left_out);
     ctx.fd = fd_;
     sched_.call_exception_handler(ctx);
 }

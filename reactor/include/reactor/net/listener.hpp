@@ -20,6 +20,7 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/connection.hpp"
+#include "reactor/net/report_limiter.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
@@ -33,7 +34,10 @@ public:
     using AcceptCallback = std::function<void(const ConnectionPtr&)>;
     // Accept trouble that did not stop the listener: fd exhaustion (accepting
     // pauses for accept_pause), or a connection refused because the backend
-    // cannot watch its fd. Without one, these go to the Scheduler's exception handler.
+    // cannot watch its fd. The callback sees every occurrence. Without one,
+    // they go to the Scheduler's exception handler, rate-limited: the first,
+    // then at most one per report_interval saying how many were left out, and
+    // one more when accepting works again.
     using ErrorCallback = std::function<void(Listener&, std::error_code, std::string_view what)>;
 
     struct Options {
@@ -44,6 +48,7 @@ public:
         // than spinning on a listening socket that stays readable; pending
         // clients wait in the backlog meanwhile.
         std::chrono::milliseconds accept_pause{100};
+        std::chrono::milliseconds report_interval{10'000};  // see ErrorCallback
         ConnectionOptions connection;  // for every accepted connection
     };
 
@@ -76,12 +81,14 @@ public:
     // Counters for logs and tests.
     std::uint64_t accepted() const noexcept { return accepted_; }
     std::uint64_t refused() const noexcept { return refused_; }  // accepted, then closed (fd unwatchable)
+    std::uint64_t accept_failures() const noexcept { return accept_failures_; }  // each one paused accepting
 
 private:
     void start_accepting();
     void on_readable();
     void pause_accepting(int error);
-    void report(int error, std::string_view what);
+    void report(ReportLimiter& limiter, int error, std::string_view what);
+    void report_left_out(ReportLimiter& limiter, std::string_view what);
 
     Scheduler& sched_;
     int fd_;
@@ -96,6 +103,9 @@ private:
     ino_t path_ino_ = 0;
     std::uint64_t accepted_ = 0;
     std::uint64_t refused_ = 0;
+    std::uint64_t accept_failures_ = 0;
+    ReportLimiter accept_failure_reports_;
+    ReportLimiter refusal_reports_;
 };
 
 using ListenerPtr = std::shared_ptr<Listener>;
