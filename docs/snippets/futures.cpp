@@ -1,0 +1,171 @@
+// docs/futures.md: a future, then-chains, errors, combinators, tasks.
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+#include <futures/futures.hpp>
+#include <reactor/scheduler.hpp>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// The shape of every machine (never instantiated: `Step<T> resume()` is the whole protocol).
+template <class T>
+struct MachineShape {
+    // [snippet:resume]
+    futures::Step<T> resume();
+    // [end-snippet:resume]
+};
+
+// [snippet:tasks]
+// Appends `name` to `log` `times` times, sleeping `pause` after each; returns `times`.
+class Ticker {
+public:
+    enum class State { tick, sleeping };
+
+    Ticker(reactor::Scheduler& sched, std::string name, int times, reactor::Duration pause,
+           std::vector<std::string>& log)
+        : sched_(sched), name_(std::move(name)), times_(times), pause_(pause), log_(log) {}
+
+    futures::Step<int> resume() {
+        for (;;) {
+            switch (state_) {
+            case State::tick:
+                log_.push_back(name_);
+                state_ = State::sleeping;
+                return sleep_ = futures::sleep(sched_, pause_);
+            case State::sleeping:
+                sleep_.result();  // rethrows CancelledError if the task was cancelled
+                if (++ticks_ == times_) return ticks_;
+                state_ = State::tick;
+                continue;  // tick again, without waiting for anything
+            }
+        }
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    std::string name_;
+    int times_;
+    reactor::Duration pause_;
+    std::vector<std::string>& log_;
+    int ticks_ = 0;
+    State state_ = State::tick;
+    futures::Future<void> sleep_;
+};
+
+// Spawns two tickers, joins them in turn, returns their ticks added up.
+class Main {
+public:
+    enum class State { spawn, joining_a, joining_b };
+
+    Main(reactor::Scheduler& sched, std::vector<std::string>& log) : sched_(sched), log_(log) {}
+
+    futures::Step<int> resume() {
+        switch (state_) {
+        case State::spawn:
+            a_ = futures::spawn(sched_, Ticker(sched_, "a", 2, 10ms, log_));
+            b_ = futures::spawn(sched_, Ticker(sched_, "b", 3, 15ms, log_));
+            state_ = State::joining_a;
+            return a_;  // a task joins another by returning its handle
+        case State::joining_a:
+            a_.result();
+            state_ = State::joining_b;
+            return b_;
+        case State::joining_b:
+            return a_.result() + b_.result();
+        }
+        throw std::logic_error("Main: unknown state");
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    std::vector<std::string>& log_;
+    State state_ = State::spawn;
+    futures::Future<int> a_, b_;
+};
+// [end-snippet:tasks]
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(futures_md)
+
+BOOST_AUTO_TEST_CASE(a_result_slot) {
+    // [snippet:future]
+    reactor::Scheduler sched;
+    futures::Future<int> answer(sched);  // pending
+    int got = 0;
+    answer.add_done_callback([&](futures::Future<int>& f) { got = f.result(); });
+    answer.set_result(42);  // done; the callback is only *scheduled*: got is still 0
+    sched.run();            // runs it: got == 42
+    // [end-snippet:future]
+    BOOST_TEST(got == 42);
+}
+
+BOOST_AUTO_TEST_CASE(pipeline) {
+    reactor::Scheduler sched;
+    // [snippet:pipeline]
+    futures::Future<std::string> text =
+        futures::sleep(sched, 10ms)
+            .then([] { return 21; })  // a value: Future<int>
+            .then([&](int n) {        // a future: flattened, still Future<int>
+                return futures::sleep(sched, 10ms).then([n] { return n * 2; });
+            })
+            .then([](int n) { return std::to_string(n); });  // Future<std::string>
+    // futures::run_until_complete(sched, text) == "42"
+    // [end-snippet:pipeline]
+    BOOST_TEST(futures::run_until_complete(sched, text) == "42");
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(recovery) {
+    reactor::Scheduler sched;
+    // [snippet:recovery]
+    bool cleaned_up = false;
+    futures::Future<int> n =
+        futures::make_ready_future(sched, std::string("forty-two"))
+            .then([](const std::string& s) { return std::stoi(s); })  // throws std::invalid_argument
+            .then([](int n) { return n * 2; })                          // skipped: the error passes by
+            .catch_error([](const std::invalid_argument&) { return -1; })  // handled: -1 goes on
+            .finally([&] { cleaned_up = true; });                       // runs however it ended
+    // futures::run_until_complete(sched, n) == -1, and cleaned_up
+    // [end-snippet:recovery]
+    BOOST_TEST(futures::run_until_complete(sched, n) == -1);
+    BOOST_TEST(cleaned_up);
+}
+
+BOOST_AUTO_TEST_CASE(combinators) {
+    reactor::Scheduler sched;
+    const reactor::TimePoint start = reactor::Clock::now();
+    // [snippet:combinators]
+    std::vector<futures::Future<void>> sleeps{futures::sleep(sched, 10ms), futures::sleep(sched, 20ms),
+                                              futures::sleep(sched, 30ms)};
+    futures::Future<void> all = futures::when_all(sleeps);  // done after 30 ms, not 60
+
+    futures::Future<void> slow = futures::sleep(sched, 10s);
+    futures::Future<void> bounded = futures::with_timeout(slow, 50ms);  // TimeoutError after 50 ms
+    // [end-snippet:combinators]
+    futures::run_until_complete(sched, all);
+    BOOST_TEST((reactor::Clock::now() - start >= 30ms));
+    BOOST_CHECK_THROW(futures::run_until_complete(sched, bounded), futures::TimeoutError);
+    BOOST_TEST(slow.cancelled());
+    BOOST_TEST(sched.timer_count() == 0u);  // the 10 s timer went with `slow`
+    sched.run();                            // what run_until_complete left scheduled
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(tasks) {
+    reactor::Scheduler sched;
+    std::vector<std::string> log;
+    // [snippet:run_tasks]
+    int ticks = futures::run_until_complete(sched, Main(sched, log));  // 5
+    // log == {"a", "b", "a", "b", "b"}
+    // [end-snippet:run_tasks]
+    BOOST_TEST(ticks == 5);
+    BOOST_TEST(log == (std::vector<std::string>{"a", "b", "a", "b", "b"}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
