@@ -8,11 +8,12 @@
 //   - a countup printing "Up i" every 1 s while the countdown runs,
 //   - an echo server on 127.0.0.1 answering each line with "Got: <line>",
 //     written with one-shot read_wait/write_wait callbacks as in the talk
-//     (line_echo.hpp, beside this file).
+//     (line_echo.hpp and line_echo_client.hpp, beside this file).
 // Each generator of the talk becomes a function that does one step and
 // schedules the next. The program exits once the countdown has printed
 // "Down 1".
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -32,7 +33,8 @@ int main(int argc, char** argv) {
                       "prints 'Down n' every 4 s, a countup prints 'Up i' every 1 s while it runs, and an\n"
                       "echo server on 127.0.0.1 answers every line with 'Got: <line>' (try: nc 127.0.0.1 PORT).\n"
                       "The first line printed is 'listening on 127.0.0.1:PORT'. Exits after 'Down 1'.");
-    int port = 0, from = 6;
+    std::uint16_t port = 0;
+    int from = 6;
     double speed = 1;
     reactor::Backend backend = reactor::Backend::select;
     cli.add_option("--port", port, "TCP port of the echo server (0: pick a free one)")->check(CLI::Range(0, 65535));

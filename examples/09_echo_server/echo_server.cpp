@@ -9,8 +9,8 @@
 // reading from that client until the buffer drains to the low mark (16 KiB),
 // so TCP flow control holds the client back and memory stays bounded.
 //
-//   $ echo_server --backend epoll          (then, elsewhere: echo_client)
-//   listening on 127.0.0.1:7000
+//   $ echo_server                          (then, elsewhere: echo_client)
+//   listening on 127.0.0.1:7000 (epoll)
 #include <fmt/format.h>
 #include <reactor/net/listener.hpp>
 
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
         c->set_close_callback([&](Connection& c, const reactor::CloseReason&) { lifetime.closed(c); });
     });
     lifetime.set_listener(listener);
-    examples::announce(*listener);
+    examples::announce(sched, listener->address());
 
     sched.run();
     fmt::print("echo_server: {} connections, {} bytes echoed\n", listener->accepted(), echoed);

@@ -8,7 +8,7 @@
 // read/write/drain futures, one task per connection.
 //
 //   $ echo_server_streams                  (then, elsewhere: echo_client)
-//   listening on 127.0.0.1:7000
+//   listening on 127.0.0.1:7000 (epoll)
 #include <cstdint>
 #include <stdexcept>
 #include <string_view>
@@ -105,8 +105,7 @@ int main(int argc, char** argv) {
             server.close();
             server.abort_clients();
         });
-    fmt::print("listening on {}\n", server.address().to_string());
-    std::fflush(stdout);
+    examples::announce(sched, server.address());
 
     sched.run();
     fmt::print("echo_server_streams: {} connections, {} bytes echoed\n", server.accepted(), echoed);

@@ -4,18 +4,17 @@
 // Step 11 of the series (examples/README.md). New here: connections talking to
 // each other, and what to do with a slow one.
 //
-// Slow clients: a client that does not read what others say would make its
-// output buffer grow without bound. We DISCONNECT it once more than
-// --max-backlog bytes wait for it (the others see "* #<id> dropped: too slow"),
-// the way IRC servers drop on "SendQ exceeded". The alternative, pausing the
-// readers that feed it, would let one stalled client silence the whole room.
-// Input is bounded too: a line longer than --max-line disconnects its sender.
+// A client that does not read what the others say would make its output
+// buffer grow without bound: once more than --max-backlog bytes wait for it,
+// it is DISCONNECTED (the others see "* #<id> dropped: too slow"), as IRC
+// servers drop on "SendQ exceeded". Pausing the readers that feed it instead
+// would let one stalled client silence the room. A line longer than
+// --max-line disconnects its sender.
 //
 //   $ chat_server          then, in two terminals:   nc 127.0.0.1 7001
 #include <cstdint>
 #include <string>
 #include <unordered_map>
-#include <utility>
 
 #include <fmt/format.h>
 #include <reactor/net/listener.hpp>
@@ -53,15 +52,15 @@ private:
 
     void on_data(Connection& c, std::string_view data) {
         Member& m = members_.at(&c);
+        m.partial.append(data);
         std::size_t start = 0;
-        for (std::size_t nl; (nl = data.find('\n', start)) != std::string_view::npos; start = nl + 1) {
-            std::string line = std::exchange(m.partial, {});
-            line.append(data.substr(start, nl - start));
-            if (!line.empty() && line.back() == '\r') line.pop_back();
+        for (std::size_t nl; (nl = m.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+            std::string_view line(m.partial.data() + start, nl - start);
+            if (line.ends_with('\r')) line.remove_suffix(1);
             if (line.size() > max_line_) return drop(c, "line too long");
-            broadcast(c, fmt::format("#{}: {}\n", m.id, line));
+            broadcast(c, fmt::format("#{}: {}\n", m.id, line));  // never touches m.partial
         }
-        m.partial.append(data.substr(start));
+        m.partial.erase(0, start);
         if (m.partial.size() > max_line_) drop(c, "line too long");
     }
 
@@ -82,16 +81,13 @@ private:
     }
 
     void leave(Connection& c) {
-        auto it = members_.find(&c);
-        Member m = std::move(it->second);
-        members_.erase(it);
+        const Member m = members_.extract(&c).mapped();
         if (!m.dropped) broadcast(c, fmt::format("* #{} left\n", m.id));
         lifetime_.closed(c);
     }
 
     examples::ServerLifetime& lifetime_;
-    std::size_t max_line_;
-    std::size_t max_backlog_;
+    std::size_t max_line_, max_backlog_;
     std::unordered_map<Connection*, Member> members_;  // valid until each close callback
     std::uint64_t last_id_ = 0;
 };
@@ -115,7 +111,7 @@ int main(int argc, char** argv) {
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options),
                                              [&](const reactor::ConnectionPtr& c) { room.join(c); });
     lifetime.set_listener(listener);
-    examples::announce(*listener);
+    examples::announce(sched, listener->address());
 
     sched.run();
     fmt::print("chat_server: {} connections\n", listener->accepted());

@@ -1,6 +1,7 @@
 // Test support for the TCP suites (test_listener, test_connection,
-// test_connector): Boost.Test printers for the reactor's values, the echo
-// server these tests talk to, and a load-generating client.
+// test_connector, and test_net_examples against the example servers):
+// Boost.Test printers for the reactor's values, the echo server these tests
+// talk to, and a load-generating client.
 #pragma once
 
 #include <cstring>
@@ -69,16 +70,20 @@ struct EchoServer {
     std::uint16_t port() const { return listener->address().port(); }
 };
 
-// One load-generating client: keeps `window` messages of random sizes in
-// flight, checks every echoed byte against what it sent, and closes after
-// `messages` round trips.
+// One load-generating client of an echo server on 127.0.0.1:port: keeps
+// kWindow messages of random sizes (1..max_message bytes, slices of `pool`,
+// which must outlive it and be longer than max_message) in flight, checks
+// every echoed byte against what it sent, and closes after `messages` round
+// trips. `closed` once it is over, with `failure` saying why if it failed.
 class LoadClient {
 public:
-    LoadClient(reactor::Scheduler& sched, std::uint16_t port, std::uint32_t seed, int messages, const std::string& pool)
-        : rng_(seed), messages_(messages), pool_(pool) {
+    LoadClient(reactor::Scheduler& sched, std::uint16_t port, std::uint32_t seed, int messages, const std::string& pool,
+               std::size_t max_message = 512)
+        : rng_(seed), messages_(messages), max_message_(max_message), pool_(pool) {
         reactor::connect(sched, reactor::Address::loopback_v4(port), [this](ConnectionPtr c, std::error_code ec) {
             if (ec) {
                 failure = "connect: " + ec.message();
+                closed = true;
                 return;
             }
             conn_ = c;
@@ -100,11 +105,10 @@ public:
 
 private:
     static constexpr int kWindow = 4;
-    static constexpr std::size_t kMaxMessage = 512;
 
     void send_one() {
         if (sent_ == messages_) return;
-        std::size_t size = 1 + rng_() % kMaxMessage;
+        std::size_t size = 1 + rng_() % max_message_;
         std::size_t offset = rng_() % (pool_.size() - size);
         std::string_view msg(pool_.data() + offset, size);
         expected_.append(msg);
@@ -130,6 +134,7 @@ private:
 
     std::mt19937 rng_;
     int messages_;
+    std::size_t max_message_;
     const std::string& pool_;
     ConnectionPtr conn_;
     reactor::ByteBuffer expected_;
