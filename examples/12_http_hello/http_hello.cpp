@@ -1,18 +1,19 @@
-// http_hello: a minimal HTTP/1.1 server that answers every request with
+// http_hello: a small, strict HTTP/1.1 server that answers every request with
 // "Hello, world!", complete enough for curl, ab and wrk.
 //
 // Step 12 of the series (examples/README.md).
 //
-// The new idea: a protocol on top of the callback connection. The parser is
-// the component beside this file (http_session.hpp: keep-alive, pipelining,
-// limits); here is only what ties it to a connection: one session per
-// connection, fed by the data callback; all the responses one read produced
-// go out in one write; after an error or "Connection: close" the session
-// lingers until the client closes. A pipelining client that never reads
-// cannot grow our output: reading pauses above the high-water mark and
-// resumes below the low one.
+// The new idea: a protocol on top of the callback connection, in layers that
+// each fit on a screen: http_head.hpp reads one request head (RFC 9112, and
+// strict: whatever could be read two ways is refused), http_request_parser.hpp
+// cuts a byte stream into requests, http_session.hpp answers them on one
+// connection, with a header timeout and an idle timeout so that slow clients
+// cannot take every fd. Here is only what ties a session to its connection. A
+// pipelining client that never reads cannot grow our output: reading pauses
+// above the high-water mark and resumes below the low one.
 //
-//   $ http_hello --backend epoll &   curl -v http://127.0.0.1:8080/
+//   $ http_hello &   curl -v http://127.0.0.1:8080/
+#include <chrono>
 #include <string>
 #include <unordered_map>
 
@@ -26,31 +27,35 @@
 using reactor::Connection;
 
 int main(int argc, char** argv) {
-    examples::Cli cli("http_hello", "Minimal HTTP/1.1 server answering every request with \"Hello, world!\".");
+    examples::Cli cli("http_hello", "Strict HTTP/1.1 server answering every request with \"Hello, world!\".");
     examples::ServerOptions options(8080);
     examples::add_server_options(cli, options);
-    http::Limits limits{8192, 1 << 20};  // max_head, max_body
+    // Bodies are skipped as they arrive, never stored: --max-body bounds the
+    // time one request may take, not memory, so it is well above the 1 MiB
+    // beyond which curl asks "Expect: 100-continue" by itself.
+    http::Limits limits{8192, std::size_t{64} << 20};  // max_head, max_body
     cli.add_option("--max-head", limits.max_head, "largest request line + headers, in bytes (431 beyond)")
         ->check(CLI::Range(std::size_t{16}, std::size_t{1} << 30));
     cli.add_option("--max-body", limits.max_body, "largest request body, in bytes (413 beyond)")
         ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
+    int header_timeout = 60, idle_timeout = 75;  // nginx's client_header_timeout and keepalive_timeout
+    cli.add_option("--header-timeout", header_timeout,
+                   "seconds a request head may take from its first byte (408 and close beyond)")
+        ->check(CLI::Range(1, 86400));
+    cli.add_option("--idle-timeout", idle_timeout, "seconds a connection may send nothing (close beyond)")
+        ->check(CLI::Range(1, 86400));
     cli.parse_or_exit(argc, argv);
+    const http::Timeouts timeouts{std::chrono::seconds(header_timeout), std::chrono::seconds(idle_timeout)};
+
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options);
-    std::unordered_map<Connection*, http::HttpSession> sessions;  // valid until each close callback
+    std::unordered_map<Connection*, http::HttpSession> sessions;  // each until its close callback
     std::string out;  // responses of one read, reused
 
-    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), [&](const reactor::ConnectionPtr& c) {
+    auto on_accept = [&](const reactor::ConnectionPtr& c) {
         lifetime.opened(c);
-        sessions.emplace(c.get(), http::HttpSession(limits));
-        c->set_data_callback([&](Connection& c, std::string_view data) {
-            http::HttpSession& session = sessions.at(&c);
-            if (session.lingering()) return;
-            out.clear();
-            bool keep = session.feed(data, out);
-            c.write(out);
-            if (!keep) session.linger(sched, c);  // the client's EOF then closes it
-        });
+        sessions.try_emplace(c.get(), *c, limits, timeouts);
+        c->set_data_callback([&](Connection& c, std::string_view data) { sessions.at(&c).on_data(data, out); });
         c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
         c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
         c->set_close_callback([&](Connection& c, const reactor::CloseReason&) {
@@ -58,9 +63,10 @@ int main(int argc, char** argv) {
             sessions.erase(&c);
             lifetime.closed(c);
         });
-    });
+    };
+    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept);
     lifetime.set_listener(listener);
-    examples::announce(*listener);
+    examples::announce(sched, listener->address());
 
     sched.run();
     fmt::print("http_hello: {} connections\n", listener->accepted());

@@ -1,0 +1,255 @@
+// http_hello (examples/12_http_hello) run for real on 127.0.0.1, on the
+// backend under test: keep-alive and pipelining, every request RFC 9112 says
+// to refuse answered 400 (or 413, 417, 431, 501, 505) and the connection
+// closed, Expect: 100-continue, and the header and idle timeouts. Timing
+// checks are bounds only: a timeout never ends a connection before it is due
+// (the loop's timers never fire early), and always within a generous margin.
+#define BOOST_TEST_MODULE http_hello
+#include <boost/test/unit_test.hpp>
+
+#include <poll.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/backends.hpp"
+#include "support/net_util.hpp"
+#include "support/process.hpp"
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+using Ms = std::chrono::milliseconds;
+
+namespace {
+
+// http_hello on a free port, run until it exits on its own (--exit-after) or
+// its --max-seconds safety net; the first line gives the port.
+struct HttpHello {
+    testsupport::Child child;
+    std::uint16_t port = 0;
+
+    explicit HttpHello(std::vector<std::string> args) : child(testsupport::example_path("http_hello"), with(args)) {
+        auto first = child.read_line(10s);
+        BOOST_REQUIRE_MESSAGE(first.has_value(), "http_hello printed nothing");
+        std::smatch m;
+        BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))")),
+                              "first line: " << *first);
+        BOOST_TEST(m[2] == std::string(reactor::to_string(reactor_test::backend_under_test())));
+        port = static_cast<std::uint16_t>(std::stoi(m[1]));
+    }
+    static std::vector<std::string> with(std::vector<std::string> args) {
+        args.insert(args.end(), {"--port", "0", "--max-seconds", "60", "--backend",
+                                 std::string(reactor::to_string(reactor_test::backend_under_test()))});
+        return args;
+    }
+    // After --exit-after connections have closed: the summary line, exit 0.
+    void expect_clean_exit() {
+        BOOST_TEST(child.read_all(20s).starts_with("http_hello: "));
+        BOOST_TEST(child.wait(10s) == 0);
+    }
+};
+
+// What a connection received until the server closed it (eof) or `limit`.
+struct Received {
+    std::string data;
+    bool eof = false;
+};
+
+// Reads until `enough(data)` holds, EOF, or `limit` passes.
+template <class Pred>
+Received read_until(int fd, Pred enough, Ms limit = 20s) {
+    Received r;
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!enough(r.data)) {
+        auto left = std::chrono::duration_cast<Ms>(deadline - std::chrono::steady_clock::now());
+        pollfd p{fd, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+        char buf[65536];
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) {
+            r.eof = n == 0;
+            break;
+        }
+        r.data.append(buf, static_cast<std::size_t>(n));
+    }
+    return r;
+}
+Received read_to_eof(int fd, Ms limit = 20s) {
+    return read_until(fd, [](const std::string&) { return false; }, limit);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+// One connection, one request, everything until the server closes.
+Received ask(const HttpHello& server, const std::string& request) {
+    int fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    nettest::send_all(fd, request);
+    Received r = read_to_eof(fd);
+    ::close(fd);
+    return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(answers_pipelined_requests_on_one_keep_alive_connection) {
+    HttpHello server({"--exit-after", "1"});
+    int fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_TEST(nettest::send_all(fd,
+                                 "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "HEAD /2 HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "POST /3 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+                                 "GET /4 HTTP/1.0\r\n\r\n"));
+    Received r = read_to_eof(fd);  // the HTTP/1.0 request without keep-alive ends it
+    BOOST_TEST(r.eof);
+    BOOST_TEST(count(r.data, "HTTP/1.1 200 OK\r\n") == 4u, r.data);
+    BOOST_TEST(count(r.data, "Hello, world!") == 3u, r.data);  // not for HEAD
+    BOOST_TEST(count(r.data, "Connection: close\r\n") == 1u, r.data);
+    BOOST_TEST(r.data.ends_with("Connection: close\r\n\r\nHello, world!"), r.data);
+    ::close(fd);
+    server.expect_clean_exit();
+}
+
+BOOST_AUTO_TEST_CASE(every_ambiguous_or_malformed_request_gets_its_error_and_a_close) {
+    // Each request smuggles a second one in what a lax server would take for
+    // the first one's body: only the error may come back, never two answers.
+    const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string cl = "Content-Length: " + std::to_string(smuggled.size()) + "\r\n";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"obs-fold", "POST / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n " + cl + "\r\n" + smuggled},
+        {"leading whitespace", "POST / HTTP/1.1\r\n " + cl + "Host: x\r\n\r\n" + smuggled},
+        {"bare CR", "POST / HTTP/1.1\r\nHost: x\r\nX-A: a\r" + cl + "\r\n" + smuggled},
+        {"bare LF", "POST / HTTP/1.1\r\nHost: x\r\nX-A: a\n" + cl + "\r\n" + smuggled},
+        {"NUL in a header", "POST / HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n"s + cl + "\r\n" + smuggled},
+        {"no Host", "POST / HTTP/1.1\r\n" + cl + "\r\n" + smuggled},
+        {"duplicate Content-Length", "POST / HTTP/1.1\r\nHost: x\r\n" + cl + cl + "\r\n" + smuggled},
+        {"conflicting Content-Length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n" + cl + "\r\n" + smuggled},
+        {"malformed request line", "THIS IS NOT HTTP\r\n\r\n" + smuggled},
+    };
+    HttpHello server({"--exit-after", std::to_string(cases.size() + 5), "--max-head", "1024", "--max-body", "100"});
+    for (const auto& [what, request] : cases) {
+        Received r = ask(server, request);
+        BOOST_TEST(r.eof, what);
+        BOOST_TEST(r.data.starts_with("HTTP/1.1 400 Bad Request\r\n"), what << ": " << r.data);
+        BOOST_TEST(r.data.find("Connection: close\r\n") != std::string::npos, what);
+        BOOST_TEST(count(r.data, "HTTP/1.1 ") == 1u, what << ": " << r.data);
+    }
+    auto status_of = [&](const std::string& request) {
+        Received r = ask(server, request);
+        BOOST_TEST(r.eof);
+        return r.data.substr(0, r.data.find("\r\n"));
+    };
+    BOOST_TEST(status_of("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") ==
+               "HTTP/1.1 501 Not Implemented");
+    BOOST_TEST(status_of("GET / HTTP/2.0\r\n\r\n") == "HTTP/1.1 505 HTTP Version Not Supported");
+    BOOST_TEST(status_of("GET / HTTP/1.1\r\nHost: x\r\nX: " + std::string(2000, 'a') + "\r\n\r\n") ==
+               "HTTP/1.1 431 Request Header Fields Too Large");
+    BOOST_TEST(status_of("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n") ==
+               "HTTP/1.1 413 Content Too Large");
+    BOOST_TEST(status_of("GET / HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n") == "HTTP/1.1 417 Expectation Failed");
+    server.expect_clean_exit();
+}
+
+BOOST_AUTO_TEST_CASE(expect_100_continue_gets_100_then_the_body_is_read_and_the_next_request_answered) {
+    HttpHello server({"--exit-after", "1"});
+    int fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    // As curl does for a large upload: the head, then wait for 100 Continue.
+    const std::string body = nettest::random_bytes(300000, 12);  // larger than one read
+    BOOST_TEST(nettest::send_all(fd, "POST /upload HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                                         std::to_string(body.size()) + "\r\n\r\n"));
+    const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    Received interim = read_until(fd, [&](const std::string& d) { return d.size() >= kContinue.size(); });
+    BOOST_TEST(interim.data == kContinue);  // and no answer yet: the body has not come
+    BOOST_TEST(nettest::send_all(fd, body + "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"));
+    Received both = read_until(fd, [](const std::string& d) { return count(d, "Hello, world!") == 2; });
+    BOOST_TEST(count(both.data, "HTTP/1.1 200 OK\r\n") == 2u, both.data);
+    BOOST_TEST(both.data.find("Connection: close") == std::string::npos);  // still open
+    BOOST_TEST(!both.eof);
+    ::close(fd);
+    server.expect_clean_exit();
+}
+
+BOOST_AUTO_TEST_CASE(header_timeout_ends_a_half_sent_head_with_408) {
+    HttpHello server({"--exit-after", "2", "--header-timeout", "1", "--idle-timeout", "60"});
+    // The server's clock starts at the accept, so ours starts before the connect.
+    auto start = std::chrono::steady_clock::now();
+    int fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_TEST(nettest::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n"));  // the empty line never comes
+    Received r = read_to_eof(fd, 30s);
+    double took = seconds_since(start);
+    BOOST_TEST(r.eof);
+    BOOST_TEST(r.data.starts_with("HTTP/1.1 408 Request Timeout\r\n"), r.data);
+    BOOST_TEST(took >= 1.0);
+    BOOST_TEST(took < 20.0);
+    ::close(fd);
+
+    // A client that keeps sending a byte now and then does not keep the head
+    // open: the clock runs from the head's first byte, not from the last.
+    start = std::chrono::steady_clock::now();
+    fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    std::string slow = "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(200, 'a');
+    Received drip;
+    for (char c : slow) {
+        if (!nettest::send_all(fd, std::string(1, c))) break;  // the server may have closed already
+        drip = read_until(fd, [](const std::string& d) { return !d.empty(); }, 100ms);
+        if (!drip.data.empty() || drip.eof) break;
+    }
+    BOOST_TEST(drip.data.starts_with("HTTP/1.1 408 Request Timeout\r\n"), drip.data);
+    BOOST_TEST(seconds_since(start) >= 1.0);
+    ::close(fd);
+    server.expect_clean_exit();
+}
+
+BOOST_AUTO_TEST_CASE(idle_and_silent_connections_are_closed_without_a_word) {
+    HttpHello server({"--exit-after", "2", "--header-timeout", "1", "--idle-timeout", "1"});
+    // A keep-alive connection that goes quiet after its answer.
+    int fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_TEST(nettest::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    Received answer = read_until(fd, [](const std::string& d) { return d.ends_with("Hello, world!"); });
+    BOOST_TEST(answer.data.starts_with("HTTP/1.1 200 OK\r\n"), answer.data);
+    auto start = std::chrono::steady_clock::now();
+    Received rest = read_to_eof(fd, 30s);
+    BOOST_TEST(rest.eof);
+    BOOST_TEST(rest.data.empty(), rest.data);
+    BOOST_TEST(seconds_since(start) < 20.0);
+    ::close(fd);
+    // A connection that never sends a byte owes its first head within the header timeout.
+    fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    Received silent = read_to_eof(fd, 30s);
+    BOOST_TEST(silent.eof);
+    BOOST_TEST(silent.data.empty(), silent.data);
+    ::close(fd);
+    server.expect_clean_exit();
+}
+
+BOOST_AUTO_TEST_CASE(defaults_to_epoll_and_refuses_timeouts_out_of_range) {
+    testsupport::Child plain(testsupport::example_path("http_hello"), {"--port", "0", "--max-seconds", "30"});
+    auto first = plain.read_line(10s);
+    BOOST_REQUIRE(first.has_value());
+    BOOST_TEST(std::regex_match(*first, std::regex(R"(listening on 127\.0\.0\.1:\d+ \(epoll\))")), *first);
+    for (const char* option : {"--header-timeout", "--idle-timeout"}) {
+        for (const char* value : {"0", "-1", "86401", "soon", "1.5"}) {
+            testsupport::Child bad(testsupport::example_path("http_hello"), {"--port", "0", option, value});
+            std::string err = bad.read_stderr(10s);
+            BOOST_TEST(bad.wait(10s) == 2, option << " " << value);
+            BOOST_TEST(err.starts_with(std::string("http_hello: ") + option), err);
+            BOOST_TEST(bad.read_all(1s).empty());  // never listened
+        }
+    }
+}
