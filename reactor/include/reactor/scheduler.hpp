@@ -4,6 +4,7 @@
 //   ready queue   callbacks to run now, FIFO (call_soon)
 //   sleeping heap timers keyed (deadline, sequence): equal deadlines fire FIFO (call_later/call_at)
 //   read/write waiters   fd -> callback, one read and one write slot per fd (read_wait/add_reader/...)
+//   signal handlers      signal number -> callback (add_signal_handler)
 //   selector      the OS readiness call (select(2) by default)
 // It never owns the fds it watches. Every member is "loop thread only" except
 // call_soon_threadsafe(), which any thread may call and which wakes a loop
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <source_location>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,28 @@ private:
     Scheduler* sched_ = nullptr;
     std::uint32_t slot_ = 0;
     std::uint32_t gen_ = 0;
+};
+
+// How a periodic timer (Scheduler::call_every) keeps time when a tick runs
+// late (the loop was busy, or the callback itself was slow).
+enum class Periodic : std::uint8_t {
+    // Ticks stay on the grid start + k * interval, where start is when
+    // call_every was called: a late tick does not move the ones after it.
+    // Missed ticks are skipped, never run in a burst to catch up: after each
+    // tick the next one is the first grid point not yet past when its
+    // callback returned. A counter of elapsed intervals must therefore read
+    // the clock, not count calls.
+    fixed_rate,
+    // Each tick is due `interval` after the previous tick's callback returned:
+    // the gap between ticks never shrinks, and lateness adds up.
+    fixed_delay,
+};
+
+// Why Scheduler::run_for() returned.
+enum class RunStatus : std::uint8_t {
+    idle,       // nothing was ready, sleeping or waiting (run() would have returned too)
+    timed_out,  // the duration elapsed with work left
+    stopped,    // stop() was called
 };
 
 // What the exception handler receives. `exception` may be null (e.g. an fd
@@ -101,6 +125,29 @@ public:
     Handle call_at(TimePoint deadline, Callback cb,
                    std::source_location where = std::source_location::current());
 
+    // A periodic timer: `cb` runs every `interval` (the first time `interval`
+    // from now, rounded up to the clock's tick) until the Handle is cancelled,
+    // with the drift policy `policy` (see Periodic: there is no default, the
+    // choice is the caller's). One slot is reused for every tick, so ticking
+    // allocates nothing. Like any timer it keeps run() going while it is
+    // armed. The Handle stays pending across ticks; cancel() stops it for
+    // good, also from inside its own callback (then it returns true: there
+    // was a next tick to cancel). An exception from `cb` goes to the
+    // exception handler and the timer keeps ticking. An interval that is not
+    // > 0, or an empty callback, throws std::invalid_argument and schedules
+    // nothing; one beyond the clock's range means "never again".
+    template <class Rep, class Period>
+    Handle call_every(std::chrono::duration<Rep, Period> interval, Callback cb, Periodic policy,
+                      std::source_location where = std::source_location::current()) {
+        if (!(interval > std::chrono::duration<Rep, Period>::zero())) {
+            throw std::invalid_argument("reactor: call_every needs an interval > 0");
+        }
+        using Wide = std::chrono::duration<long double>;
+        const Duration period = Wide(interval) >= Wide(Duration::max()) ? Duration::max()
+                                                                         : std::chrono::ceil<Duration>(interval);
+        return call_every_checked(period, std::move(cb), policy, where);
+    }
+
     // Any thread. Wakes the loop if it is blocked in the selector. Callbacks
     // posted from one thread run in the order posted.
     void call_soon_threadsafe(Callback cb, std::source_location where = std::source_location::current());
@@ -135,6 +182,51 @@ public:
     // registration or within about a second, busy or idle, even when a dup or
     // a child process keeps the file open. The loop never spins on it.
 
+    // ---- signals (loop thread only) ----
+    // Runs `cb` on the loop thread, as an ordinary callback of the run phase
+    // (an exception goes to the exception handler), after the process
+    // receives signal `signo`; never in signal context. Registering again for
+    // the same signal replaces the callback (a delivery already queued for the
+    // old one is dropped). The handler stays until removed, and runs once per
+    // delivery: arrivals that come before the loop gets to it are coalesced
+    // into one run, but a signal is never lost, even one that came before the
+    // loop ran (run() delivers it). Signals pending together run in
+    // signal-number order.
+    //
+    // Mechanism: a self-pipe. A sigaction handler (SA_RESTART) marks the
+    // signal pending and wakes the loop through its own eventfd, the one
+    // call_soon_threadsafe uses, so select, poll and epoll behave alike. Not
+    // signalfd: that needs the signal blocked in every thread of the process
+    // (a thread started by a library would otherwise take the default action,
+    // and kill the process on SIGTERM), and children inherit the blocked mask
+    // across exec. With a handler, the signal may land on any thread; exec'd
+    // children start with the default disposition; no thread's signal mask is
+    // changed (a signal blocked in every thread is never delivered).
+    //
+    // A disposition is process-wide, so one Scheduler at a time owns a given
+    // signal: registering a signal that another live Scheduler handles throws
+    // std::logic_error (remove it there first). Removing the last handler of
+    // a signal, or destroying the Scheduler, restores the disposition that
+    // was in place when this Scheduler installed its handler.
+    //
+    // A registered handler is not work: it keeps neither run() nor run_for()
+    // going and empty() ignores it, as in asyncio, so a server's run() ends
+    // once its listener and connections are gone. To wait for nothing but a
+    // signal, use run_forever() and call stop() from the handler.
+    //
+    // Bad input throws std::invalid_argument and changes nothing: a number
+    // outside 1..NSIG-1 or reserved by the C library, SIGKILL and SIGSTOP
+    // (they cannot be caught), SIGSEGV, SIGBUS, SIGFPE and SIGILL (a fault
+    // cannot wait for the loop: the faulting instruction would run again
+    // first), an empty callback.
+    void add_signal_handler(int signo, Callback cb, std::source_location where = std::source_location::current());
+    // Returns true if this Scheduler had a handler for `signo` (now removed, a
+    // delivery not yet run dropped, the previous disposition restored).
+    // Safe from inside any callback, the handler's own included. A number
+    // outside 1..NSIG-1 throws std::invalid_argument.
+    bool remove_signal_handler(int signo);
+    std::size_t signal_handler_count() const noexcept { return signal_handlers_; }
+
     // ---- running ----
     // Loop thread only, and never from inside a callback (std::logic_error):
     // Until nothing is ready, sleeping or waiting (or stop()).
@@ -147,7 +239,19 @@ public:
     // waiter, no timer, nothing posted) it blocks forever, as asyncio's
     // _run_once would: check empty() first, or keep a timer as a bound.
     void run_once();
-    // Makes run()/run_forever() return after the current iteration (inside
+    // Like run(), for at most `duration` of the loop's clock: returns idle when
+    // nothing is ready, sleeping or waiting, stopped after stop(), timed_out
+    // once now() has reached the start plus `duration` with work left. The
+    // wait in the selector never reaches past that point, so with nothing
+    // ready the loop sleeps until then, not longer. With work, at least one
+    // iteration runs: run_for(0s) runs what is ready now, without waiting.
+    // A negative duration counts as zero; one beyond the clock's range as no
+    // limit. What is still scheduled when it returns stays scheduled.
+    template <class Rep, class Period>
+    RunStatus run_for(std::chrono::duration<Rep, Period> duration) {
+        return run_until_time(deadline_after(duration));
+    }
+    // Makes run()/run_forever()/run_for() return after the current iteration (inside
     // run_once() it only ends that iteration, which ends anyway). Called while
     // the loop is not running, the next run()/run_forever() does one iteration
     // and returns, as asyncio's run_forever does. Loop thread
@@ -157,6 +261,9 @@ public:
     // The loop's clock: read at most once per iteration, on first use after
     // the selector returned (an iteration that never asks, one with no timers
     // whose callbacks never call now() or call_later, pays no clock read).
+    // The loop itself also reads the clock before it blocks until a deadline,
+    // to measure the wait from the time the callbacks finished; that read
+    // does not change now().
     TimePoint now() const {
         if (now_stale_) {
             now_ = read_clock();
@@ -186,15 +293,29 @@ private:
     friend class Handle;
     class RunGuard;
 
-    enum class SlotKind : std::uint8_t { free, soon, timer, oneshot_waiter, persistent_waiter };
+    // periodic: armed in the sleeping heap; periodic_due: in the ready queue
+    // or running (re-armed after its callback returns).
+    enum class SlotKind : std::uint8_t {
+        free,
+        soon,
+        timer,
+        oneshot_waiter,
+        persistent_waiter,
+        periodic,
+        periodic_due,
+        signal_handler,
+    };
     struct Slot {
         Callback cb;
         std::source_location where;
         std::uint32_t gen = 0;
         std::uint32_t next_free = 0;
         SlotKind kind = SlotKind::free;
-        int fd = -1;
+        int fd = -1;  // fd waiters: the fd; signal handlers: the signal number
         bool is_read = false;
+        Periodic policy = Periodic::fixed_rate;  // periodic timers only, with the two below
+        Duration interval{};
+        TimePoint deadline{};  // when the current tick was due
     };
     // A reference into the slot table, live only while gen matches.
     struct Ref {
@@ -218,6 +339,16 @@ private:
     void move_ready_io();
     void move_due_timers();
     void run_ready();
+
+    Handle call_every_checked(Duration interval, Callback cb, Periodic policy, std::source_location where);
+    void arm_timer(TimePoint deadline, Ref r);
+    void rearm_periodic(Ref r);
+    RunStatus run_until_time(TimePoint limit);
+
+    void dispatch_signals();
+    void remove_all_signal_handlers() noexcept;
+    void release_signal(int signo) noexcept;
+    static void on_signal(int signo) noexcept;  // the sigaction handler: async-signal-safe
 
     bool has_work() const;
     bool nothing_to_poll(std::optional<std::chrono::nanoseconds> timeout) const;
@@ -265,6 +396,9 @@ private:
     std::size_t waiters_ = 0;
     std::vector<FdEvent> events_;    // reused across iterations
 
+    std::vector<Ref> signal_handling_;  // indexed by signal number; empty until the first handler
+    std::size_t signal_handlers_ = 0;
+
     // call_soon_threadsafe: the only state touched by other threads.
     struct Posted {
         Callback cb;
@@ -278,7 +412,8 @@ private:
 
     ExceptionHandler exception_handler_;
     bool stopping_ = false;
-    bool running_ = false;  // inside run()/run_forever()/run_once()
+    bool running_ = false;  // inside run()/run_forever()/run_once()/run_for()
+    TimePoint run_limit_ = TimePoint::max();  // run_for's end: no selector wait reaches past it
 };
 
 }  // namespace reactor

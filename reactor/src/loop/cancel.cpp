@@ -23,16 +23,21 @@ bool Handle::cancel() { return sched_ && sched_->cancel(slot_, gen_); }
 bool Handle::is_pending() const {
     if (!sched_ || slot_ >= sched_->slots_.size()) return false;
     const auto& s = sched_->slots_[slot_];
-    return s.gen == gen_ && (s.kind == Scheduler::SlotKind::soon || s.kind == Scheduler::SlotKind::timer);
+    using Kind = Scheduler::SlotKind;
+    return s.gen == gen_ &&
+           (s.kind == Kind::soon || s.kind == Kind::timer || s.kind == Kind::periodic || s.kind == Kind::periodic_due);
 }
 
 bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {
     if (slot >= slots_.size()) return false;
     Slot& s = slots_[slot];
-    if (s.gen != gen || (s.kind != SlotKind::soon && s.kind != SlotKind::timer)) return false;
+    const bool cancellable = s.kind == SlotKind::soon || s.kind == SlotKind::timer || s.kind == SlotKind::periodic ||
+                             s.kind == SlotKind::periodic_due;
+    if (s.gen != gen || !cancellable) return false;
     // The queue entry stays behind and is skipped when reached (its gen no
-    // longer matches); the callable is released now.
-    if (s.kind == SlotKind::timer) {
+    // longer matches); the callable is released now. A periodic timer that is
+    // due or running is in no heap: once its slot is free it is not re-armed.
+    if (s.kind == SlotKind::timer || s.kind == SlotKind::periodic) {
         --live_timers_;
         ++dead_timers_;
     }

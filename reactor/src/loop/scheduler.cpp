@@ -1,6 +1,7 @@
 // The loop itself: the slot table behind every Handle, scheduling, and the
 // iteration phases (see the phase comment above run_once_unguarded). Around
 // it: cancel.cpp (Handle, lazy removal), fd_waiters.cpp (registration),
+// periodic.cpp (re-arming periodic timers), signals.cpp (signal handlers),
 // threadsafe_post.cpp (the only code other threads run), exception_handler.cpp
 // (the reports). Loop thread only; never owns the fds it watches.
 #include "reactor/scheduler.hpp"
@@ -35,6 +36,8 @@ Scheduler::Scheduler(Options options)
 }
 
 Scheduler::~Scheduler() {
+    // First, while the wakeup fd the signal handler writes to is still open.
+    remove_all_signal_handlers();
     // Destroying a callback may run user destructors that touch the scheduler
     // (schedule, cancel, report): keep every member alive until none is left.
     while (!slots_.empty() || !posted_.empty()) {
@@ -49,6 +52,7 @@ Scheduler::~Scheduler() {
         ready_.clear();
         sleeping_.clear();
         waiting_.clear();
+        signal_handling_.clear();
         live_timers_ = waiters_ = 0;
     }
     ::close(wakeup_fd_);
@@ -95,10 +99,14 @@ Handle Scheduler::call_soon(Callback cb, std::source_location where) {
 
 Handle Scheduler::call_at(TimePoint deadline, Callback cb, std::source_location where) {
     Ref r = alloc_slot(std::move(cb), where, SlotKind::timer);
+    arm_timer(deadline, r);
+    return Handle(this, r.slot, r.gen);
+}
+
+void Scheduler::arm_timer(TimePoint deadline, Ref r) {
     sleeping_.push_back(Timer{deadline, timer_seq_++, r});
     std::push_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
     ++live_timers_;
-    return Handle(this, r.slot, r.gen);
 }
 
 TimePoint Scheduler::timer_base() {
@@ -189,18 +197,46 @@ void Scheduler::run_once() {
     stopping_ = false;
 }
 
+RunStatus Scheduler::run_until_time(TimePoint limit) {
+    RunGuard guard(*this);
+    now_stale_ = true;
+    run_limit_ = limit;
+    // Restores "no limit" however the run ends (a selector may throw).
+    struct ClearLimit {
+        TimePoint& limit;
+        ~ClearLimit() { limit = TimePoint::max(); }
+    } clear_limit{run_limit_};
+    RunStatus status = RunStatus::idle;
+    while (has_work()) {
+        run_once_unguarded();
+        if (stopping_) {
+            status = RunStatus::stopped;
+            break;
+        }
+        if (now() >= limit) {
+            // has_work() may over-count (see empty()): say idle when nothing is left.
+            status = empty() ? RunStatus::idle : RunStatus::timed_out;
+            break;
+        }
+    }
+    stopping_ = false;
+    return status;
+}
+
 // One iteration, in phases (asyncio's _run_once, libuv's uv_run):
 //  1. compute_timeout: 0 if anything is ready (or stop() was called), else until
-//     the earliest live deadline, else no limit. Cancelled timers at the top of
-//     the heap are dropped here so they cannot cause an early wake-up.
+//     the earliest live deadline (by the clock as it is now, read afresh),
+//     else no limit; never past run_for's end.
+//     Cancelled timers at the top of the heap are dropped here so they cannot
+//     cause an early wake-up.
 //  2. poll_io: block in the selector, then mark the clock to be read (once, on
 //     first use). When there is nothing to wait for (timeout 0) and no fd to
 //     watch but our own wakeup eventfd, the selector is not called: the
 //     wake_pending_ flag already says whether that fd fired. A chain of
 //     call_soon callbacks therefore costs no system call per iteration (libuv
 //     likewise skips the poll when it watches nothing).
-//  3. move_ready_io: due fd waiters (and posts from other threads) join the
-//     ready queue; nothing user-written runs yet.
+//  3. move_ready_io: due fd waiters (and posts from other threads, and
+//     signals received) join the ready queue; nothing user-written runs yet.
 //  4. move_due_timers: every timer with deadline <= now joins the ready queue
 //     in (deadline, seq) order, all before any runs, so a zero-delay timer that
 //     re-arms itself lands in the next iteration and cannot starve I/O.
@@ -221,8 +257,19 @@ std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
         sleeping_.pop_back();
         --dead_timers_;
     }
-    if (sleeping_.empty()) return std::nullopt;
-    return std::max(sleeping_.front().deadline - now(), Duration::zero());
+    if (sleeping_.empty() && run_limit_ == TimePoint::max()) return std::nullopt;
+    // About to block until a deadline: count from the clock as it is, not as
+    // cached when this iteration's callbacks started, or the time they took
+    // would be slept again (every timer late by that much, run_for past its
+    // end). One clock read, before a wait that costs a system call anyway.
+    const TimePoint t = read_clock();
+    std::optional<std::chrono::nanoseconds> timeout;
+    if (!sleeping_.empty()) timeout = std::max(sleeping_.front().deadline - t, Duration::zero());
+    if (run_limit_ != TimePoint::max()) {
+        const std::chrono::nanoseconds left = std::max(run_limit_ - t, Duration::zero());
+        if (!timeout || *timeout > left) timeout = left;
+    }
+    return timeout;
 }
 
 // The selector still gets the call when it has registrations to bring up to
@@ -246,6 +293,9 @@ void Scheduler::move_ready_io() {
     for (const FdEvent& ev : events_) {
         if (ev.fd == wakeup_fd_) {
             drain_threadsafe();
+            // After the drain cleared wake_pending_: a signal marked pending
+            // before that is seen here, one after it wakes the loop again.
+            if (signal_handlers_ != 0) dispatch_signals();
             continue;
         }
         if (ev.fd < 0 || static_cast<std::size_t>(ev.fd) >= waiting_.size()) continue;
@@ -270,8 +320,10 @@ void Scheduler::move_due_timers() {
             --dead_timers_;
             continue;
         }
-        // Due: from now on it is an ordinary ready callback.
-        slots_[r.slot].kind = SlotKind::soon;
+        // Due: from now on it is an ordinary ready callback (a periodic one is
+        // re-armed after it runs).
+        Slot& s = slots_[r.slot];
+        s.kind = s.kind == SlotKind::periodic ? SlotKind::periodic_due : SlotKind::soon;
         --live_timers_;
         ready_.push_back(r);
     }
@@ -306,12 +358,22 @@ void Scheduler::run_ready() {
             break;
         }
         case SlotKind::persistent_waiter:
+        case SlotKind::signal_handler:
             // Run it from a local so it may remove or replace itself; put it
             // back only if it is still the registered waiter afterwards.
             invoke(cb, where);
             if (live(r)) slots_[r.slot].cb = std::move(cb);
             break;
+        case SlotKind::periodic_due:
+            // Likewise; re-armed unless it was cancelled meanwhile.
+            invoke(cb, where);
+            if (live(r)) {
+                slots_[r.slot].cb = std::move(cb);
+                rearm_periodic(r);
+            }
+            break;
         case SlotKind::timer:
+        case SlotKind::periodic:
         case SlotKind::free:
             break;  // unreachable: due timers are re-kinded, free slots are not live
         }

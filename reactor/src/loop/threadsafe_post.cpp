@@ -31,7 +31,9 @@ void Scheduler::drain_threadsafe() {
     std::uint64_t count;
     while (::read(wakeup_fd_, &count, sizeof count) < 0 && errno == EINTR) {
     }
-    wake_pending_.store(false, std::memory_order_release);
+    // Sequentially consistent, not just release: dispatch_signals reads the
+    // signals' pending flags after this store (see on_signal in signals.cpp).
+    wake_pending_.store(false);
     {
         std::lock_guard lock(posted_mutex_);
         posted_batch_.swap(posted_);
