@@ -6,6 +6,7 @@
 #include "futures/errors.hpp"
 #include "futures/future.hpp"
 #include "futures/leaves.hpp"
+#include "futures/run.hpp"
 #include "futures/stream.hpp"
 #include "futures/task.hpp"
 #include "futures/then.hpp"
