@@ -71,8 +71,9 @@ private:
     }
 
     // The fd is freed now, not after a lingering close: a client this slow
-    // has had its time. close() still sends what the kernel took (the 408);
-    // a client that stopped reading our output cannot be waited for.
+    // has had its time (if it is still sending, the reset its bytes provoke
+    // may destroy the 408 before it reads it). close() sends what the kernel
+    // took; a client that stopped reading our output cannot be waited for.
     void timed_out(ConnectionTimeouts::Expired expired) {
         if (expired == ConnectionTimeouts::Expired::header && parser_.in_head()) {
             std::string out;
