@@ -127,10 +127,10 @@ BOOST_AUTO_TEST_CASE(recovery) {
     bool cleaned_up = false;
     futures::Future<int> n =
         futures::make_ready_future(sched, std::string("forty-two"))
-            .then([](const std::string& s) { return std::stoi(s); })  // throws std::invalid_argument
-            .then([](int n) { return n * 2; })                          // skipped: the error passes by
+            .then([](const std::string& s) { return std::stoi(s); })       // throws std::invalid_argument
+            .then([](int n) { return n * 2; })                               // skipped: the error passes by
             .catch_error([](const std::invalid_argument&) { return -1; })  // handled: -1 goes on
-            .finally([&] { cleaned_up = true; });                       // runs however it ended
+            .finally([&] { cleaned_up = true; });                            // runs however it ended
     // futures::run_until_complete(sched, n) == -1, and cleaned_up
     // [end-snippet:recovery]
     BOOST_TEST(futures::run_until_complete(sched, n) == -1);
