@@ -1,4 +1,5 @@
 #include "reactor/net/connection.hpp"
+#include "reactor/net/connection_set.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -270,6 +271,8 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
         self->on_low_water_.reset();
         if (on_close) on_close(*self, reason);
     });
+    // After queueing the close callback: the set's when_empty waiters run after it.
+    if (auto set = std::move(set_)) set->remove(*this);
 }
 
 }  // namespace reactor

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -90,6 +91,7 @@ Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallb
       fd_(fd),
       address_(bound),
       on_accept_(std::move(on_accept)),
+      connections_(ConnectionSet::create(sched)),
       options_(options),
       accept_failure_reports_(options.report_interval),
       refusal_reports_(options.report_interval) {}
@@ -114,6 +116,15 @@ void Listener::close() {
     // is running lives on until it returns (callback_slot.hpp).
     on_accept_.reset();
     on_error_.reset();
+    for (auto& cb : std::exchange(close_waiters_, {})) connections_->when_empty(std::move(cb));
+}
+
+void Listener::wait_closed(std::function<void()> cb) {
+    if (is_listening()) {
+        close_waiters_.push_back(std::move(cb));
+    } else {
+        connections_->when_empty(std::move(cb));
+    }
 }
 
 void Listener::set_error_callback(ErrorCallback cb) {
@@ -147,6 +158,7 @@ void Listener::on_readable() {
             continue;
         }
         ++accepted_;
+        connections_->add(conn);
         report_left_out(accept_failure_reports_, "accept failed");
         report_left_out(refusal_reports_, "accepted connection closed");
         on_accept_.invoke(conn);

@@ -33,6 +33,8 @@
 
 namespace reactor {
 
+class ConnectionSet;
+
 // Why a connection closed, as given to its close callback.
 enum class CloseKind : std::uint8_t {
     local,  // close() or abort() was called on this side (and the flush, if any, succeeded)
@@ -178,6 +180,9 @@ private:
     State state_ = State::open;
     CloseKind closing_kind_ = CloseKind::local;  // what `closing` reports once flushed
     std::shared_ptr<Connection> self_;       // set while open or closing: see the header comment
+    friend class ConnectionSet;
+    std::shared_ptr<ConnectionSet> set_;  // the set it is in, if any; left as it closes
+    std::size_t set_index_ = 0;           // its slot there
 
     ByteBuffer out_;
     std::size_t high_water_;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -20,6 +21,7 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/connection.hpp"
+#include "reactor/net/connection_set.hpp"
 #include "reactor/net/report_limiter.hpp"
 #include "reactor/scheduler.hpp"
 
@@ -72,7 +74,18 @@ public:
 
     // Stops listening and closes the fd. Safe from inside the accept callback;
     // idempotent. Later connection attempts are refused by the kernel.
+    // Connections already accepted go on: see connections().
     void close();
+
+    // ---- graceful shutdown (asyncio's Server.close_clients/abort_clients/wait_closed) ----
+    // Every connection this listener accepted that is still open; for example
+    // connections().close_all() after close(), then abort_all() if a drain
+    // deadline passes.
+    ConnectionSet& connections() noexcept { return *connections_; }
+    // `cb` runs once, on a later iteration, when the listener is closed and
+    // every connection it accepted has closed (after their close callbacks).
+    // It runs even if the listener is destroyed first (destroying closes it).
+    void wait_closed(std::function<void()> cb);
     bool is_listening() const noexcept { return fd_ >= 0; }
     // The bound address, with the real port when port 0 was asked for.
     const Address& address() const noexcept { return address_; }
@@ -96,6 +109,8 @@ private:
     // close() resets both, also from inside one of them: see callback_slot.hpp.
     CallbackSlot<void(const ConnectionPtr&)> on_accept_;
     CallbackSlot<void(Listener&, std::error_code, std::string_view)> on_error_;
+    ConnectionSetPtr connections_;
+    std::vector<std::function<void()>> close_waiters_;  // until close(): then the set's
     Options options_;
     Handle resume_timer_;
     bool owns_path_ = false;  // Unix: unlink the socket file on close if it is still ours

@@ -1,0 +1,64 @@
+// reactor::ConnectionSet: the connections still open among those added to
+// it. A Listener keeps one with every connection it accepted, which is what a
+// graceful shutdown needs (asyncio's Server.close_clients(), abort_clients()
+// and wait_closed()): close or abort them all, and learn when the last one
+// has closed.
+//
+// A connection leaves the set when it closes (for any reason), so the set
+// never keeps a connection alive and never holds a closed one. It belongs to
+// one set at most: adding it to another moves it. Holds its members by plain
+// pointer (a member removes itself before it can be freed). Owned through a
+// shared_ptr, also by each member: a when_empty() callback still runs when
+// whoever made the set (a Listener) is gone first. Loop thread only; never
+// calls back synchronously.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "reactor/net/connection.hpp"
+#include "reactor/scheduler.hpp"
+
+namespace reactor {
+
+class ConnectionSet : public std::enable_shared_from_this<ConnectionSet> {
+    struct Passkey {};
+
+public:
+    static std::shared_ptr<ConnectionSet> create(Scheduler& sched) {
+        return std::make_shared<ConnectionSet>(Passkey{}, sched);
+    }
+    ConnectionSet(Passkey, Scheduler& sched) : sched_(sched) {}
+    ConnectionSet(const ConnectionSet&) = delete;
+    ConnectionSet& operator=(const ConnectionSet&) = delete;
+
+    // Adds an open connection (a closed one is ignored).
+    void add(const ConnectionPtr& conn);
+    std::size_t size() const noexcept { return members_.size(); }
+    bool empty() const noexcept { return members_.empty(); }
+
+    // Graceful close() (flushing output first) of every member.
+    void close_all();
+    // abort() of every member: output discarded, closed now.
+    void abort_all();
+    // `cb` runs once, on a later iteration, when the set becomes empty: after
+    // the close callback of its last member (on the next iteration if it is
+    // empty now).
+    void when_empty(std::function<void()> cb);
+
+private:
+    friend class Connection;
+    void remove(Connection& conn);  // by Connection, as it closes
+    void schedule_waiters();
+    std::vector<ConnectionPtr> snapshot() const;
+
+    Scheduler& sched_;
+    std::vector<Connection*> members_;  // each knows its index (Connection::set_index_)
+    std::vector<std::function<void()>> empty_waiters_;
+};
+
+using ConnectionSetPtr = std::shared_ptr<ConnectionSet>;
+
+}  // namespace reactor

@@ -1,0 +1,55 @@
+// ConnectionSet: membership by index (each member knows its slot, so leaving
+// is O(1): the last member takes the slot), and the when_empty waiters.
+#include "reactor/net/connection_set.hpp"
+
+#include <utility>
+
+namespace reactor {
+
+void ConnectionSet::add(const ConnectionPtr& conn) {
+    if (!conn || conn->state() == Connection::State::closed) return;
+    if (conn->set_.get() == this) return;
+    if (auto old = conn->set_) old->remove(*conn);
+    conn->set_ = shared_from_this();
+    conn->set_index_ = members_.size();
+    members_.push_back(conn.get());
+}
+
+void ConnectionSet::remove(Connection& conn) {
+    std::size_t i = conn.set_index_;
+    Connection* last = members_.back();
+    members_[i] = last;
+    last->set_index_ = i;
+    members_.pop_back();
+    if (members_.empty()) schedule_waiters();
+}
+
+std::vector<ConnectionPtr> ConnectionSet::snapshot() const {
+    // Closing removes members: iterate over owning copies.
+    std::vector<ConnectionPtr> all;
+    all.reserve(members_.size());
+    for (Connection* c : members_) all.push_back(c->shared_from_this());
+    return all;
+}
+
+void ConnectionSet::close_all() {
+    for (const auto& c : snapshot()) c->close();
+}
+
+void ConnectionSet::abort_all() {
+    for (const auto& c : snapshot()) c->abort();
+}
+
+void ConnectionSet::when_empty(std::function<void()> cb) {
+    if (!cb) return;
+    empty_waiters_.push_back(std::move(cb));
+    if (members_.empty()) schedule_waiters();
+}
+
+// Queued behind the close callback of the member that left last (Connection
+// queues that first), so a waiter sees every close callback done.
+void ConnectionSet::schedule_waiters() {
+    for (auto& cb : std::exchange(empty_waiters_, {})) sched_.call_soon(std::move(cb));
+}
+
+}  // namespace reactor
