@@ -87,11 +87,6 @@ inline void announce(const reactor::Scheduler& sched, const reactor::Address& bo
     fmt::print("listening on {} ({})\n", bound.to_string(), sched.selector().name());
     std::fflush(stdout);
 }
-// The same line without the backend; 12_http_hello's until it names its own.
-inline void announce(const reactor::Listener& listener) {
-    fmt::print("listening on {}\n", listener.address().to_string());
-    std::fflush(stdout);
-}
 
 class ServerLifetime {
 public:
@@ -113,8 +108,6 @@ public:
         open_.erase(&c);
         if (!listener_->is_listening() && open_.empty()) deadline_.cancel();  // nothing left: run() returns
     }
-    std::size_t open_count() const { return open_.size(); }
-    const std::unordered_set<reactor::Connection*>& connections() const { return open_; }
 
     // Stops accepting and aborts every open connection; run() then returns
     // once their close callbacks have run.

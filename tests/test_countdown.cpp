@@ -1,8 +1,6 @@
 // Runs the real countdown example (examples/03_countdown) at high speed and
 // talks to its echo server over TCP on 127.0.0.1.
 #define BOOST_TEST_MODULE countdown
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,23 +10,12 @@
 #include <vector>
 
 #include "support/backends.hpp"
+#include "support/net_util.hpp"
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
-
-int connect_loopback(int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
-}
 
 std::string read_line(int fd) {
     std::string line;
@@ -54,17 +41,15 @@ BOOST_AUTO_TEST_CASE(counts_down_counts_up_and_echoes_over_tcp) {
     BOOST_REQUIRE(first);
     std::smatch m;
     BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+))")), *first);
-    int port = std::stoi(m[1]);
-
-    int fd = connect_loopback(port);
-    std::string req = "hello\nworld\r\n";
-    BOOST_REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size()));
+    int fd = nettest::connect_blocking(static_cast<std::uint16_t>(std::stoi(m[1])));
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_REQUIRE(nettest::send_all(fd, "hello\nworld\r\n"));
     BOOST_TEST(read_line(fd) == "Got: hello");
     BOOST_TEST(read_line(fd) == "Got: world");
     // A message split across two writes is answered once it is complete.
-    ::send(fd, "spl", 3, MSG_NOSIGNAL);
+    BOOST_REQUIRE(nettest::send_all(fd, "spl"));
     ::usleep(10'000);
-    ::send(fd, "it\n", 3, MSG_NOSIGNAL);
+    BOOST_REQUIRE(nettest::send_all(fd, "it\n"));
     BOOST_TEST(read_line(fd) == "Got: split");
     ::close(fd);
 
