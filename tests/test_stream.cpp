@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <cerrno>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <string>
@@ -365,5 +367,73 @@ BOOST_AUTO_TEST_CASE(abort_clients_ends_every_conversation) {
         BOOST_TEST(nettest::recv_all(fd) == "");
         ::close(fd);
     }
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(wait_closed_is_done_once_closed_and_the_last_client_has_left) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto server = echo_server(sched);
+    std::vector<int> fds;
+    for (int i = 0; i < 2; ++i) fds.push_back(nettest::connect_blocking(server.address().port()));
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 2; }));
+    Future<void> closed = server.wait_closed();
+    server.close();
+    ::close(fds[0]);
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 1; }));
+    BOOST_TEST(!closed.done());  // one client is still connected
+    ::close(fds[1]);
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return closed.done(); }));
+    BOOST_TEST(!closed.failed());
+    BOOST_TEST(server.active() == 0u);
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(serve_until_stops_accepting_and_ends_early_when_every_client_has_left) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto server = echo_server(sched);
+    const auto port = server.address().port();
+    int fd = nettest::connect_blocking(port);
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 1; }));
+    Future<void> stop(sched);
+    Future<void> finished = server.serve_until(stop, std::chrono::hours(1));
+    stop.set_result();
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !server.is_serving(); }));
+    BOOST_TEST(nettest::connect_blocking(port) < 0);  // no longer accepting
+    BOOST_TEST(!finished.done());
+    nettest::send_all(fd, "still served");  // the conversation in progress goes on
+    BOOST_REQUIRE(nettest::run_until(sched, [&] {
+        char peek[16];
+        return ::recv(fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT) == 12;
+    }));
+    BOOST_TEST(nettest::recv_exactly(fd, 12) == "still served");
+    ::close(fd);
+    // Long before the hour of drain time: the last client left.
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return finished.done(); }));
+    BOOST_TEST(!finished.failed());
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(serve_until_aborts_the_clients_left_when_the_drain_time_is_over) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto server = echo_server(sched);
+    std::vector<int> fds;
+    for (int i = 0; i < 2; ++i) fds.push_back(nettest::connect_blocking(server.address().port()));
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 2; }));
+    Future<void> stop(sched);
+    Future<void> finished = server.serve_until(stop, std::chrono::milliseconds(20));
+    stop.cancel();  // any completion stops the server, cancellation too
+    server = {};    // dropping the last handle does not cut the shutdown short
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return finished.done(); }));
+    BOOST_TEST(!finished.failed());
+    for (int fd : fds) {
+        char c;
+        errno = 0;
+        BOOST_TEST(::recv(fd, &c, 1, 0) == -1);  // idle clients were aborted: reset
+        BOOST_TEST(errno == ECONNRESET);
+        ::close(fd);
+    }
+    sched.run();
     BOOST_TEST(sched.empty());
 }

@@ -51,6 +51,31 @@ void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
 void ServerCore::abort_clients() {
     auto doomed = active_;  // aborting does not call back synchronously, but be safe
     for (auto& [key, stream] : doomed) stream.abort();
+    listener_->connections().abort_all();  // and those whose conversation ended but still flush
+}
+
+Future<void> ServerCore::wait_closed() {
+    Future<void> closed(sched_);
+    listener_->wait_closed([closed] {
+        if (!closed.done()) closed.set_result();  // unless cancelled by its holder
+    });
+    return closed;
+}
+
+// Holds the core (and so the listener) until shutdown is over: a server
+// handle dropped meanwhile does not cut the drain short.
+Future<void> ServerCore::serve_until(Future<void> stop, reactor::Duration drain) {
+    Future<void> finished(sched_);
+    stop.add_done_callback([self = shared_from_this(), finished, drain] {
+        self->close();
+        Future<void> closed = self->wait_closed();
+        reactor::Handle deadline = self->sched_.call_later(drain, [self] { self->abort_clients(); });
+        closed.add_done_callback([self, finished, deadline]() mutable {
+            deadline.cancel();
+            if (!finished.done()) finished.set_result();
+        });
+    });
+    return finished;
 }
 
 }  // namespace detail
@@ -79,8 +104,20 @@ void StreamServer::close() {
 bool StreamServer::is_serving() const { return core_ && core_->is_serving(); }
 std::size_t StreamServer::active() const { return core_ ? core_->active() : 0; }
 std::uint64_t StreamServer::accepted() const { return core_ ? core_->accepted() : 0; }
+void StreamServer::close_clients() {
+    if (core_) core_->close_clients();
+}
 void StreamServer::abort_clients() {
     if (core_) core_->abort_clients();
+}
+Future<void> StreamServer::wait_closed() {
+    if (!core_) throw InvalidStateError("futures: empty StreamServer");
+    return core_->wait_closed();
+}
+Future<void> StreamServer::serve_until(Future<void> stop, reactor::Duration drain) {
+    if (!core_) throw InvalidStateError("futures: empty StreamServer");
+    if (!stop.valid()) throw std::invalid_argument("serve_until: empty stop future");
+    return core_->serve_until(std::move(stop), drain);
 }
 
 }  // namespace futures

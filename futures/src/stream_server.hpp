@@ -32,7 +32,10 @@ public:
     bool is_serving() const { return listener_->is_listening(); }
     std::size_t active() const { return active_.size(); }
     std::uint64_t accepted() const { return listener_->accepted(); }
+    void close_clients() { listener_->connections().close_all(); }
     void abort_clients();
+    Future<void> wait_closed();
+    Future<void> serve_until(Future<void> stop, reactor::Duration drain);
 
 private:
     void on_accept(const reactor::ConnectionPtr& conn);

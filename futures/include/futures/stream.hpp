@@ -144,8 +144,22 @@ public:
     // Conversations whose future is not complete yet.
     std::size_t active() const;
     std::uint64_t accepted() const;
-    // Aborts every active conversation's stream (the handlers see reads fail).
+    // Graceful close of every client connection still open: buffered output
+    // is flushed first; the handlers' pending reads end as at EOF.
+    void close_clients();
+    // Aborts every client connection still open, active conversation or not
+    // (the handlers see reads fail; unsent output is discarded).
     void abort_clients();
+
+    // ---- graceful shutdown (asyncio's Server.wait_closed and serve_forever) ----
+    // Done once the server is closed and every connection it accepted has
+    // closed. Never fails.
+    [[nodiscard]] Future<void> wait_closed();
+    // Serves until `stop` completes (done, failed or cancelled: a signal, a
+    // request, a timer), then closes the server, gives the connections still
+    // open `drain` to finish by themselves, aborts the rest, and is done once
+    // every one has closed. Never fails.
+    [[nodiscard]] Future<void> serve_until(Future<void> stop, reactor::Duration drain);
 
 private:
     friend StreamServer start_server(reactor::Scheduler&, const reactor::Address&, Handler, StreamOptions);
