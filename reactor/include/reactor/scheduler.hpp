@@ -46,9 +46,11 @@ public:
     Handle() = default;
     // Prevents the callback from running and releases it (and its captures) now.
     // Returns true if it was pending. Safe from inside any callback, including
-    // the one this handle names (then it returns false: it is already running).
+    // the one this handle names (then it returns false: it is already running;
+    // but true for a periodic timer, whose next ticks it cancels).
     bool cancel();
-    // True while the callback is scheduled and not yet started or cancelled.
+    // True while the callback is scheduled and not yet started or cancelled;
+    // for a periodic timer (call_every), until it is cancelled.
     bool is_pending() const;
 
 private:
