@@ -3,6 +3,7 @@
 // ASCII only, locale-free; pure functions over string_views.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string_view>
 
@@ -23,14 +24,22 @@ inline std::string_view trim_ows(std::string_view s) {
     return s;
 }
 
-// RFC 9110 token: methods and field names. Whitespace is not a tchar, so a
-// line starting with SP or HTAB (obs-fold, or whitespace before the first
-// field) and "Name :" both fail here.
+// RFC 9110 5.6.2: tchar, as a table (one load per byte).
+inline constexpr std::array<bool, 256> kTokenChars = [] {
+    std::array<bool, 256> table{};
+    for (int c = '0'; c <= '9'; ++c) table[c] = true;
+    for (int c = 'a'; c <= 'z'; ++c) table[c] = table[c - 'a' + 'A'] = true;
+    for (char c : std::string_view("!#$%&'*+-.^_`|~")) table[static_cast<unsigned char>(c)] = true;
+    return table;
+}();
+
+// A token: methods and field names. Whitespace is not a tchar, so a line
+// starting with SP or HTAB (obs-fold, or whitespace before the first field)
+// and "Name :" both fail here.
 inline bool is_token(std::string_view s) {
-    constexpr std::string_view kSeparators = "()<>@,;:\\\"/[]?={}";
     if (s.empty()) return false;
     for (char c : s)
-        if (c <= ' ' || c >= 127 || kSeparators.find(c) != std::string_view::npos) return false;
+        if (!kTokenChars[static_cast<unsigned char>(c)]) return false;
     return true;
 }
 
