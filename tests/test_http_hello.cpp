@@ -247,6 +247,8 @@ BOOST_AUTO_TEST_CASE(defaults_to_epoll_and_refuses_timeouts_out_of_range) {
     }
 }
 
+namespace {
+
 // ConnectionTimeouts on the fake clock: `script` runs actions at given times
 // (seconds after the start); returns which deadline expired, and when.
 struct Expiry {
@@ -266,6 +268,8 @@ Expiry run_timeouts(std::vector<std::pair<int, std::function<void(http::Connecti
     BOOST_REQUIRE(expiry.has_value());
     return *expiry;
 }
+
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(connection_timeouts_expire_exactly_when_due_on_the_fake_clock) {
     using E = http::ConnectionTimeouts::Expired;
