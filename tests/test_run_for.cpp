@@ -172,6 +172,25 @@ BOOST_AUTO_TEST_CASE(a_periodic_timer_runs_until_the_bound) {
     CHECK_EMPTY(s);
 }
 
+// Regression: the wait was measured from the clock cached when the
+// iteration's callbacks started, so the time they took was slept again: every
+// timer late by that much, and run_for past its end.
+BOOST_AUTO_TEST_CASE(time_spent_in_callbacks_is_not_slept_again) {
+    FakeLoop loop;
+    auto& s = loop.sched;
+    const TimePoint t0 = loop.clock.now();
+    Pipe p;
+    s.add_reader(p.r, [] {});  // work, so only the bound ends the run
+    TimePoint fired{};
+    s.call_later(100ms, [&] { fired = loop.clock.now(); });
+    s.call_soon([&] { loop.clock.advance(60ms); });  // a slow callback
+    BOOST_TEST(s.run_for(150ms) == RunStatus::timed_out);
+    BOOST_TEST((fired - t0 == 100ms));
+    BOOST_TEST((loop.clock.now() - t0 == 150ms));
+    BOOST_TEST(s.remove_reader(p.r));
+    CHECK_EMPTY(s);
+}
+
 // A bound beyond the clock's range means no bound, not one in the past.
 BOOST_AUTO_TEST_CASE(a_huge_duration_means_no_bound) {
     FakeLoop loop;
