@@ -104,16 +104,35 @@ void StreamCore::on_eof() {
 void StreamCore::on_closed(const reactor::CloseReason& reason) {
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
-    if (reason.kind == reactor::CloseKind::reset || reason.kind == reactor::CloseKind::error) error_ = reason.error;
+    error_ = error_of(reason);
     finish_drains(error_);
     for (auto& f : std::exchange(close_waiters_, {}))
         if (!f.done()) f.set_result();
     try_read();
 }
 
+// What a read or drain fails with after the connection closed: nothing (0)
+// for a graceful close, else an errno; a deadline of StreamOptions::connection
+// is ETIMEDOUT, so a read that waited too long fails with "timed out".
+int StreamCore::error_of(const reactor::CloseReason& reason) {
+    switch (reason.kind) {
+    case reactor::CloseKind::reset:
+    case reactor::CloseKind::error: return reason.error;
+    case reactor::CloseKind::read_timeout:
+    case reactor::CloseKind::write_timeout:
+    case reactor::CloseKind::idle_timeout: return ETIMEDOUT;
+    case reactor::CloseKind::scheduler_gone: return ECANCELED;
+    case reactor::CloseKind::local:
+    case reactor::CloseKind::eof: return 0;
+    }
+    return 0;
+}
+
 std::system_error StreamCore::connection_error() const {
-    return std::system_error(error_, std::generic_category(),
-                             fmt::format("stream: connection {}", error_ == ECONNRESET || error_ == EPIPE ? "reset" : "failed"));
+    std::string_view what = error_ == ECONNRESET || error_ == EPIPE ? "reset"
+                            : error_ == ETIMEDOUT                   ? "timed out"
+                                                                    : "failed";
+    return std::system_error(error_, std::generic_category(), fmt::format("stream: connection {}", what));
 }
 
 void StreamCore::finish_drains(int error) {
@@ -200,6 +219,11 @@ void StreamCore::fail(E error) {
 Stream Stream::from(reactor::ConnectionPtr conn, StreamOptions options) {
     if (!conn) throw std::invalid_argument("Stream::from: null connection");
     if (options.limit == 0) throw std::invalid_argument("Stream: limit must be positive");
+    // Deadlines given in the options apply to the connection (when created by
+    // open_connection or start_server, it already has them).
+    if (const auto& c = options.connection; c.read_timeout > reactor::Duration::zero()) conn->set_read_timeout(c.read_timeout);
+    if (const auto& c = options.connection; c.write_timeout > reactor::Duration::zero()) conn->set_write_timeout(c.write_timeout);
+    if (const auto& c = options.connection; c.idle_timeout > reactor::Duration::zero()) conn->set_idle_timeout(c.idle_timeout);
     auto core = std::make_shared<detail::StreamCore>(std::move(conn), options);
     core->attach();
     return Stream(std::move(core));
@@ -230,6 +254,9 @@ void Stream::close() { core().close(); }
 void Stream::abort() { core().abort(); }
 bool Stream::is_closing() const { return core().is_closing(); }
 Future<void> Stream::wait_closed() { return core().wait_closed(); }
+void Stream::set_read_timeout(reactor::Duration d) { core().connection().set_read_timeout(d); }
+void Stream::set_write_timeout(reactor::Duration d) { core().connection().set_write_timeout(d); }
+void Stream::set_idle_timeout(reactor::Duration d) { core().connection().set_idle_timeout(d); }
 reactor::Address Stream::local_address() const { return core().connection().local_address(); }
 reactor::Address Stream::peer_address() const { return core().connection().peer_address(); }
 reactor::Scheduler& Stream::scheduler() const { return core().scheduler(); }

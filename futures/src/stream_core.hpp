@@ -66,6 +66,7 @@ private:
     void on_closed(const reactor::CloseReason& reason);
 
     std::system_error connection_error() const;
+    static int error_of(const reactor::CloseReason& reason);
     void finish_drains(int error);
     // A pending read that the buffer cannot satisfy yet needs more bytes.
     bool wants_more() const { return read_ && !read_->future.done(); }

@@ -48,8 +48,13 @@ struct StreamOptions {
     // The most read_until() may take, and the read-buffer size: reading from
     // the socket pauses while more than 2 x limit bytes wait unread.
     std::size_t limit = 64 * 1024;
-    // Water marks of the connection: drain() waits while more than
-    // connection.high_water bytes are buffered, until at most low_water are.
+    // Water marks and deadlines of the connection. drain() waits while more
+    // than connection.high_water bytes are buffered, until at most low_water
+    // are. connection.read_timeout is the streams' read deadline: when
+    // nothing arrives for that long while a read could, the connection closes
+    // and the pending read (and every later one) fails with std::system_error
+    // ETIMEDOUT, with no with_timeout around each read. write_timeout and
+    // idle_timeout likewise (see reactor::ConnectionOptions).
     reactor::ConnectionOptions connection;
 };
 
@@ -97,6 +102,10 @@ public:
     // Closes now, dropping buffered output; the peer sees a reset.
     void abort();
     bool is_closing() const;  // close()/abort() called, or the connection ended
+    // Change a deadline of StreamOptions::connection (zero: none); it counts from now.
+    void set_read_timeout(reactor::Duration d);
+    void set_write_timeout(reactor::Duration d);
+    void set_idle_timeout(reactor::Duration d);
     // Done once the connection is closed (never fails).
     [[nodiscard]] Future<void> wait_closed();
 

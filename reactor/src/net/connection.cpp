@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -21,6 +22,10 @@ std::string_view to_string(CloseKind kind) noexcept {
     case CloseKind::eof: return "eof";
     case CloseKind::reset: return "reset";
     case CloseKind::error: return "error";
+    case CloseKind::read_timeout: return "read timeout";
+    case CloseKind::write_timeout: return "write timeout";
+    case CloseKind::idle_timeout: return "idle timeout";
+    case CloseKind::scheduler_gone: return "scheduler gone";
     }
     return "unknown";
 }
@@ -52,6 +57,7 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
     conn->self_ = conn;
+    conn->arm_deadline_timer();
     return conn;
 }
 
@@ -62,7 +68,12 @@ Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOption
       peer_(Address::peer_of(fd)),
       high_water_(options.high_water),
       low_water_(options.low_water),
-      read_size_(options.read_size) {}
+      read_size_(options.read_size),
+      read_timeout_(std::max(options.read_timeout, Duration::zero())),
+      write_timeout_(std::max(options.write_timeout, Duration::zero())),
+      idle_timeout_(std::max(options.idle_timeout, Duration::zero())) {
+    if (has_deadlines()) read_from_ = write_from_ = idle_from_ = sched_.now();
+}
 
 Connection::~Connection() {
     // Only reached open if adopt() failed before anything was registered.
@@ -89,8 +100,13 @@ void Connection::pause_reading() {
 }
 
 void Connection::resume_reading() {
+    const bool was_reading = reader_registered_;
     reading_wanted_ = true;
     update_reader();
+    if (!was_reading && reader_registered_ && has_deadlines()) {
+        read_from_ = sched_.now();  // the read timeout counts from the resumption
+        arm_deadline_timer();
+    }
 }
 
 // The one place that decides whether the fd is watched for reading.
@@ -112,6 +128,7 @@ void Connection::on_readable() {
         n = ::recv(fd_, buf, read_size_, 0);
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
+        note_read();
         on_data_.invoke(*this, std::string_view(buf, static_cast<std::size_t>(n)));
         return;
     }
@@ -149,12 +166,17 @@ bool Connection::write(std::string_view data) {
             n = 0;
         }
         if (static_cast<std::size_t>(n) == data.size()) {
+            note_written();
             if (on_drain_) schedule_drain();
             return true;
         }
         data.remove_prefix(static_cast<std::size_t>(n));
         out_.append(data);
         register_writer();
+        if (has_deadlines()) {
+            note_written();  // the write timeout counts from here
+            arm_deadline_timer();
+        }
     } else {
         out_.append(data);  // the writer is registered: it sends in order
     }
@@ -187,6 +209,7 @@ void Connection::on_writable() {
             return fail(errno);
         }
         out_.consume(static_cast<std::size_t>(n));
+        note_written();
     }
     if (above_high_ && out_.size() <= low_water_) {
         above_high_ = false;
@@ -254,6 +277,7 @@ void Connection::fail(int error) {
 void Connection::finish_close(CloseReason reason, bool abortive) {
     if (state_ == State::closed) return;
     state_ = State::closed;
+    deadline_timer_.cancel();
     sched_.forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
     if (abortive) detail::set_linger_zero(fd_);

@@ -41,6 +41,12 @@ enum class CloseKind : std::uint8_t {
     eof,    // the peer finished sending, and the connection then closed gracefully
     reset,  // the peer reset the connection (ECONNRESET, EPIPE, ECONNABORTED)
     error,  // any other socket error; `error` says which
+    // A deadline of ConnectionOptions passed (see there):
+    read_timeout,   // nothing received for read_timeout (closed gracefully)
+    write_timeout,  // buffered output made no progress for write_timeout (aborted)
+    idle_timeout,   // nothing received or sent for idle_timeout (closed gracefully)
+    // The Scheduler was destroyed while the connection was open (aborted).
+    scheduler_gone,
 };
 std::string_view to_string(CloseKind kind) noexcept;
 
@@ -61,6 +67,21 @@ struct ConnectionOptions {
     // connection can starve the others. The bytes land in a buffer shared by
     // all connections of the thread, hence no per-connection cost.
     std::size_t read_size = 256 * 1024;  // large enough that a typical message takes one recv()
+    // Deadlines, zero for none (libevent's bufferevent_set_timeouts, Netty's
+    // idle handler). The close reason names the one that passed.
+    //  - read_timeout: nothing received for this long while reading (not
+    //    paused, no EOF yet): closed gracefully, flushing buffered output.
+    //  - write_timeout: buffered output made no progress for this long (the
+    //    peer does not read): aborted, since it cannot be flushed. Also bounds
+    //    the flush of a graceful close().
+    //  - idle_timeout: nothing received and nothing written for this long:
+    //    closed gracefully (an idle keep-alive connection, say).
+    // Cheap: no timer work per byte. Each connection has one timer, set for
+    // the earliest deadline and moved only when it fires (libuv and nginx
+    // re-arm lazily the same way).
+    Duration read_timeout{};
+    Duration write_timeout{};
+    Duration idle_timeout{};
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -160,6 +181,10 @@ public:
     Scheduler& scheduler() const noexcept { return sched_; }
     // TCP_NODELAY (Listener and connect() turn it on for TCP). No-op on Unix sockets.
     void set_no_delay(bool on) noexcept;
+    // Change a deadline of ConnectionOptions (zero: none); its count starts now.
+    void set_read_timeout(Duration d);
+    void set_write_timeout(Duration d);
+    void set_idle_timeout(Duration d);
 
 private:
     void on_readable();
@@ -172,6 +197,19 @@ private:
     void fail(int error);
     void finish_close(CloseReason reason, bool abortive);
     void schedule_drain();
+    // Deadlines (connection_deadlines.cpp).
+    bool has_deadlines() const noexcept;
+    TimePoint read_deadline() const noexcept;
+    TimePoint write_deadline() const noexcept;
+    TimePoint idle_deadline() const noexcept;
+    void arm_deadline_timer();
+    void on_deadline_timer();
+    void note_read() {
+        if (has_deadlines()) last_read_ = sched_.now();
+    }
+    void note_written() {
+        if (has_deadlines()) last_written_ = sched_.now();
+    }
 
     Scheduler& sched_;
     int fd_;
@@ -197,6 +235,18 @@ private:
     bool write_shut_ = false;
     bool above_high_ = false;
     bool drain_scheduled_ = false;
+
+    Duration read_timeout_;
+    Duration write_timeout_;
+    Duration idle_timeout_;
+    TimePoint last_read_{};     // last bytes received
+    TimePoint last_written_{};  // last bytes sent, or output queued
+    // When each count (re)started without traffic: a deadline set, reading resumed.
+    TimePoint read_from_{};
+    TimePoint write_from_{};
+    TimePoint idle_from_{};
+    Handle deadline_timer_;     // for the earliest deadline, re-armed only when it fires
+    TimePoint deadline_at_{};
 
     // Each may replace, clear or close from inside itself: see callback_slot.hpp.
     CallbackSlot<void(Connection&, std::string_view)> on_data_;
