@@ -894,7 +894,14 @@ BOOST_AUTO_TEST_CASE(selector_failure_leaves_the_loop_usable) {
     options.selector = std::make_unique<ThrowingSelector>(&armed);
     Scheduler s(std::move(options));
     int ran = 0;
-    s.call_later(1ms, [&] { ++ran; });  // a wait the selector must do (a ready callback would skip it)
+    // A watched fd makes every iteration call the selector, even one whose
+    // timer is already due (with no fd watched, a zero timeout skips it).
+    Pipe idle;
+    s.add_reader(idle.r.get(), [] {});
+    s.call_later(1ms, [&] {
+        ++ran;
+        s.remove_reader(idle.r.get());
+    });
     BOOST_CHECK_THROW(s.run_once(), std::runtime_error);
     BOOST_CHECK_THROW(s.run(), std::runtime_error);
     armed = false;
