@@ -25,6 +25,7 @@
 #include <reactor/net/listener.hpp>
 
 #include "support/backends.hpp"
+#include "support/fds.hpp"
 #include "support/net_util.hpp"
 #include "support/tcp_echo.hpp"
 
@@ -617,4 +618,39 @@ BOOST_AUTO_TEST_CASE(water_marks_must_be_ordered) {
     c->abort();
     sched.run();
     BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_the_scheduler_ends_its_open_connections) {
+    reactor_test::SocketPair open_pair;
+    reactor_test::SocketPair closing_pair;
+    std::vector<std::string> reasons;
+    std::weak_ptr<Connection> open_watch;
+    std::weak_ptr<Connection> closing_watch;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        auto open = Connection::adopt(sched, ::dup(open_pair.a.get()));
+        auto closing = Connection::adopt(sched, ::dup(closing_pair.a.get()));
+        open_pair.a = reactor_test::Fd();
+        closing_pair.a = reactor_test::Fd();
+        for (const auto& c : {open, closing}) {
+            c->set_close_callback([&reasons](Connection& c, const reactor::CloseReason& why) {
+                reasons.push_back(why.to_string());
+                BOOST_TEST(c.fd() == -1);  // already closed
+            });
+        }
+        // One stays `closing`: its peer never reads, so its output never flushes.
+        int small = 4096;
+        ::setsockopt(closing_pair.b.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        ::setsockopt(closing->fd(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+        BOOST_TEST(closing->write(std::string(1 << 20, 'x')));
+        closing->close();
+        BOOST_TEST((closing->state() == Connection::State::closing));
+        open_watch = open;
+        closing_watch = closing;
+    }  // the connections are still referenced only by themselves here
+    BOOST_TEST(reasons == (std::vector<std::string>(2, "scheduler gone")));
+    BOOST_TEST(open_watch.expired());  // freed, not leaked
+    BOOST_TEST(closing_watch.expired());
+    char c;
+    BOOST_TEST(::recv(open_pair.b.get(), &c, 1, 0) <= 0);  // the peer sees the end
 }

@@ -100,6 +100,29 @@ using ExceptionHandler = std::function<void(const ErrorContext&)>;
 void default_exception_handler(const ErrorContext& ctx);
 std::string describe(const ErrorContext& ctx);  // that line, without the newline
 
+// An object that lives on a loop and must end with it. A Connection owns
+// itself while open (nobody else would free it), so when its Scheduler is
+// destroyed first it would leak: observers registered with add_observer hear
+// of the destruction first of all, while the Scheduler is still whole, and
+// end themselves there (a Connection aborts, runs its close callback and
+// releases itself). The observer must not schedule anything from then on: the
+// loop never runs again. Registering and removing are O(1). Loop thread only.
+class SchedulerObserver {
+public:
+    virtual void on_scheduler_destroyed() noexcept = 0;
+
+protected:
+    SchedulerObserver() = default;
+    SchedulerObserver(const SchedulerObserver&) = delete;
+    SchedulerObserver& operator=(const SchedulerObserver&) = delete;
+    ~SchedulerObserver() = default;
+
+private:
+    friend class Scheduler;
+    static constexpr std::size_t kNotObserving = static_cast<std::size_t>(-1);
+    std::size_t observer_index_ = kNotObserving;
+};
+
 class Scheduler {
 public:
     struct Options {
@@ -284,6 +307,11 @@ public:
     // Delivers ctx to the handler (used by the loop and by layers above it).
     void call_exception_handler(const ErrorContext& ctx) noexcept;
 
+    // ---- objects that must end with the loop (see SchedulerObserver) ----
+    // Adding an observer already added, or removing one not added, does nothing.
+    void add_observer(SchedulerObserver& observer);
+    void remove_observer(SchedulerObserver& observer) noexcept;
+
     // ---- introspection (tests, debugging) ----
     std::size_t ready_count() const;              // live callbacks in the ready queue
     std::size_t timer_count() const noexcept { return live_timers_; }
@@ -399,6 +427,7 @@ private:
     std::vector<FdEvent> events_;    // reused across iterations
 
     std::vector<Ref> signal_handling_;  // indexed by signal number; empty until the first handler
+    std::vector<SchedulerObserver*> observers_;  // each knows its index
     std::size_t signal_handlers_ = 0;
 
     // call_soon_threadsafe: the only state touched by other threads.

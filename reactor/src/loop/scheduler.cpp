@@ -36,6 +36,13 @@ Scheduler::Scheduler(Options options)
 }
 
 Scheduler::~Scheduler() {
+    // Objects that own themselves on this loop end first, while it is whole.
+    while (!observers_.empty()) {
+        SchedulerObserver* o = observers_.back();
+        observers_.pop_back();
+        o->observer_index_ = SchedulerObserver::kNotObserving;
+        o->on_scheduler_destroyed();
+    }
     // First, while the wakeup fd the signal handler writes to is still open.
     remove_all_signal_handlers();
     // Destroying a callback may run user destructors that touch the scheduler

@@ -57,6 +57,7 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
     conn->self_ = conn;
+    sched.add_observer(*conn);
     conn->arm_deadline_timer();
     return conn;
 }
@@ -276,14 +277,7 @@ void Connection::fail(int error) {
 // connection is released after that callback, on a fresh stack.
 void Connection::finish_close(CloseReason reason, bool abortive) {
     if (state_ == State::closed) return;
-    state_ = State::closed;
-    deadline_timer_.cancel();
-    sched_.forget_fd(fd_);
-    reader_registered_ = writer_registered_ = false;
-    if (abortive) detail::set_linger_zero(fd_);
-    detail::close_fd(fd_);
-    fd_ = -1;
-    out_.release();
+    release_fd(abortive);
     sched_.call_soon([self = std::move(self_), reason] {
         // All dropped before the close callback runs (it runs once: taken out),
         // so a cycle through their captures is broken even if it throws.
@@ -297,6 +291,43 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
     });
     // After queueing the close callback: the set's when_empty waiters run after it.
     if (auto set = std::move(set_)) set->remove(*this);
+}
+
+void Connection::release_fd(bool abortive) {
+    state_ = State::closed;
+    sched_.remove_observer(*this);
+    deadline_timer_.cancel();
+    sched_.forget_fd(fd_);
+    reader_registered_ = writer_registered_ = false;
+    if (abortive) detail::set_linger_zero(fd_);
+    detail::close_fd(fd_);
+    fd_ = -1;
+    out_.release();
+}
+
+// The loop will never run again, so nothing can be left for a later
+// iteration: abort, run the close callback here, and release ourselves.
+void Connection::on_scheduler_destroyed() noexcept {
+    if (state_ == State::closed) return;
+    out_.clear();
+    release_fd(true);
+    auto self = std::move(self_);  // freed when this returns, unless the callback keeps a reference
+    auto on_close = on_close_.take();
+    on_data_.reset();
+    on_eof_.reset();
+    on_drain_.reset();
+    on_high_water_.reset();
+    on_low_water_.reset();
+    if (auto set = std::move(set_)) set->remove(*this);
+    if (!on_close) return;
+    try {
+        on_close(*this, {CloseKind::scheduler_gone, 0});
+    } catch (...) {
+        ErrorContext ctx;
+        ctx.message = "close callback of a connection whose Scheduler is being destroyed";
+        ctx.exception = std::current_exception();
+        sched_.call_exception_handler(ctx);
+    }
 }
 
 }  // namespace reactor

@@ -45,7 +45,8 @@ enum class CloseKind : std::uint8_t {
     read_timeout,   // nothing received for read_timeout (closed gracefully)
     write_timeout,  // buffered output made no progress for write_timeout (aborted)
     idle_timeout,   // nothing received or sent for idle_timeout (closed gracefully)
-    // The Scheduler was destroyed while the connection was open (aborted).
+    // Its Scheduler was destroyed while it was open or closing: aborted, and
+    // the close callback ran from the Scheduler's destructor (schedule nothing there).
     scheduler_gone,
 };
 std::string_view to_string(CloseKind kind) noexcept;
@@ -84,7 +85,7 @@ struct ConnectionOptions {
     Duration idle_timeout{};
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public std::enable_shared_from_this<Connection>, private SchedulerObserver {
     struct Passkey {};
 
 public:
@@ -197,6 +198,8 @@ private:
     void fail(int error);
     void finish_close(CloseReason reason, bool abortive);
     void schedule_drain();
+    void release_fd(bool abortive);
+    void on_scheduler_destroyed() noexcept override;
     // Deadlines (connection_deadlines.cpp).
     bool has_deadlines() const noexcept;
     TimePoint read_deadline() const noexcept;
