@@ -1,5 +1,7 @@
-// docs/scheduler.md: timers, fd waiters, choosing a backend, errors, closing fds.
+// docs/scheduler.md: timers, periodic timers, signals, run_for, fd waiters,
+// choosing a backend, errors, closing fds.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -145,6 +147,62 @@ BOOST_AUTO_TEST_CASE(closing_a_watched_fd) {
     BOOST_TEST(!ran);
     BOOST_TEST_REQUIRE(reports.size() == 1u);
     BOOST_TEST(reports[0].fd == fd);
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(periodic_timer) {
+    reactor::Scheduler sched;
+    // [snippet:periodic]
+    int ticks = 0;
+    reactor::Handle tick;
+    tick = sched.call_every(
+        5ms,
+        [&] {
+            if (++ticks == 3) tick.cancel();  // cancelling from inside the callback is fine
+        },
+        reactor::Periodic::fixed_rate);  // or fixed_delay: no default, the choice is yours
+    sched.run();  // ticks == 3: an armed periodic timer is work, a cancelled one is not
+    // [end-snippet:periodic]
+
+    BOOST_TEST(ticks == 3);
+    BOOST_TEST(!tick.is_pending());
+    BOOST_TEST(sched.empty());
+    BOOST_CHECK_THROW(sched.call_every(0ms, [] {}, reactor::Periodic::fixed_delay), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(signal_handler) {
+    reactor::Scheduler sched;
+    // What `kill -TERM <pid>` would do, once the loop runs.
+    sched.call_soon([] { BOOST_TEST(::kill(::getpid(), SIGTERM) == 0); });
+    // [snippet:signals]
+    int terms = 0;
+    sched.add_signal_handler(SIGTERM, [&] {  // runs on the loop thread, never in signal context
+        ++terms;
+        sched.stop();
+    });
+    sched.run_forever();  // a signal handler is not work: run() would return at once
+    sched.remove_signal_handler(SIGTERM);  // the previous disposition is back
+    // [end-snippet:signals]
+
+    BOOST_TEST(terms == 1);
+    BOOST_TEST(sched.signal_handler_count() == 0u);
+    BOOST_CHECK_THROW(sched.add_signal_handler(SIGKILL, [] {}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(run_for) {
+    reactor::Scheduler sched;
+    // [snippet:run_for]
+    reactor::Handle later = sched.call_later(1h, [] {});
+    reactor::RunStatus a = sched.run_for(10ms);  // timed_out: the timer is still due in an hour
+    later.cancel();
+    reactor::RunStatus b = sched.run_for(1h);    // idle: nothing left, it returns at once
+    sched.call_soon([&] { sched.stop(); });
+    reactor::RunStatus c = sched.run_for(1h);    // stopped
+    // [end-snippet:run_for]
+
+    BOOST_TEST((a == reactor::RunStatus::timed_out));
+    BOOST_TEST((b == reactor::RunStatus::idle));
+    BOOST_TEST((c == reactor::RunStatus::stopped));
     BOOST_TEST(sched.empty());
 }
 
