@@ -1,4 +1,4 @@
-// docs/futures.md: a future, then-chains, errors, combinators, tasks.
+// docs/futures.md: a future, then-chains, errors, combinators, tasks, run_until.
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -166,6 +166,30 @@ BOOST_AUTO_TEST_CASE(tasks) {
     // [end-snippet:run_tasks]
     BOOST_TEST(ticks == 5);
     BOOST_TEST(log == (std::vector<std::string>{"a", "b", "a", "b", "b"}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(run_until) {
+    reactor::Scheduler sched;
+    // [snippet:run_until]
+    futures::Future<void> never(sched);  // nothing will complete it
+    reactor::Handle keep = sched.call_later(1h, [] {});
+    bool first = futures::run_until(sched, never, 10ms);  // false: the 10 ms ran out
+    keep.cancel();
+
+    futures::Future<int> answer(sched);
+    sched.call_soon([answer] { answer.set_result(42); });
+    bool second = futures::run_until(sched, answer);     // true; answer.result() == 42
+    // [end-snippet:run_until]
+
+    BOOST_TEST(!first);
+    BOOST_TEST(second);
+    BOOST_TEST(answer.result() == 42);
+    BOOST_TEST(!never.done());
+    // With no work left, the future can never complete: an error, not a hang.
+    BOOST_CHECK_THROW(futures::run_until(sched, never), futures::InvalidStateError);
+    never.cancel();
+    sched.run();
+    BOOST_TEST(sched.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
