@@ -1,17 +1,27 @@
 // docs/networking.md: the callback echo server with backpressure, and the
-// same server with streams. Loopback only; every case ends by itself.
+// same server with streams; connection deadlines; graceful shutdown, of a
+// Listener and of a StreamServer on SIGTERM. Loopback only; every case ends by
+// itself.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <boost/test/unit_test.hpp>
 #include <futures/futures.hpp>
+#include <reactor/net/connection_set.hpp>
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
 #include <reactor/scheduler.hpp>
+
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -121,6 +131,128 @@ BOOST_AUTO_TEST_CASE(streams_echo_server) {
     server.close();
     sched.run();  // the session reads EOF and ends
     BOOST_TEST(server.active() == 0u);
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(connection_deadlines) {
+    reactor::Scheduler sched;
+    const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);
+    std::vector<reactor::CloseKind> server_saw;
+    // [snippet:deadlines]
+    const reactor::Duration idle_limit = 20ms;  // short for the example; a keep-alive server might say 30s
+    reactor::Listener::Options options;
+    options.connection.idle_timeout = idle_limit;  // nothing received or sent for that long: closed
+    options.connection.write_timeout = 10s;        // a peer that stops reading: aborted
+    auto listener = reactor::Listener::listen(
+        sched, address,
+        [&](const reactor::ConnectionPtr& c) {
+            c->set_data_callback([](reactor::Connection& c, std::string_view data) { c.write(data); });
+            c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) {
+                server_saw.push_back(why.kind);  // CloseKind::idle_timeout for a client gone quiet
+            });
+        },
+        options);
+    // [end-snippet:deadlines]
+
+    // A client that connects and says nothing: the server closes it
+    // gracefully, and the client sees EOF.
+    reactor::CloseReason client_saw{reactor::CloseKind::error, -1};
+    reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr c, std::error_code error) {
+        BOOST_TEST(!error);
+        if (error) return listener->close();
+        c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) {
+            client_saw = why;
+            listener->close();
+        });
+    });
+    sched.run();
+    BOOST_TEST_REQUIRE(server_saw.size() == 1u);
+    BOOST_TEST((server_saw[0] == reactor::CloseKind::idle_timeout));
+    BOOST_TEST((client_saw.kind == reactor::CloseKind::eof));
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(listener_graceful_shutdown) {
+    reactor::Scheduler sched;
+    auto listener = reactor::Listener::listen(sched, reactor::Address::parse("127.0.0.1", 0),
+                                              [](const reactor::ConnectionPtr& c) {
+                                                  c->set_data_callback([](reactor::Connection& c, std::string_view d) {
+                                                      c.write(d);
+                                                  });
+                                              });
+    // Two clients that stay connected, and close when the server does.
+    std::vector<reactor::CloseKind> clients_saw;
+    for (int i = 0; i < 2; ++i) {
+        reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr c, std::error_code error) {
+            BOOST_TEST(!error);
+            if (error) return;
+            c->set_close_callback(
+                [&](reactor::Connection&, const reactor::CloseReason& why) { clients_saw.push_back(why.kind); });
+        });
+    }
+    for (int i = 0; i < 500 && listener->connections().size() < 2; ++i) sched.run_for(10ms);
+    BOOST_TEST_REQUIRE(listener->connections().size() == 2u);
+
+    // [snippet:listener_shutdown]
+    listener->close();                    // stop accepting; the connections it accepted go on
+    listener->connections().close_all();  // each flushes its output, then closes
+    // A drain deadline: whatever is still open in 5 s is aborted.
+    reactor::Handle deadline = sched.call_later(5s, [listener] { listener->connections().abort_all(); });
+    bool all_closed = false;
+    listener->wait_closed([&] {
+        all_closed = true;  // after the close callback of the last connection
+        deadline.cancel();
+    });
+    sched.run();
+    // [end-snippet:listener_shutdown]
+
+    BOOST_TEST(all_closed);
+    BOOST_TEST(listener->connections().empty());
+    BOOST_TEST_REQUIRE(clients_saw.size() == 2u);
+    for (reactor::CloseKind kind : clients_saw) BOOST_TEST((kind == reactor::CloseKind::eof));
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(stream_server_stops_on_sigterm) {
+    reactor::Scheduler sched;
+    const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);
+    futures::StreamServer server = futures::start_server(
+        sched, address, [&](futures::Stream s) { return futures::spawn(sched, EchoSession(s)); });
+    // A client: one echo, then SIGTERM to this process (what `kill -TERM <pid>`
+    // does), then it leaves.
+    std::string echoed;
+    futures::Future<void> client = futures::open_connection(sched, server.address()).then([&](futures::Stream s) {
+        s.write("ping\n");
+        return s.read_until("\n").then([&, s](std::string line) mutable {
+            echoed = line;
+            sched.call_soon([] { BOOST_TEST(::kill(::getpid(), SIGTERM) == 0); });
+            s.close();
+        });
+    });
+
+    // [snippet:serve_until_signal]
+    futures::Future<void> stop(sched);
+    auto request_stop = [stop] {
+        if (!stop.done()) stop.set_result();  // a second signal finds it done
+    };
+    sched.add_signal_handler(SIGINT, request_stop);
+    sched.add_signal_handler(SIGTERM, request_stop);
+    // On a signal: stop accepting, give the open connections 5 s to finish, abort the rest.
+    futures::Future<void> finished = server.serve_until(stop, 5s);
+    bool served = futures::run_until(sched, finished);  // true: every connection has closed
+    sched.remove_signal_handler(SIGINT);
+    sched.remove_signal_handler(SIGTERM);
+    // [end-snippet:serve_until_signal]
+
+    BOOST_TEST(served);
+    BOOST_TEST(stop.done());  // it was the signal that ended the serving
+    BOOST_TEST(!finished.failed());
+    BOOST_TEST(!server.is_serving());
+    BOOST_TEST(server.active() == 0u);
+    BOOST_TEST(echoed == "ping\n");
+    sched.run();
+    BOOST_TEST(client.done());
+    BOOST_TEST(!client.failed());
     BOOST_TEST(sched.empty());
 }
 
