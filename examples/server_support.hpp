@@ -1,17 +1,16 @@
-// What the example servers share: the --backend, --host, --port, --exit-after
-// and --max-seconds options, the first line they print, and a ServerLifetime
-// that lets a server end on its own (for tests and scripts) and shut down
-// cleanly, aborting whatever is still open. Loop thread only, like everything
-// it touches.
+// What the example servers share: the --backend, --host, --port, --exit-after,
+// --max-seconds and --drain-seconds options, the first line they print, and a
+// ServerLifetime that ends a server on its own (for tests and scripts) or on
+// SIGINT/SIGTERM, draining then aborting what is still open. Loop thread
+// only, like everything it touches.
 #pragma once
 
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_set>
-#include <vector>
 
 #include <fmt/format.h>
 #include <reactor/scheduler.hpp>
@@ -42,6 +41,7 @@ struct ServerOptions {
     reactor::Backend backend = kServerBackend;
     long exit_after = 0;
     double max_seconds = 600;
+    double drain_seconds = 5;
 };
 
 inline void add_server_options(Cli& cli, ServerOptions& o) {
@@ -54,6 +54,10 @@ inline void add_server_options(Cli& cli, ServerOptions& o) {
     cli.add_option("--max-seconds", o.max_seconds,
                    "exit after this many seconds, aborting open connections, so an example never runs "
                    "forever by accident (0: run until killed)")
+        ->check(seconds);
+    cli.add_option("--drain-seconds", o.drain_seconds,
+                   "on SIGINT or SIGTERM, how long open connections may take to finish before they are "
+                   "aborted (a second signal aborts them at once)")
         ->check(seconds);
 }
 
@@ -88,42 +92,72 @@ inline void announce(const reactor::Scheduler& sched, const reactor::Address& bo
     std::fflush(stdout);
 }
 
+// How a callback server ends: on its own (--exit-after, --max-seconds), or
+// on SIGINT or SIGTERM, gracefully. The first signal stops accepting, says so
+// on one line, and gives the open connections --drain-seconds to finish by
+// themselves (a request already under way is answered); what is still open
+// then is aborted. A second signal during the drain aborts them at once. In
+// every case run() returns once the last connection has closed, and main()
+// prints its summary and exits 0: a stop asked for is not a failure.
 class ServerLifetime {
 public:
-    ServerLifetime(reactor::Scheduler& sched, const ServerOptions& o) : exit_after_(o.exit_after) {
+    ServerLifetime(reactor::Scheduler& sched, const ServerOptions& o, std::string name)
+        : sched_(sched), name_(std::move(name)), exit_after_(o.exit_after),
+          drain_(std::chrono::duration<double>(o.drain_seconds)) {
         if (o.max_seconds > 0)
-            deadline_ = sched.call_later(std::chrono::duration<double>(o.max_seconds), [this] { shutdown(); });
+            deadline_ = sched.call_later(std::chrono::duration<double>(o.max_seconds), [this] { abort_all(); });
+        for (int signo : {SIGINT, SIGTERM}) sched.add_signal_handler(signo, [this, signo] { on_signal(signo); });
     }
 
-    void set_listener(reactor::ListenerPtr listener) { listener_ = std::move(listener); }
+    void set_listener(reactor::ListenerPtr listener) {
+        listener_ = std::move(listener);
+        // Once nothing is left, no timer may keep run() going.
+        listener_->wait_closed([this] {
+            deadline_.cancel();
+            drain_timer_.cancel();
+        });
+    }
 
     // From the accept callback.
-    void opened(const reactor::ConnectionPtr& c) {
-        open_.insert(c.get());
+    void opened() {
         if (exit_after_ > 0 && ++accepted_ >= exit_after_) listener_->close();
     }
-    // From the close callback. The pointer is valid until then (an open
-    // connection owns itself), so a raw pointer is enough to find it.
-    void closed(reactor::Connection& c) {
-        open_.erase(&c);
-        if (!listener_->is_listening() && open_.empty()) deadline_.cancel();  // nothing left: run() returns
+
+    // Connections aborted because a shutdown did not wait for them.
+    long aborted() const { return aborted_; }
+
+private:
+    void on_signal(int signo) {
+        const char* what = signo == SIGINT ? "SIGINT" : "SIGTERM";
+        if (draining_) {
+            fmt::print("{}: {} again: aborting {} connection(s)\n", name_, what, listener_->connections().size());
+            std::fflush(stdout);
+            return abort_all();
+        }
+        draining_ = true;
+        listener_->close();
+        fmt::print("{}: {}: stopped accepting; draining {} connection(s) for up to {}s\n", name_, what,
+                   listener_->connections().size(), std::chrono::duration<double>(drain_).count());
+        std::fflush(stdout);
+        drain_timer_ = sched_.call_later(drain_, [this] { abort_all(); });
     }
 
     // Stops accepting and aborts every open connection; run() then returns
     // once their close callbacks have run.
-    void shutdown() {
+    void abort_all() {
         listener_->close();
-        std::vector<reactor::Connection*> doomed(open_.begin(), open_.end());
-        for (auto* c : doomed) c->abort();
-        if (open_.empty()) deadline_.cancel();
+        aborted_ += static_cast<long>(listener_->connections().size());
+        listener_->connections().abort_all();
     }
 
-private:
+    reactor::Scheduler& sched_;
+    std::string name_;
     reactor::ListenerPtr listener_;
-    std::unordered_set<reactor::Connection*> open_;
     long exit_after_;
-    long accepted_ = 0;
-    reactor::Handle deadline_;
+    long accepted_ = 0, aborted_ = 0;
+    bool draining_ = false;
+    std::chrono::duration<double> drain_;
+    reactor::Handle deadline_, drain_timer_;
 };
 
 }  // namespace examples

@@ -17,13 +17,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string read_line(int fd) {
-    std::string line;
-    char c;
-    while (::recv(fd, &c, 1, 0) == 1 && c != '\n') line += c;
-    return line;
-}
-
 std::vector<std::string> lines_matching(const std::string& text, const std::regex& re) {
     std::vector<std::string> out;
     for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) out.push_back(it->str());
@@ -44,13 +37,13 @@ BOOST_AUTO_TEST_CASE(counts_down_counts_up_and_echoes_over_tcp) {
     int fd = nettest::connect_blocking(static_cast<std::uint16_t>(std::stoi(m[1])));
     BOOST_REQUIRE(fd >= 0);
     BOOST_REQUIRE(nettest::send_all(fd, "hello\nworld\r\n"));
-    BOOST_TEST(read_line(fd) == "Got: hello");
-    BOOST_TEST(read_line(fd) == "Got: world");
+    BOOST_TEST(nettest::recv_line(fd) == "Got: hello");
+    BOOST_TEST(nettest::recv_line(fd) == "Got: world");
     // A message split across two writes is answered once it is complete.
     BOOST_REQUIRE(nettest::send_all(fd, "spl"));
     ::usleep(10'000);
     BOOST_REQUIRE(nettest::send_all(fd, "it\n"));
-    BOOST_TEST(read_line(fd) == "Got: split");
+    BOOST_TEST(nettest::recv_line(fd) == "Got: split");
     ::close(fd);
 
     std::string out = *first + "\n" + child.read_all(10s);

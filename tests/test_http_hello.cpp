@@ -167,6 +167,32 @@ BOOST_AUTO_TEST_CASE(every_ambiguous_or_malformed_request_gets_its_error_and_a_c
     server.expect_clean_exit();
 }
 
+// An error after requests already answered on a keep-alive connection still
+// gets its 400 and the close; and request lines or lengths malformed in ways
+// the smuggling cases above do not try.
+BOOST_AUTO_TEST_CASE(an_error_after_answered_requests_gets_400_and_a_close) {
+    HttpHello server({"--exit-after", "4"});
+    int fd = nettest::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_TEST(nettest::send_all(fd, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    Received first = read_until(fd, [](const std::string& d) { return d.ends_with("Hello, world!"); });
+    BOOST_TEST(first.data.starts_with("HTTP/1.1 200 OK\r\n"), first.data);
+    BOOST_TEST(first.data.find("Connection: close") == std::string::npos, first.data);
+    BOOST_TEST(nettest::send_all(fd, "THIS IS NOT HTTP\r\n\r\n"));
+    Received bad = read_to_eof(fd);
+    BOOST_TEST(bad.eof);
+    BOOST_TEST(bad.data.starts_with("HTTP/1.1 400 Bad Request\r\n"), bad.data);
+    BOOST_TEST(bad.data.find("Connection: close\r\n") != std::string::npos, bad.data);
+    ::close(fd);
+    for (const std::string request : {"GET\r\n\r\n", "GET / HTTP/1.1 extra\r\nHost: x\r\n\r\n",
+                                      "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n"}) {
+        Received r = ask(server, request);
+        BOOST_TEST(r.eof, request);
+        BOOST_TEST(r.data.starts_with("HTTP/1.1 400 Bad Request\r\n"), request << ": " << r.data);
+    }
+    server.expect_clean_exit();
+}
+
 BOOST_AUTO_TEST_CASE(expect_100_continue_gets_100_then_the_body_is_read_and_the_next_request_answered) {
     HttpHello server({"--exit-after", "1"});
     int fd = nettest::connect_blocking(server.port);

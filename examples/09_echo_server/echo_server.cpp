@@ -11,6 +11,7 @@
 //
 //   $ echo_server                          (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
+//   ^C  (SIGINT or SIGTERM: stop accepting, drain, exit 0; see server_support.hpp)
 #include <fmt/format.h>
 #include <reactor/net/listener.hpp>
 
@@ -25,23 +26,24 @@ int main(int argc, char** argv) {
     examples::add_server_options(cli, options);
     cli.parse_or_exit(argc, argv);
     reactor::Scheduler sched(examples::on(options.backend));
-    examples::ServerLifetime lifetime(sched, options);
+    examples::ServerLifetime lifetime(sched, options, "echo_server");
     std::uint64_t echoed = 0;
 
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), [&](const reactor::ConnectionPtr& c) {
-        lifetime.opened(c);
+        lifetime.opened();
         c->set_data_callback([&echoed](Connection& c, std::string_view data) {
             echoed += data.size();
             c.write(data);
         });
         c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
         c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
-        c->set_close_callback([&](Connection& c, const reactor::CloseReason&) { lifetime.closed(c); });
     });
     lifetime.set_listener(listener);
     examples::announce(sched, listener->address());
 
     sched.run();
-    fmt::print("echo_server: {} connections, {} bytes echoed\n", listener->accepted(), echoed);
+    fmt::print("echo_server: {} connections, {} bytes echoed, {} aborted\n", listener->accepted(), echoed,
+               lifetime.aborted());
+    std::fflush(stdout);
     return 0;
 }

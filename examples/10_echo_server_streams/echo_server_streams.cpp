@@ -5,73 +5,24 @@
 // its echoes stops being read from until they drain).
 //
 // Step 10 of the series (examples/README.md). New here: streams:
-// read/write/drain futures, one task per connection.
+// read/write/drain futures, one task per connection, and a graceful shutdown
+// with serve_until: SIGINT/SIGTERM stop accepting, open clients get
+// --drain-seconds to finish, then are aborted; a second signal aborts now.
 //
 //   $ echo_server_streams                  (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
+#include <chrono>
+#include <csignal>
 #include <cstdint>
-#include <stdexcept>
-#include <string_view>
-#include <system_error>
+#include <cstdio>
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
 #include <futures/stream.hpp>
 
 #include "cli.hpp"
+#include "echo_session.hpp"
 #include "server_support.hpp"
-
-namespace {
-
-// One client's conversation:
-//
-//   reading --(data)--> draining --(drained)--> reading ...
-//      '--(EOF: "")--> finished (the server then closes the stream)
-class EchoSession {
-public:
-    enum class State { reading, draining };
-
-    EchoSession(futures::Stream stream, std::uint64_t& echoed) : stream_(std::move(stream)), echoed_(echoed) {}
-
-    futures::Step<void> resume() {
-        for (;;) {
-            switch (state_) {
-            case State::reading: {
-                if (!read_.valid()) return read_ = stream_.read();
-                std::string data;
-                try {
-                    data = read_.result();
-                } catch (const std::system_error&) {
-                    return futures::finished;  // the client reset: nothing to answer
-                }
-                if (data.empty()) return futures::finished;  // EOF
-                echoed_ += data.size();
-                stream_.write(data);
-                state_ = State::draining;
-                return drain_ = stream_.drain();
-            }
-            case State::draining:
-                try {
-                    drain_.result();
-                } catch (const std::system_error&) {
-                    return futures::finished;
-                }
-                state_ = State::reading;
-                return read_ = stream_.read();
-            }
-            throw std::logic_error("echo_server_streams: unknown state");
-        }
-    }
-
-private:
-    futures::Stream stream_;
-    std::uint64_t& echoed_;
-    State state_ = State::reading;
-    futures::Future<std::string> read_;
-    futures::Future<void> drain_;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
     examples::Cli cli("echo_server_streams", "Echo server written with futures streams and state-machine tasks.");
@@ -79,35 +30,56 @@ int main(int argc, char** argv) {
     examples::add_server_options(cli, options);
     cli.parse_or_exit(argc, argv);
     reactor::Scheduler sched(examples::on(options.backend));
-    std::uint64_t echoed = 0;
-    long accepted = 0, live = 0;
+    std::uint64_t echoed = 0, resets = 0;
+    long accepted = 0;
     futures::StreamServer server;
-    reactor::Handle deadline;
-
-    auto finished_if_idle = [&] {
-        if (!server.is_serving() && live == 0) deadline.cancel();  // nothing left: run() returns
+    futures::Future<void> stop(sched), all_closed;  // stop: what ends serve_until
+    auto stop_now = [&] {
+        if (!stop.done()) stop.set_result();
     };
     try {
         server = futures::start_server(sched, examples::listen_address(cli, options), [&](futures::Stream stream) {
-            ++live;
-            if (options.exit_after > 0 && ++accepted >= options.exit_after) server.close();
-            return futures::spawn(sched, EchoSession(std::move(stream), echoed)).finally([&] {
-                --live;
-                finished_if_idle();
-            });
+            if (options.exit_after > 0 && ++accepted >= options.exit_after) {
+                server.close();
+                all_closed = server.wait_closed().finally(stop_now);  // no drain: they have all closed
+            }
+            return futures::spawn(sched, examples::EchoSession(std::move(stream), echoed, resets));
         });
     } catch (const std::exception& e) {
         fmt::print(stderr, "{}\n", e.what());
         return 1;
     }
+    // The first SIGINT/SIGTERM ends serve_until's serving: it stops accepting
+    // and gives open clients --drain-seconds; a second one aborts them now.
+    for (int signo : {SIGINT, SIGTERM})
+        sched.add_signal_handler(signo, [&, signo] {
+            const char* what = signo == SIGINT ? "SIGINT" : "SIGTERM";
+            if (stop.done()) {
+                fmt::print("echo_server_streams: {} again: aborting {} client(s)\n", what, server.active());
+                server.abort_clients();
+            } else {
+                server.close();  // now, not when serve_until gets to it: no client slips in meanwhile
+                fmt::print("echo_server_streams: {}: stopped accepting; draining {} client(s) for up to {}s\n",
+                           what, server.active(), options.drain_seconds);
+                stop_now();
+            }
+            std::fflush(stdout);
+        });
+    reactor::Handle deadline;
     if (options.max_seconds > 0)
         deadline = sched.call_later(std::chrono::duration<double>(options.max_seconds), [&] {
             server.close();
             server.abort_clients();
+            stop_now();
         });
+    const auto drain = std::chrono::duration_cast<reactor::Duration>(std::chrono::duration<double>(options.drain_seconds));
+    futures::Future<void> done = server.serve_until(stop, drain);
     examples::announce(sched, server.address());
 
-    sched.run();
-    fmt::print("echo_server_streams: {} connections, {} bytes echoed\n", server.accepted(), echoed);
+    futures::run_until(sched, done);  // never fails; the loop stops with it
+    deadline.cancel();
+    fmt::print("echo_server_streams: {} connections, {} bytes echoed, {} reset by the client\n", server.accepted(),
+               echoed, resets);
+    std::fflush(stdout);
     return 0;
 }

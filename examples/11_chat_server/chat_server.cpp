@@ -32,7 +32,7 @@ public:
         : lifetime_(lifetime), max_line_(max_line), max_backlog_(max_backlog) {}
 
     void join(const reactor::ConnectionPtr& c) {
-        lifetime_.opened(c);
+        lifetime_.opened();
         Member& m = members_[c.get()];
         m.id = ++last_id_;
         c->set_water_marks(max_backlog_, max_backlog_ / 4);
@@ -83,7 +83,6 @@ private:
     void leave(Connection& c) {
         const Member m = members_.extract(&c).mapped();
         if (!m.dropped) broadcast(c, fmt::format("* #{} left\n", m.id));
-        lifetime_.closed(c);
     }
 
     examples::ServerLifetime& lifetime_;
@@ -105,7 +104,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
     cli.parse_or_exit(argc, argv);
     reactor::Scheduler sched(examples::on(options.backend));
-    examples::ServerLifetime lifetime(sched, options);
+    examples::ServerLifetime lifetime(sched, options, "chat_server");
     ChatRoom room(lifetime, max_line, max_backlog);
 
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options),
@@ -114,6 +113,7 @@ int main(int argc, char** argv) {
     examples::announce(sched, listener->address());
 
     sched.run();
-    fmt::print("chat_server: {} connections\n", listener->accepted());
+    fmt::print("chat_server: {} connections, {} aborted\n", listener->accepted(), lifetime.aborted());
+    std::fflush(stdout);
     return 0;
 }

@@ -48,12 +48,12 @@ int main(int argc, char** argv) {
     const http::Timeouts timeouts{std::chrono::seconds(header_timeout), std::chrono::seconds(idle_timeout)};
 
     reactor::Scheduler sched(examples::on(options.backend));
-    examples::ServerLifetime lifetime(sched, options);
+    examples::ServerLifetime lifetime(sched, options, "http_hello");
     std::unordered_map<Connection*, http::HttpSession> sessions;  // each until its close callback
     std::string out;  // responses of one read, reused
 
     auto on_accept = [&](const reactor::ConnectionPtr& c) {
-        lifetime.opened(c);
+        lifetime.opened();
         sessions.try_emplace(c.get(), *c, limits, timeouts);
         c->set_data_callback([&](Connection& c, std::string_view data) { sessions.at(&c).on_data(data, out); });
         c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
@@ -61,7 +61,6 @@ int main(int argc, char** argv) {
         c->set_close_callback([&](Connection& c, const reactor::CloseReason&) {
             sessions.at(&c).closed();
             sessions.erase(&c);
-            lifetime.closed(c);
         });
     };
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept);
@@ -69,6 +68,7 @@ int main(int argc, char** argv) {
     examples::announce(sched, listener->address());
 
     sched.run();
-    fmt::print("http_hello: {} connections\n", listener->accepted());
+    fmt::print("http_hello: {} connections, {} aborted\n", listener->accepted(), lifetime.aborted());
+    std::fflush(stdout);
     return 0;
 }

@@ -86,6 +86,22 @@ inline std::string recv_exactly(int fd, std::size_t n) {
     return out;
 }
 
+// Reads one '\n'-terminated line, without the '\n' (nor a '\r' before it);
+// what came before EOF, error or timeout otherwise. A byte at a time, so
+// nothing after the line is consumed: fine for the short exchanges of tests.
+inline std::string recv_line(int fd) {
+    std::string line;
+    char c;
+    for (;;) {
+        ssize_t n = ::recv(fd, &c, 1, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0 || c == '\n') break;
+        line += c;
+    }
+    if (line.ends_with('\r')) line.pop_back();
+    return line;
+}
+
 // Deterministic pseudo-random bytes (seeded), for payloads that catch reordering.
 inline std::string random_bytes(std::size_t n, std::uint32_t seed) {
     std::mt19937 rng(seed);
