@@ -157,12 +157,15 @@ BOOST_AUTO_TEST_CASE(connection_deadlines) {
     // A client that connects and says nothing: the server closes it
     // gracefully, and the client sees EOF.
     reactor::CloseReason client_saw{reactor::CloseKind::error, -1};
+    // If no deadline ever passed, this ends the case, and the checks below fail it.
+    reactor::Handle guard = sched.call_later(10s, [&] { sched.stop(); });
     reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr c, std::error_code error) {
         BOOST_TEST(!error);
         if (error) return listener->close();
         c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) {
             client_saw = why;
             listener->close();
+            guard.cancel();
         });
     });
     sched.run();
@@ -230,6 +233,8 @@ BOOST_AUTO_TEST_CASE(stream_server_stops_on_sigterm) {
         });
     });
 
+    // If the signal never stopped the server, this ends the case (served is false).
+    reactor::Handle guard = sched.call_later(10s, [&] { sched.stop(); });
     // [snippet:serve_until_signal]
     futures::Future<void> stop(sched);
     auto request_stop = [stop] {
@@ -243,6 +248,7 @@ BOOST_AUTO_TEST_CASE(stream_server_stops_on_sigterm) {
     sched.remove_signal_handler(SIGINT);
     sched.remove_signal_handler(SIGTERM);
     // [end-snippet:serve_until_signal]
+    guard.cancel();
 
     BOOST_TEST(served);
     BOOST_TEST(stop.done());  // it was the signal that ended the serving

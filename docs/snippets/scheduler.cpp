@@ -174,6 +174,8 @@ BOOST_AUTO_TEST_CASE(signal_handler) {
     reactor::Scheduler sched;
     // What `kill -TERM <pid>` would do, once the loop runs.
     sched.call_soon([] { BOOST_TEST(::kill(::getpid(), SIGTERM) == 0); });
+    // If the handler never ran, this ends the case, and `terms` fails it.
+    reactor::Handle guard = sched.call_later(10s, [&] { sched.stop(); });
     // [snippet:signals]
     int terms = 0;
     sched.add_signal_handler(SIGTERM, [&] {  // runs on the loop thread, never in signal context
@@ -183,6 +185,7 @@ BOOST_AUTO_TEST_CASE(signal_handler) {
     sched.run_forever();  // a signal handler is not work: run() would return at once
     sched.remove_signal_handler(SIGTERM);  // the previous disposition is back
     // [end-snippet:signals]
+    guard.cancel();
 
     BOOST_TEST(terms == 1);
     BOOST_TEST(sched.signal_handler_count() == 0u);
