@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(timers_fire_by_deadline_then_sequence) {
 }
 
 // Phases: already-ready callbacks, then I/O made ready by this iteration's
-// poll, then due timers (see the phase comment in scheduler.cpp). What any of
+// poll, then due timers (see the phase comment in reactor/src/loop/iteration.cpp). What any of
 // them schedules runs in the next iteration.
 BOOST_AUTO_TEST_CASE(ready_then_io_then_timers_in_one_iteration) {
     FakeLoop loop;

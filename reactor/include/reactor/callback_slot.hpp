@@ -6,7 +6,7 @@
 // callback doing anything: setting a new callback, clearing it, closing the
 // object. The library handles this in one way everywhere, the way the
 // Scheduler runs a persistent fd waiter (see run_ready in
-// src/loop/scheduler.cpp):
+// src/loop/iteration.cpp):
 //
 //   move the callback out of its slot, run it from the local copy, and move
 //   it back afterwards, even if it throws, unless the slot was set meanwhile.

@@ -258,7 +258,7 @@ public:
     void run();
     // Until stop(). Idle time is spent blocked in the selector.
     void run_forever();
-    // Exactly one iteration (see the phase comment in scheduler.cpp). Blocks
+    // Exactly one iteration (see the phase comment in src/loop/iteration.cpp). Blocks
     // in the selector only if nothing is ready: until an fd is ready, the
     // earliest timer is due, or another thread posts. With no work at all (no
     // waiter, no timer, nothing posted) it blocks forever, as asyncio's

@@ -1,7 +1,7 @@
 // The read/write waiter maps: registering, replacing and removing the waiter
 // of an fd, and dropping the waiters of an fd found closed. Never owns the
 // fds; loop thread only. The run phase that invokes the waiters is in
-// scheduler.cpp.
+// iteration.cpp.
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>

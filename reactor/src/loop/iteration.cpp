@@ -1,0 +1,191 @@
+// One iteration of the loop, in the five phases of the comment below; the
+// only place user callbacks are invoked. Entered from the run entry points
+// in scheduler.cpp. Loop thread only.
+#include "reactor/scheduler.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+
+#include "timer_order.hpp"
+
+namespace reactor {
+
+// One iteration, in phases (asyncio's _run_once, libuv's uv_run):
+//  1. compute_timeout: 0 if anything is ready (or stop() was called), else until
+//     the earliest live deadline (by the clock as it is now, read afresh),
+//     else no limit; never past run_for's end.
+//     Cancelled timers at the top of the heap are dropped here so they cannot
+//     cause an early wake-up.
+//  2. poll_io: block in the selector, then mark the clock to be read (once, on
+//     first use). When there is nothing to wait for (timeout 0) and no fd to
+//     watch but our own wakeup eventfd, the selector is not called: the
+//     wake_pending_ flag already says whether that fd fired. A chain of
+//     call_soon callbacks therefore costs no system call per iteration (libuv
+//     likewise skips the poll when it watches nothing).
+//  3. move_ready_io: due fd waiters (and posts from other threads, and
+//     signals received) join the ready queue; nothing user-written runs yet.
+//  4. move_due_timers: every timer with deadline <= now joins the ready queue
+//     in (deadline, seq) order, all before any runs, so a zero-delay timer that
+//     re-arms itself lands in the next iteration and cannot starve I/O.
+//  5. run_ready: run exactly the callbacks that were ready when this phase
+//     began; whatever they schedule runs in the next iteration, after the next
+//     poll. This is the only place user callbacks are invoked.
+void Scheduler::run_once_unguarded() {
+    poll_io(compute_timeout());
+    move_ready_io();
+    move_due_timers();
+    run_ready();
+}
+
+std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
+    if (!ready_.empty() || stopping_) return std::chrono::nanoseconds::zero();
+    while (!sleeping_.empty() && !live(sleeping_.front().ref)) {
+        std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
+        sleeping_.pop_back();
+        --dead_timers_;
+    }
+    if (sleeping_.empty() && run_limit_ == TimePoint::max()) return std::nullopt;
+    // About to block until a deadline: count from the clock as it is, not as
+    // cached when this iteration's callbacks started, or the time they took
+    // would be slept again (every timer late by that much, run_for past its
+    // end). One clock read, before a wait that costs a system call anyway.
+    const TimePoint t = read_clock();
+    std::optional<std::chrono::nanoseconds> timeout;
+    if (!sleeping_.empty()) timeout = std::max(sleeping_.front().deadline - t, Duration::zero());
+    if (run_limit_ != TimePoint::max()) {
+        const std::chrono::nanoseconds left = std::max(run_limit_ - t, Duration::zero());
+        if (!timeout || *timeout > left) timeout = left;
+    }
+    return timeout;
+}
+
+// The selector still gets the call when it has registrations to bring up to
+// date (epoll's batched epoll_ctl): a closed fd must leave the kernel's set
+// before its number can come back.
+bool Scheduler::nothing_to_poll(std::optional<std::chrono::nanoseconds> timeout) const {
+    return waiters_ == 0 && timeout == std::chrono::nanoseconds::zero() && !selector_->has_pending_changes();
+}
+
+void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
+    events_.clear();
+    if (!nothing_to_poll(timeout)) {
+        selector_->wait(timeout, events_);
+    } else if (wake_pending_.load(std::memory_order_acquire)) {
+        events_.push_back(FdEvent{.fd = wakeup_fd_, .readable = true});
+    }
+    now_stale_ = true;
+}
+
+void Scheduler::move_ready_io() {
+    for (const FdEvent& ev : events_) {
+        if (ev.fd == wakeup_fd_) {
+            drain_threadsafe();
+            // After the drain cleared wake_pending_: a signal marked pending
+            // before that is seen here, one after it wakes the loop again.
+            if (signal_handlers_ != 0) dispatch_signals();
+            continue;
+        }
+        if (ev.fd < 0 || static_cast<std::size_t>(ev.fd) >= waiting_.size()) continue;
+        if (ev.error != 0) {
+            drop_closed_fd(ev.fd, ev.error);
+            continue;
+        }
+        const FdWaiters& w = waiting_[static_cast<std::size_t>(ev.fd)];
+        if (ev.readable && live(w.read)) ready_.push_back(w.read);
+        if (ev.writable && live(w.write)) ready_.push_back(w.write);
+    }
+}
+
+void Scheduler::move_due_timers() {
+    if (sleeping_.empty()) return;
+    const TimePoint t = now();
+    while (!sleeping_.empty() && sleeping_.front().deadline <= t) {
+        Ref r = sleeping_.front().ref;
+        std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
+        sleeping_.pop_back();
+        if (!live(r)) {
+            --dead_timers_;
+            continue;
+        }
+        // Due: from now on it is an ordinary ready callback (a periodic one is
+        // re-armed after it runs).
+        Slot& s = slots_[r.slot];
+        s.kind = s.kind == SlotKind::periodic ? SlotKind::periodic_due : SlotKind::soon;
+        --live_timers_;
+        ready_.push_back(r);
+    }
+}
+
+void Scheduler::run_ready() {
+    running_batch_.swap(ready_);
+    // Both buffers keep the largest capacity either has needed: a burst the
+    // loop absorbed once never allocates again, whichever buffer it lands in.
+    if (ready_.capacity() < running_batch_.capacity()) ready_.reserve(running_batch_.capacity());
+    for (Ref r : running_batch_) {
+        // Skips entries cancelled or removed by an earlier callback of this batch.
+        if (!live(r)) continue;
+        Slot& s = slots_[r.slot];
+        std::source_location where = s.where;
+        Callback cb = std::move(s.cb);
+        switch (s.kind) {
+        case SlotKind::soon:
+            free_slot(r.slot);
+            invoke(cb, where);
+            break;
+        case SlotKind::oneshot_waiter: {
+            // One-shot: deregistered before it runs, so it may re-register itself.
+            int fd = s.fd;
+            Ref& entry = s.is_read ? waiting_[static_cast<std::size_t>(fd)].read
+                                   : waiting_[static_cast<std::size_t>(fd)].write;
+            entry = Ref{};
+            --waiters_;
+            free_slot(r.slot);
+            selector_->set_interest(fd, interest_of(fd));
+            invoke(cb, where);
+            break;
+        }
+        case SlotKind::persistent_waiter:
+        case SlotKind::signal_handler:
+            // Run it from a local so it may remove or replace itself; put it
+            // back only if it is still the registered waiter afterwards.
+            invoke(cb, where);
+            if (live(r)) slots_[r.slot].cb = std::move(cb);
+            break;
+        case SlotKind::periodic_due:
+            // Likewise; re-armed unless it was cancelled meanwhile.
+            invoke(cb, where);
+            if (live(r)) {
+                slots_[r.slot].cb = std::move(cb);
+                rearm_periodic(r);
+            }
+            break;
+        case SlotKind::timer:
+        case SlotKind::periodic:
+        case SlotKind::free:
+            break;  // unreachable: due timers are re-kinded, free slots are not live
+        }
+    }
+    running_batch_.clear();
+    // Nothing was scheduled meanwhile: the buffer whose memory was just used
+    // becomes the queue again (a reserved buffer's pages are still untouched).
+    if (ready_.empty()) ready_.swap(running_batch_);
+}
+
+void Scheduler::invoke(Callback& cb, const std::source_location& where) noexcept {
+    try {
+        cb();
+    } catch (...) {
+        ErrorContext ctx;
+        ctx.message = "exception in callback";
+        ctx.exception = std::current_exception();
+        ctx.origin = where;
+        ctx.origin_known = true;
+        call_exception_handler(ctx);
+    }
+}
+
+}  // namespace reactor
