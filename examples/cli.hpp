@@ -13,7 +13,10 @@
 #pragma once
 
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -78,6 +81,22 @@ inline CLI::Option* add_backend_option(CLI::App& app, reactor::Backend& backend)
             "readiness backend: select, poll or epoll")
         ->check(CLI::IsMember({"select", "poll", "epoll"}))
         ->default_str(std::string(reactor::to_string(backend)));
+}
+
+// Ctrl-C in the examples that are not servers (servers drain, then exit 0:
+// server_support.hpp). SIGINT ends the run, through the loop, never in signal
+// context: `interrupt` runs on the loop thread (stopping the loop, or
+// cancelling the main task); main then says so on one line and exits 130, the
+// shell's code for a program ended by SIGINT, so a script can tell an
+// interrupted run from a finished one.
+inline constexpr int kInterrupted = 130;
+inline void on_sigint(reactor::Scheduler& sched, std::function<void()> interrupt) {
+    sched.add_signal_handler(SIGINT, std::move(interrupt));
+}
+inline int interrupted(const CLI::App& cli) {
+    fmt::print("{}: interrupted\n", cli.get_name());
+    std::fflush(stdout);
+    return kInterrupted;
 }
 
 // Scheduler options for --backend: reactor::Scheduler sched(examples::on(backend)).

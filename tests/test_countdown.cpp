@@ -85,3 +85,12 @@ BOOST_AUTO_TEST_CASE(bad_options_are_rejected_clearly) {
         BOOST_TEST(child.read_all(1s).empty(), args[0]);  // nothing started
     }
 }
+
+BOOST_AUTO_TEST_CASE(ctrl_c_stops_the_countdown_with_one_line_and_exit_130) {
+    testsupport::Run r = testsupport::interrupt_after_first_line("countdown", {"--port", "0"});
+    BOOST_TEST(r.code == 130);
+    BOOST_REQUIRE(!r.out.empty());
+    BOOST_TEST(r.out.front().starts_with("listening on 127.0.0.1:"));
+    BOOST_TEST(r.out.back() == "countdown: interrupted");
+    BOOST_TEST(r.err == "");
+}

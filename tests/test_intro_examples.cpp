@@ -122,3 +122,16 @@ BOOST_AUTO_TEST_CASE(a_missing_or_malformed_value_names_the_option) {
     BOOST_TEST(backend.code == 2);
     BOOST_TEST(backend.err.find("fd_waiters: --backend: kqueue not in {select,poll,epoll}") == 0u, backend.err);
 }
+
+// Ctrl-C: the run stops through the loop, the program says so on its last
+// line and exits 130 (not killed by the signal: that would print nothing).
+BOOST_AUTO_TEST_CASE(ctrl_c_stops_the_run_with_one_line_and_exit_130) {
+    for (const std::string name : {"hello", "fd_waiters"}) {
+        Run r = testsupport::interrupt_after_first_line(name, {"--speed", "0.1"});  // surely before the end
+        BOOST_TEST(r.code == 130, name);
+        BOOST_REQUIRE(!r.out.empty());
+        BOOST_TEST(r.out.back() == name + ": interrupted", name);
+        BOOST_TEST(r.out.size() < 6u, name << ": ran on after SIGINT");
+        BOOST_TEST(r.err == "", name);
+    }
+}

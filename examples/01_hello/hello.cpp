@@ -41,6 +41,13 @@ int main(int argc, char** argv) {
     using Seconds = std::chrono::duration<double>;
 
     reactor::Scheduler sched;
+    // Ctrl-C stops the loop (cli.hpp). Installed before the first line is
+    // printed, so whoever sees that line may interrupt.
+    bool interrupted = false;
+    examples::on_sigint(sched, [&] {
+        interrupted = true;
+        sched.stop();
+    });
     const reactor::TimePoint start = sched.now();
     auto elapsed = [&] { return Seconds(sched.now() - start).count() * speed; };
 
@@ -62,5 +69,6 @@ int main(int argc, char** argv) {
     say("main: three timers and one call_soon scheduled; one timer cancelled");
 
     sched.run();
+    if (interrupted) return examples::interrupted(cli);
     say("run() returned: nothing ready, nothing sleeping");
 }

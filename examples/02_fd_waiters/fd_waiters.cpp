@@ -67,6 +67,13 @@ int main(int argc, char** argv) {
     }
     const int in = fds[0], out = fds[1];
     reactor::Scheduler sched(examples::on(backend));
+    // Ctrl-C stops the loop (cli.hpp). Installed before the first line is
+    // printed, so whoever sees that line may interrupt.
+    bool interrupted = false;
+    examples::on_sigint(sched, [&] {
+        interrupted = true;
+        sched.stop();
+    });
 
     // The writer: each call sends the next ping; the fourth closes the pipe.
     int sent = 0;
@@ -112,5 +119,6 @@ int main(int argc, char** argv) {
     sched.call_later(second, write_next);
 
     sched.run();
+    if (interrupted) return examples::interrupted(cli);
     say("run() returned: no waiter and no timer left");
 }

@@ -46,6 +46,13 @@ int main(int argc, char** argv) {
     auto scaled = [speed](Seconds d) { return d / speed; };
 
     reactor::Scheduler sched(examples::on(backend));
+    // Ctrl-C stops the loop (cli.hpp). Installed before the first line is
+    // printed, so whoever sees that line may interrupt.
+    bool interrupted = false;
+    examples::on_sigint(sched, [&] {
+        interrupted = true;
+        sched.stop();
+    });
     std::unique_ptr<countdown::LineEcho> server;
     try {
         server = std::make_unique<countdown::LineEcho>(sched, port);
@@ -78,5 +85,5 @@ int main(int argc, char** argv) {
     sched.call_soon([&] { countdown(from); });
     sched.call_soon([&] { countup(0); });
     sched.run();
-    return 0;
+    return interrupted ? examples::interrupted(cli) : 0;
 }

@@ -110,11 +110,19 @@ int main(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
+    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
+    // before the first line is printed, so whoever sees that line may interrupt.
+    bool interrupted = false;
+    examples::on_sigint(sched, [&] {
+        interrupted = true;
+        sched.stop();
+    });
     Context cx{sched, speed};
     Future<void> program = pipeline(cx)
                                .then([&] { return recovery(cx); })
                                .then([&] { return gather(cx); })
                                .then([&] { return timeout(cx); });
-    futures::run_until_complete(sched, program);
+    if (!futures::run_until(sched, program)) return examples::interrupted(cli);
+    program.result();  // rethrows what the chain failed with, if it did
     say(fmt::format("done after {:.2f}s", cx.elapsed()));
 }

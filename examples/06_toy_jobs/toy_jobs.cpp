@@ -80,12 +80,21 @@ int main(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
+    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
+    // before the first line is printed, so whoever sees that line may interrupt.
+    bool interrupted = false;
+    examples::on_sigint(sched, [&] {
+        interrupted = true;
+        sched.stop();
+    });
     Stopwatch clock(speed);
     std::vector<futures::Future<void>> jobs{
         futures::spawn(sched, Job(sched, clock, "A", Seconds(2))),
         futures::spawn(sched, Job(sched, clock, "B", Seconds(1))),
         futures::spawn(sched, Job(sched, clock, "C", Seconds(3))),
     };
-    futures::run_until_complete(sched, futures::when_all(jobs));
+    futures::Future<void> all = futures::when_all(jobs);
+    if (!futures::run_until(sched, all)) return examples::interrupted(cli);
+    all.result();  // rethrows what a job failed with, if one did
     say(fmt::format("total: {:.2f}s (the jobs add up to 6 s)", clock.seconds()));
 }

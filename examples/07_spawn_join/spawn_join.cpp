@@ -110,6 +110,16 @@ int main(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
-    futures::run_until_complete(sched, Main(sched, failing, speed));
+    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
+    // before the first line is printed, so whoever sees that line may interrupt.
+    bool interrupted = false;
+    examples::on_sigint(sched, [&] {
+        interrupted = true;
+        sched.stop();
+    });
+    futures::Future<void> main_task = futures::spawn(sched, Main(sched, failing, speed));
+    if (!futures::run_until(sched, main_task)) return examples::interrupted(cli);
+    main_task.result();  // rethrows what it failed with, if it did
     sched.run();  // let any failing task still napping finish (and be reported)
+    if (interrupted) return examples::interrupted(cli);
 }

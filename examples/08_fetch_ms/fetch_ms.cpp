@@ -93,9 +93,18 @@ int main(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
+    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
+    // before the first line is printed, so whoever sees that line may interrupt.
+    bool interrupted = false;
+    examples::on_sigint(sched, [&] {
+        interrupted = true;
+        sched.stop();
+    });
     sched.call_later(Seconds(5) / speed, [] { say("hello"); });
     if (::isatty(STDIN_FILENO)) fmt::print(stderr, "type a line and press Enter:\n");
-    std::string line = futures::run_until_complete(sched, FetchLine(sched, Seconds(3) / speed));
-    say(fmt::format("fetch_ms returned \"{}\"", line));
+    futures::Future<std::string> fetch = futures::spawn(sched, FetchLine(sched, Seconds(3) / speed));
+    if (!futures::run_until(sched, fetch)) return examples::interrupted(cli);
+    say(fmt::format("fetch_ms returned \"{}\"", fetch.result()));
     sched.run();  // the hello timer is still pending
+    if (interrupted) return examples::interrupted(cli);
 }

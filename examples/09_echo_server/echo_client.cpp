@@ -53,6 +53,15 @@ int main(int argc, char** argv) {
     echo_client::Totals totals;
     totals.expected = connections;
     std::vector<std::unique_ptr<echo_client::EchoConversation>> conversations;
+    // Ctrl-C ends every conversation now; the summary still prints (cli.hpp).
+    // Installed before the first connection attempt, which a test waits for.
+    bool interrupted = false;
+    examples::on_sigint(sched, [&] {
+        interrupted = true;
+        totals.deadline.cancel();
+        for (auto& c : conversations) c->abort();
+        sched.stop();  // also those still connecting
+    });
     for (int i = 0; i < connections; ++i)
         conversations.push_back(std::make_unique<echo_client::EchoConversation>(
             sched, server, static_cast<std::uint32_t>(rng()), plan, totals));
@@ -65,10 +74,11 @@ int main(int argc, char** argv) {
     sched.run();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-    bool ok = totals.finished == connections && !timed_out;
+    bool ok = totals.finished == connections && !timed_out && !interrupted;
     fmt::print("echo_client: {} connections x {} messages to {}: {} ({} failed{}), {} bytes echoed in {:.3f} s, {:.0f} msg/s\n",
                connections, messages, server.to_string(), ok ? "OK" : "FAILED", totals.failed,
-               timed_out ? ", timed out" : "", totals.bytes, seconds,
+               timed_out ? ", timed out" : interrupted ? ", interrupted" : "", totals.bytes, seconds,
                static_cast<double>(totals.finished) * static_cast<double>(messages) / seconds);
+    if (interrupted) return examples::kInterrupted;
     return ok ? 0 : 1;
 }

@@ -182,4 +182,19 @@ inline Run run_example(const std::string& name, const std::vector<std::string>& 
     return r;
 }
 
+// Starts an example at its own pace (stdin left open, so a program reading
+// it waits), sends SIGINT once the first stdout line is out, and collects the
+// rest: Ctrl-C in a test.
+inline Run interrupt_after_first_line(const std::string& name, const std::vector<std::string>& args) {
+    using namespace std::chrono_literals;
+    Child child(example_path(name), args);
+    Run r;
+    if (auto first = child.read_line(20s)) r.out.push_back(*first);
+    if (!r.out.empty()) ::kill(child.pid(), SIGINT);
+    for (auto& line : lines_of(child.read_all(20s))) r.out.push_back(line);
+    r.err = child.read_stderr(5s);
+    r.code = child.wait(10s);
+    return r;
+}
+
 }  // namespace testsupport
