@@ -26,40 +26,13 @@
 #include <vector>
 
 #include "reactor/callback.hpp"
+#include "reactor/clock.hpp"
+#include "reactor/error_context.hpp"
+#include "reactor/handle.hpp"
+#include "reactor/scheduler_observer.hpp"
 #include "reactor/selector.hpp"
 
 namespace reactor {
-
-class Scheduler;
-
-using Clock = std::chrono::steady_clock;
-using TimePoint = Clock::time_point;
-using Duration = Clock::duration;
-// Injectable time source (tests advance a fake one). Must be monotonic.
-using ClockFunction = std::function<TimePoint()>;
-
-// Identifies one scheduled callback by (slot, generation), so a stale Handle
-// (its callback ran, was cancelled, or its slot was reused) is a harmless no-op.
-// Loop thread only; must not be used after its Scheduler is destroyed.
-class Handle {
-public:
-    Handle() = default;
-    // Prevents the callback from running and releases it (and its captures) now.
-    // Returns true if it was pending. Safe from inside any callback, including
-    // the one this handle names (then it returns false: it is already running;
-    // but true for a periodic timer, whose next ticks it cancels).
-    bool cancel();
-    // True while the callback is scheduled and not yet started or cancelled;
-    // for a periodic timer (call_every), until it is cancelled.
-    bool is_pending() const;
-
-private:
-    friend class Scheduler;
-    Handle(Scheduler* s, std::uint32_t slot, std::uint32_t gen) : sched_(s), slot_(slot), gen_(gen) {}
-    Scheduler* sched_ = nullptr;
-    std::uint32_t slot_ = 0;
-    std::uint32_t gen_ = 0;
-};
 
 // How a periodic timer (Scheduler::call_every) keeps time when a tick runs
 // late (the loop was busy, or the callback itself was slow).
@@ -81,46 +54,6 @@ enum class RunStatus : std::uint8_t {
     idle,       // nothing was ready, sleeping or waiting (run() would have returned too)
     timed_out,  // the duration elapsed with work left
     stopped,    // stop() was called
-};
-
-// What the exception handler receives. `exception` may be null (e.g. an fd
-// reported closed); `origin` is where the failing callback was scheduled or
-// registered, when known.
-struct ErrorContext {
-    std::string message;
-    std::exception_ptr exception;
-    std::source_location origin;
-    bool origin_known = false;
-    int fd = -1;
-};
-using ExceptionHandler = std::function<void(const ErrorContext&)>;
-
-// The default handler: one fmt-formatted line on stderr, e.g.
-//   reactor: exception in callback scheduled at tests/x.cpp:12: boom
-void default_exception_handler(const ErrorContext& ctx);
-std::string describe(const ErrorContext& ctx);  // that line, without the newline
-
-// An object that lives on a loop and must end with it. A Connection owns
-// itself while open (nobody else would free it), so when its Scheduler is
-// destroyed first it would leak: observers registered with add_observer hear
-// of the destruction first of all, while the Scheduler is still whole, and
-// end themselves there (a Connection aborts, runs its close callback and
-// releases itself). The observer must not schedule anything from then on: the
-// loop never runs again. Registering and removing are O(1). Loop thread only.
-class SchedulerObserver {
-public:
-    virtual void on_scheduler_destroyed() noexcept = 0;
-
-protected:
-    SchedulerObserver() = default;
-    SchedulerObserver(const SchedulerObserver&) = delete;
-    SchedulerObserver& operator=(const SchedulerObserver&) = delete;
-    ~SchedulerObserver() = default;
-
-private:
-    friend class Scheduler;
-    static constexpr std::size_t kNotObserving = static_cast<std::size_t>(-1);
-    std::size_t observer_index_ = kNotObserving;
 };
 
 class Scheduler {

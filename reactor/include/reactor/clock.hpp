@@ -1,0 +1,15 @@
+// The loop's time: a monotonic clock, and the injectable time source tests use.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+namespace reactor {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using Duration = Clock::duration;
+// Injectable time source (tests advance a fake one). Must be monotonic.
+using ClockFunction = std::function<TimePoint()>;
+
+}  // namespace reactor
