@@ -28,23 +28,9 @@
 
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
+#include "support/counting_new.hpp"
 #include "support/fds.hpp"
 
-// operator new is replaced below with malloc plus a counter, and GCC then
-// mistakes the matching operator delete's free() for a mismatch.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-std::size_t g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-    ++g_allocations;
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -55,9 +41,9 @@ using reactor::Scheduler;
 // Heap allocations made while f runs.
 template <class F>
 std::size_t allocations_during(F&& f) {
-    const std::size_t before = g_allocations;
+    const std::size_t before = reactor_test::allocation_count;
     f();
-    return g_allocations - before;
+    return reactor_test::allocation_count - before;
 }
 
 // Counts its live copies: what a capture's destructor does is observable.

@@ -8,11 +8,8 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <new>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -22,24 +19,11 @@
 #include <futures/stream.hpp>
 #include <reactor/net/connection.hpp>
 
+#include "support/counting_new.hpp"
 #include "support/fake_clock.hpp"
 #include "support/fds.hpp"
 #include "support/tcp_echo.hpp"
 
-// Every allocation of this test program is counted, to show that receiving
-// with deadlines set allocates nothing (no timer work per read). GCC takes
-// the free() in these replacements for a mismatch with new: it is not.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-namespace {
-std::atomic<long> allocations{0};
-}
-void* operator new(std::size_t n) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 using namespace std::chrono_literals;
 using namespace tcp_test;
@@ -238,9 +222,9 @@ BOOST_AUTO_TEST_CASE(receiving_with_deadlines_set_allocates_nothing_per_read) {
         }
     };
     deliver(10);  // warm up: the loop's queues reach their size
-    const long before = allocations.load();
+    const std::size_t before = reactor_test::allocation_count;
     deliver(200);
-    BOOST_TEST(allocations.load() - before == 0);
+    BOOST_TEST(reactor_test::allocation_count - before == 0u);
     conn->abort();
     sched.run();
     BOOST_TEST(sched.empty());

@@ -22,23 +22,9 @@
 #include <reactor/scheduler.hpp>
 
 #include "support/check_empty.hpp"
+#include "support/counting_new.hpp"
 #include "support/fake_clock.hpp"
 
-// operator new is replaced below with malloc plus a counter, and GCC then
-// mistakes the matching operator delete's free() for a mismatch.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-std::size_t g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-    ++g_allocations;
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -346,9 +332,9 @@ BOOST_AUTO_TEST_CASE(ticking_allocates_nothing) {
         long ticks = 0;
         Handle h = s.call_every(1ms, [&ticks] { ++ticks; }, policy);
         for (int i = 0; i < 10; ++i) s.run_once();  // warm-up
-        const std::size_t before = g_allocations;
+        const std::size_t before = reactor_test::allocation_count;
         for (int i = 0; i < 1000; ++i) s.run_once();
-        const std::size_t allocated = g_allocations - before;
+        const std::size_t allocated = reactor_test::allocation_count - before;
         BOOST_TEST(allocated == 0u);
         BOOST_TEST(ticks == 1010);
         BOOST_TEST(s.timer_count() == 1u);
