@@ -73,6 +73,7 @@ Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOption
       read_timeout_(std::max(options.read_timeout, Duration::zero())),
       write_timeout_(std::max(options.write_timeout, Duration::zero())),
       idle_timeout_(std::max(options.idle_timeout, Duration::zero())) {
+    update_has_deadlines();
     if (has_deadlines()) read_from_ = write_from_ = idle_from_ = sched_.now();
 }
 

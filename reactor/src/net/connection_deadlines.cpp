@@ -27,25 +27,28 @@ TimePoint Connection::idle_deadline() const noexcept {
     return std::max({last_read_, last_written_, idle_from_}) + idle_timeout_;
 }
 
-bool Connection::has_deadlines() const noexcept {
-    return read_timeout_ > Duration::zero() || write_timeout_ > Duration::zero() || idle_timeout_ > Duration::zero();
+void Connection::update_has_deadlines() noexcept {
+    has_deadlines_ = read_timeout_ > Duration::zero() || write_timeout_ > Duration::zero() || idle_timeout_ > Duration::zero();
 }
 
 void Connection::set_read_timeout(Duration d) {
     read_timeout_ = std::max(d, Duration::zero());
     read_from_ = sched_.now();
+    update_has_deadlines();
     arm_deadline_timer();
 }
 
 void Connection::set_write_timeout(Duration d) {
     write_timeout_ = std::max(d, Duration::zero());
     write_from_ = sched_.now();
+    update_has_deadlines();
     arm_deadline_timer();
 }
 
 void Connection::set_idle_timeout(Duration d) {
     idle_timeout_ = std::max(d, Duration::zero());
     idle_from_ = sched_.now();
+    update_has_deadlines();
     arm_deadline_timer();
 }
 

@@ -201,7 +201,8 @@ private:
     void release_fd(bool abortive);
     void on_scheduler_destroyed() noexcept override;
     // Deadlines (connection_deadlines.cpp).
-    bool has_deadlines() const noexcept;
+    bool has_deadlines() const noexcept { return has_deadlines_; }  // on every read and send: one load
+    void update_has_deadlines() noexcept;
     TimePoint read_deadline() const noexcept;
     TimePoint write_deadline() const noexcept;
     TimePoint idle_deadline() const noexcept;
@@ -242,6 +243,7 @@ private:
     Duration read_timeout_;
     Duration write_timeout_;
     Duration idle_timeout_;
+    bool has_deadlines_ = false;  // any of the three is set
     TimePoint last_read_{};     // last bytes received
     TimePoint last_written_{};  // last bytes sent, or output queued
     // When each count (re)started without traffic: a deadline set, reading resumed.
