@@ -6,6 +6,8 @@
 // signal). http_hello's own behaviour is in test_http_hello.cpp.
 #define BOOST_TEST_MODULE net_examples
 #include <boost/test/unit_test.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -410,7 +412,8 @@ BOOST_AUTO_TEST_CASE(sigterm_with_no_client_exits_at_once) {
 // and then resets: echo_server_streams counts it, and no error goes
 // unretrieved (nothing on stderr).
 BOOST_AUTO_TEST_CASE(echo_server_streams_counts_a_client_that_resets_during_drain) {
-    Server server("echo_server_streams", reactor_test::backend_under_test(), {"--exit-after", "1", "--max-seconds", "60"});
+    Server server("echo_server_streams", reactor_test::backend_under_test(),
+                  {"--exit-after", "1", "--max-seconds", "60"});
     int fd = nettest::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
     // Send until the server stops reading (its echoes fill both socket
@@ -433,4 +436,33 @@ BOOST_AUTO_TEST_CASE(echo_server_streams_counts_a_client_that_resets_during_drai
     BOOST_TEST(rest.find("echo_server_streams: 1 connections, ") == 0u, rest);
     BOOST_TEST(rest.find(", 1 reset by the client") != std::string::npos, rest);
     BOOST_TEST(server.child.read_stderr(1s) == "");  // no "exception was never retrieved"
+}
+
+// echo_client on Ctrl-C: its summary, marked interrupted, and exit 130. The
+// test plays a server that accepts and never answers, so only the signal can
+// end the run; the accept proves the client's handler is installed.
+BOOST_AUTO_TEST_CASE(echo_client_on_ctrl_c_prints_its_summary_marked_interrupted) {
+    int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    BOOST_REQUIRE(::listen(listener, 4) == 0);
+    BOOST_REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    testsupport::Child client(testsupport::example_path("echo_client"),
+                              {"--port", std::to_string(ntohs(addr.sin_port)), "--connections", "1", "--max-seconds",
+                               "60", "--backend", std::string(reactor::to_string(reactor_test::backend_under_test()))});
+    pollfd p{listener, POLLIN, 0};
+    BOOST_REQUIRE(::poll(&p, 1, 10000) == 1);
+    int silent = ::accept(listener, nullptr, nullptr);
+    BOOST_REQUIRE(silent >= 0);
+    BOOST_REQUIRE(::kill(client.pid(), SIGINT) == 0);
+    std::string out = client.read_all(20s);
+    BOOST_TEST(client.wait(10s) == 130);
+    BOOST_TEST(out.starts_with("echo_client: 1 connections x "), out);
+    BOOST_TEST(out.find(": FAILED (") != std::string::npos, out);
+    BOOST_TEST(out.find(" failed, interrupted)") != std::string::npos, out);
+    ::close(silent);
+    ::close(listener);
 }

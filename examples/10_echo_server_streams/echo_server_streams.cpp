@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
             server.abort_clients();
             stop_now();
         });
-    const auto drain = std::chrono::duration_cast<reactor::Duration>(std::chrono::duration<double>(options.drain_seconds));
-    futures::Future<void> done = server.serve_until(stop, drain);
+    const std::chrono::duration<double> drain(options.drain_seconds);
+    futures::Future<void> done = server.serve_until(stop, std::chrono::duration_cast<reactor::Duration>(drain));
     examples::announce(sched, server.address());
 
     futures::run_until(sched, done);  // never fails; the loop stops with it
