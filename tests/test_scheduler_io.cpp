@@ -266,13 +266,15 @@ BOOST_AUTO_TEST_CASE(now_is_refreshed_when_io_wakes_the_loop) {
         // Counted from a stale now() (before the 40 ms sleep) it would be due already.
         s.call_later(20ms, [&] { timer_ok = Clock::now() - written.load() >= 20ms; });
     });
-    std::thread writer([&] {
+    std::atomic<ssize_t> wrote{0};
+    std::thread writer([&] {  // no Boost.Test macro here: they are not thread-safe
         std::this_thread::sleep_for(40ms);  // the loop is blocked in the selector meanwhile
         written = Clock::now();
-        p.put();
+        wrote = ::write(p.w.get(), "x", 1);
     });
     s.run_once();  // wakes for the pipe
     writer.join();
+    BOOST_TEST(wrote.load() == 1);
     s.run();
     BOOST_TEST(timer_ok);
     CHECK_EMPTY(s);
