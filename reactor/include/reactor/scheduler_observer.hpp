@@ -11,8 +11,8 @@ class Scheduler;
 // itself while open (nobody else would free it), so when its Scheduler is
 // destroyed first it would leak: observers registered with add_observer hear
 // of the destruction first of all, while the Scheduler is still whole, and
-// end themselves there (a Connection aborts, runs its close callback and
-// releases itself). The observer must not schedule anything from then on: the
+// end themselves there (a Connection aborts and releases itself, destroying
+// its callbacks unrun). The observer must not schedule anything from then on: the
 // loop never runs again. Registering and removing are O(1). Loop thread only.
 class SchedulerObserver {
 public:

@@ -25,7 +25,6 @@ std::string_view to_string(CloseKind kind) noexcept {
     case CloseKind::read_timeout: return "read timeout";
     case CloseKind::write_timeout: return "write timeout";
     case CloseKind::idle_timeout: return "idle timeout";
-    case CloseKind::scheduler_gone: return "scheduler gone";
     }
     return "unknown";
 }
@@ -306,29 +305,21 @@ void Connection::release_fd(bool abortive) {
     out_.release();
 }
 
-// The loop will never run again, so nothing can be left for a later
-// iteration: abort, run the close callback here, and release ourselves.
+// The loop will never run again: abort and release ourselves now. No user
+// callback runs (see the comment after CloseKind): they are only destroyed,
+// as the Scheduler destroys every callback still scheduled.
 void Connection::on_scheduler_destroyed() noexcept {
     if (state_ == State::closed) return;
     out_.clear();
     release_fd(true);
-    auto self = std::move(self_);  // freed when this returns, unless the callback keeps a reference
-    auto on_close = on_close_.take();
+    auto self = std::move(self_);  // freed when this returns, unless a callback's capture holds it
+    on_close_.reset();
     on_data_.reset();
     on_eof_.reset();
     on_drain_.reset();
     on_high_water_.reset();
     on_low_water_.reset();
     if (auto set = std::move(set_)) set->remove(*this);
-    if (!on_close) return;
-    try {
-        on_close(*this, {CloseKind::scheduler_gone, 0});
-    } catch (...) {
-        ErrorContext ctx;
-        ctx.message = "close callback of a connection whose Scheduler is being destroyed";
-        ctx.exception = std::current_exception();
-        sched_.call_exception_handler(ctx);
-    }
 }
 
 }  // namespace reactor

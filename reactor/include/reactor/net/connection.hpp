@@ -45,10 +45,12 @@ enum class CloseKind : std::uint8_t {
     read_timeout,   // nothing received for read_timeout (closed gracefully)
     write_timeout,  // buffered output made no progress for write_timeout (aborted)
     idle_timeout,   // nothing received or sent for idle_timeout (closed gracefully)
-    // Its Scheduler was destroyed while it was open or closing: aborted, and
-    // the close callback ran from the Scheduler's destructor (schedule nothing there).
-    scheduler_gone,
 };
+// A connection still open (or closing) when its Scheduler is destroyed is
+// aborted and freed, and its callbacks are destroyed WITHOUT running: objects
+// declared after the Scheduler are already gone by then, and a close callback
+// run from ~Scheduler would touch them. To see close reasons at shutdown,
+// close or abort connections while the loop still runs (Listener::connections()).
 std::string_view to_string(CloseKind kind) noexcept;
 
 struct CloseReason {
