@@ -424,4 +424,40 @@ BOOST_AUTO_TEST_CASE(pending_background_tasks_are_freed_with_the_scheduler) {
     BOOST_TEST(Tracked::live == 0);
 }
 
+// A task waiting on a task it holds the handle of: the joined task's waiter
+// list holds the joiner, the joiner's machine holds the joined task. Neither
+// can complete once the Scheduler is gone, yet both must be freed with it
+// (without running any resume(): the objects it uses may be gone already).
+class Joiner {
+public:
+    explicit Joiner(Future<int> child) : child_(std::move(child)) {}
+    Step<int> resume() {
+        if (!waited_) {
+            waited_ = true;
+            return child_;
+        }
+        return child_.result();
+    }
+
+private:
+    Future<int> child_;
+    bool waited_ = false;
+    Tracked tracked_;
+};
+
+BOOST_AUTO_TEST_CASE(tasks_joining_tasks_are_freed_with_the_scheduler_without_resuming) {
+    Bag bag;
+    {
+        reactor_test::FakeLoop loop;
+        Future<int> child = futures::spawn(loop.sched, Ticker(loop.sched, bag, "child", 1000));
+        Future<int> parent = futures::spawn(loop.sched, Joiner(child));
+        futures::spawn(loop.sched, Joiner(parent));  // background: only its waiters hold it
+        child = {};
+        loop.sched.run_once();
+        BOOST_TEST(Tracked::live == 3);
+    }
+    BOOST_TEST(Tracked::live == 0);
+    BOOST_TEST(bag == Bag{"child start"});  // nothing resumed during destruction
+}
+
 BOOST_AUTO_TEST_SUITE_END()

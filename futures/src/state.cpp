@@ -91,9 +91,11 @@ std::span<Link> StateBase::links() noexcept { return {}; }
 // waiter), one per waiter added afterwards. It keeps the state alive until the
 // waiters have run, so a waiter may read the state through a plain reference
 // (and so hold no reference to it that would make a cycle while pending). If
-// the Scheduler drops it unrun (it is being destroyed), it drops the waiters
-// too: that releases whatever they held (a task waiting on this state, say),
-// which breaks the cycle a pending task forms with the future it waits on.
+// the Scheduler drops it unrun (it is being destroyed: nothing else drops a
+// scheduled callback), a waiting state among the waiters can never be resumed:
+// it is told so (wakeup_lost), and its other waiters are dropped. That frees
+// the cycles of pending work: a task holds the future it waits on, whose
+// waiter list holds the task.
 // 16 bytes: stored inline, and relocatable (a counted pointer and two
 // indexes): the Scheduler moves it as bytes.
 struct StateBase::Trampoline {
@@ -108,7 +110,15 @@ struct StateBase::Trampoline {
     Trampoline& operator=(Trampoline&&) = delete;
     ~Trampoline() {
         if (!self) return;  // moved from
-        for (; next < end; ++next) WaiterList::drop(self->waiters_.take(next));
+        for (; next < end; ++next) {
+            Waiter w = self->waiters_.take(next);
+            if (Link* link = w.as_link()) {
+                auto owner = Ref<StateBase>::adopt(&link->owner());  // the entry's reference
+                owner->wakeup_lost();
+            } else {
+                WaiterList::drop(w);
+            }
+        }
     }
     void operator()() {
         while (next < end) self->run_waiter(next++);
@@ -159,6 +169,16 @@ void StateBase::abandon(const char* why) noexcept {
     } catch (...) {
         finish_cancelled();  // out of memory for the message: plain CancelledError
     }
+}
+
+void StateBase::wakeup_lost() noexcept {
+    if (!pending()) return;
+    // What it holds goes first, without running: a task's machine (or a
+    // continuation's function) may hold the very futures whose waiter lists
+    // hold this state, and the objects its code would touch may be gone.
+    for (Link& link : links()) link.cut();
+    destroy_payload();
+    abandon("the Scheduler was destroyed while this future waited");
 }
 
 void StateBase::finish_done() {

@@ -96,6 +96,10 @@ public:
     // unrun: it is destroyed, the fd was closed, or the waiter was replaced. The
     // state is cancelled (with `why`), so whatever waits on it is released.
     void abandon(const char* why) noexcept;
+    // The wake-up this state waited for was destroyed unrun (the Scheduler is
+    // being destroyed): its payload (machine, function) is destroyed unrun and
+    // it is abandoned, which passes the news on to what waits on it.
+    void wakeup_lost() noexcept;
 
     // ---- the public API's checks ----
     // Throws InvalidStateError unless this state may be completed by hand now.
