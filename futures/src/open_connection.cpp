@@ -1,8 +1,10 @@
 // open_connection: one attempt per call, trying the resolved addresses in
-// turn until one connects. The loop owns the pending reactor::Connector; the
+// turn until one connects (a name is first looked up with futures::resolve,
+// off the loop thread). The loop owns the pending reactor::Connector; the
 // attempt owns the result future, and cancelling that future abandons it.
 // Loop thread only.
 #include <exception>
+#include <stdexcept>
 #include <memory>
 #include <system_error>
 #include <utility>
@@ -12,6 +14,7 @@
 #include <reactor/net/connector.hpp>
 
 #include "futures/leaves.hpp"
+#include "futures/resolve.hpp"
 #include "futures/stream.hpp"
 
 namespace futures {
@@ -72,13 +75,15 @@ Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address
 
 Future<Stream> open_connection(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
                                StreamOptions options) {
-    std::vector<reactor::Address> addresses;
     try {
-        addresses = reactor::Address::resolve(host, port);
-    } catch (const std::exception&) {
-        return make_exception_future<Stream>(sched, std::current_exception());
+        return open_connection_to(sched, {reactor::Address::parse(host, port)}, options);
+    } catch (const std::invalid_argument&) {
+        // a name: looked up on the pool, then each address in turn
     }
-    return open_connection_to(sched, std::move(addresses), options);
+    // Cancelling the result cancels the lookup, or the attempt that follows it.
+    return resolve(sched, host, port).then([&sched, options](std::vector<reactor::Address> addresses) {
+        return open_connection_to(sched, std::move(addresses), options);
+    });
 }
 
 }  // namespace futures

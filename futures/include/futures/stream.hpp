@@ -128,9 +128,12 @@ private:
 // Cancelling it (e.g. with_timeout) abandons the attempt.
 [[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address& address,
                                              StreamOptions options = {});
-// `host` numeric, or a name: names are looked up with Address::resolve, which
-// BLOCKS the loop thread (getaddrinfo); the addresses are tried in turn until
-// one connects (the future fails with the last error).
+// `host` numeric, or a name: a name is looked up with futures::resolve
+// (futures/resolve.hpp: getaddrinfo on the default thread pool, the loop is
+// not blocked; a failed lookup fails the future with its std::system_error,
+// in reactor::resolve_category(), naming the host); the addresses are then
+// tried in turn until one connects (the future fails with the last error), as
+// asyncio does. Cancelling the future cancels the lookup or the attempt.
 [[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
                                              StreamOptions options = {});
 

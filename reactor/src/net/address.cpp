@@ -6,11 +6,15 @@
 #include <sys/un.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 #include <fmt/format.h>
+
+#include "reactor/net/resolve_error.hpp"
 
 namespace reactor {
 
@@ -78,30 +82,58 @@ Address Address::unix_path(std::string_view path) {
     return a;
 }
 
+namespace {
+
+// getaddrinfo for one host and service (either may be null), every IPv4 and
+// IPv6 address once; `port` (if not negative) replaces the service's.
+std::vector<Address> lookup(std::string_view host, const char* service, int port, const ResolveOptions& options) {
+    // getaddrinfo would read an empty host as "the local machine" (or look ""
+    // up): refused here, without a lookup; so is an empty service.
+    if (host.empty())
+        throw std::system_error(make_error_code(resolve_errc::no_name), "resolve host '': empty host name");
+    if (service && !*service)
+        throw std::system_error(make_error_code(resolve_errc::service),
+                                fmt::format("resolve host '{}' service '': empty service", host));
+    addrinfo hints{};
+    hints.ai_family = options.family;
+    hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
+    if (options.numeric_host) hints.ai_flags |= AI_NUMERICHOST;
+    addrinfo* list = nullptr;
+    const std::string name(host);
+    const int rc = ::getaddrinfo(name.c_str(), service, &hints, &list);
+    const int saved_errno = errno;
+    const std::string_view service_text = service ? std::string_view(service) : std::string_view();
+    if (rc != 0) throw resolve_error(rc, host, service_text, saved_errno);
+    std::vector<Address> out;
+    for (addrinfo* ai = list; ai; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+        if (port >= 0) {  // the list is ours to change; the scope of a link-local IPv6 address stays
+            const auto net_port = htons(static_cast<std::uint16_t>(port));
+            if (ai->ai_family == AF_INET) reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_port = net_port;
+            else reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_port = net_port;
+        }
+        const Address a = Address::from_sockaddr(ai->ai_addr, ai->ai_addrlen);
+        if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+    }
+    ::freeaddrinfo(list);
+    if (out.empty()) throw resolve_error(EAI_NODATA, host, service_text);
+    return out;
+}
+
+}  // namespace
+
 std::vector<Address> Address::resolve(std::string_view host, std::uint16_t port) {
     try {
         return {parse(host, port)};
     } catch (const std::invalid_argument&) {
         // not numeric: fall through to a real lookup
     }
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* list = nullptr;
-    std::string name(host);
-    int rc = ::getaddrinfo(name.c_str(), nullptr, &hints, &list);
-    if (rc != 0) throw std::runtime_error(fmt::format("reactor: cannot resolve '{}': {}", host, ::gai_strerror(rc)));
-    std::vector<Address> out;
-    for (addrinfo* ai = list; ai; ai = ai->ai_next) {
-        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
-        Address a = from_sockaddr(ai->ai_addr, ai->ai_addrlen);
-        if (a.family() == AF_INET) reinterpret_cast<sockaddr_in*>(&a.storage_)->sin_port = htons(port);
-        else reinterpret_cast<sockaddr_in6*>(&a.storage_)->sin6_port = htons(port);
-        if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
-    }
-    ::freeaddrinfo(list);
-    if (out.empty()) throw std::runtime_error(fmt::format("reactor: '{}' has no IPv4 or IPv6 address", host));
-    return out;
+    return lookup(host, nullptr, port, ResolveOptions{});
+}
+
+std::vector<Address> Address::resolve(std::string_view host, std::string_view service, const ResolveOptions& options) {
+    const std::string service_text(service);
+    return lookup(host, service_text.c_str(), -1, options);
 }
 
 Address Address::from_sockaddr(const sockaddr* sa, socklen_t len) {

@@ -1,7 +1,7 @@
 // reactor::Address: a socket address by value (IPv4, IPv6 or Unix domain).
 //
 // A plain copyable value that owns no resource. parse() and unix_path() never
-// touch the network; resolve() is the one member that may block (getaddrinfo).
+// touch the network; resolve() is the one member that BLOCKS (getaddrinfo).
 // Every member may be called from any thread.
 #pragma once
 
@@ -13,6 +13,12 @@
 #include <vector>
 
 namespace reactor {
+
+// How Address::resolve (and futures::resolve) look a name up.
+struct ResolveOptions {
+    int family = AF_UNSPEC;     // AF_INET or AF_INET6 for one family only
+    bool numeric_host = false;  // AI_NUMERICHOST: never look the host up, only parse it
+};
 
 class Address {
 public:
@@ -32,11 +38,23 @@ public:
     static Address loopback_v4(std::uint16_t port) { return parse("127.0.0.1", port); }
     static Address loopback_v6(std::uint16_t port) { return parse("::1", port); }
 
-    // BLOCKS the calling thread in getaddrinfo() (it may wait for DNS). Call it
-    // before starting the loop, or from another thread, never from a loop
-    // callback of a server that must stay responsive. A numeric host returns at
-    // once without a lookup. Throws std::runtime_error when nothing resolves.
+    // BLOCKS the calling thread in getaddrinfo(): it may wait for DNS, for
+    // seconds. Call it before starting the loop, or from another thread, never
+    // from a loop callback; on the loop, use futures::resolve (futures/
+    // resolve.hpp), which runs this on a thread pool and returns a future.
+    // Every IPv4 and IPv6 address found, once each, in the resolver's order.
+    // A numeric host returns at once without a lookup. Failures throw
+    // std::system_error in reactor::resolve_category() (net/resolve_error.hpp)
+    // whose message names the host: an unknown name (resolve_errc::no_name),
+    // a name without addresses (no_data), ...
     static std::vector<Address> resolve(std::string_view host, std::uint16_t port);
+    // The same with a service: a port number ("8080") or a name from
+    // /etc/services ("http"); an unknown service fails with
+    // resolve_errc::service. With options.numeric_host, a host that is not a
+    // numeric address fails (no_name) instead of being looked up. An empty
+    // host (no_name) or service (service) fails without a lookup.
+    static std::vector<Address> resolve(std::string_view host, std::string_view service,
+                                        const ResolveOptions& options = {});
 
     // The address a socket is bound to / connected to; AF_UNSPEC on failure.
     static Address local_of(int fd);

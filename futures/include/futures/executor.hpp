@@ -1,0 +1,129 @@
+// futures::run_in_executor: blocking or CPU-bound work on a thread pool, its
+// result a Future completed on the loop thread (asyncio's run_in_executor,
+// libuv's uv_queue_work). Built on reactor::ThreadPool (reactor/thread_pool.hpp),
+// which says what runs on which thread.
+//
+//   Future<int> f = futures::run_in_executor(sched, [] { return crunch(); });
+//
+// The future:
+//   - is done with fn's value, or failed with the exception fn threw
+//     (result() rethrows it);
+//   - cancelled before fn started: fn never runs;
+//     cancelled while fn runs: fn runs to the end on its worker (a thread
+//     cannot be stopped safely), its result is discarded, the future is
+//     cancelled at once;
+//   - fails with reactor::ThreadPoolFull at once when the pool's queue is full
+//     (an error, not back-pressure: see thread_pool.hpp), with
+//     reactor::ThreadPoolClosed after the pool's shutdown();
+//   - is cancelled if the pool shuts down before fn started, or if the
+//     Scheduler is destroyed before the result is back (the result is dropped).
+// fn runs on another thread: it must not touch the loop, its futures or
+// anything else that is loop-thread only, and it is destroyed on the worker
+// (or where the job is cancelled). Loop thread only.
+#pragma once
+
+#include <exception>
+#include <source_location>
+#include <type_traits>
+#include <utility>
+
+#include <reactor/scheduler.hpp>
+#include <reactor/thread_pool.hpp>
+
+#include "futures/future.hpp"
+#include "futures/leaves.hpp"
+
+namespace futures {
+
+// The process's pool, made on first use with one worker per core
+// (reactor::ThreadPool::default_thread_count()) and the default queue
+// capacity. It shuts down (joining its workers) when the process exits
+// normally; calling shutdown() on it earlier makes later run_in_executor
+// calls fail with ThreadPoolClosed. Any thread.
+reactor::ThreadPool& default_executor();
+
+namespace detail {
+
+template <class R>
+class ExecutorState final : public State<R> {
+public:
+    ExecutorState(reactor::Scheduler& sched, std::source_location where) : State<R>(sched, where, false) {}
+
+    template <class F>
+    void start(reactor::ThreadPool& pool, F&& fn) {
+        job_ = pool.submit(this->scheduler(), std::forward<F>(fn), Complete{Ref<ExecutorState>(this)});
+    }
+
+private:
+    // The job's `done`: completes the state from the job's outcome. Destroyed
+    // unrun (the Scheduler is being destroyed, or the future was cancelled),
+    // it cancels the state if still pending.
+    struct Complete {
+        Ref<ExecutorState> state;
+
+        void operator()(reactor::JobResult<R>&& r) {
+            Ref<ExecutorState> s = std::move(state);
+            if (!s->pending()) return;
+            switch (r.status) {
+            case reactor::JobStatus::done:
+                if constexpr (std::is_void_v<R>) {
+                    s->finish_value();
+                } else {
+                    s->finish_value(std::move(*r.value));
+                }
+                break;
+            case reactor::JobStatus::failed: s->finish_exception(std::move(r.error)); break;
+            case reactor::JobStatus::cancelled:
+                s->abandon("the thread pool was shut down before this job started");
+                break;
+            }
+        }
+        Complete(Ref<ExecutorState> s) noexcept : state(std::move(s)) {}  // NOLINT: aggregate-like
+        Complete(Complete&&) noexcept = default;
+        Complete& operator=(Complete&&) = delete;
+        ~Complete() {
+            if (state) state->abandon("the Scheduler was destroyed before this job's result came back");
+        }
+    };
+
+    Ref<StateBase> cancel_step(bool& accepted) override {
+        Ref<StateBase> next = State<R>::cancel_step(accepted);
+        if (accepted) job_.cancel();  // the caller holds a reference: we survive our Complete's
+        return next;
+    }
+    void destroy_payload() noexcept override { job_ = {}; }
+
+    reactor::Job job_;
+};
+
+}  // namespace detail
+
+template <class F>
+using executor_result_t = std::invoke_result_t<std::decay_t<F>&>;
+
+// Runs fn() on `pool`; see the top of this file.
+template <class F>
+[[nodiscard]] Future<executor_result_t<F>> run_in_executor(
+    reactor::Scheduler& sched, reactor::ThreadPool& pool, F&& fn,
+    std::source_location where = std::source_location::current()) {
+    using R = executor_result_t<F>;
+    static_assert(!is_future_v<R>, "run_in_executor: fn runs on another thread and cannot return a Future");
+    static_assert(std::is_void_v<R> || (std::is_object_v<R> && std::is_move_constructible_v<R>),
+                  "run_in_executor: fn must return void or a movable object type");
+    try {
+        return detail::launch<detail::ExecutorState<R>>(sched, where).start(pool, std::forward<F>(fn));
+    } catch (const reactor::ThreadPoolFull&) {
+        return make_exception_future<R>(sched, std::current_exception(), where);
+    } catch (const reactor::ThreadPoolClosed&) {
+        return make_exception_future<R>(sched, std::current_exception(), where);
+    }
+}
+
+// Runs fn() on default_executor().
+template <class F>
+[[nodiscard]] Future<executor_result_t<F>> run_in_executor(
+    reactor::Scheduler& sched, F&& fn, std::source_location where = std::source_location::current()) {
+    return run_in_executor(sched, default_executor(), std::forward<F>(fn), where);
+}
+
+}  // namespace futures

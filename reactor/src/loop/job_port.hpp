@@ -1,0 +1,82 @@
+// The ThreadPool's internals shared by thread_pool.cpp and job_port.cpp.
+//
+// PoolCore: the queue (an intrusive list, so a cancelled job leaves it in
+// O(1)), under one mutex. Mailbox: how a worker reaches a loop, a Scheduler
+// pointer that the loop clears, under the mailbox's mutex, when its Scheduler
+// is being destroyed; a worker posts while holding that mutex, so it never
+// touches a Scheduler that is gone. LoopPort: one per Scheduler that ever
+// received a job (from any pool), on its loop thread: the jobs whose `done`
+// is pending, the keep-alive timer, and the observer that ends them with the
+// Scheduler.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+
+#include "reactor/handle.hpp"
+#include "reactor/scheduler.hpp"
+#include "reactor/scheduler_observer.hpp"
+#include "reactor/thread_pool.hpp"
+
+namespace reactor::detail {
+
+struct PoolCore {
+    std::mutex mutex;
+    std::condition_variable wake;  // a job was queued, or the pool closed
+    JobBase* head = nullptr;
+    JobBase* tail = nullptr;
+    std::size_t queued = 0;
+    bool closed = false;
+
+    // Under mutex.
+    void push(JobBase* job) noexcept;
+    JobBase* pop() noexcept;
+    void unlink(JobBase* job) noexcept;
+};
+
+struct Mailbox {
+    std::mutex mutex;
+    Scheduler* sched;  // null once the Scheduler is being destroyed
+    explicit Mailbox(Scheduler& s) : sched(&s) {}
+};
+
+// Posts a finished (or cancelled) job's outcome to its loop, taking over the
+// caller's reference; drops it if nobody wants it. Any thread.
+void deliver(JobBase* job) noexcept;
+
+class LoopPort final : public SchedulerObserver {
+public:
+    // The port of `sched`, made on first use. Loop thread.
+    static LoopPort& of(Scheduler& sched);
+
+    // Loop thread. track: `job` has a pending `done` (the port takes a
+    // reference). untrack: it no longer has (the reference is the caller's).
+    void track(JobBase* job);
+    void untrack(JobBase* job) noexcept;
+    // The posted outcome arrived: runs `done`.
+    void complete(JobBase* job);
+    bool dying() const noexcept { return dying_; }
+    const std::shared_ptr<Mailbox>& mailbox() const noexcept { return mailbox_; }
+
+    void on_scheduler_destroyed() noexcept override;
+
+private:
+    explicit LoopPort(Scheduler& sched);
+    ~LoopPort() = default;
+
+    Scheduler& sched_;
+    std::shared_ptr<Mailbox> mailbox_;
+    JobBase* head_ = nullptr;
+    std::size_t pending_ = 0;
+    Handle keepalive_;  // a timer that never fires, armed while pending_ > 0
+    bool dying_ = false;
+};
+
+// Takes a queued job out of its pool's queue, if it still is queued: its work
+// will never run (destroyed here) and the queue's reference is released.
+// Returns whether it was. Any thread.
+bool unqueue(JobBase* job) noexcept;
+
+}  // namespace reactor::detail

@@ -1,0 +1,150 @@
+// ThreadPool: the workers and the queue. The loop's side (ports, delivery,
+// Job::cancel) is in job_port.cpp.
+#include "reactor/thread_pool.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "job_port.hpp"
+
+namespace reactor {
+namespace detail {
+
+void PoolCore::push(JobBase* job) noexcept {
+    job->queue_next = nullptr;
+    job->queue_prev = tail;
+    if (tail) tail->queue_next = job;
+    else head = job;
+    tail = job;
+    ++queued;
+}
+
+JobBase* PoolCore::pop() noexcept {
+    JobBase* job = head;
+    if (job) unlink(job);
+    return job;
+}
+
+void PoolCore::unlink(JobBase* job) noexcept {
+    if (job->queue_prev) job->queue_prev->queue_next = job->queue_next;
+    else head = job->queue_next;
+    if (job->queue_next) job->queue_next->queue_prev = job->queue_prev;
+    else tail = job->queue_prev;
+    job->queue_prev = job->queue_next = nullptr;
+    --queued;
+}
+
+}  // namespace detail
+
+namespace {
+// The pool whose worker this thread is, if any (shutdown() from a worker
+// would wait for itself).
+thread_local const detail::PoolCore* t_worker_of = nullptr;
+}  // namespace
+
+std::size_t ThreadPool::default_thread_count() noexcept {
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool::ThreadPool(std::size_t threads, std::size_t queue_capacity)
+    : core_(std::make_shared<detail::PoolCore>()),
+      thread_count_(threads ? threads : default_thread_count()),
+      capacity_(queue_capacity) {
+    if (queue_capacity == 0) throw std::invalid_argument("reactor: ThreadPool needs a queue capacity > 0");
+    workers_.reserve(thread_count_);
+    try {
+        for (std::size_t i = 0; i < thread_count_; ++i) workers_.emplace_back([this] { work_loop(); });
+    } catch (...) {
+        shutdown();  // the threads already started
+        throw;
+    }
+}
+
+ThreadPool::~ThreadPool() { shutdown(); }
+
+Job ThreadPool::enqueue(Scheduler& sched, detail::JobBase* job) {
+    Job handle(job);  // the first reference: on a throw below, the job dies with it, unrun
+    detail::LoopPort& port = detail::LoopPort::of(sched);
+    if (port.dying()) throw std::logic_error("reactor: ThreadPool::submit while its Scheduler is being destroyed");
+    job->core = core_;
+    job->mailbox = port.mailbox();
+    port.track(job);
+    const char* refused = nullptr;
+    std::size_t waiting = 0;
+    {
+        std::lock_guard lock(core_->mutex);
+        if (core_->closed) {
+            refused = "closed";
+        } else if (core_->queued >= capacity_) {
+            refused = "full";
+            waiting = core_->queued;
+        } else {
+            job->add_ref();  // the queue's
+            core_->push(job);
+        }
+    }
+    if (refused) {
+        port.untrack(job);
+        job->release();  // the port's
+        if (waiting == 0) throw ThreadPoolClosed("reactor: ThreadPool::submit after shutdown()");
+        throw ThreadPoolFull(fmt::format("reactor: ThreadPool queue is full ({} jobs waiting for {} threads)",
+                                         waiting, thread_count_));
+    }
+    core_->wake.notify_one();
+    return handle;
+}
+
+void ThreadPool::work_loop() noexcept {
+    detail::PoolCore& core = *core_;
+    t_worker_of = &core;
+    for (;;) {
+        detail::JobBase* job;
+        {
+            std::unique_lock lock(core.mutex);
+            core.wake.wait(lock, [&] { return core.closed || core.head != nullptr; });
+            job = core.pop();
+            if (!job) return;  // closed, and shutdown() took what was queued
+            job->stage = detail::JobBase::Stage::running;
+        }
+        job->run();
+        detail::deliver(job);  // hands over the queue's reference
+    }
+}
+
+void ThreadPool::shutdown() {
+    if (t_worker_of == core_.get()) throw std::logic_error("reactor: ThreadPool::shutdown from one of its own workers");
+    std::lock_guard join_lock(join_mutex_);
+    detail::JobBase* cancelled = nullptr;
+    {
+        std::lock_guard lock(core_->mutex);
+        core_->closed = true;
+        cancelled = std::exchange(core_->head, nullptr);
+        core_->tail = nullptr;
+        core_->queued = 0;
+        for (detail::JobBase* j = cancelled; j; j = j->queue_next) j->stage = detail::JobBase::Stage::cancelled;
+    }
+    core_->wake.notify_all();
+    while (detail::JobBase* job = cancelled) {
+        cancelled = job->queue_next;
+        job->queue_prev = job->queue_next = nullptr;
+        job->drop_work();
+        detail::deliver(job);  // `done` runs on its loop with JobStatus::cancelled
+    }
+    for (auto& worker : workers_)
+        if (worker.joinable()) worker.join();
+    workers_.clear();
+}
+
+std::size_t ThreadPool::queued() const {
+    std::lock_guard lock(core_->mutex);
+    return core_->queued;
+}
+
+bool ThreadPool::is_shut_down() const {
+    std::lock_guard lock(core_->mutex);
+    return core_->closed;
+}
+
+}  // namespace reactor
