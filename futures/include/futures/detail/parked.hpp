@@ -39,6 +39,7 @@ public:
         list.push_back(*this);
     }
 
+    Item& item() noexcept { return *item_; }
     Item take_item() {
         Item out = std::move(*item_);
         item_.reset();
@@ -104,6 +105,16 @@ public:
             if (p->alive() && p->pending()) return Ref<Parked<T, Item>>(p);
         }
         return {};
+    }
+
+    // The first parked future that can still take something, left in place
+    // (a send waiting for the kernel stays first until it is sent). Null if none.
+    Parked<T, Item>* front() noexcept {
+        while (Parked<T, Item>* p = head_) {
+            if (p->alive() && p->pending()) return p;
+            unlink(*p);
+        }
+        return nullptr;
     }
 
     // Fails every parked future with `error` (close()).
