@@ -1,15 +1,31 @@
-// Runs the real countdown example (examples/03_countdown) at high speed and
-// talks to its echo server over TCP on 127.0.0.1.
+// The countdown demo (examples/03_countdown). Its logic, countdown.hpp, runs
+// in-process on virtual time (reactor/testing/, docs/testing.md): the whole
+// 20 s program in a few milliseconds, every line asserted with the virtual
+// time it came at, its echo server answering a real TCP client on 127.0.0.1
+// meanwhile. The built program itself is run only for what only it does:
+// --help, refusing bad options, Ctrl-C, and a one-line countdown.
 #define BOOST_TEST_MODULE countdown
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
-#include <regex>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <reactor/net/address.hpp>
+#include <reactor/testing/virtual_loop.hpp>
+
+#include "../examples/03_countdown/countdown.hpp"
 #include "support/backends.hpp"
+#include "support/check_empty.hpp"
 #include "support/net_util.hpp"
 #include "support/process.hpp"
 
@@ -17,54 +33,141 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::string> lines_matching(const std::string& text, const std::regex& re) {
-    std::vector<std::string> out;
-    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) out.push_back(it->str());
-    return out;
-}
+using Lines = std::vector<std::string>;
+
+// The demo on virtual time, its lines stamped with the virtual time they
+// were said at ("2500 echo: ..."): the stamps are exact, so the test is too.
+struct VirtualCountdown {
+    explicit VirtualCountdown(countdown::Settings settings)
+        : loop(reactor_test::backend_under_test()),
+          demo(loop.sched, settings, [this](std::string_view line) { said(line); }, [this] { loop.sched.stop(); }) {}
+
+    void said(std::string_view line) {
+        lines.push_back(fmt::format("{} {}", loop.clock.elapsed() / 1ms, line));
+        if (on_line) on_line(line);
+    }
+
+    reactor::testing::VirtualLoop loop;
+    Lines lines;
+    std::function<void(std::string_view)> on_line;
+    countdown::Countdown demo;
+};
+
+// A TCP client of the echo server, run by the same loop: it sends, then reads
+// with read_wait until `want` has arrived, then calls `then`.
+struct EchoClient {
+    explicit EchoClient(reactor::Scheduler& s) : sched(s) {}
+    reactor::Scheduler& sched;
+    int fd = -1;
+    std::string got;
+
+    void expect(std::string want, std::function<void()> then) {
+        sched.read_wait(fd, [this, want = std::move(want), then = std::move(then)]() mutable {
+            char buf[256];
+            ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (n > 0) got.append(buf, static_cast<std::size_t>(n));
+            if (got.size() >= want.size() || n == 0) {
+                BOOST_TEST(got == want);
+                return then();
+            }
+            expect(std::move(want), std::move(then));
+        });
+    }
+};
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(counts_down_counts_up_and_echoes_over_tcp) {
-    // --speed 20: the 20 s program takes about 1 s.
-    const std::string backend(reactor::to_string(reactor_test::backend_under_test()));
-    testsupport::Child child(testsupport::example_path("countdown"),
-                             {"--port", "0", "--speed", "20", "--backend", backend});
-    auto first = child.read_line(5s);
-    BOOST_REQUIRE(first);
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+))")), *first);
-    int fd = nettest::connect_blocking(static_cast<std::uint16_t>(std::stoi(m[1])));
-    BOOST_REQUIRE(fd >= 0);
-    BOOST_REQUIRE(nettest::send_all(fd, "hello\nworld\r\n"));
-    BOOST_TEST(nettest::recv_line(fd) == "Got: hello");
-    BOOST_TEST(nettest::recv_line(fd) == "Got: world");
-    // A message split across two writes is answered once it is complete.
-    BOOST_REQUIRE(nettest::send_all(fd, "spl"));
-    ::usleep(10'000);
-    BOOST_REQUIRE(nettest::send_all(fd, "it\n"));
-    BOOST_TEST(nettest::recv_line(fd) == "Got: split");
-    ::close(fd);
+// The whole program in virtual time: "Down n" every 4 s, "Up i" every 1 s,
+// equal deadlines in the order they were scheduled ("Down 5" was scheduled
+// before "Up 4"), and the echo exchange between "Up 2" and "Up 3". While the
+// client's bytes are in flight a TimeHold keeps virtual time still, so its
+// lines come at 2.5 s and 3.5 s on every run.
+BOOST_AUTO_TEST_CASE(the_twenty_second_demo_runs_in_virtual_time_line_by_line) {
+    VirtualCountdown v({.from = 6, .speed = 1, .port = 0});
+    auto& sched = v.loop.sched;
+    EchoClient client(sched);
+    reactor::testing::TimeHold hold;
+    std::string me;  // the client's address, as the server names it
+    v.on_line = [&](std::string_view line) {
+        if (line.ends_with(" disconnected")) hold.release();  // the exchange is over
+    };
+    sched.call_at(reactor::testing::VirtualClock::kStart + 2500ms, [&] {
+        hold = v.loop.hold_time();
+        client.fd = nettest::connect_blocking(v.demo.port());
+        BOOST_REQUIRE(client.fd >= 0);
+        // "spl" then "it\n": without this, Nagle keeps "it\n" back until the
+        // server's delayed ACK of "spl" (the hold would wait for it, for real).
+        int one = 1;
+        BOOST_REQUIRE(::setsockopt(client.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0);
+        me = reactor::Address::local_of(client.fd).to_string();
+        BOOST_REQUIRE(nettest::send_all(client.fd, "hello\nworld\r\n"));
+        client.expect("Got: hello\nGot: world\n", [&] {
+            // Half a line: no answer until the rest comes, a second later.
+            BOOST_REQUIRE(nettest::send_all(client.fd, "spl"));
+            hold.release();
+        });
+    });
+    sched.call_at(reactor::testing::VirtualClock::kStart + 3500ms, [&] {
+        hold = v.loop.hold_time();
+        BOOST_REQUIRE(nettest::send_all(client.fd, "it\n"));
+        client.expect("Got: hello\nGot: world\nGot: split\n", [&] { ::close(client.fd); });
+    });
+    v.demo.start();
+    sched.run();
 
-    std::string out = *first + "\n" + child.read_all(10s);
-    BOOST_TEST(child.wait(5s) == 0);
+    Lines expected{fmt::format("0 listening on 127.0.0.1:{}", v.demo.port()), "0 Down 6", "0 Up 0", "1000 Up 1",
+                   "2000 Up 2", fmt::format("2500 echo: connection from {}", me),
+                   fmt::format("2500 echo: {} sent 'hello'", me), fmt::format("2500 echo: {} sent 'world'", me),
+                   "3000 Up 3", fmt::format("3500 echo: {} sent 'split'", me),
+                   fmt::format("3500 echo: {} disconnected", me)};
+    for (int down = 5, up = 4; down >= 1; --down) {
+        expected.push_back(fmt::format("{} Down {}", (6 - down) * 4000, down));
+        for (int i = 0; i < 4 && down > 1; ++i, ++up) expected.push_back(fmt::format("{} Up {}", up * 1000, up));
+    }
+    expected.push_back("20000 countdown finished; closing the echo server");
+    BOOST_TEST(v.lines == expected, boost::test_tools::per_element());
+    BOOST_TEST((v.loop.clock.elapsed() == 20s));
+    CHECK_EMPTY(sched);
+}
 
-    auto downs = lines_matching(out, std::regex(R"(Down \d+)"));
-    BOOST_TEST(downs == (std::vector<std::string>{"Down 6", "Down 5", "Down 4", "Down 3", "Down 2", "Down 1"}),
+// --speed divides every delay, exactly; --from sets the length.
+BOOST_AUTO_TEST_CASE(speed_and_from_scale_the_schedule_exactly) {
+    VirtualCountdown v({.from = 2, .speed = 4, .port = 0});
+    v.demo.start();
+    v.loop.sched.run();
+    BOOST_TEST(v.lines == (Lines{fmt::format("0 listening on 127.0.0.1:{}", v.demo.port()), "0 Down 2", "0 Up 0",
+                                 "250 Up 1", "500 Up 2", "750 Up 3", "1000 Down 1",
+                                 "1000 countdown finished; closing the echo server"}),
                boost::test_tools::per_element());
-    // The two timer chains drift against each other on a loaded machine, so
-    // how many "Up" lines fit before "Down 1" stops the loop is not fixed:
-    // assert the bounds and the order, never the exact count.
-    auto ups = lines_matching(out, std::regex(R"(Up \d+)"));
-    BOOST_TEST_REQUIRE(ups.size() >= 1u);
-    BOOST_TEST(ups.size() <= 20u);  // the countup stops itself after "Up 19"
-    for (std::size_t i = 0; i < ups.size(); ++i) BOOST_TEST(ups[i] == "Up " + std::to_string(i));
-    // Concurrency, not sequence: counting up starts before the countdown's
-    // second step ("Down 6" and "Up 0" are both scheduled before the loop runs).
-    BOOST_TEST(out.find("Down 6") < out.find("Up 0"));
-    BOOST_TEST(out.find("Up 0") < out.find("Down 5"));
-    BOOST_TEST(out.find("echo: 127.0.0.1:") != std::string::npos);
-    BOOST_TEST(out.find("Down 1") < out.find("countdown finished"));
+    CHECK_EMPTY(v.loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(bad_settings_and_a_taken_port_are_refused_clearly) {
+    reactor::testing::VirtualLoop loop(reactor_test::backend_under_test());
+    auto make = [&](countdown::Settings s) { countdown::Countdown demo(loop.sched, s, [](std::string_view) {}, nullptr); };
+    auto says = [](const std::string& text) {
+        return [text](const std::exception& e) { return std::string(e.what()) == text; };
+    };
+    BOOST_CHECK_EXCEPTION(make({.from = 0}), std::invalid_argument, says("from must be 1 or more, not 0"));
+    BOOST_CHECK_EXCEPTION(make({.speed = 0}), std::invalid_argument, says("speed must be finite and > 0, not 0"));
+    BOOST_CHECK_EXCEPTION(make({.speed = NAN}), std::invalid_argument, says("speed must be finite and > 0, not nan"));
+    countdown::Countdown first(loop.sched, {}, [](std::string_view) {}, nullptr);
+    BOOST_CHECK_EXCEPTION(
+        make({.port = first.port()}), std::runtime_error,
+        says(fmt::format("cannot listen on 127.0.0.1:{}: Address already in use", first.port())));
+}
+
+// ---- the program itself: quick runs only ----
+
+BOOST_AUTO_TEST_CASE(the_program_counts_down_from_one_and_exits_zero) {
+    const std::string backend(reactor::to_string(reactor_test::backend_under_test()));
+    testsupport::Run r = testsupport::run_example("countdown", {"--from", "1", "--backend", backend});
+    BOOST_TEST(r.code == 0);
+    BOOST_REQUIRE(r.out.size() == 3u);
+    BOOST_TEST(r.out[0].starts_with("listening on 127.0.0.1:"));
+    BOOST_TEST(r.out[1] == "Down 1");
+    BOOST_TEST(r.out[2] == "countdown finished; closing the echo server");
+    BOOST_TEST(r.err == "");
 }
 
 BOOST_AUTO_TEST_CASE(help_explains_the_options_and_exits_zero) {

@@ -9,23 +9,20 @@
 //   - an echo server on 127.0.0.1 answering each line with "Got: <line>",
 //     written with one-shot read_wait/write_wait callbacks as in the talk
 //     (line_echo.hpp and line_echo_client.hpp, beside this file).
-// Each generator of the talk becomes a function that does one step and
-// schedules the next. The program exits once the countdown has printed
-// "Down 1".
-#include <chrono>
+// They live in countdown.hpp, a component that takes the Scheduler and a sink
+// for its lines: this main() gives it a real loop and stdout, and the test
+// gives it a loop on virtual time (docs/testing.md). The program exits once
+// the countdown has printed "Down 1".
 #include <cstdint>
-#include <functional>
+#include <cstdio>
 #include <memory>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
-#include "line_echo.hpp"
-
-using namespace std::chrono_literals;
-using countdown::say;
-using Seconds = std::chrono::duration<double>;
+#include "countdown.hpp"
 
 int main(int argc, char** argv) {
     examples::Cli cli("countdown",
@@ -33,17 +30,15 @@ int main(int argc, char** argv) {
                       "prints 'Down n' every 4 s, a countup prints 'Up i' every 1 s while it runs, and an\n"
                       "echo server on 127.0.0.1 answers every line with 'Got: <line>' (try: nc 127.0.0.1 PORT).\n"
                       "The first line printed is 'listening on 127.0.0.1:PORT'. Exits after 'Down 1'.");
-    std::uint16_t port = 0;
-    int from = 6;
-    double speed = 1;
+    countdown::Settings settings;
     reactor::Backend backend = reactor::Backend::select;
-    cli.add_option("--port", port, "TCP port of the echo server (0: pick a free one)")->check(CLI::Range(0, 65535));
-    cli.add_option("--from", from, "count down from this number")->check(CLI::Range(1, 1000));
-    cli.add_option("--speed", speed, "divide every delay by this factor (e.g. 10 runs ten times faster)")
+    cli.add_option("--port", settings.port, "TCP port of the echo server (0: pick a free one)")
+        ->check(CLI::Range(0, 65535));
+    cli.add_option("--from", settings.from, "count down from this number")->check(CLI::Range(1, 1000));
+    cli.add_option("--speed", settings.speed, "divide every delay by this factor (e.g. 10 runs ten times faster)")
         ->check(examples::positive);
     examples::add_backend_option(cli, backend);
     cli.parse_or_exit(argc, argv);
-    auto scaled = [speed](Seconds d) { return d / speed; };
 
     reactor::Scheduler sched(examples::on(backend));
     // Ctrl-C stops the loop (cli.hpp). Installed before the first line is
@@ -53,37 +48,19 @@ int main(int argc, char** argv) {
         interrupted = true;
         sched.stop();
     });
-    std::unique_ptr<countdown::LineEcho> server;
+    // Each line flushed at once: whoever reads the output reads it live.
+    auto print = [](std::string_view line) {
+        fmt::print("{}\n", line);
+        std::fflush(stdout);
+    };
+    std::unique_ptr<countdown::Countdown> demo;
     try {
-        server = std::make_unique<countdown::LineEcho>(sched, port);
+        demo = std::make_unique<countdown::Countdown>(sched, settings, print, [&] { sched.stop(); });
     } catch (const std::exception& e) {
         fmt::print(stderr, "countdown: {}\n", e.what());
         return 1;
     }
-    say(fmt::format("listening on 127.0.0.1:{}", server->port()));
-    server->start();
-
-    // countdown(n): print, then call itself again in 4 s (a generator's
-    // "sleep(4)" desugared into a timer callback).
-    std::function<void(int)> countdown = [&](int n) {
-        say(fmt::format("Down {}", n));
-        if (n > 1) {
-            sched.call_later(scaled(4s), [&countdown, n] { countdown(n - 1); });
-        } else {
-            say("countdown finished; closing the echo server");
-            sched.stop();
-        }
-    };
-    // countup(i): counts while the countdown runs (4 s per Down step).
-    const int up_limit = 4 * (from - 1);
-    std::function<void(int)> countup = [&](int i) {
-        if (i >= up_limit) return;
-        say(fmt::format("Up {}", i));
-        sched.call_later(scaled(1s), [&countup, i] { countup(i + 1); });
-    };
-
-    sched.call_soon([&] { countdown(from); });
-    sched.call_soon([&] { countup(0); });
+    demo->start();
     sched.run();
     return interrupted ? examples::interrupted(cli) : 0;
 }

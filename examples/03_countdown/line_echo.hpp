@@ -17,6 +17,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <reactor/net/address.hpp>
@@ -29,7 +30,7 @@ namespace countdown {
 // Accepts connections with a one-shot read_wait that re-arms itself.
 class LineEcho {
 public:
-    LineEcho(reactor::Scheduler& sched, std::uint16_t port) : sched_(sched) {
+    LineEcho(reactor::Scheduler& sched, std::uint16_t port, Sink say) : sched_(sched), say_(std::move(say)) {
         const reactor::Address address = reactor::Address::loopback_v4(port);
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         int one = 1;
@@ -57,21 +58,22 @@ private:
             int c = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (c < 0) {
                 if (errno == EINTR || errno == ECONNABORTED) continue;
-                if (errno != EAGAIN) say(fmt::format("echo: accept failed: {}", std::strerror(errno)));
+                if (errno != EAGAIN) say_(fmt::format("echo: accept failed: {}", std::strerror(errno)));
                 break;
             }
             std::string name = reactor::Address::from_sockaddr(reinterpret_cast<sockaddr*>(&peer), len).to_string();
             try {
-                std::make_shared<LineEchoClient>(sched_, c, name)->wait_readable();
-                say(fmt::format("echo: connection from {}", name));
+                std::make_shared<LineEchoClient>(sched_, c, name, say_)->wait_readable();
+                say_(fmt::format("echo: connection from {}", name));
             } catch (const std::invalid_argument& e) {  // e.g. fd >= FD_SETSIZE with select
-                say(fmt::format("echo: refused a connection: {}", e.what()));
+                say_(fmt::format("echo: refused a connection: {}", e.what()));
             }
         }
         start();
     }
 
     reactor::Scheduler& sched_;
+    Sink say_;
     int fd_ = -1;
     std::uint16_t port_ = 0;
 };

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,18 +24,17 @@
 
 namespace countdown {
 
-// The demo's one way to print: a line, flushed at once (tests read it live).
-inline void say(std::string_view line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+// Where the demo's lines go, one call per line (without the newline): the
+// program prints them, a test collects them.
+using Sink = std::function<void(std::string_view)>;
 
 // Lines longer than this are answered in pieces rather than buffered forever.
 inline constexpr std::size_t kMaxLine = 64 * 1024;
 
 class LineEchoClient : public std::enable_shared_from_this<LineEchoClient> {
 public:
-    LineEchoClient(reactor::Scheduler& sched, int fd, std::string peer) : sched_(sched), fd_(fd), peer_(std::move(peer)) {}
+    LineEchoClient(reactor::Scheduler& sched, int fd, std::string peer, Sink say)
+        : sched_(sched), fd_(fd), peer_(std::move(peer)), say_(std::move(say)) {}
     ~LineEchoClient() { ::close(fd_); }
 
     void wait_readable() {
@@ -48,7 +47,7 @@ private:
         ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) return wait_readable();  // spurious readiness
         if (n <= 0) {
-            say(fmt::format("echo: {} disconnected{}", peer_, n < 0 ? fmt::format(" ({})", std::strerror(errno)) : ""));
+            say_(fmt::format("echo: {} disconnected{}", peer_, n < 0 ? fmt::format(" ({})", std::strerror(errno)) : ""));
             sched_.remove_writer(fd_);
             return;  // the last reference goes with this callback: the fd is closed
         }
@@ -57,7 +56,7 @@ private:
             std::string line = input_.substr(0, nl);  // all of it when there is no newline
             input_.erase(0, nl == std::string::npos ? nl : nl + 1);
             if (line.ends_with('\r')) line.pop_back();
-            say(fmt::format("echo: {} sent '{}'", peer_, line));
+            say_(fmt::format("echo: {} sent '{}'", peer_, line));
             output_ += fmt::format("Got: {}\n", line);
         }
         flush();
@@ -84,6 +83,7 @@ private:
     reactor::Scheduler& sched_;
     int fd_;
     std::string peer_;
+    Sink say_;
     std::string input_, output_;
 };
 
