@@ -38,6 +38,7 @@ StreamCore::~StreamCore() {
 }
 
 void StreamCore::attach() {
+    eof_ = conn_->at_eof();  // a write-only pipe never reads: reads end at once
     std::weak_ptr<StreamCore> weak = weak_from_this();
     conn_->set_data_callback([weak](reactor::Connection&, std::string_view d) {
         if (auto self = weak.lock()) self->on_data(d);

@@ -1,5 +1,6 @@
 // futures/stream.hpp: asyncio-style streams over reactor::Connection (TCP or
-// Unix): reads return futures, writes are buffered, drain() applies backpressure.
+// Unix sockets, pipes, terminals, stdin/stdout): reads return futures, writes
+// are buffered, drain() applies backpressure.
 //
 // A Stream is a handle (copying shares it) to one connection and its read
 // buffer. The connection stays open while a handle exists or until close();
@@ -69,6 +70,12 @@ public:
     Stream() = default;
     // Wraps an open connection: the stream takes over its callbacks.
     static Stream from(reactor::ConnectionPtr conn, StreamOptions options = {});
+    // Takes ownership of `fd` (a socket, a pipe end or a terminal), as
+    // reactor::Connection::adopt does, with the same errors: a regular file or
+    // a directory throws std::invalid_argument naming its type. A write-only
+    // pipe end reads as at EOF at once; a read-only one refuses writes (write()
+    // returns false). asyncio's connect_read_pipe/connect_write_pipe.
+    static Stream adopt(reactor::Scheduler& sched, int fd, StreamOptions options = {});
 
     bool valid() const noexcept { return static_cast<bool>(core_); }
 
@@ -121,6 +128,18 @@ private:
     detail::StreamCore& core() const;
     std::shared_ptr<detail::StreamCore> core_;
 };
+
+// A new pipe as two streams (reactor::open_pipe): what is written to
+// write_end is read from read_end; write_end.write_eof() or close() ends it.
+struct PipeStreams {
+    Stream read_end;
+    Stream write_end;
+};
+[[nodiscard]] PipeStreams open_pipe(reactor::Scheduler& sched, StreamOptions options = {});
+// A stream over a duplicate of a standard stream (0, 1, 2), which stays the
+// caller's; non-blocking until the stream closes (see reactor::adopt_stdio:
+// a regular file, as in `prog < file`, throws std::invalid_argument).
+[[nodiscard]] Stream open_stdio(reactor::Scheduler& sched, int fd, StreamOptions options = {});
 
 // Connects; the future fails with std::system_error carrying the errno
 // reactor::Connector reports (ECONNREFUSED, ECONNRESET, ETIMEDOUT, ...: the

@@ -1,9 +1,12 @@
 #include "reactor/net/connection.hpp"
 #include "reactor/net/connection_set.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -51,7 +54,19 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}",
                                                 options.low_water, options.high_water));
     if (options.read_size == 0) throw std::invalid_argument("reactor: read_size must be positive");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw detail::system_error(errno, fmt::format("reactor: fstat of fd {}", fd));
+    if (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+        throw std::invalid_argument(fmt::format(
+            "reactor: fd {} is a {}, which cannot be watched for readiness: a connection needs a socket, a pipe "
+            "or a terminal",
+            fd, detail::file_type_name(st.st_mode)));
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) throw detail::system_error(errno, fmt::format("reactor: fcntl(F_GETFL) of fd {}", fd));
+    if ((flags & O_NONBLOCK) == 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
+        throw detail::system_error(errno, fmt::format("reactor: fcntl(F_SETFL, O_NONBLOCK) of fd {}", fd));
     auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options);
+    conn->adapt_to_fd_type(static_cast<int>(st.st_mode & S_IFMT), flags & O_ACCMODE);
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
@@ -76,6 +91,23 @@ Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOption
     if (has_deadlines()) read_from_ = write_from_ = idle_from_ = sched_.now();
 }
 
+// Sockets keep the defaults. A pipe end open in one direction starts with the
+// other direction already finished (see adopt()).
+void Connection::adapt_to_fd_type(int type, int access_mode) noexcept {
+    is_socket_ = type == S_IFSOCK;
+    if (is_socket_) return;
+    is_fifo_ = type == S_IFIFO;
+    if (access_mode == O_RDONLY) {
+        shutdown_requested_ = write_shut_ = true;
+    } else if (access_mode == O_WRONLY) {
+        read_eof_ = true;
+        // A pipe's write end polls as an error once no reader is left (every
+        // backend reports that as readable), so a reader registered on it
+        // learns of the departure without waiting for a write.
+        watch_reader_gone_ = is_fifo_;
+    }
+}
+
 Connection::~Connection() {
     // Only reached open if adopt() failed before anything was registered.
     if (fd_ >= 0) detail::close_fd(fd_);
@@ -83,7 +115,7 @@ Connection::~Connection() {
 
 void Connection::set_no_delay(bool on) noexcept {
     int v = on ? 1 : 0;
-    if (fd_ >= 0) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
+    if (fd_ >= 0 && is_socket_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
 }
 
 void Connection::set_water_marks(std::size_t high, std::size_t low) {
@@ -112,7 +144,7 @@ void Connection::resume_reading() {
 
 // The one place that decides whether the fd is watched for reading.
 void Connection::update_reader() {
-    bool want = state_ == State::open && reading_wanted_ && !read_eof_;
+    bool want = state_ == State::open && (watch_reader_gone_ || (reading_wanted_ && !read_eof_));
     if (want && !reader_registered_) {
         sched_.add_reader(fd_, [this] { on_readable(); });  // self_ keeps `this` alive while registered
         reader_registered_ = true;
@@ -123,10 +155,11 @@ void Connection::update_reader() {
 }
 
 void Connection::on_readable() {
+    if (watch_reader_gone_) return fail(EPIPE);  // see adapt_to_fd_type
     char* buf = detail::read_scratch(read_size_);
     ssize_t n;
     do {
-        n = ::recv(fd_, buf, read_size_, 0);
+        n = is_socket_ ? ::recv(fd_, buf, read_size_, 0) : ::read(fd_, buf, read_size_);
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
         note_read();
@@ -155,10 +188,7 @@ bool Connection::write(std::string_view data) {
     if (out_.empty()) {
         // Nothing queued, so order allows sending straight away: the common
         // case costs one send(2) and no copy.
-        ssize_t n;
-        do {
-            n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-        } while (n < 0 && errno == EINTR);
+        ssize_t n = transfer_out(data.data(), data.size());
         if (n < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
                 fail(errno);
@@ -193,6 +223,15 @@ bool Connection::write(std::string_view data) {
     return true;
 }
 
+long Connection::transfer_out(const char* data, std::size_t n) noexcept {
+    if (is_fifo_) return detail::write_without_sigpipe(fd_, data, n);
+    ssize_t r;
+    do {
+        r = is_socket_ ? ::send(fd_, data, n, MSG_NOSIGNAL) : ::write(fd_, data, n);  // a terminal never raises SIGPIPE
+    } while (r < 0 && errno == EINTR);
+    return r;
+}
+
 void Connection::register_writer() {
     if (writer_registered_) return;
     sched_.add_writer(fd_, [this] { on_writable(); });
@@ -201,10 +240,7 @@ void Connection::register_writer() {
 
 void Connection::on_writable() {
     if (!out_.empty()) {
-        ssize_t n;
-        do {
-            n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
-        } while (n < 0 && errno == EINTR);
+        ssize_t n = transfer_out(out_.data(), out_.size());
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             return fail(errno);
@@ -244,7 +280,9 @@ void Connection::write_eof() {
 
 void Connection::do_write_eof() {
     // ENOTCONN: the peer already reset; reading reports that, nothing to do here.
-    ::shutdown(fd_, SHUT_WR);
+    // Not a socket: a write-only pipe has read_eof_ set, so it closes just
+    // below (its reader sees EOF); a terminal cannot half-close.
+    if (is_socket_) ::shutdown(fd_, SHUT_WR);
     write_shut_ = true;
     if (read_eof_) finish_close({CloseKind::eof, 0}, false);
 }
@@ -299,7 +337,8 @@ void Connection::release_fd(bool abortive) {
     deadline_timer_.cancel();
     sched_.forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
-    if (abortive) detail::set_linger_zero(fd_);
+    if (abortive && is_socket_) detail::set_linger_zero(fd_);
+    if (restore_flags_ >= 0) ::fcntl(fd_, F_SETFL, restore_flags_);  // adopt_stdio: the description outlives us
     detail::close_fd(fd_);
     fd_ = -1;
     out_.release();

@@ -2,8 +2,13 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
 
 #include <memory>
 
@@ -59,6 +64,48 @@ int take_socket_error(int fd) noexcept {
     socklen_t len = sizeof err;
     if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
     return err;
+}
+
+const char* file_type_name(unsigned mode) noexcept {
+    switch (mode & S_IFMT) {
+    case S_IFSOCK: return "socket";
+    case S_IFIFO: return "pipe";
+    case S_IFREG: return "regular file";
+    case S_IFDIR: return "directory";
+    case S_IFCHR: return "character device";
+    case S_IFBLK: return "block device";
+    case S_IFLNK: return "symbolic link";
+    }
+    return "unknown";
+}
+
+long write_without_sigpipe(int fd, const char* data, std::size_t n) noexcept {
+    sigset_t pipe_only;
+    sigset_t old;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+    // Only a SIGPIPE that was blocked before can be pending now and not ours:
+    // an unblocked one would have been delivered already. Checked only then,
+    // so the common case costs the two mask changes.
+    bool was_pending = false;
+    if (sigismember(&old, SIGPIPE) == 1) {
+        sigset_t pending;
+        was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    }
+    ssize_t r;
+    do {
+        r = ::write(fd, data, n);
+    } while (r < 0 && errno == EINTR);
+    const int saved = errno;
+    if (r < 0 && saved == EPIPE && !was_pending) {
+        const timespec zero{};
+        while (sigtimedwait(&pipe_only, nullptr, &zero) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    errno = saved;
+    return r;
 }
 
 }  // namespace reactor::detail

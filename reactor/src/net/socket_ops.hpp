@@ -55,6 +55,17 @@ char* read_scratch(std::size_t n);
 // The pending error of a socket (SO_ERROR), 0 if none.
 int take_socket_error(int fd) noexcept;
 
+// What kind of file an fstat mode says: "socket", "pipe", "regular file",
+// "directory", "character device", "block device", "symbolic link", "unknown".
+const char* file_type_name(unsigned mode) noexcept;
+
+// write(2) to a pipe that can never raise SIGPIPE for the process: SIGPIPE is
+// blocked in the calling thread around the call and, if the write failed with
+// EPIPE, the SIGPIPE it raised (thread-directed) is consumed by sigtimedwait
+// before the old mask comes back. A SIGPIPE that was already pending and
+// blocked before the call is left pending. Returns as write(2), EINTR retried.
+long write_without_sigpipe(int fd, const char* data, std::size_t n) noexcept;
+
 // The peer went away abruptly (as opposed to a local failure).
 inline bool is_reset_error(int err) noexcept { return err == ECONNRESET || err == EPIPE || err == ECONNABORTED; }
 

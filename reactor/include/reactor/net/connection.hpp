@@ -1,4 +1,6 @@
-// reactor::Connection: one connected non-blocking stream socket, TCP or Unix domain.
+// reactor::Connection: one connected non-blocking stream socket, TCP or Unix
+// domain, or any other pollable stream fd: a pipe end, a terminal, stdin or
+// stdout when they are one of these (reactor/net/pipe.hpp has the helpers).
 //
 // Owns its fd. An open connection owns itself (nobody has to keep a pointer);
 // once closed it is released on a later loop iteration, after its close
@@ -39,7 +41,7 @@ class ConnectionSet;
 enum class CloseKind : std::uint8_t {
     local,  // close() or abort() was called on this side (and the flush, if any, succeeded)
     eof,    // the peer finished sending, and the connection then closed gracefully
-    reset,  // the peer reset the connection (ECONNRESET, EPIPE, ECONNABORTED)
+    reset,  // the peer reset the connection (ECONNRESET, EPIPE, ECONNABORTED); a pipe's reader went away (EPIPE)
     error,  // any other socket error; `error` says which
     // A deadline of ConnectionOptions passed (see there):
     read_timeout,   // nothing received for read_timeout (closed gracefully)
@@ -98,12 +100,28 @@ public:
     using EventCallback = std::function<void(Connection&)>;
     using CloseCallback = std::function<void(Connection&, const CloseReason&)>;
 
-    // Takes ownership of `fd`, a connected non-blocking stream socket, and
-    // starts reading (the data callback can first run on the next iteration,
-    // so set callbacks right after adopting). Listener and connect() call
-    // this for you. Throws std::invalid_argument, after closing the fd, if the
-    // options are inconsistent or the backend cannot watch the fd (select:
-    // fd >= FD_SETSIZE). Loop thread only.
+    // Takes ownership of `fd` and starts reading (the data callback can first
+    // run on the next iteration, so set callbacks right after adopting).
+    // Listener and connect() call this for you. `fd` is a connected stream
+    // socket, a pipe (FIFO) end or a character device such as a terminal; it
+    // is made non-blocking if it is not yet (O_NONBLOCK belongs to the open
+    // file description: a process sharing it sees the change too). Its
+    // access mode decides the directions:
+    //  - read-only (a pipe's read end): write() returns false, as after
+    //    write_eof(); reading to EOF then closes the connection (reason eof).
+    //  - write-only (a pipe's write end): nothing is ever read; write_eof()
+    //    closes the fd once the output is flushed (the reader sees EOF), and
+    //    close reason eof. The loop watches a write-only pipe for its reader
+    //    going away: the connection then closes with reason reset (EPIPE),
+    //    even with nothing to write.
+    //  - read-write (a socket, a terminal): both; on anything but a socket,
+    //    write_eof() only ends writing (a terminal has no half-close).
+    // Throws std::invalid_argument, after closing the fd, if the options are
+    // inconsistent, if `fd` is a regular file, a directory or a block device
+    // (readiness means nothing for them: the message names the type), or if
+    // the backend cannot watch the fd (select: fd >= FD_SETSIZE); and
+    // std::system_error if fstat/fcntl fail (EBADF: not an open fd). Loop
+    // thread only.
     static std::shared_ptr<Connection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {});
 
     Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options);
@@ -144,7 +162,11 @@ public:
     // aborted the connection (its abort() discarded `data` with the rest of
     // the buffer). True means `data` is sent or buffered to be sent, in order
     // (a close() or write_eof() in that callback still flushes it).
-    // Never raises SIGPIPE.
+    // Never raises SIGPIPE: sockets send with MSG_NOSIGNAL; a pipe is written
+    // with SIGPIPE blocked in the calling thread, and the SIGPIPE that write
+    // raised (reader gone: EPIPE) is consumed with sigtimedwait before the
+    // mask is restored, so the process-wide disposition is never touched and
+    // a handler of the application never sees our SIGPIPE.
     bool write(std::string_view data);
     std::size_t buffered() const noexcept { return out_.size(); }
     // Requires low <= high (std::invalid_argument). Takes effect at the next write or flush.
@@ -156,8 +178,11 @@ public:
     // peer is eventually held back by TCP flow control). Idempotent.
     void pause_reading();
     void resume_reading();
-    // True while data can still arrive: open, not paused, no EOF yet.
-    bool is_reading() const noexcept { return reader_registered_; }
+    // True while data can still arrive: open, not paused, no EOF yet (never
+    // for a write-only pipe).
+    bool is_reading() const noexcept { return reader_registered_ && !watch_reader_gone_; }
+    // EOF was read (always true of a write-only pipe, which never reads).
+    bool at_eof() const noexcept { return read_eof_; }
 
     // ---- ending ----
     // Half-close: after the buffered output is flushed, shut down the sending
@@ -170,6 +195,8 @@ public:
     // Immediate: discard buffered output and close now; the peer sees a reset
     // (TCP). Reason local. Idempotent.
     void abort();
+    // Whether the fd is a socket (else a pipe or a terminal: see adopt()).
+    bool is_socket() const noexcept { return is_socket_; }
 
     // ---- inspection ----
     State state() const noexcept { return state_; }
@@ -202,6 +229,9 @@ private:
     void schedule_drain();
     void release_fd(bool abortive);
     void on_scheduler_destroyed() noexcept override;
+    void adapt_to_fd_type(int type, int access_mode) noexcept;
+    long transfer_out(const char* data, std::size_t n) noexcept;  // send(2) or write(2), -1 and errno on error
+    friend std::shared_ptr<Connection> adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
     // Deadlines (connection_deadlines.cpp).
     bool has_deadlines() const noexcept { return has_deadlines_; }  // on every read and send: one load
     void update_has_deadlines() noexcept;
@@ -241,6 +271,10 @@ private:
     bool write_shut_ = false;
     bool above_high_ = false;
     bool drain_scheduled_ = false;
+    bool is_socket_ = true;           // else read(2)/write(2), and no shutdown()
+    bool is_fifo_ = false;            // writes may raise SIGPIPE: see write()
+    bool watch_reader_gone_ = false;  // a write-only pipe: readiness means its reader left
+    int restore_flags_ = -1;          // adopt_stdio: file status flags to put back when closing
 
     Duration read_timeout_;
     Duration write_timeout_;

@@ -1,0 +1,38 @@
+// Connections over pipes and the standard streams (libuv's uv_pipe_t and
+// uv_tty_t, asyncio's connect_read_pipe/connect_write_pipe). Connection::adopt
+// takes any pipe end or terminal; these helpers make the pipe, or adopt a
+// standard stream without taking it away from the rest of the program.
+// Loop thread only.
+#pragma once
+
+#include <memory>
+
+#include "reactor/net/connection.hpp"
+
+namespace reactor {
+
+// Both ends of a new pipe (pipe2: non-blocking, close-on-exec), each adopted:
+// bytes written to `write_end` are read from `read_end`. write_end's
+// write_eof() (or close()) makes read_end see EOF; closing read_end makes
+// write_end close with reason reset (EPIPE). Throws std::system_error (EMFILE...).
+struct PipeConnections {
+    ConnectionPtr read_end;
+    ConnectionPtr write_end;
+};
+PipeConnections open_pipe(Scheduler& sched, ConnectionOptions options = {});
+
+// A connection over a duplicate of `fd` (usually 0, 1 or 2: stdin, stdout,
+// stderr), which stays open and the caller's: closing the connection closes
+// only the duplicate. The fd must be a pipe, a terminal or a socket (a
+// regular file, as with `prog < file`, throws std::invalid_argument naming
+// its type: read it with ordinary blocking reads instead). Its open file
+// description is made non-blocking, and its flags as found are put back when
+// the connection closes. Meanwhile every process sharing the description
+// (the shell on a terminal, the other end's neighbours in a pipeline) sees
+// O_NONBLOCK; a process that dies without closing the connection leaves it
+// set (as asyncio, libuv and Node do). Direction as Connection::adopt: stdin
+// from a terminal is read-write, from a pipe read-only. Throws
+// std::system_error if `fd` is not open (EBADF).
+ConnectionPtr adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options = {});
+
+}  // namespace reactor
