@@ -302,6 +302,16 @@ BOOST_AUTO_TEST_CASE(try_acquire_and_a_cancelled_wait) {
     BOOST_TEST(lock.waiting() == 2u);
     gave_up.cancel();
     hold->release();
+    Future<Permit> orphan;
+    std::optional<Permit> outlives;
+    {
+        Lock gone(loop.sched);
+        outlives = gone.try_acquire();
+        orphan = gone.acquire();
+    }
+    BOOST_TEST(orphan.cancelled());
+    BOOST_TEST(mentions(error_of(orphan), "the Lock created at"));
+    outlives.reset();
     BOOST_TEST(next.done());
     BOOST_TEST(lock.locked());
     next = {};

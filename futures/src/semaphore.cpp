@@ -12,8 +12,8 @@ namespace futures {
 namespace detail {
 
 struct SemaphoreCore {
-    SemaphoreCore(reactor::Scheduler& s, std::size_t permits, std::source_location where)
-        : sched(s), total(permits), available(permits), waiters(s, primitive_name("Semaphore", where)) {}
+    SemaphoreCore(reactor::Scheduler& s, std::size_t permits, std::source_location where, const char* kind)
+        : sched(s), total(permits), available(permits), waiters(s, primitive_name(kind, where)) {}
 
     // A permit came back: the first waiter still waiting gets it, or it is
     // free again. Invariant: waiters wait only while no permit is free.
@@ -42,12 +42,15 @@ void Permit::release() noexcept {
     if (core_) detail::SemaphoreCore::give_back(std::move(core_));
 }
 
-Semaphore::Semaphore(reactor::Scheduler& sched, std::size_t permits, std::source_location where) {
+Semaphore::Semaphore(reactor::Scheduler& sched, std::size_t permits, std::source_location where)
+    : Semaphore(sched, permits, where, "Semaphore") {}
+
+Semaphore::Semaphore(reactor::Scheduler& sched, std::size_t permits, std::source_location where, const char* kind) {
     if (permits == 0)
         throw std::invalid_argument(
             "Semaphore: needs at least 1 permit (with none every acquire() would wait forever: only a Permit gives "
             "one back)");
-    core_ = std::make_shared<detail::SemaphoreCore>(sched, permits, where);
+    core_ = std::make_shared<detail::SemaphoreCore>(sched, permits, where, kind);
 }
 
 Semaphore::~Semaphore() { core_->waiters.abandon_all("was destroyed"); }

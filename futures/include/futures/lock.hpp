@@ -23,7 +23,7 @@ namespace futures {
 class Lock {
 public:
     explicit Lock(reactor::Scheduler& sched, std::source_location where = std::source_location::current())
-        : sem_(sched, 1, where) {}
+        : sem_(sched, 1, where, "Lock") {}
 
     // The hold: at once if the lock is free and nobody waits, else FIFO.
     [[nodiscard]] Future<Permit> acquire(std::source_location where = std::source_location::current()) {

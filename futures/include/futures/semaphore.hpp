@@ -82,6 +82,10 @@ public:
     bool locked() const noexcept { return available() == 0; }  // acquire() would wait
 
 private:
+    friend class Lock;
+    // `kind` names it in messages ("the Lock created at ...").
+    Semaphore(reactor::Scheduler& sched, std::size_t permits, std::source_location where, const char* kind);
+
     std::shared_ptr<detail::SemaphoreCore> core_;
 };
 
