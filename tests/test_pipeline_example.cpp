@@ -55,10 +55,8 @@ BOOST_AUTO_TEST_CASE(a_full_queue_makes_the_producer_wait_for_the_consumer) {
                boost::test_tools::per_element());
     std::smatch m;
     const std::string& last = r.out.back();
-    BOOST_REQUIRE_MESSAGE(
-        std::regex_match(last, m,
-                         std::regex(R"(pipeline: 6 items processed in (\d+\.\d\d)s; the producer waited 3 times for room)")),
-        last);
+    const std::regex summary(R"(pipeline: 6 items processed in (\d+\.\d\d)s; the producer waited 3 times for room)");
+    BOOST_REQUIRE_MESSAGE(std::regex_match(last, m, summary), last);
     BOOST_TEST(std::stod(m[1]) >= 0.03);  // six items of 5 ms each, one after the other: never less
 }
 

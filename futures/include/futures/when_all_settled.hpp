@@ -69,7 +69,8 @@ template <class T>
 [[nodiscard]] Future<std::vector<Future<T>>> when_all_settled(
     const std::vector<Future<T>>& inputs, std::source_location where = std::source_location::current()) {
     if (inputs.empty())
-        throw std::invalid_argument("when_all_settled: no inputs, so no Scheduler; use when_all_settled(sched, inputs)");
+        throw std::invalid_argument(
+            "when_all_settled: no inputs, so no Scheduler; use when_all_settled(sched, inputs)");
     detail::require_valid(inputs, "when_all_settled");
     return when_all_settled(inputs.front().scheduler(), inputs, where);
 }
