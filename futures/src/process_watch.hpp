@@ -1,0 +1,45 @@
+// Internal: watching child processes until they are reaped (see "Reaping" in
+// futures/process.hpp). Two mechanisms behind one interface: a pidfd per
+// child registered with the loop, or SIGCHLD and a per-Scheduler table of
+// children. Both own themselves until the child is reaped, and hand a child
+// still running to a reaper thread when the Scheduler is destroyed. Loop
+// thread only (the reaper threads touch nothing shared).
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+
+#include <reactor/scheduler.hpp>
+
+#include "futures/process.hpp"
+
+namespace futures::detail {
+
+// Once: the child's waitpid status, or error ECHILD (someone else reaped it).
+using ExitCallback = std::function<void(int wait_status, int error)>;
+
+enum class WatchKind : unsigned char { pidfd, sigchld };
+
+// The mechanism for `requested`; throws std::system_error ENOSYS if pidfd is
+// forced on a kernel without it.
+WatchKind choose_watch(ExitWatch requested);
+
+// Before spawning with WatchKind::sigchld: installs this Scheduler's SIGCHLD
+// handler if it is not yet (std::logic_error if another Scheduler holds
+// SIGCHLD), so no exit can slip by between the spawn and watch_child().
+void reserve_sigchld(reactor::Scheduler& sched);
+// After a failed spawn: gives SIGCHLD back if no child is watched.
+void release_sigchld_if_idle(reactor::Scheduler& sched) noexcept;
+
+// Watches `pid` (a child just spawned) until it is reaped, then calls
+// `on_exit` on the loop thread. Throws std::system_error if the pidfd cannot
+// be opened (EMFILE...); the caller then still owns the child.
+void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, ExitCallback on_exit);
+
+// Kills nothing: waits for `pid` on a detached thread (blocking waitpid), so
+// a child outliving its Scheduler never stays a zombie. Best effort: if no
+// thread can be started the child is reaped only when this process exits.
+void reap_in_background(pid_t pid) noexcept;
+
+}  // namespace futures::detail

@@ -1,0 +1,269 @@
+// futures::spawn_process with real children (/bin/sh, /bin/cat, /bin/true,
+// /bin/false, sleep), on every backend and with both exit watches (pidfd and
+// SIGCHLD): statuses, pipes both ways beyond the pipe buffer, environment,
+// /dev/null, missing programs and bad input, signals, children dropped early
+// or outliving their Scheduler (never a zombie), many at once.
+#define BOOST_TEST_MODULE process
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cerrno>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <futures/errors.hpp>
+#include <futures/process.hpp>
+#include <futures/run.hpp>
+#include <futures/task.hpp>
+#include <futures/when_all.hpp>
+
+#include "support/backends.hpp"
+#include "support/net_util.hpp"
+
+using namespace std::chrono_literals;
+using futures::ExitWatch;
+using futures::ProcessOptions;
+using futures::Stdio;
+using reactor_test::on;
+
+namespace {
+
+const ExitWatch kWatches[] = {ExitWatch::pidfd, ExitWatch::sigchld};
+
+ProcessOptions with(ExitWatch watch) {
+    ProcessOptions o;
+    o.watch = watch;
+    return o;
+}
+
+int status_of(reactor::Scheduler& sched, const futures::Process& p) {
+    auto f = p.wait();
+    BOOST_REQUIRE(futures::run_until(sched, f, 20s));
+    return f.result();
+}
+
+// Everything a pipe stream gives until EOF.
+std::string read_all(reactor::Scheduler& sched, futures::Stream s) {
+    std::string all;
+    for (;;) {
+        auto f = s.read(1 << 20);
+        BOOST_REQUIRE(futures::run_until(sched, f, 20s));
+        if (f.result().empty()) return all;
+        all += f.result();
+    }
+}
+
+// Reaped: no such process any more (a zombie would still accept kill(pid, 0)).
+bool gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(exit_codes_and_signals_are_encoded) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (ExitWatch watch : kWatches) {
+        BOOST_TEST(status_of(sched, futures::spawn_process(sched, {"/bin/true"}, with(watch))) == 0);
+        BOOST_TEST(status_of(sched, futures::spawn_process(sched, {"false"}, with(watch))) == 1);  // from PATH
+        auto seven = futures::spawn_process(sched, {"/bin/sh", "-c", "exit 7"}, with(watch));
+        BOOST_TEST(!seven.exit_status().has_value());
+        BOOST_TEST(status_of(sched, seven) == 7);
+        BOOST_TEST(seven.exit_status().value() == 7);
+        BOOST_TEST(status_of(sched, seven) == 7);  // again, at once
+        BOOST_TEST(!seven.kill());                 // reaped: nothing is sent
+
+        auto term = futures::spawn_process(sched, {"sleep", "30"}, with(watch));
+        BOOST_TEST(term.terminate());
+        BOOST_TEST(status_of(sched, term) == -SIGTERM);
+        auto killed = futures::spawn_process(sched, {"sleep", "30"}, with(watch));
+        auto first = killed.wait(), second = killed.wait();
+        BOOST_TEST(killed.kill());
+        BOOST_TEST(status_of(sched, killed) == -SIGKILL);
+        BOOST_TEST(first.result() == -SIGKILL);
+        BOOST_TEST(second.result() == -SIGKILL);
+        auto odd = futures::spawn_process(sched, {"sleep", "30"}, with(watch));
+        BOOST_CHECK_THROW(odd.send_signal(100000), std::invalid_argument);
+        odd.kill();
+        BOOST_TEST(status_of(sched, odd) == -SIGKILL);
+    }
+    BOOST_TEST(futures::exit_status_of(0x0100) == 1);  // WEXITSTATUS in the high byte
+    BOOST_TEST(futures::exit_status_of(SIGKILL) == -SIGKILL);
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(stdout_and_stderr_pipes_and_the_environment) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (ExitWatch watch : kWatches) {
+        ProcessOptions o = with(watch);
+        o.stdout_mode = o.stderr_mode = Stdio::pipe;
+        o.environment = std::vector<std::string>{"GREETING=hi there", "EMPTY="};
+        auto p = futures::spawn_process(
+            sched, {"/bin/sh", "-c", "echo \"$GREETING|$EMPTY|${HOME-unset}\"; echo oops >&2; exit 3"}, o);
+        BOOST_TEST(!p.stdin_pipe().valid());  // inherited
+        BOOST_TEST(read_all(sched, p.stdout_pipe()) == "hi there||unset\n");
+        BOOST_TEST(read_all(sched, p.stderr_pipe()) == "oops\n");
+        BOOST_TEST(status_of(sched, p) == 3);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(cat_moves_megabytes_both_ways) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (ExitWatch watch : kWatches) {
+        ProcessOptions o = with(watch);
+        o.stdin_mode = o.stdout_mode = Stdio::pipe;
+        auto cat = futures::spawn_process(sched, {"/bin/cat"}, o);
+        const std::string payload = nettest::random_bytes(4 * 1024 * 1024 + 3, 11);  // pipes hold 64 KiB
+        auto in = cat.stdin_pipe();
+        BOOST_TEST(in.write(payload));  // buffered: flows while stdout is read
+        in.write_eof();
+        const std::string echoed = read_all(sched, cat.stdout_pipe());
+        BOOST_TEST(echoed.size() == payload.size());
+        BOOST_TEST((echoed == payload));
+        BOOST_TEST(status_of(sched, cat) == 0);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(dev_null_gives_eof_and_swallows_output) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    ProcessOptions o;
+    o.stdin_mode = Stdio::null;
+    o.stdout_mode = Stdio::null;
+    o.stderr_mode = Stdio::pipe;
+    // cat ends at once (EOF on stdin); its output would fail loudly if stdout were closed.
+    auto p = futures::spawn_process(sched, {"/bin/sh", "-c", "cat && echo gone || echo failed >&2"}, o);
+    BOOST_TEST(read_all(sched, p.stderr_pipe()) == "");
+    BOOST_TEST(status_of(sched, p) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(writing_to_a_child_that_left_is_a_reset_not_a_sigpipe) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    ProcessOptions o;
+    o.stdin_mode = Stdio::pipe;
+    auto p = futures::spawn_process(sched, {"/bin/true"}, o);
+    BOOST_TEST(status_of(sched, p) == 0);
+    auto in = p.stdin_pipe();
+    in.write(std::string(1024 * 1024, 'x'));
+    auto drained = in.drain();
+    BOOST_REQUIRE(futures::run_until(sched, drained, 20s));
+    try {
+        drained.result();
+        BOOST_FAIL("writing to a pipe nobody reads must fail");
+    } catch (const std::system_error& e) {
+        BOOST_TEST(e.code().value() == EPIPE);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_refused_with_a_clear_error) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (ExitWatch watch : kWatches) {
+        try {
+            (void)futures::spawn_process(sched, {"no_such_program_for_reactor_tests", "x"}, with(watch));
+            BOOST_FAIL("a missing program must throw");
+        } catch (const std::system_error& e) {
+            BOOST_TEST(e.code().value() == ENOENT);
+            BOOST_TEST(std::string(e.what()).find("'no_such_program_for_reactor_tests'") != std::string::npos, e.what());
+        }
+        try {
+            (void)futures::spawn_process(sched, {"/nonexistent/dir/prog"}, with(watch));
+            BOOST_FAIL("a missing path must throw");
+        } catch (const std::system_error& e) {
+            BOOST_TEST(std::string(e.what()).find("/nonexistent/dir/prog") != std::string::npos, e.what());
+        }
+        try {
+            (void)futures::spawn_process(sched, {"/etc"}, with(watch));  // a directory
+            BOOST_FAIL("a directory is not a program");
+        } catch (const std::system_error& e) {
+            BOOST_TEST(e.code().value() == EACCES);
+        }
+    }
+    BOOST_CHECK_THROW((void)futures::spawn_process(sched, {}), std::invalid_argument);
+    BOOST_CHECK_THROW((void)futures::spawn_process(sched, {""}), std::invalid_argument);
+    BOOST_CHECK_THROW((void)futures::spawn_process(sched, {"/bin/true", std::string("a\0b", 3)}), std::invalid_argument);
+    ProcessOptions bad_env;
+    bad_env.environment = std::vector<std::string>{"NO_EQUALS_SIGN"};
+    BOOST_CHECK_THROW((void)futures::spawn_process(sched, {"/bin/true"}, bad_env), std::invalid_argument);
+    ProcessOptions bad_mode;
+    bad_mode.stdout_mode = static_cast<Stdio>(42);
+    BOOST_CHECK_THROW((void)futures::spawn_process(sched, {"/bin/true"}, bad_mode), std::invalid_argument);
+    BOOST_CHECK_THROW((void)futures::Process().pid(), futures::InvalidStateError);
+    // Nothing was started, nothing is held (SIGCHLD included).
+    BOOST_TEST(sched.signal_handler_count() == 0u);
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_dropped_process_is_still_reaped) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (ExitWatch watch : kWatches) {
+        pid_t quick = futures::spawn_process(sched, {"/bin/sh", "-c", "exit 0"}, with(watch)).pid();
+        pid_t slow = futures::spawn_process(sched, {"sleep", "30"}, with(watch)).pid();
+        BOOST_REQUIRE(::kill(slow, SIGKILL) == 0);  // nobody holds its Process any more
+        sched.run();  // a watched child is work: run() returns once both are reaped
+        int status = 0;
+        BOOST_TEST(::waitpid(quick, &status, WNOHANG) == -1);
+        BOOST_TEST(errno == ECHILD);
+        BOOST_TEST(::waitpid(slow, &status, WNOHANG) == -1);
+        BOOST_TEST(errno == ECHILD);
+        BOOST_TEST(sched.empty());
+    }
+    BOOST_TEST(sched.signal_handler_count() == 0u);  // SIGCHLD given back
+}
+
+BOOST_AUTO_TEST_CASE(a_child_outliving_its_scheduler_is_reaped_by_a_thread) {
+    for (ExitWatch watch : kWatches) {
+        pid_t pid = -1;
+        {
+            reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+            auto p = futures::spawn_process(sched, {"sleep", "30"}, with(watch));
+            pid = p.pid();
+        }
+        BOOST_TEST(::kill(pid, 0) == 0);  // left running
+        BOOST_REQUIRE(::kill(pid, SIGKILL) == 0);
+        for (int i = 0; i < 2000 && !gone(pid); ++i) std::this_thread::sleep_for(5ms);
+        BOOST_TEST(gone(pid));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(many_children_at_once) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (ExitWatch watch : kWatches) {
+        std::vector<futures::Future<int>> statuses;
+        std::vector<futures::Process> children;
+        for (int i = 0; i < 60; ++i) {
+            ProcessOptions o = with(watch);
+            o.stdout_mode = Stdio::pipe;
+            children.push_back(futures::spawn_process(sched, {"/bin/sh", "-c", "echo $0; exit $0", std::to_string(i)}, o));
+            statuses.push_back(children.back().wait());
+        }
+        auto all = futures::when_all(statuses);
+        BOOST_REQUIRE(futures::run_until(sched, all, 60s));
+        for (int i = 0; i < 60; ++i) {
+            BOOST_TEST(all.result()[static_cast<std::size_t>(i)] == i);
+            BOOST_TEST(read_all(sched, children[static_cast<std::size_t>(i)].stdout_pipe()) == std::to_string(i) + "\n");
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(sigchld_belongs_to_one_scheduler_and_other_children_are_left_alone) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor::Scheduler other(on(reactor_test::backend_under_test()));
+    // A child of the program that the library must not reap.
+    pid_t mine = ::fork();
+    BOOST_REQUIRE(mine >= 0);
+    if (mine == 0) ::_exit(5);
+    auto p = futures::spawn_process(sched, {"sleep", "30"}, with(ExitWatch::sigchld));
+    BOOST_CHECK_THROW((void)futures::spawn_process(other, {"/bin/true"}, with(ExitWatch::sigchld)), std::logic_error);
+    auto q = futures::spawn_process(other, {"/bin/true"}, with(ExitWatch::pidfd));  // unaffected
+    p.kill();
+    BOOST_TEST(status_of(sched, p) == -SIGKILL);
+    BOOST_TEST(status_of(other, q) == 0);
+    // Released once idle: the other Scheduler may take it now.
+    BOOST_TEST(status_of(other, futures::spawn_process(other, {"/bin/true"}, with(ExitWatch::sigchld))) == 0);
+    int status = 0;
+    BOOST_TEST(::waitpid(mine, &status, 0) == mine);  // still ours to reap
+    BOOST_TEST(WEXITSTATUS(status) == 5);
+}
