@@ -1,8 +1,8 @@
 // What the example servers share: the --backend, --host, --port, --exit-after,
-// --max-seconds and --drain-seconds options, the first line they print, and a
+// --max-seconds and --drain-seconds options, the first line they print, a
 // ServerLifetime that ends a server on its own (for tests and scripts) or on
-// SIGINT/SIGTERM, draining then aborting what is still open. Loop thread
-// only, like everything it touches.
+// SIGINT/SIGTERM, draining then aborting what is still open, and the loop's
+// stats on SIGUSR1. Loop thread only, like everything it touches.
 #pragma once
 
 #include <csignal>
@@ -13,6 +13,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <reactor/loop_stats.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/net/connection.hpp>
 #include <reactor/net/listener.hpp>
@@ -92,6 +93,18 @@ inline void announce(const reactor::Scheduler& sched, const reactor::Address& bo
     std::fflush(stdout);
 }
 
+// `kill -USR1 <pid>` makes a server print its loop's stats
+// (reactor::format_stats) as one block of stdout lines, each starting with
+// "<name>: ", then carry on: stdout, like the servers' other lines about
+// themselves (the signal lines, the summary), so a script reads one stream.
+// Timings are there when the server runs with REACTOR_DEBUG=1.
+inline void print_stats_on_sigusr1(reactor::Scheduler& sched, std::string name) {
+    sched.add_signal_handler(SIGUSR1, [&sched, name = std::move(name)] {
+        fmt::print("{}", reactor::format_stats(sched.stats(), name + ": "));
+        std::fflush(stdout);
+    });
+}
+
 // How a callback server ends: on its own (--exit-after, --max-seconds), or
 // on SIGINT or SIGTERM, gracefully. The first signal stops accepting, says so
 // on one line, and gives the open connections --drain-seconds to finish by
@@ -107,6 +120,7 @@ public:
         if (o.max_seconds > 0)
             deadline_ = sched.call_later(std::chrono::duration<double>(o.max_seconds), [this] { abort_all(); });
         for (int signo : {SIGINT, SIGTERM}) sched.add_signal_handler(signo, [this, signo] { on_signal(signo); });
+        print_stats_on_sigusr1(sched, name_);
     }
 
     void set_listener(reactor::ListenerPtr listener) {

@@ -11,6 +11,7 @@
 //
 //   $ echo_server_streams                  (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
+//   kill -USR1 <pid>   prints the loop's stats and carries on (server_support.hpp)
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
             }
             std::fflush(stdout);
         });
+    examples::print_stats_on_sigusr1(sched, "echo_server_streams");
     reactor::Handle deadline;
     if (options.max_seconds > 0)
         deadline = sched.call_later(std::chrono::duration<double>(options.max_seconds), [&] {

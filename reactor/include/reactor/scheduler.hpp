@@ -23,12 +23,14 @@
 #include <source_location>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "reactor/callback.hpp"
 #include "reactor/clock.hpp"
 #include "reactor/error_context.hpp"
 #include "reactor/handle.hpp"
+#include "reactor/loop_stats.hpp"
 #include "reactor/scheduler_observer.hpp"
 #include "reactor/selector.hpp"
 
@@ -62,6 +64,21 @@ public:
         Backend backend = Backend::select;
         std::unique_ptr<Selector> selector;  // overrides backend when set (tests inject one)
         ClockFunction clock;                 // empty: Clock::now
+
+        // Debug mode (docs/debugging.md): off by default, and on when `debug`
+        // is true or the environment has REACTOR_DEBUG set to anything but ""
+        // or "0" (read once, by the constructor). When on, the loop reports
+        // through the exception handler, one line each: a callback that ran
+        // longer than slow_callback_threshold (with the line that scheduled
+        // it), timers that fired more than timer_lateness_threshold after
+        // their deadline (one line per iteration, naming the latest), and a
+        // loop-thread-only member called from another thread while the loop
+        // runs (refused: it throws std::logic_error and changes nothing);
+        // stats() then has timings too. A negative threshold throws
+        // std::invalid_argument from the constructor.
+        bool debug = false;
+        Duration slow_callback_threshold = std::chrono::milliseconds(100);
+        Duration timer_lateness_threshold = std::chrono::milliseconds(100);
     };
 
     Scheduler();
@@ -78,6 +95,7 @@ public:
     template <class Rep, class Period>
     Handle call_later(std::chrono::duration<Rep, Period> delay, Callback cb,
                       std::source_location where = std::source_location::current()) {
+        require_loop_thread("call_later", &where);  // before deadline_after reads the loop's clock
         return call_at(deadline_after(delay), std::move(cb), where);
     }
     Handle call_at(TimePoint deadline, Callback cb,
@@ -207,6 +225,7 @@ public:
     // limit. What is still scheduled when it returns stays scheduled.
     template <class Rep, class Period>
     RunStatus run_for(std::chrono::duration<Rep, Period> duration) {
+        require_loop_thread("run_for");  // before deadline_after reads the loop's clock
         return run_until_time(deadline_after(duration));
     }
     // Makes run()/run_forever()/run_for() return after the current iteration (inside
@@ -251,6 +270,10 @@ public:
     std::size_t waiter_count() const noexcept { return waiters_; }
     bool empty() const;  // nothing ready, sleeping, waiting or posted
     const Selector& selector() const noexcept { return *selector_; }
+    // A snapshot of the loop as data (see LoopStats for what is always
+    // counted and what debug mode adds). O(fds + LagWindow::kSize).
+    LoopStats stats() const;
+    bool debug() const noexcept { return debug_; }  // debug mode is on (Options::debug or REACTOR_DEBUG)
 
 private:
     friend class Handle;
@@ -338,6 +361,25 @@ private:
     void drop_closed_fd(int fd, int error);
     void drain_threadsafe();
     void invoke(Callback& cb, const std::source_location& where) noexcept;
+
+    // Debug mode and stats (debug.cpp, stats.cpp). run_ready picks the timed
+    // run_batch once per batch, so a loop not in debug mode pays no branch
+    // per callback for it.
+    void configure_debug(const Options& options);
+    template <bool Timed>
+    void run_batch();
+    void report_slow_callback(Duration took, const std::source_location& where);
+    void report_late_timers(Duration latest, std::size_t count, const std::source_location& where);
+    // Loop-thread-only members start with this. In debug mode, while a run
+    // is under way on another thread, the call is reported and refused
+    // (std::logic_error) before it changes anything.
+    void require_loop_thread(const char* member, const std::source_location* where = nullptr) {
+        if (debug_) [[unlikely]]
+            check_loop_thread(member, where);
+    }
+    void check_loop_thread(const char* member, const std::source_location* where);
+    // The same check for noexcept members: true (reported) when off the loop thread.
+    bool off_loop_thread(const char* member, const std::source_location* where) noexcept;
     void purge_cancelled_timers();
 
     std::unique_ptr<Selector> selector_;
@@ -378,6 +420,17 @@ private:
     bool stopping_ = false;
     bool running_ = false;  // inside run()/run_forever()/run_once()/run_for()
     TimePoint run_limit_ = TimePoint::max();  // run_for's end: no selector wait reaches past it
+
+    // Debug mode and stats.
+    LoopStats stats_;  // the counters (and debug-mode timings); stats() adds the rest
+    LagWindow lag_;
+    bool debug_ = false;
+    Duration slow_threshold_{};
+    Duration late_threshold_{};
+    // The thread running the loop, while a run is under way (debug mode
+    // only); atomic because other threads read it to find they are not it.
+    std::atomic<std::thread::id> loop_thread_{};
+    std::atomic<std::uint64_t> wrong_thread_calls_{0};
 };
 
 }  // namespace reactor

@@ -29,6 +29,7 @@ bool Handle::is_pending() const {
 }
 
 bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {
+    require_loop_thread("Handle::cancel");
     if (slot >= slots_.size()) return false;
     Slot& s = slots_[slot];
     const bool cancellable = s.kind == SlotKind::soon || s.kind == SlotKind::timer || s.kind == SlotKind::periodic ||

@@ -28,7 +28,10 @@ std::string describe(const ErrorContext& ctx) {
 
 void default_exception_handler(const ErrorContext& ctx) { fmt::print(stderr, "{}\n", describe(ctx)); }
 
-void Scheduler::set_exception_handler(ExceptionHandler handler) { exception_handler_ = std::move(handler); }
+void Scheduler::set_exception_handler(ExceptionHandler handler) {
+    require_loop_thread("set_exception_handler");
+    exception_handler_ = std::move(handler);
+}
 
 void Scheduler::call_exception_handler(const ErrorContext& ctx) noexcept {
     try {

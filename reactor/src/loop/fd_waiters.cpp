@@ -25,10 +25,18 @@ void Scheduler::add_reader(int fd, Callback cb, std::source_location where) {
 void Scheduler::add_writer(int fd, Callback cb, std::source_location where) {
     set_waiter(fd, false, true, std::move(cb), where);
 }
-bool Scheduler::remove_reader(int fd) { return remove_waiter(fd, true); }
-bool Scheduler::remove_writer(int fd) { return remove_waiter(fd, false); }
+bool Scheduler::remove_reader(int fd) {
+    require_loop_thread("remove_reader");
+    return remove_waiter(fd, true);
+}
+bool Scheduler::remove_writer(int fd) {
+    require_loop_thread("remove_writer");
+    return remove_waiter(fd, false);
+}
 
 void Scheduler::set_waiter(int fd, bool is_read, bool persistent, Callback cb, std::source_location where) {
+    require_loop_thread(persistent ? (is_read ? "add_reader" : "add_writer") : (is_read ? "read_wait" : "write_wait"),
+                        &where);
     if (fd < 0) throw std::invalid_argument(fmt::format("reactor: invalid fd {} (negative)", fd));
     if (fd == wakeup_fd_) throw std::invalid_argument(fmt::format("reactor: fd {} is the loop's own wakeup fd", fd));
     if (!cb) throw std::invalid_argument("reactor: empty callback");
@@ -62,6 +70,7 @@ bool Scheduler::remove_waiter(int fd, bool is_read) {
 }
 
 void Scheduler::forget_fd(int fd) noexcept {
+    if (debug_ && off_loop_thread("forget_fd", nullptr)) return;  // noexcept: refused, reported, not thrown
     if (fd < 0 || fd == wakeup_fd_) return;
     remove_waiter(fd, true);
     remove_waiter(fd, false);

@@ -34,7 +34,12 @@ namespace reactor {
 //  5. run_ready: run exactly the callbacks that were ready when this phase
 //     began; whatever they schedule runs in the next iteration, after the next
 //     poll. This is the only place user callbacks are invoked.
+// Measurement points for stats() and debug mode: the counters are always
+// kept; the wait in the selector and every callback are timed in debug mode
+// only (a clock read each), and the choice is made once per wait and once
+// per batch, never per callback.
 void Scheduler::run_once_unguarded() {
+    ++stats_.iterations;
     poll_io(compute_timeout());
     move_ready_io();
     move_due_timers();
@@ -73,6 +78,16 @@ bool Scheduler::nothing_to_poll(std::optional<std::chrono::nanoseconds> timeout)
 void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
     events_.clear();
     if (!nothing_to_poll(timeout)) {
+        ++stats_.selector_waits;
+        if (debug_) [[unlikely]] {
+            const TimePoint before = read_clock();
+            selector_->wait(timeout, events_);
+            // This is the read now() would make first: keep it.
+            now_ = read_clock();
+            now_stale_ = false;
+            stats_.selector_time += now_ - before;
+            return;
+        }
         selector_->wait(timeout, events_);
     } else if (wake_pending_.load(std::memory_order_acquire)) {
         events_.push_back(FdEvent{.fd = wakeup_fd_, .readable = true});
@@ -95,16 +110,27 @@ void Scheduler::move_ready_io() {
             continue;
         }
         const FdWaiters& w = waiting_[static_cast<std::size_t>(ev.fd)];
-        if (ev.readable && live(w.read)) ready_.push_back(w.read);
-        if (ev.writable && live(w.write)) ready_.push_back(w.write);
+        if (ev.readable && live(w.read)) {
+            ready_.push_back(w.read);
+            ++stats_.io_events;
+        }
+        if (ev.writable && live(w.write)) {
+            ready_.push_back(w.write);
+            ++stats_.io_events;
+        }
     }
 }
 
 void Scheduler::move_due_timers() {
     if (sleeping_.empty()) return;
     const TimePoint t = now();
+    // Debug mode: the latest of the timers over the lateness threshold.
+    std::size_t late = 0;
+    Duration latest{};
+    std::source_location latest_where;
     while (!sleeping_.empty() && sleeping_.front().deadline <= t) {
-        Ref r = sleeping_.front().ref;
+        const Ref r = sleeping_.front().ref;
+        const TimePoint deadline = sleeping_.front().deadline;
         std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
         sleeping_.pop_back();
         if (!live(r)) {
@@ -117,10 +143,46 @@ void Scheduler::move_due_timers() {
         s.kind = s.kind == SlotKind::periodic ? SlotKind::periodic_due : SlotKind::soon;
         --live_timers_;
         ready_.push_back(r);
+        // Loop lag: how long after its deadline the loop got to this timer.
+        const Duration lateness = t - deadline;
+        ++stats_.timers_fired;
+        lag_.record(lateness);
+        if (debug_ && lateness > late_threshold_) [[unlikely]] {
+            ++late;
+            if (lateness >= latest) {
+                latest = lateness;
+                latest_where = s.where;
+            }
+        }
     }
+    if (late != 0) [[unlikely]]
+        report_late_timers(latest, late, latest_where);
 }
 
 void Scheduler::run_ready() {
+    if (debug_) [[unlikely]]
+        run_batch<true>();
+    else
+        run_batch<false>();
+}
+
+// Timed (debug mode): each callback between two clock reads, for
+// stats().callback_time and the slow-callback report.
+template <bool Timed>
+void Scheduler::run_batch() {
+    auto run = [this](Callback& cb, const std::source_location& where) {
+        ++stats_.callbacks_run;
+        if constexpr (Timed) {
+            const TimePoint start = read_clock();
+            invoke(cb, where);
+            const Duration took = read_clock() - start;
+            stats_.callback_time += took;
+            stats_.slowest_callback = std::max(stats_.slowest_callback, took);
+            if (took > slow_threshold_) report_slow_callback(took, where);
+        } else {
+            invoke(cb, where);
+        }
+    };
     running_batch_.swap(ready_);
     // Both buffers keep the largest capacity either has needed: a burst the
     // loop absorbed once never allocates again, whichever buffer it lands in.
@@ -134,7 +196,7 @@ void Scheduler::run_ready() {
         switch (s.kind) {
         case SlotKind::soon:
             free_slot(r.slot);
-            invoke(cb, where);
+            run(cb, where);
             break;
         case SlotKind::oneshot_waiter: {
             // One-shot: deregistered before it runs, so it may re-register itself.
@@ -145,19 +207,19 @@ void Scheduler::run_ready() {
             --waiters_;
             free_slot(r.slot);
             selector_->set_interest(fd, interest_of(fd));
-            invoke(cb, where);
+            run(cb, where);
             break;
         }
         case SlotKind::persistent_waiter:
         case SlotKind::signal_handler:
             // Run it from a local so it may remove or replace itself; put it
             // back only if it is still the registered waiter afterwards.
-            invoke(cb, where);
+            run(cb, where);
             if (live(r)) slots_[r.slot].cb = std::move(cb);
             break;
         case SlotKind::periodic_due:
             // Likewise; re-armed unless it was cancelled meanwhile.
-            invoke(cb, where);
+            run(cb, where);
             if (live(r)) {
                 slots_[r.slot].cb = std::move(cb);
                 rearm_periodic(r);

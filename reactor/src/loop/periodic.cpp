@@ -38,6 +38,7 @@ TimePoint next_on_grid(TimePoint deadline, Duration interval, TimePoint t) {
 }  // namespace
 
 Handle Scheduler::call_every_checked(Duration interval, Callback cb, Periodic policy, std::source_location where) {
+    require_loop_thread("call_every", &where);
     if (!cb) throw std::invalid_argument("reactor: empty callback");
     if (policy != Periodic::fixed_rate && policy != Periodic::fixed_delay) {
         throw std::invalid_argument("reactor: call_every: unknown Periodic policy");

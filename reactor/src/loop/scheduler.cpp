@@ -25,6 +25,7 @@ Scheduler::Scheduler() : Scheduler(Options{}) {}
 Scheduler::Scheduler(Options options)
     : selector_(options.selector ? std::move(options.selector) : make_selector(options.backend)),
       clock_(std::move(options.clock)) {
+    configure_debug(options);  // debug.cpp; first: it may throw, and nothing is owned yet
     wakeup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wakeup_fd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
     try {
@@ -99,12 +100,14 @@ void Scheduler::free_slot(std::uint32_t i) {
 // ---------------------------------------------------------------- scheduling
 
 Handle Scheduler::call_soon(Callback cb, std::source_location where) {
+    require_loop_thread("call_soon", &where);
     Ref r = alloc_slot(std::move(cb), where, SlotKind::soon);
     ready_.push_back(r);
     return Handle(this, r.slot, r.gen);
 }
 
 Handle Scheduler::call_at(TimePoint deadline, Callback cb, std::source_location where) {
+    require_loop_thread("call_at", &where);
     Ref r = alloc_slot(std::move(cb), where, SlotKind::timer);
     arm_timer(deadline, r);
     return Handle(this, r.slot, r.gen);
@@ -155,17 +158,26 @@ std::size_t Scheduler::ready_count() const {
     return static_cast<std::size_t>(std::count_if(ready_.begin(), ready_.end(), [this](Ref r) { return live(r); }));
 }
 
-void Scheduler::stop() { stopping_ = true; }
+void Scheduler::stop() {
+    require_loop_thread("stop");
+    stopping_ = true;
+}
 
 // Marks the loop as running for the scope; refuses re-entry, because a
 // callback that ran the loop again would run the batch its caller is running.
 class Scheduler::RunGuard {
 public:
     explicit RunGuard(Scheduler& s) : s_(s) {
+        s_.require_loop_thread("run/run_forever/run_once/run_for");
         if (s_.running_) throw std::logic_error("reactor: the loop is already running (run called from a callback?)");
         s_.running_ = true;
+        // Debug mode: the thread other threads must not be (debug.cpp).
+        if (s_.debug_) s_.loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
     }
-    ~RunGuard() { s_.running_ = false; }
+    ~RunGuard() {
+        s_.running_ = false;
+        if (s_.debug_) s_.loop_thread_.store(std::thread::id{}, std::memory_order_release);
+    }
     RunGuard(const RunGuard&) = delete;
     RunGuard& operator=(const RunGuard&) = delete;
 

@@ -99,6 +99,7 @@ void Scheduler::on_signal(int signo) noexcept {
 }
 
 void Scheduler::add_signal_handler(int signo, Callback cb, std::source_location where) {
+    require_loop_thread("add_signal_handler", &where);
     check_signal_number(signo, "add_signal_handler");
     if (const char* why = why_not_handled(signo)) {
         throw std::invalid_argument(fmt::format("reactor: add_signal_handler: {}: {}", signal_name(signo), why));
@@ -140,6 +141,7 @@ void Scheduler::add_signal_handler(int signo, Callback cb, std::source_location 
 }
 
 bool Scheduler::remove_signal_handler(int signo) {
+    require_loop_thread("remove_signal_handler");
     check_signal_number(signo, "remove_signal_handler");
     if (static_cast<std::size_t>(signo) >= signal_handling_.size()) return false;
     Ref& entry = signal_handling_[static_cast<std::size_t>(signo)];

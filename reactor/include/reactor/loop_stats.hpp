@@ -1,0 +1,62 @@
+// reactor::LoopStats: what Scheduler::stats() returns, a snapshot of the loop
+// as plain data (counters, what is pending now, timings, loop lag), and
+// format_stats() to print one as a block of lines (the example servers do on
+// SIGUSR1).
+//
+// What costs what: the counters and the lag window are always kept (an
+// increment per iteration and per callback, a store per due timer: the clock
+// is read for due timers anyway). The timings need two clock reads around
+// every wait and one after every callback, so they are kept in debug mode
+// only (Scheduler::Options::debug or REACTOR_DEBUG=1); `timed` says whether
+// they were.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "reactor/clock.hpp"
+#include "reactor/lag_window.hpp"
+
+namespace reactor {
+
+struct LoopStats {
+    // ---- since the Scheduler was constructed, always counted ----
+    std::uint64_t iterations = 0;      // run_once_unguarded passes: one per run_once()
+    std::uint64_t callbacks_run = 0;   // user callbacks invoked (waiters, timers, posts, signal handlers)
+    std::uint64_t timers_fired = 0;    // timers that fell due (periodic ones once per tick)
+    std::uint64_t io_events = 0;       // fd readiness events that made a waiter ready
+    std::uint64_t selector_waits = 0;  // calls into the selector (skipped when there is nothing to poll)
+
+    // ---- pending when the snapshot was taken ----
+    std::size_t ready = 0;            // live callbacks in the ready queue
+    std::size_t timers = 0;           // armed timers (periodic ones included)
+    std::size_t readers = 0;          // fds with a read waiter (one-shot or persistent)
+    std::size_t writers = 0;          // fds with a write waiter
+    std::size_t posted = 0;           // call_soon_threadsafe posts not yet taken by the loop
+    std::size_t signal_handlers = 0;  // registered signal handlers
+
+    // ---- loop lag: how late the last LagWindow::kSize timers fired, always kept ----
+    LagPercentiles lag;
+
+    // ---- debug mode only (zero otherwise) ----
+    bool timed = false;                // debug mode was on: the figures below were measured
+    Duration selector_time{};          // blocked in (or polling) the selector
+    Duration callback_time{};          // running callbacks (with the loop's bookkeeping between them)
+    std::uint64_t slow_callbacks = 0;  // reported: over Options::slow_callback_threshold
+    Duration slowest_callback{};
+    std::uint64_t late_timers = 0;     // timers over Options::timer_lateness_threshold (each counted)
+    std::uint64_t wrong_thread_calls = 0;  // loop-thread-only members refused on another thread
+};
+
+// The snapshot as lines, each starting with `prefix` (e.g. "echo_server: ")
+// and ending with '\n':
+//   loop: 120 iterations, 345 callbacks run, 12 timers fired, 200 fd events, 118 selector waits
+//   loop pending: 0 ready, 2 timers, 5 readers, 0 writers, 0 posted, 3 signal handlers
+//   loop lag over the last 12 timers: p50 0.1 ms, p90 0.3 ms, p99 1.1 ms, max 1.1 ms
+//   loop time: 1.234 s in the selector, 0.056 s in callbacks; 0 slow callbacks, 0 late timers, ...
+// (the last line says "not measured" outside debug mode).
+std::string format_stats(const LoopStats& stats, std::string_view prefix = {});
+
+}  // namespace reactor

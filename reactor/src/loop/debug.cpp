@@ -1,0 +1,104 @@
+// Debug mode (Options::debug, REACTOR_DEBUG=1): its configuration, and the
+// three reports it makes through the exception handler, one line each:
+// slow callbacks, late timers, loop-thread-only members called from another
+// thread. The measuring itself is in iteration.cpp (run_batch<true>,
+// move_due_timers, poll_io); what is measured is read back by stats()
+// (stats.cpp). Loop thread only, except check_loop_thread/off_loop_thread,
+// which exist to be called from the wrong thread.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "reactor/scheduler.hpp"
+
+namespace reactor {
+namespace {
+
+// Set to anything but "" or "0", as PYTHONASYNCIODEBUG is.
+bool debug_from_environment() {
+    const char* value = std::getenv("REACTOR_DEBUG");
+    return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
+}
+
+double ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+std::string refusal(const char* member) {
+    return fmt::format(
+        "{} called from a thread other than the one running the loop: refused (loop thread only; other "
+        "threads use call_soon_threadsafe)",
+        member);
+}
+
+}  // namespace
+
+void Scheduler::configure_debug(const Options& options) {
+    if (options.slow_callback_threshold < Duration::zero()) {
+        throw std::invalid_argument("reactor: Options::slow_callback_threshold must not be negative");
+    }
+    if (options.timer_lateness_threshold < Duration::zero()) {
+        throw std::invalid_argument("reactor: Options::timer_lateness_threshold must not be negative");
+    }
+    debug_ = options.debug || debug_from_environment();
+    slow_threshold_ = options.slow_callback_threshold;
+    late_threshold_ = options.timer_lateness_threshold;
+}
+
+// From run_batch<true>, in the run phase: the handler runs like a callback.
+void Scheduler::report_slow_callback(Duration took, const std::source_location& where) {
+    ++stats_.slow_callbacks;
+    ErrorContext ctx;
+    ctx.message = fmt::format("slow callback: it ran for {:.1f} ms (threshold {:.1f} ms)", ms(took),
+                              ms(slow_threshold_));
+    ctx.origin = where;
+    ctx.origin_known = true;
+    call_exception_handler(ctx);
+}
+
+// From move_due_timers. A stall makes every timer due during it late at
+// once: one line per iteration, naming the latest, not one per timer. The
+// line is queued like drop_closed_fd's report, since the phases before the
+// run phase never run user code (the handler is user code); it runs after
+// this iteration's timers.
+void Scheduler::report_late_timers(Duration latest, std::size_t count, const std::source_location& where) {
+    stats_.late_timers += count;
+    ErrorContext ctx;
+    ctx.message = fmt::format("late timer: it fired {:.1f} ms after its deadline (threshold {:.1f} ms; loop lag)",
+                              ms(latest), ms(late_threshold_));
+    if (count > 1) ctx.message += fmt::format(", the latest of {} late timers in this iteration", count);
+    ctx.origin = where;
+    ctx.origin_known = true;
+    call_soon([this, ctx = std::move(ctx)] { call_exception_handler(ctx); });
+}
+
+// Any thread. Only a run under way has a loop thread: before and between
+// runs the Scheduler may be handed from one thread to another (with the
+// program's own synchronisation), as asyncio allows. The report goes to the
+// loop thread through call_soon_threadsafe, the one member that is safe
+// here; the handler is never called on the wrong thread.
+bool Scheduler::off_loop_thread(const char* member, const std::source_location* where) noexcept {
+    const std::thread::id owner = loop_thread_.load(std::memory_order_acquire);
+    if (owner == std::thread::id{} || owner == std::this_thread::get_id()) return false;
+    wrong_thread_calls_.fetch_add(1, std::memory_order_relaxed);
+    try {
+        ErrorContext ctx;
+        ctx.message = refusal(member);
+        if (where != nullptr) {
+            ctx.origin = *where;
+            ctx.origin_known = true;
+        }
+        call_soon_threadsafe([this, ctx = std::move(ctx)] { call_exception_handler(ctx); });
+    } catch (...) {
+        // Out of memory while reporting: the call is still refused.
+    }
+    return true;
+}
+
+void Scheduler::check_loop_thread(const char* member, const std::source_location* where) {
+    if (off_loop_thread(member, where)) throw std::logic_error(fmt::format("reactor: {}", refusal(member)));
+}
+
+}  // namespace reactor
