@@ -266,6 +266,12 @@ BOOST_AUTO_TEST_CASE(misuse_is_refused_clearly) {
                           [](const std::invalid_argument& e) {
                               return std::string(e.what()).find("is connected to") != std::string::npos;
                           });
+    // Another address family: the kernel refuses it, and the send's future says so.
+    Future<void> wrong_family = a->send_to("x", Address::loopback_v6(9));
+    BOOST_REQUIRE(wrong_family.failed());
+    BOOST_TEST(code_of(wrong_family.exception()) == std::error_code(EAFNOSUPPORT, std::generic_category()));
+    const std::string message = what(wrong_family.exception());
+    BOOST_TEST(message.find("send to [::1]:9") != std::string::npos, message);
     DatagramSocket::Options none;
     none.max_buffered = 0;
     BOOST_CHECK_THROW(DatagramSocket::bind(sched, Address::loopback_v4(0), none), std::invalid_argument);

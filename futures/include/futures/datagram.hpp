@@ -72,6 +72,8 @@ public:
         return connect(sched, remote, Options{});
     }
 
+    // Over an open UdpSocket of `sched`, whose datagram and error callbacks it
+    // takes over (use bind() or connect()).
     DatagramSocket(reactor::Scheduler& sched, reactor::UdpSocketPtr socket, Options options);
     DatagramSocket(const DatagramSocket&) = delete;
     DatagramSocket& operator=(const DatagramSocket&) = delete;
