@@ -315,3 +315,35 @@ BOOST_AUTO_TEST_CASE(a_result_posted_to_a_scheduler_destroyed_before_running_it)
     BOOST_TEST(log->destroyed == 2);
     BOOST_TEST(!log->wrong_thread);
 }
+
+// Submitting to a Scheduler that is being destroyed (here from the destructor
+// of a `done` the destruction drops) is refused with a clear error.
+BOOST_AUTO_TEST_CASE(submit_while_the_scheduler_is_destroyed_is_refused) {
+    ThreadPool pool(1);
+    Gate gate;
+    std::string refused;
+    struct Resubmit {
+        ThreadPool* pool;
+        Scheduler* sched;
+        std::string* refused;
+        bool armed = true;
+        Resubmit(ThreadPool* p, Scheduler* s, std::string* r) : pool(p), sched(s), refused(r) {}
+        Resubmit(Resubmit&& o) noexcept : pool(o.pool), sched(o.sched), refused(o.refused), armed(std::exchange(o.armed, false)) {}
+        ~Resubmit() {
+            if (!armed) return;
+            try {
+                (void)pool->submit(*sched, [] {}, [](JobResult<void>&&) {});
+            } catch (const std::logic_error& e) {
+                *refused = e.what();
+            }
+        }
+        void operator()(JobResult<void>&&) {}
+    };
+    {
+        Scheduler s(on(backend_under_test()));
+        (void)pool.submit(s, [&] { gate.wait(); }, Resubmit(&pool, &s, &refused));
+    }
+    gate.open();
+    pool.shutdown();
+    BOOST_TEST(refused == "reactor: ThreadPool::submit while its Scheduler is being destroyed");
+}

@@ -71,24 +71,24 @@ Job ThreadPool::enqueue(Scheduler& sched, detail::JobBase* job) {
     job->core = core_;
     job->mailbox = port.mailbox();
     port.track(job);
-    const char* refused = nullptr;
+    enum class Refused { no, closed, full } refused = Refused::no;
     std::size_t waiting = 0;
     {
         std::lock_guard lock(core_->mutex);
         if (core_->closed) {
-            refused = "closed";
+            refused = Refused::closed;
         } else if (core_->queued >= capacity_) {
-            refused = "full";
+            refused = Refused::full;
             waiting = core_->queued;
         } else {
             job->add_ref();  // the queue's
             core_->push(job);
         }
     }
-    if (refused) {
+    if (refused != Refused::no) {
         port.untrack(job);
         job->release();  // the port's
-        if (waiting == 0) throw ThreadPoolClosed("reactor: ThreadPool::submit after shutdown()");
+        if (refused == Refused::closed) throw ThreadPoolClosed("reactor: ThreadPool::submit after shutdown()");
         throw ThreadPoolFull(fmt::format("reactor: ThreadPool queue is full ({} jobs waiting for {} threads)",
                                          waiting, thread_count_));
     }
