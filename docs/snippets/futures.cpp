@@ -2,6 +2,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
@@ -29,6 +30,9 @@ public:
     Ticker(reactor::Scheduler& sched, std::string name, int times, reactor::Duration pause,
            std::vector<std::string>& log)
         : sched_(sched), name_(std::move(name)), times_(times), pause_(pause), log_(log) {}
+
+    // Optional: names the state for futures::all_tasks() and Scheduler::live().
+    std::string_view state_name() const { return state_ == State::tick ? "tick" : "sleeping"; }
 
     futures::Step<int> resume() {
         for (;;) {
@@ -155,6 +159,24 @@ BOOST_AUTO_TEST_CASE(combinators) {
     BOOST_TEST(sched.timer_count() == 0u);  // the 10 s timer went with `slow`
     sched.run();                            // what run_until_complete left scheduled
     BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(all_tasks) {
+    reactor::Scheduler sched;
+    std::vector<std::string> log;
+    // [snippet:all_tasks]
+    futures::Future<int> ticker = futures::spawn(sched, Ticker(sched, "a", 3, 1s, log));
+    sched.run_once();  // its first resume(): it ticks, then sleeps
+    std::vector<futures::TaskInfo> tasks = futures::all_tasks(sched);
+    // tasks[0].spawned_at: this line; tasks[0].to_string():
+    // "state sleeping, waiting on the Future created at docs/snippets/futures.cpp:LINE"
+    // [end-snippet:all_tasks]
+    BOOST_REQUIRE(tasks.size() == 1u);
+    BOOST_TEST(tasks[0].to_string().find("state sleeping, waiting on the Future created at") == 0u);
+    BOOST_TEST(tasks[0].state.value_or("") == "sleeping");
+    ticker.cancel();
+    sched.run();
+    BOOST_TEST(futures::all_tasks(sched).empty());
 }
 
 BOOST_AUTO_TEST_CASE(tasks) {

@@ -209,4 +209,25 @@ BOOST_AUTO_TEST_CASE(run_for) {
     BOOST_TEST(sched.empty());
 }
 
+BOOST_AUTO_TEST_CASE(close_and_live) {
+    std::vector<std::string> reports;
+    // [snippet:close]
+    reactor::Scheduler sched;
+    sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
+    sched.call_later(1h, [] {});  // forgotten: still alive when the program ends
+    std::vector<reactor::LiveItem> alive = sched.live();  // one timer, "created at app.cpp:LINE"
+    sched.close();
+    // reports == {"still alive at close: timer (due in 3600.000 s) created at app.cpp:LINE",
+    //             "close: 1 item(s) were still alive: ..."}; sched is empty, and may run again
+    // [end-snippet:close]
+
+    BOOST_TEST(alive.size() == 1u);
+    BOOST_TEST((alive[0].kind == reactor::LiveItem::Kind::timer));
+    BOOST_REQUIRE(reports.size() == 2u);
+    BOOST_TEST(reports[0].find("still alive at close: timer (due in 3600.000 s) created at") == 0u);
+    BOOST_TEST(reports[1].find("close: 1 item(s) were still alive") == 0u);
+    BOOST_TEST(sched.empty());
+    BOOST_TEST(sched.live().empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -122,6 +122,7 @@ int StreamCore::error_of(const reactor::CloseReason& reason) {
     case reactor::CloseKind::read_timeout:
     case reactor::CloseKind::write_timeout:
     case reactor::CloseKind::idle_timeout: return ETIMEDOUT;
+    case reactor::CloseKind::scheduler_closed: return ECANCELED;  // Scheduler::close()
     case reactor::CloseKind::local:
     case reactor::CloseKind::eof: return 0;
     }

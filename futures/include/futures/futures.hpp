@@ -1,12 +1,22 @@
 // The whole futures layer in one include: Future<T> and then-chaining,
-// leaf futures (sleep, readable, writable), combinators, state-machine tasks and streams.
+// leaf futures (sleep, readable, writable), combinators, state-machine tasks,
+// the task toolkit (queues, events, semaphores, locks), streams and datagrams.
 #pragma once
 
+#include "futures/as_completed.hpp"
 #include "futures/combinators.hpp"
+#include "futures/datagram.hpp"
 #include "futures/errors.hpp"
+#include "futures/event.hpp"
 #include "futures/future.hpp"
 #include "futures/leaves.hpp"
+#include "futures/lock.hpp"
+#include "futures/queue.hpp"
 #include "futures/run.hpp"
+#include "futures/semaphore.hpp"
+#include "futures/shield.hpp"
 #include "futures/stream.hpp"
 #include "futures/task.hpp"
+#include "futures/task_snapshot.hpp"
 #include "futures/then.hpp"
+#include "futures/when_all_settled.hpp"

@@ -48,11 +48,13 @@
 #include <concepts>
 #include <optional>
 #include <source_location>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include <reactor/scheduler.hpp>
 
+#include "futures/detail/task_registry.hpp"
 #include "futures/future.hpp"
 
 namespace futures {
@@ -109,6 +111,13 @@ concept Machine = std::is_object_v<M> && std::move_constructible<M> && requires(
     { m.resume() };
 } && detail::IsStep<decltype(std::declval<M&>().resume())>::value;
 
+// A machine that names its current state for futures::all_tasks() and
+// Scheduler::live() (optional).
+template <class M>
+concept NamesItsState = requires(const M& m) {
+    { m.state_name() } -> std::convertible_to<std::string_view>;
+};
+
 template <Machine M>
 using machine_result_t = typename decltype(std::declval<M&>().resume())::value_type;
 
@@ -117,7 +126,7 @@ namespace detail {
 // The task: a Future<T>'s state that owns the machine and resumes it. Its link
 // goes to the future the machine awaits, one after another.
 template <class M>
-class TaskState final : public WaitingState<machine_result_t<M>> {
+class TaskState final : public WaitingState<machine_result_t<M>>, private TaskHook {
     using T = machine_result_t<M>;
 
 public:
@@ -125,10 +134,23 @@ public:
         : WaitingState<T>(sched, where, false), machine_(std::in_place, std::move(machine)) {}
 
     void start() {
+        this->join(this->scheduler());
         this->scheduler().call_soon([self = Ref<TaskState>(this)] { self->step(); }, this->origin());
     }
 
     std::string_view kind() const noexcept override { return "Task"; }
+
+    // ---- TaskHook: what all_tasks() shows ----
+    StateBase& task_state() noexcept override { return *this; }
+    std::string_view machine_state() const override {
+        if constexpr (NamesItsState<M>) {
+            if (machine_) return machine_->state_name();
+        }
+        return {};
+    }
+    bool has_machine_state() const noexcept override { return NamesItsState<M>; }
+    StateBase* awaited() const noexcept override { return this->link_.upstream(); }
+    bool started() const noexcept override { return started_; }
 
 private:
     // The awaited future completed: resume.

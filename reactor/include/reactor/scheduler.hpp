@@ -264,6 +264,27 @@ public:
     void add_observer(SchedulerObserver& observer);
     void remove_observer(SchedulerObserver& observer) noexcept;
 
+    // ---- the end (loop thread only, never from inside a callback: std::logic_error) ----
+    // Ends everything on this loop while the program's objects are still
+    // alive: the orderly shutdown the destructor cannot do. In order:
+    //  1. what is alive (live()) is reported through the exception handler,
+    //     one line per item, then a summary line (nothing if nothing is alive);
+    //  2. observers end: open connections abort and their close callbacks run
+    //     with CloseKind::scheduler_closed; futures tasks are cancelled;
+    //  3. what is ready then runs (those close callbacks, the tasks' last
+    //     resume()s, and whatever they schedule ready), for a bounded number
+    //     of iterations that never wait for I/O or time;
+    //  4. everything still scheduled (timers, fd waiters, posted callbacks,
+    //     signal handlers, callbacks scheduled in step 3) is destroyed unrun,
+    //     and the futures waiting on it are cancelled.
+    // Returns what step 1 listed. The Scheduler is then empty and may be used
+    // again. The destructor does step 4 only (see ~Scheduler).
+    std::vector<LiveItem> close();
+    // Everything alive now: ready callbacks, timers, fd waiters, posted
+    // callbacks, signal handlers, and what observers keep (connections,
+    // tasks), each with the line that created it where known.
+    std::vector<LiveItem> live() const;
+
     // ---- introspection (tests, debugging) ----
     std::size_t ready_count() const;              // live callbacks in the ready queue
     std::size_t timer_count() const noexcept { return live_timers_; }
@@ -330,6 +351,9 @@ private:
     void arm_timer(TimePoint deadline, Ref r);
     void rearm_periodic(Ref r);
     RunStatus run_until_time(TimePoint limit);
+
+    void drop_everything() noexcept;  // close() step 4 and the destructor
+    void tell_observers_closing();
 
     void dispatch_signals();
     void remove_all_signal_handlers() noexcept;
@@ -403,6 +427,7 @@ private:
 
     std::vector<Ref> signal_handling_;  // indexed by signal number; empty until the first handler
     std::vector<SchedulerObserver*> observers_;  // each knows its index
+    std::uint64_t close_epoch_ = 0;              // close() calls so far
     std::size_t signal_handlers_ = 0;
 
     // call_soon_threadsafe: the only state touched by other threads.

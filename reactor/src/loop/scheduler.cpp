@@ -44,25 +44,7 @@ Scheduler::~Scheduler() {
         o->observer_index_ = SchedulerObserver::kNotObserving;
         o->on_scheduler_destroyed();
     }
-    // First, while the wakeup fd the signal handler writes to is still open.
-    remove_all_signal_handlers();
-    // Destroying a callback may run user destructors that touch the scheduler
-    // (schedule, cancel, report): keep every member alive until none is left.
-    while (!slots_.empty() || !posted_.empty()) {
-        auto doomed_slots = std::move(slots_);
-        std::vector<Posted> doomed_posted;
-        {
-            std::lock_guard lock(posted_mutex_);
-            doomed_posted.swap(posted_);
-        }
-        slots_.clear();
-        free_head_ = kNoSlot;
-        ready_.clear();
-        sleeping_.clear();
-        waiting_.clear();
-        signal_handling_.clear();
-        live_timers_ = waiters_ = 0;
-    }
+    drop_everything();  // shutdown.cpp
     ::close(wakeup_fd_);
 }
 

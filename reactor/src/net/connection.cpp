@@ -28,6 +28,7 @@ std::string_view to_string(CloseKind kind) noexcept {
     case CloseKind::read_timeout: return "read timeout";
     case CloseKind::write_timeout: return "write timeout";
     case CloseKind::idle_timeout: return "idle timeout";
+    case CloseKind::scheduler_closed: return "scheduler closed";
     }
     return "unknown";
 }
@@ -347,6 +348,20 @@ void Connection::release_fd(bool abortive) {
 // The loop will never run again: abort and release ourselves now. No user
 // callback runs (see the comment after CloseKind): they are only destroyed,
 // as the Scheduler destroys every callback still scheduled.
+void Connection::on_scheduler_closing() {
+    if (state_ == State::closed) return;
+    out_.clear();
+    finish_close({CloseKind::scheduler_closed, 0}, true);  // Scheduler::close() runs the callback
+}
+
+void Connection::describe(std::vector<LiveItem>& out) const {
+    LiveItem item;
+    item.kind = LiveItem::Kind::connection;
+    item.detail = fmt::format("fd {}, {} <-> {}, {} byte(s) unsent", fd_, local_.to_string(), peer_.to_string(),
+                              out_.size());
+    out.push_back(std::move(item));
+}
+
 void Connection::on_scheduler_destroyed() noexcept {
     if (state_ == State::closed) return;
     out_.clear();

@@ -47,12 +47,16 @@ enum class CloseKind : std::uint8_t {
     read_timeout,   // nothing received for read_timeout (closed gracefully)
     write_timeout,  // buffered output made no progress for write_timeout (aborted)
     idle_timeout,   // nothing received or sent for idle_timeout (closed gracefully)
+    scheduler_closed,  // Scheduler::close() ended the loop with the connection open (aborted)
 };
-// A connection still open (or closing) when its Scheduler is destroyed is
-// aborted and freed, and its callbacks are destroyed WITHOUT running: objects
-// declared after the Scheduler are already gone by then, and a close callback
-// run from ~Scheduler would touch them. To see close reasons at shutdown,
-// close or abort connections while the loop still runs (Listener::connections()).
+// A connection still open (or closing) when its Scheduler is closed
+// (Scheduler::close()) is aborted, and its close callback runs with
+// CloseKind::scheduler_closed. One still open when its Scheduler is destroyed
+// without close() is aborted and freed, and its callbacks are destroyed
+// WITHOUT running: objects declared after the Scheduler are already gone by
+// then, and a close callback run from ~Scheduler would touch them. To see
+// close reasons at shutdown, call Scheduler::close() first (or close the
+// connections while the loop still runs: Listener::connections()).
 std::string_view to_string(CloseKind kind) noexcept;
 
 struct CloseReason {
@@ -232,6 +236,8 @@ private:
     void adapt_to_fd_type(int type, int access_mode) noexcept;
     long transfer_out(const char* data, std::size_t n) noexcept;  // send(2) or write(2), -1 and errno on error
     friend std::shared_ptr<Connection> adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
+    void on_scheduler_closing() override;
+    void describe(std::vector<LiveItem>& out) const override;
     // Deadlines (connection_deadlines.cpp).
     bool has_deadlines() const noexcept { return has_deadlines_; }  // on every read and send: one load
     void update_has_deadlines() noexcept;

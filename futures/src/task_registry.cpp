@@ -1,0 +1,150 @@
+// The registry of tasks per Scheduler, and futures::all_tasks().
+#include "futures/detail/task_registry.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "futures/future.hpp"
+#include "futures/task_snapshot.hpp"
+
+namespace futures::detail {
+
+class TaskRegistry final : public reactor::SchedulerObserver {
+public:
+    // The registry of `sched`, made on first use.
+    static TaskRegistry& of(reactor::Scheduler& sched) {
+        for (TaskRegistry* r : registries()) {
+            if (r->sched_ == &sched) return *r;
+        }
+        auto* r = new TaskRegistry(sched);
+        registries().push_back(r);
+        sched.add_observer(*r);
+        return *r;
+    }
+    // Null if `sched` never had a task.
+    static TaskRegistry* find(reactor::Scheduler& sched) noexcept {
+        for (TaskRegistry* r : registries()) {
+            if (r->sched_ == &sched) return r;
+        }
+        return nullptr;
+    }
+
+    void add(TaskHook& t) noexcept {
+        t.registry_ = this;
+        t.prev_ = tail_;
+        t.next_ = nullptr;
+        (tail_ ? tail_->next_ : head_) = &t;
+        tail_ = &t;
+    }
+    void remove(TaskHook& t) noexcept {
+        (t.prev_ ? t.prev_->next_ : head_) = t.next_;
+        (t.next_ ? t.next_->prev_ : tail_) = t.prev_;
+        t.prev_ = t.next_ = nullptr;
+        t.registry_ = nullptr;
+    }
+
+    // Strong references to every pending task, oldest first: what is done to
+    // them may complete and free others.
+    std::vector<Ref<StateBase>> pending() const {
+        std::vector<Ref<StateBase>> out;
+        for (TaskHook* t = head_; t; t = t->next_) {
+            StateBase& s = t->task_state();
+            if (s.alive() && s.pending()) out.emplace_back(&s);
+        }
+        return out;
+    }
+
+    std::vector<TaskInfo> snapshot() const {
+        std::vector<TaskInfo> out;
+        for (TaskHook* t = head_; t; t = t->next_) {
+            StateBase& s = t->task_state();
+            if (!s.alive() || !s.pending()) continue;
+            TaskInfo info;
+            info.spawned_at = s.origin();
+            info.started = t->started();
+            if (t->has_machine_state()) info.state = std::string(t->machine_state());
+            if (StateBase* up = t->awaited()) {
+                info.waiting_on_kind = std::string(up->kind());
+                info.waiting_on = up->origin();
+            }
+            out.push_back(std::move(info));
+        }
+        return out;
+    }
+
+    // Scheduler::close(): every task is asked to stop (its machine is resumed
+    // with CancelledError, and close() runs that resume).
+    void on_scheduler_closing() override {
+        for (Ref<StateBase>& s : pending()) s->cancel();
+    }
+
+    // ~Scheduler: nothing may run any more. Every pending task loses its
+    // machine unrun and is cancelled, which frees tasks that wait on one
+    // another or on a future nobody will complete (the cycles a machine
+    // holding its awaited future makes). Then the registry goes.
+    void on_scheduler_destroyed() noexcept override {
+        for (Ref<StateBase>& s : pending()) s->wakeup_lost();
+        auto& all = registries();
+        all.erase(std::remove(all.begin(), all.end(), this), all.end());
+        for (TaskHook* t = head_; t;) {
+            TaskHook* next = t->next_;
+            t->registry_ = nullptr;
+            t->prev_ = t->next_ = nullptr;
+            t = next;
+        }
+        delete this;
+    }
+
+    void describe(std::vector<reactor::LiveItem>& out) const override {
+        for (const TaskInfo& info : snapshot()) {
+            reactor::LiveItem item;
+            item.kind = reactor::LiveItem::Kind::task;
+            item.detail = info.to_string();
+            item.where = info.spawned_at;
+            item.where_known = true;
+            out.push_back(std::move(item));
+        }
+    }
+
+private:
+    explicit TaskRegistry(reactor::Scheduler& sched) : sched_(&sched) {}
+
+    static std::vector<TaskRegistry*>& registries() {
+        thread_local std::vector<TaskRegistry*> all;  // usually one: a thread runs one loop
+        return all;
+    }
+
+    reactor::Scheduler* sched_;
+    TaskHook* head_ = nullptr;
+    TaskHook* tail_ = nullptr;
+};
+
+void TaskHook::join(reactor::Scheduler& sched) { TaskRegistry::of(sched).add(*this); }
+
+void TaskHook::leave() noexcept {
+    if (registry_) registry_->remove(*this);
+}
+
+}  // namespace futures::detail
+
+namespace futures {
+
+std::string TaskInfo::to_string() const {
+    std::string line = state ? fmt::format("state {}", *state) : std::string("state unknown (no state_name())");
+    if (!started) line += ", not started";
+    if (!waiting_on_kind.empty()) {
+        line += fmt::format(", waiting on the {} created at {}:{}", waiting_on_kind, waiting_on.file_name(),
+                            waiting_on.line());
+    }
+    return line;
+}
+
+std::vector<TaskInfo> all_tasks(reactor::Scheduler& sched) {
+    detail::TaskRegistry* r = detail::TaskRegistry::find(sched);
+    return r ? r->snapshot() : std::vector<TaskInfo>{};
+}
+
+}  // namespace futures

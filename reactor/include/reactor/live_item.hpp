@@ -1,0 +1,39 @@
+// reactor::LiveItem: one thing still alive on a Scheduler (a timer, an fd
+// waiter, a connection, a task...), named by the line that created it. What
+// Scheduler::live() lists and Scheduler::close() reports: libuv's tests end
+// every case with such a check, and so can a user's program.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <string_view>
+
+namespace reactor {
+
+struct LiveItem {
+    enum class Kind : std::uint8_t {
+        ready,           // a callback in the ready queue (call_soon, or due)
+        timer,           // call_later / call_at, not yet due
+        periodic,        // call_every
+        reader,          // an fd waiter, read direction
+        writer,          // an fd waiter, write direction
+        posted,          // call_soon_threadsafe, not yet taken in by the loop
+        signal_handler,  // add_signal_handler (not work, but alive)
+        connection,      // an open Connection (it owns itself)
+        task,            // a futures task not yet complete
+        other,           // anything else an observer describes
+    };
+
+    Kind kind = Kind::other;
+    std::string detail;  // "fd 7", "due in 1.500 s", "state reading, waiting on the Future created at x.cpp:3"
+    std::source_location where;  // the line that created or scheduled it, if where_known
+    bool where_known = false;
+
+    // One line: "timer (due in 1.500 s) scheduled at app.cpp:12".
+    std::string to_string() const;
+};
+
+std::string_view to_string(LiveItem::Kind kind) noexcept;
+
+}  // namespace reactor

@@ -1,0 +1,166 @@
+// The end of a loop: live() (what is still alive), close() (the orderly end,
+// while the program's objects are alive) and drop_everything() (what close()
+// and the destructor leave behind: every callback destroyed unrun).
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "reactor/scheduler.hpp"
+
+namespace reactor {
+
+namespace {
+
+// Enough for any chain of close callbacks and cancelled tasks a program
+// builds on purpose; a callback that reschedules itself forever is cut off.
+constexpr int kCloseIterations = 1000;
+
+std::string due_in(Duration left) {
+    return fmt::format("due in {:.3f} s", std::chrono::duration<double>(left).count());
+}
+
+}  // namespace
+
+std::string_view to_string(LiveItem::Kind kind) noexcept {
+    switch (kind) {
+    case LiveItem::Kind::ready: return "ready callback";
+    case LiveItem::Kind::timer: return "timer";
+    case LiveItem::Kind::periodic: return "periodic timer";
+    case LiveItem::Kind::reader: return "reader";
+    case LiveItem::Kind::writer: return "writer";
+    case LiveItem::Kind::posted: return "posted callback";
+    case LiveItem::Kind::signal_handler: return "signal handler";
+    case LiveItem::Kind::connection: return "connection";
+    case LiveItem::Kind::task: return "task";
+    case LiveItem::Kind::other: return "other";
+    }
+    return "?";
+}
+
+std::string LiveItem::to_string() const {
+    std::string line(reactor::to_string(kind));
+    if (!detail.empty()) line += fmt::format(" ({})", detail);
+    if (where_known) line += fmt::format(" created at {}:{}", where.file_name(), where.line());
+    return line;
+}
+
+std::vector<LiveItem> Scheduler::live() const {
+    std::vector<LiveItem> out;
+    auto add = [&out](LiveItem::Kind kind, std::string detail, std::source_location where) {
+        out.push_back(LiveItem{kind, std::move(detail), where, true});
+    };
+    // Timers by deadline, from the heap (a cancelled entry's slot is no longer live).
+    std::vector<Timer> timers;
+    for (const Timer& t : sleeping_) {
+        if (live(t.ref)) timers.push_back(t);
+    }
+    std::sort(timers.begin(), timers.end(),
+              [](const Timer& a, const Timer& b) { return a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq); });
+    const TimePoint t0 = now();
+    for (const Timer& t : timers) {
+        const Slot& s = slots_[t.ref.slot];
+        add(s.kind == SlotKind::periodic ? LiveItem::Kind::periodic : LiveItem::Kind::timer,
+            due_in(std::max(t.deadline - t0, Duration::zero())), s.where);
+    }
+    for (const Slot& s : slots_) {
+        switch (s.kind) {
+        case SlotKind::soon:
+        case SlotKind::periodic_due: add(LiveItem::Kind::ready, "", s.where); break;
+        case SlotKind::oneshot_waiter:
+        case SlotKind::persistent_waiter:
+            add(s.is_read ? LiveItem::Kind::reader : LiveItem::Kind::writer,
+                fmt::format("fd {}{}", s.fd, s.kind == SlotKind::oneshot_waiter ? ", one-shot" : ""), s.where);
+            break;
+        case SlotKind::signal_handler: add(LiveItem::Kind::signal_handler, fmt::format("signal {}", s.fd), s.where); break;
+        case SlotKind::free:
+        case SlotKind::timer:
+        case SlotKind::periodic: break;
+        }
+    }
+    {
+        std::lock_guard lock(posted_mutex_);
+        for (const Posted& p : posted_) add(LiveItem::Kind::posted, "", p.where);
+    }
+    for (const SchedulerObserver* o : observers_) o->describe(out);
+    std::stable_sort(out.begin(), out.end(), [](const LiveItem& a, const LiveItem& b) { return a.kind < b.kind; });
+    return out;
+}
+
+void Scheduler::tell_observers_closing() {
+    // Each observer hears once, even though telling one may add or remove
+    // others (a close callback may open a connection, or abort another):
+    // scan from the end, again until a scan finds nobody new.
+    const std::uint64_t epoch = ++close_epoch_;
+    for (bool told = true; told;) {
+        told = false;
+        for (std::size_t i = observers_.size(); i-- > 0;) {
+            if (i >= observers_.size()) continue;  // the list shrank under us
+            SchedulerObserver* o = observers_[i];
+            if (o->closing_epoch_ == epoch) continue;
+            o->closing_epoch_ = epoch;
+            told = true;
+            o->on_scheduler_closing();
+        }
+    }
+}
+
+std::vector<LiveItem> Scheduler::close() {
+    if (running_) throw std::logic_error("reactor: close() while the loop is running (called from a callback?)");
+    std::vector<LiveItem> alive = live();
+    if (!alive.empty()) {
+        for (const LiveItem& item : alive) {
+            ErrorContext ctx;
+            ctx.message = fmt::format("still alive at close: {}", item.to_string());
+            call_exception_handler(ctx);
+        }
+        ErrorContext summary;
+        summary.message = fmt::format("close: {} item(s) were still alive: connections aborted, tasks cancelled, "
+                                      "the rest destroyed unrun",
+                                      alive.size());
+        call_exception_handler(summary);
+    }
+    tell_observers_closing();
+    {
+        running_ = true;  // run_once_unguarded's precondition; refuses re-entry meanwhile
+        struct Unmark {
+            bool& running;
+            ~Unmark() { running = false; }
+        } unmark{running_};
+        for (int i = 0; i < kCloseIterations && ready_count() != 0; ++i) run_once_unguarded();
+    }
+    stopping_ = false;
+    drop_everything();
+    return alive;
+}
+
+void Scheduler::drop_everything() noexcept {
+    // First, while the wakeup fd the signal handler writes to is still open.
+    remove_all_signal_handlers();
+    // Destroying a callback may run user destructors that touch the scheduler
+    // (schedule, cancel, report): keep every member alive until none is left.
+    while (!slots_.empty() || !posted_.empty()) {
+        auto doomed_slots = std::move(slots_);
+        std::vector<Posted> doomed_posted;
+        {
+            std::lock_guard lock(posted_mutex_);
+            doomed_posted.swap(posted_);
+        }
+        slots_.clear();
+        free_head_ = kNoSlot;
+        ready_.clear();
+        sleeping_.clear();
+        // The fds stay open (they are not ours), but the selector must stop
+        // watching them: close() leaves a loop that may run again.
+        for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
+            if (waiting_[fd].read.slot != kNoSlot || waiting_[fd].write.slot != kNoSlot) {
+                selector_->forget(static_cast<int>(fd));
+            }
+        }
+        waiting_.clear();
+        signal_handling_.clear();
+        live_timers_ = dead_timers_ = waiters_ = 0;
+    }
+}
+
+}  // namespace reactor

@@ -1,0 +1,158 @@
+// futures::all_tasks() and the tasks' side of Scheduler::live(), close() and
+// destruction: every pending task is listed with its spawn line, its
+// machine's state_name() (or "unknown"), and what it waits on; close()
+// cancels tasks (their machines see CancelledError and may clean up);
+// destroying the Scheduler frees tasks even in cycles that no wake-up breaks.
+#define BOOST_TEST_MODULE task_snapshot
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <futures/futures.hpp>
+
+#include "support/fake_clock.hpp"
+#include "support/futures_util.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using futures::Future;
+using futures::Step;
+using futures_test::Tracked;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Sleeps, then waits on a future it is given; names its states. Logs a
+// cancellation it sees.
+class Napper {
+public:
+    enum class State { start, napping, waiting };
+
+    Napper(reactor::Scheduler& sched, Future<void> gate, std::vector<std::string>& log)
+        : sched_(sched), gate_(std::move(gate)), log_(log) {}
+
+    std::string_view state_name() const {
+        switch (state_) {
+        case State::start: return "start";
+        case State::napping: return "napping";
+        case State::waiting: return "waiting";
+        }
+        return "?";
+    }
+
+    Step<void> resume() {
+        try {
+            switch (state_) {
+            case State::start:
+                state_ = State::napping;
+                return nap_ = futures::sleep(sched_, 1s);
+            case State::napping:
+                nap_.result();
+                state_ = State::waiting;
+                return gate_;
+            case State::waiting:
+                gate_.result();
+                return futures::finished;
+            }
+        } catch (const futures::CancelledError&) {
+            log_.push_back(std::string("cancelled while ") + std::string(state_name()));
+            throw;
+        }
+        throw std::logic_error("unreachable");
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    Future<void> gate_;
+    std::vector<std::string>& log_;
+    State state_ = State::start;
+    Future<void> nap_;
+    Tracked tracked_;
+};
+
+// No state_name(): the snapshot says so.
+struct Anonymous {
+    Future<void> gate;
+    Step<void> resume() {
+        if (!gate.done()) return gate;
+        return futures::finished;
+    }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(all_tasks_shows_spawn_line_state_and_what_each_waits_on) {
+    reactor_test::FakeLoop loop;
+    std::vector<std::string> log;
+    Future<void> gate(loop.sched);
+    const auto gate_line = std::source_location::current().line() - 1;
+    const auto line = std::source_location::current().line();
+    Future<void> a = futures::spawn(loop.sched, Napper(loop.sched, gate, log));  // line + 1
+    Future<void> b = futures::spawn(loop.sched, Anonymous{gate});              // line + 2
+
+    std::vector<futures::TaskInfo> tasks = futures::all_tasks(loop.sched);
+    BOOST_REQUIRE(tasks.size() == 2u);
+    BOOST_TEST(tasks[0].spawned_at.line() == line + 1);
+    BOOST_TEST(!tasks[0].started);
+    BOOST_TEST(tasks[0].state.value_or("") == "start");
+    BOOST_TEST(!tasks[1].state.has_value());
+    BOOST_TEST(contains(tasks[1].to_string(), "state unknown"));
+
+    loop.sched.run_once();  // both start: a naps, b waits on the gate
+    tasks = futures::all_tasks(loop.sched);
+    BOOST_REQUIRE(tasks.size() == 2u);
+    BOOST_TEST(tasks[0].state.value_or("") == "napping");
+    BOOST_TEST(tasks[0].waiting_on_kind == "Future");
+    BOOST_TEST(contains(tasks[0].waiting_on.file_name(), "test_task_snapshot.cpp"));
+    BOOST_TEST(tasks[1].waiting_on.line() == gate_line);
+    BOOST_TEST(contains(tasks[1].to_string(), "waiting on the Future created at"));
+
+    gate.set_result();
+    futures::run_until(loop.sched, a);
+    BOOST_TEST(futures::all_tasks(loop.sched).empty());  // done tasks are not listed
+    BOOST_TEST(log.empty());
+}
+
+BOOST_AUTO_TEST_CASE(live_lists_tasks_and_close_cancels_them_running_their_cleanup) {
+    std::vector<std::string> log;
+    {
+        reactor_test::FakeLoop loop;
+        std::vector<std::string> reports;
+        loop.sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
+        Future<void> gate(loop.sched);
+        futures::spawn(loop.sched, Napper(loop.sched, gate, log));  // background: nobody holds its handle
+        loop.sched.run_once();
+        int tasks = 0;
+        for (const reactor::LiveItem& item : loop.sched.live()) tasks += item.kind == reactor::LiveItem::Kind::task;
+        BOOST_TEST(tasks == 1);
+
+        loop.sched.close();
+        BOOST_TEST(log == (std::vector<std::string>{"cancelled while napping"}), boost::test_tools::per_element());
+        BOOST_TEST(Tracked::live == 0);  // the machine ended with its task
+        bool listed = false;
+        for (const std::string& r : reports) listed |= contains(r, "still alive at close: task (state napping");
+        BOOST_TEST(listed);
+        BOOST_TEST(futures::all_tasks(loop.sched).empty());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(destruction_frees_tasks_waiting_on_a_future_nobody_completes) {
+    std::vector<std::string> log;
+    {
+        reactor_test::FakeLoop loop;
+        Future<void> gate(loop.sched);
+        // The machine holds `gate`, whose waiter list holds the task: a cycle
+        // that no timer's cancellation reaches.
+        futures::spawn(loop.sched, Napper(loop.sched, gate, log));
+        gate = {};
+        loop.sched.run_for(2s);  // past the nap: now it waits on the gate
+        BOOST_REQUIRE(futures::all_tasks(loop.sched).size() == 1u);
+        BOOST_TEST(futures::all_tasks(loop.sched)[0].state.value_or("") == "waiting");
+        BOOST_TEST(Tracked::live == 1);
+    }
+    BOOST_TEST(Tracked::live == 0);
+    BOOST_TEST(log.empty());  // freed without resuming
+}
