@@ -94,6 +94,20 @@ BOOST_AUTO_TEST_CASE(work_runs_on_a_worker_and_done_on_the_loop_thread) {
     BOOST_TEST(s.empty());
 }
 
+// The loop blocks in the selector while the job runs (its wait bounded by
+// the keep-alive timer, which must not overflow a wait deadline: UBSan), and
+// wakes for the result.
+BOOST_AUTO_TEST_CASE(the_loop_sleeps_in_the_selector_until_a_slow_job_is_back) {
+    Scheduler s(on(backend_under_test()));
+    ThreadPool pool(1);
+    bool back = false;
+    (void)pool.submit(
+        s, [] { std::this_thread::sleep_for(50ms); }, [&](JobResult<void>&& r) { back = r.status == JobStatus::done; });
+    run_bounded(s);
+    BOOST_TEST(back);
+    BOOST_TEST(s.empty());  // the keep-alive timer is gone with the last job
+}
+
 BOOST_AUTO_TEST_CASE(an_exception_from_work_reaches_done_as_failed) {
     Scheduler s(on(backend_under_test()));
     ThreadPool pool(1);

@@ -21,7 +21,7 @@
 //
 // While a job's `done` is still to run, the job counts as work of its loop:
 // run() does not return for lack of work while a result is on its way (the
-// loop holds a timer that never fires until the last one is back).
+// loop holds a timer, a day long and re-armed, until the last one is back).
 //
 // When the Scheduler is destroyed first, its jobs still queued are removed
 // unrun, the results of those running are dropped when they finish, and every

@@ -3,6 +3,7 @@
 // call_soon_threadsafe, and Job::cancel. See job_port.hpp.
 #include "job_port.hpp"
 
+#include <chrono>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -102,11 +103,7 @@ LoopPort& LoopPort::of(Scheduler& sched) {
 }
 
 void LoopPort::track(JobBase* job) {
-    if (pending_ == 0) {
-        // A timer that never fires is work to the loop: run() keeps going
-        // until the result is back (and idles in the selector meanwhile).
-        keepalive_ = sched_.call_at(TimePoint::max(), [] {});
-    }
+    if (pending_ == 0) arm_keepalive();
     ++pending_;
     job->add_ref();
     job->port = this;
@@ -115,6 +112,16 @@ void LoopPort::track(JobBase* job) {
     job->port_next = head_;
     if (head_) head_->port_prev = job;
     head_ = job;
+}
+
+// A timer is work to the loop: run() keeps going until the results are back
+// (and idles in the selector meanwhile). A day, re-armed, rather than
+// TimePoint::max(): a wait that long is computed as now + timeout, which
+// must not overflow.
+void LoopPort::arm_keepalive() {
+    keepalive_ = sched_.call_later(std::chrono::hours(24), [this] {
+        if (pending_ > 0) arm_keepalive();
+    });
 }
 
 void LoopPort::untrack(JobBase* job) noexcept {

@@ -65,12 +65,13 @@ public:
 private:
     explicit LoopPort(Scheduler& sched);
     ~LoopPort() = default;
+    void arm_keepalive();
 
     Scheduler& sched_;
     std::shared_ptr<Mailbox> mailbox_;
     JobBase* head_ = nullptr;
     std::size_t pending_ = 0;
-    Handle keepalive_;  // a timer that never fires, armed while pending_ > 0
+    Handle keepalive_;  // a long timer, armed while pending_ > 0 (work for run())
     bool dying_ = false;
 };
 
