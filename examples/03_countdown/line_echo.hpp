@@ -1,8 +1,9 @@
 // LineEcho: Beazley's echo server on 127.0.0.1, written with one-shot fd
-// waiters only, the component beside countdown.cpp. It accepts with a
-// read_wait that re-arms itself and hands each client to a LineEchoClient
-// (line_echo_client.hpp), which answers every line with "Got: <line>". Loop
-// thread only.
+// waiters only, the server of the Countdown component (countdown.hpp). It
+// accepts with a read_wait that re-arms itself and hands each client to a
+// LineEchoClient (line_echo_client.hpp), which answers every line with
+// "Got: <line>". What it has to say goes to the sink it is given. Loop thread
+// only.
 //
 // Ownership: the listening socket belongs to the LineEcho object; each client
 // owns itself (see line_echo_client.hpp).
