@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,19 +54,9 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}",
                                                 options.low_water, options.high_water));
     if (options.read_size == 0) throw std::invalid_argument("reactor: read_size must be positive");
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) throw detail::system_error(errno, fmt::format("reactor: fstat of fd {}", fd));
-    if (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
-        throw std::invalid_argument(fmt::format(
-            "reactor: fd {} is a {}, which cannot be watched for readiness: a connection needs a socket, a pipe "
-            "or a terminal",
-            fd, detail::file_type_name(st.st_mode)));
-    const int flags = ::fcntl(fd, F_GETFL);
-    if (flags < 0) throw detail::system_error(errno, fmt::format("reactor: fcntl(F_GETFL) of fd {}", fd));
-    if ((flags & O_NONBLOCK) == 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
-        throw detail::system_error(errno, fmt::format("reactor: fcntl(F_SETFL, O_NONBLOCK) of fd {}", fd));
+    const FdKind kind = inspect_fd(fd);  // connection_fd.cpp
     auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options);
-    conn->adapt_to_fd_type(static_cast<int>(st.st_mode & S_IFMT), flags & O_ACCMODE);
+    conn->adapt_to_fd_kind(kind);
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
@@ -90,23 +79,6 @@ Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOption
       idle_timeout_(std::max(options.idle_timeout, Duration::zero())) {
     update_has_deadlines();
     if (has_deadlines()) read_from_ = write_from_ = idle_from_ = sched_.now();
-}
-
-// Sockets keep the defaults. A pipe end open in one direction starts with the
-// other direction already finished (see adopt()).
-void Connection::adapt_to_fd_type(int type, int access_mode) noexcept {
-    is_socket_ = type == S_IFSOCK;
-    if (is_socket_) return;
-    is_fifo_ = type == S_IFIFO;
-    if (access_mode == O_RDONLY) {
-        shutdown_requested_ = write_shut_ = true;
-    } else if (access_mode == O_WRONLY) {
-        read_eof_ = true;
-        // A pipe's write end polls as an error once no reader is left (every
-        // backend reports that as readable), so a reader registered on it
-        // learns of the departure without waiting for a write.
-        watch_reader_gone_ = is_fifo_;
-    }
 }
 
 Connection::~Connection() {
@@ -156,7 +128,7 @@ void Connection::update_reader() {
 }
 
 void Connection::on_readable() {
-    if (watch_reader_gone_) return fail(EPIPE);  // see adapt_to_fd_type
+    if (watch_reader_gone_) return fail(EPIPE);  // see adapt_to_fd_kind
     char* buf = detail::read_scratch(read_size_);
     ssize_t n;
     do {
@@ -222,15 +194,6 @@ bool Connection::write(std::string_view data) {
         return state_ != State::closed;
     }
     return true;
-}
-
-long Connection::transfer_out(const char* data, std::size_t n) noexcept {
-    if (is_fifo_) return detail::write_without_sigpipe(fd_, data, n);
-    ssize_t r;
-    do {
-        r = is_socket_ ? ::send(fd_, data, n, MSG_NOSIGNAL) : ::write(fd_, data, n);  // a terminal never raises SIGPIPE
-    } while (r < 0 && errno == EINTR);
-    return r;
 }
 
 void Connection::register_writer() {

@@ -233,7 +233,13 @@ private:
     void schedule_drain();
     void release_fd(bool abortive);
     void on_scheduler_destroyed() noexcept override;
-    void adapt_to_fd_type(int type, int access_mode) noexcept;
+    // What adopt() learns of the fd, and what follows from it (connection_fd.cpp).
+    struct FdKind {
+        int type;         // S_IFSOCK, S_IFIFO or S_IFCHR
+        int access_mode;  // O_RDONLY, O_WRONLY or O_RDWR
+    };
+    static FdKind inspect_fd(int fd);
+    void adapt_to_fd_kind(FdKind kind) noexcept;
     long transfer_out(const char* data, std::size_t n) noexcept;  // send(2) or write(2), -1 and errno on error
     friend std::shared_ptr<Connection> adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
     void on_scheduler_closing() override;
