@@ -23,7 +23,7 @@ namespace reactor {
 
 struct LoopStats {
     // ---- since the Scheduler was constructed, always counted ----
-    std::uint64_t iterations = 0;      // run_once_unguarded passes: one per run_once()
+    std::uint64_t iterations = 0;      // loop iterations (run_once() is one; run() many)
     std::uint64_t callbacks_run = 0;   // user callbacks invoked (waiters, timers, posts, signal handlers)
     std::uint64_t timers_fired = 0;    // timers that fell due (periodic ones once per tick)
     std::uint64_t io_events = 0;       // fd readiness events that made a waiter ready
