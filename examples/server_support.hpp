@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <futures/task_snapshot.hpp>
 #include <reactor/loop_stats.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/net/connection.hpp>
@@ -97,10 +99,18 @@ inline void announce(const reactor::Scheduler& sched, const reactor::Address& bo
 // (reactor::format_stats) as one block of stdout lines, each starting with
 // "<name>: ", then carry on: stdout, like the servers' other lines about
 // themselves (the signal lines, the summary), so a script reads one stream.
-// Timings are there when the server runs with REACTOR_DEBUG=1.
+// Timings are there when the server runs with REACTOR_DEBUG=1. Then the
+// live tasks (futures::all_tasks): "<name>: N live task(s)", and one line per
+// task with where it was spawned, its state and what it waits on.
 inline void print_stats_on_sigusr1(reactor::Scheduler& sched, std::string name) {
     sched.add_signal_handler(SIGUSR1, [&sched, name = std::move(name)] {
         fmt::print("{}", reactor::format_stats(sched.stats(), name + ": "));
+        const std::vector<futures::TaskInfo> tasks = futures::all_tasks(sched);
+        fmt::print("{}: {} live task(s)\n", name, tasks.size());
+        for (const futures::TaskInfo& t : tasks) {
+            fmt::print("{}:   task spawned at {}:{}: {}\n", name, t.spawned_at.file_name(), t.spawned_at.line(),
+                       t.to_string());
+        }
         std::fflush(stdout);
     });
 }

@@ -706,4 +706,20 @@ BOOST_AUTO_TEST_CASE(forget_fd_is_harmless_for_unknown_fds) {
     CHECK_EMPTY(s);
 }
 
+// A timer at the end of time (call_later(seconds::max()) means "never")
+// makes the selector's wait as long as it can be: computing its deadline
+// must saturate, not overflow into the past (UBSan caught it on poll and epoll).
+BOOST_AUTO_TEST_CASE(a_timer_at_the_end_of_time_does_not_overflow_the_wait) {
+    Scheduler s(on(reactor_test::backend_under_test()));
+    reactor::Handle never = s.call_later(std::chrono::seconds::max(), [] {});
+    Pipe p;
+    p.put();
+    bool heard = false;
+    s.read_wait(p.r, [&] { heard = true; });
+    s.run_once();
+    BOOST_TEST(heard);
+    never.cancel();
+    CHECK_EMPTY(s);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -58,7 +58,7 @@ bool exchange(const std::string& name, int fd) {
 }
 
 struct Snapshot {
-    unsigned long iterations = 0, callbacks = 0, readers = 0, signal_handlers = 0;
+    unsigned long iterations = 0, callbacks = 0, readers = 0, signal_handlers = 0, tasks = 0;
 };
 
 // Sends SIGUSR1 and reads the block it prints.
@@ -88,6 +88,17 @@ Snapshot stats_on_sigusr1(Server& server, const std::string& name) {
     s.signal_handlers = std::stoul(m[2]);
     BOOST_TEST(block[2].starts_with(name + ": loop lag"), block[2]);
     BOOST_TEST(block[3].starts_with(name + ": loop time: "), block[3]);
+    // Then the live tasks: a count, and one line per task naming its spawn site.
+    auto count_line = server.child.read_line(10s);
+    BOOST_REQUIRE(count_line.has_value());
+    BOOST_REQUIRE_MESSAGE(std::regex_match(*count_line, m, std::regex(name + R"(: (\d+) live task\(s\))")), *count_line);
+    s.tasks = std::stoul(m[1]);
+    for (unsigned long i = 0; i < s.tasks; ++i) {
+        auto line = server.child.read_line(10s);
+        BOOST_REQUIRE(line.has_value());
+        BOOST_TEST(line->starts_with(name + ":   task spawned at "), *line);
+        BOOST_TEST(line->find("state ") != std::string::npos, *line);
+    }
     return s;
 }
 
@@ -107,6 +118,13 @@ BOOST_AUTO_TEST_CASE(every_server_prints_its_loop_stats_and_carries_on) {
             BOOST_TEST(first.readers >= 2u);          // the listener and the client
             BOOST_TEST(first.signal_handlers == 3u);  // SIGINT, SIGTERM, SIGUSR1
             BOOST_TEST(first.callbacks > 0u);
+            // The streams server runs a task per client (one is connected);
+            // the callback servers run none.
+            if (name == "echo_server_streams") {
+                BOOST_TEST(first.tasks >= 1u);
+            } else {
+                BOOST_TEST(first.tasks == 0u);
+            }
 
             // Still serving; the next snapshot has counted on.
             if (name != "chat_server") BOOST_REQUIRE(exchange(name, fd));

@@ -12,7 +12,7 @@
 //   $ echo_server                          (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
 //   ^C  (SIGINT or SIGTERM: stop accepting, drain, exit 0; see server_support.hpp)
-//   kill -USR1 <pid>   prints the loop's stats and carries on (server_support.hpp)
+//   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
 #include <fmt/format.h>
 #include <reactor/net/listener.hpp>
 

@@ -11,7 +11,7 @@
 //
 //   $ echo_server_streams                  (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
-//   kill -USR1 <pid>   prints the loop's stats and carries on (server_support.hpp)
+//   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
 #include <chrono>
 #include <csignal>
 #include <cstdint>

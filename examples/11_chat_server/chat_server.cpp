@@ -12,7 +12,7 @@
 // --max-line disconnects its sender.
 //
 //   $ chat_server          then, in two terminals:   nc 127.0.0.1 7001
-//   kill -USR1 <pid>   prints the loop's stats and carries on (server_support.hpp)
+//   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
 #include <cstdint>
 #include <string>
 #include <unordered_map>

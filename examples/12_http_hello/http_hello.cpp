@@ -13,7 +13,7 @@
 // above the high-water mark and resumes below the low one.
 //
 //   $ http_hello &   curl -v http://127.0.0.1:8080/
-//   kill -USR1 <pid>   prints the loop's stats and carries on (server_support.hpp)
+//   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
 #include <chrono>
 #include <string>
 #include <unordered_map>

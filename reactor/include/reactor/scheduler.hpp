@@ -83,7 +83,11 @@ public:
 
     Scheduler();
     explicit Scheduler(Options options);
-    ~Scheduler();  // destroys pending callbacks unrun; closes only its own wakeup fd
+    // Destroys pending callbacks unrun (connections are aborted and freed,
+    // tasks cancelled with their machines destroyed unrun); closes only its
+    // own wakeup fd. In debug mode, first names on stderr what is still alive
+    // (live()), one line each and a summary; close() first avoids both.
+    ~Scheduler();
     Scheduler(const Scheduler&) = delete;
     Scheduler& operator=(const Scheduler&) = delete;
 
@@ -267,8 +271,9 @@ public:
     // ---- the end (loop thread only, never from inside a callback: std::logic_error) ----
     // Ends everything on this loop while the program's objects are still
     // alive: the orderly shutdown the destructor cannot do. In order:
-    //  1. what is alive (live()) is reported through the exception handler,
-    //     one line per item, then a summary line (nothing if nothing is alive);
+    //  1. what is alive (live(), signal handlers aside: they are not work) is
+    //     reported through the exception handler, one line per item, then a
+    //     summary line (nothing if nothing is alive);
     //  2. observers end: open connections abort and their close callbacks run
     //     with CloseKind::scheduler_closed; futures tasks are cancelled;
     //  3. what is ready then runs (those close callbacks, the tasks' last
@@ -277,7 +282,7 @@ public:
     //  4. everything still scheduled (timers, fd waiters, posted callbacks,
     //     signal handlers, callbacks scheduled in step 3) is destroyed unrun,
     //     and the futures waiting on it are cancelled.
-    // Returns what step 1 listed. The Scheduler is then empty and may be used
+    // Returns what step 1 reported. The Scheduler is then empty and may be used
     // again. The destructor does step 4 only (see ~Scheduler).
     std::vector<LiveItem> close();
     // Everything alive now: ready callbacks, timers, fd waiters, posted
@@ -353,6 +358,7 @@ private:
     RunStatus run_until_time(TimePoint limit);
 
     void drop_everything() noexcept;  // close() step 4 and the destructor
+    void report_leaks_at_destruction() noexcept;
     void tell_observers_closing();
 
     void dispatch_signals();

@@ -37,6 +37,7 @@ Scheduler::Scheduler(Options options)
 }
 
 Scheduler::~Scheduler() {
+    if (debug_) report_leaks_at_destruction();  // shutdown.cpp
     // Objects that own themselves on this loop end first, while it is whole.
     while (!observers_.empty()) {
         SchedulerObserver* o = observers_.back();

@@ -20,6 +20,14 @@ std::string due_in(Duration left) {
     return fmt::format("due in {:.3f} s", std::chrono::duration<double>(left).count());
 }
 
+// What close() and the debug-mode destructor report: everything alive but the
+// signal handlers. A handler is not work (run() does not wait for it), and a
+// program that ends with its SIGINT handler still installed is the norm.
+std::vector<LiveItem> reportable(std::vector<LiveItem> items) {
+    std::erase_if(items, [](const LiveItem& item) { return item.kind == LiveItem::Kind::signal_handler; });
+    return items;
+}
+
 }  // namespace
 
 std::string_view to_string(LiveItem::Kind kind) noexcept {
@@ -106,8 +114,9 @@ void Scheduler::tell_observers_closing() {
 }
 
 std::vector<LiveItem> Scheduler::close() {
+    require_loop_thread("close");
     if (running_) throw std::logic_error("reactor: close() while the loop is running (called from a callback?)");
-    std::vector<LiveItem> alive = live();
+    std::vector<LiveItem> alive = reportable(live());
     if (!alive.empty()) {
         for (const LiveItem& item : alive) {
             ErrorContext ctx;
@@ -132,6 +141,28 @@ std::vector<LiveItem> Scheduler::close() {
     stopping_ = false;
     drop_everything();
     return alive;
+}
+
+// ~Scheduler in debug mode: what is left alive is named on stderr (the
+// default handler's channel), never through the program's exception handler:
+// it may capture objects declared after the Scheduler, already destroyed.
+void Scheduler::report_leaks_at_destruction() noexcept {
+    try {
+        std::vector<LiveItem> alive = reportable(live());
+        if (alive.empty()) return;
+        for (const LiveItem& item : alive) {
+            ErrorContext ctx;
+            ctx.message = fmt::format("still alive at destruction: {}", item.to_string());
+            default_exception_handler(ctx);
+        }
+        ErrorContext summary;
+        summary.message = fmt::format("~Scheduler: {} item(s) were still alive, destroyed unrun (call close() "
+                                      "first to end them in order)",
+                                      alive.size());
+        default_exception_handler(summary);
+    } catch (...) {
+        // out of memory while reporting: the destruction goes on regardless
+    }
 }
 
 void Scheduler::drop_everything() noexcept {

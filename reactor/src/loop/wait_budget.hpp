@@ -22,7 +22,11 @@ class WaitBudget {
 public:
     explicit WaitBudget(std::optional<nanoseconds> timeout) : timeout_(timeout) {
         if (timeout_ && *timeout_ < nanoseconds::zero()) timeout_ = nanoseconds::zero();
-        if (timeout_ && *timeout_ > nanoseconds::zero()) deadline_ = std::chrono::steady_clock::now() + *timeout_;
+        if (timeout_ && *timeout_ > nanoseconds::zero()) {
+            // Saturating: a timer at the end of time must not overflow into the past.
+            const auto now = std::chrono::steady_clock::now();
+            deadline_ = *timeout_ >= decltype(now)::max() - now ? decltype(now)::max() : now + *timeout_;
+        }
     }
 
     // nullopt: no limit. The first call returns the whole timeout; after an
