@@ -52,6 +52,7 @@ BOOST_AUTO_TEST_CASE(pending_future_refuses_to_be_read) {
     BOOST_TEST((f.status() == Status::pending));
     BOOST_CHECK_THROW(f.result(), InvalidStateError);
     BOOST_CHECK_THROW(f.exception(), InvalidStateError);
+    f.cancel();  // else CHECK_EMPTY rightly names it: a pending future left on the loop
     CHECK_EMPTY(loop.sched);
 }
 
@@ -508,6 +509,7 @@ BOOST_AUTO_TEST_CASE(memory_held_by_a_weak_link_returns_to_the_pool_when_the_lin
     loop.sched.run();
     BOOST_TEST(next.cancelled());
     BOOST_TEST(!reuse.done());
+    reuse.cancel();
     CHECK_EMPTY(loop.sched);
 }
 

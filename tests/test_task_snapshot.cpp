@@ -156,3 +156,21 @@ BOOST_AUTO_TEST_CASE(destruction_frees_tasks_waiting_on_a_future_nobody_complete
     BOOST_TEST(Tracked::live == 0);
     BOOST_TEST(log.empty());  // freed without resuming
 }
+
+BOOST_AUTO_TEST_CASE(live_lists_a_pending_hand_made_future_with_its_line) {
+    reactor_test::FakeLoop loop;
+    const auto line = std::source_location::current().line();
+    Future<int> answer(loop.sched);  // line + 1
+    Future<int> doubled = answer.then([](int x) { return 2 * x; });
+    std::vector<reactor::LiveItem> items = loop.sched.live();
+    BOOST_REQUIRE(items.size() == 1u);  // the continuation is named by what it waits on
+    BOOST_TEST((items[0].kind == reactor::LiveItem::Kind::future));
+    BOOST_TEST(items[0].where.line() == line + 1);
+    BOOST_TEST(contains(items[0].to_string(), "future (pending, to be completed by hand) created at"));
+    BOOST_TEST(futures::all_tasks(loop.sched).empty());  // not a task
+
+    answer.set_result(21);
+    futures::run_until(loop.sched, doubled);
+    BOOST_TEST(doubled.result() == 42);
+    BOOST_TEST(loop.sched.live().empty());
+}

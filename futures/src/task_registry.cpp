@@ -1,4 +1,4 @@
-// The registry of tasks per Scheduler, and futures::all_tasks().
+// The registry of tasks and hand-made futures per Scheduler, and futures::all_tasks().
 #include "futures/detail/task_registry.hpp"
 
 #include <algorithm>
@@ -32,36 +32,36 @@ public:
         return nullptr;
     }
 
-    void add(TaskHook& t) noexcept {
+    void add(LiveHook& t) noexcept {
         t.registry_ = this;
         t.prev_ = tail_;
         t.next_ = nullptr;
         (tail_ ? tail_->next_ : head_) = &t;
         tail_ = &t;
     }
-    void remove(TaskHook& t) noexcept {
+    void remove(LiveHook& t) noexcept {
         (t.prev_ ? t.prev_->next_ : head_) = t.next_;
         (t.next_ ? t.next_->prev_ : tail_) = t.prev_;
         t.prev_ = t.next_ = nullptr;
         t.registry_ = nullptr;
     }
 
-    // Strong references to every pending task, oldest first: what is done to
-    // them may complete and free others.
-    std::vector<Ref<StateBase>> pending() const {
+    // Strong references to every pending task (or every pending registered
+    // state), oldest first: what is done to them may complete and free others.
+    std::vector<Ref<StateBase>> pending(bool tasks_only) const {
         std::vector<Ref<StateBase>> out;
-        for (TaskHook* t = head_; t; t = t->next_) {
+        for (LiveHook* t = head_; t; t = t->next_) {
             StateBase& s = t->task_state();
-            if (s.alive() && s.pending()) out.emplace_back(&s);
+            if (s.alive() && s.pending() && (!tasks_only || t->is_task())) out.emplace_back(&s);
         }
         return out;
     }
 
     std::vector<TaskInfo> snapshot() const {
         std::vector<TaskInfo> out;
-        for (TaskHook* t = head_; t; t = t->next_) {
+        for (LiveHook* t = head_; t; t = t->next_) {
             StateBase& s = t->task_state();
-            if (!s.alive() || !s.pending()) continue;
+            if (!s.alive() || !s.pending() || !t->is_task()) continue;
             TaskInfo info;
             info.spawned_at = s.origin();
             info.started = t->started();
@@ -78,19 +78,20 @@ public:
     // Scheduler::close(): every task is asked to stop (its machine is resumed
     // with CancelledError, and close() runs that resume).
     void on_scheduler_closing() override {
-        for (Ref<StateBase>& s : pending()) s->cancel();
+        for (Ref<StateBase>& s : pending(true)) s->cancel();
     }
 
     // ~Scheduler: nothing may run any more. Every pending task loses its
-    // machine unrun and is cancelled, which frees tasks that wait on one
-    // another or on a future nobody will complete (the cycles a machine
-    // holding its awaited future makes). Then the registry goes.
+    // machine unrun and is cancelled, and so is every pending hand-made
+    // future, which frees tasks that wait on one another or on a future
+    // nobody will complete (the cycles a machine holding its awaited future
+    // makes). Then the registry goes.
     void on_scheduler_destroyed() noexcept override {
-        for (Ref<StateBase>& s : pending()) s->wakeup_lost();
+        for (Ref<StateBase>& s : pending(false)) s->wakeup_lost();
         auto& all = registries();
         all.erase(std::remove(all.begin(), all.end(), this), all.end());
-        for (TaskHook* t = head_; t;) {
-            TaskHook* next = t->next_;
+        for (LiveHook* t = head_; t;) {
+            LiveHook* next = t->next_;
             t->registry_ = nullptr;
             t->prev_ = t->next_ = nullptr;
             t = next;
@@ -99,6 +100,16 @@ public:
     }
 
     void describe(std::vector<reactor::LiveItem>& out) const override {
+        for (LiveHook* t = head_; t; t = t->next_) {
+            const StateBase& s = t->task_state();
+            if (t->is_task() || !s.alive() || !s.pending()) continue;
+            reactor::LiveItem item;
+            item.kind = reactor::LiveItem::Kind::future;
+            item.detail = "pending, to be completed by hand";
+            item.where = s.origin();
+            item.where_known = true;
+            out.push_back(std::move(item));
+        }
         for (const TaskInfo& info : snapshot()) {
             reactor::LiveItem item;
             item.kind = reactor::LiveItem::Kind::task;
@@ -118,13 +129,13 @@ private:
     }
 
     reactor::Scheduler* sched_;
-    TaskHook* head_ = nullptr;
-    TaskHook* tail_ = nullptr;
+    LiveHook* head_ = nullptr;
+    LiveHook* tail_ = nullptr;
 };
 
-void TaskHook::join(reactor::Scheduler& sched) { TaskRegistry::of(sched).add(*this); }
+void LiveHook::join(reactor::Scheduler& sched) { TaskRegistry::of(sched).add(*this); }
 
-void TaskHook::leave() noexcept {
+void LiveHook::leave() noexcept {
     if (registry_) registry_->remove(*this);
 }
 

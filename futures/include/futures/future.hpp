@@ -55,6 +55,8 @@ namespace detail {
 class StateBase;
 template <class T>
 class State;
+template <class T>
+class SettableState;
 
 // The library's own back door into Future: raw state access and adoption.
 struct Access {
@@ -106,7 +108,7 @@ public:
     // A new pending future, to be completed by hand with set_result/set_exception.
     // `where` names it in error reports ("exception was never retrieved").
     explicit Future(reactor::Scheduler& sched, std::source_location where = std::source_location::current())
-        : state_(StateRef::adopt(new detail::State<T>(sched, where, /*settable=*/true))) {}
+        : state_(StateRef::adopt(new detail::SettableState<T>(sched, where))) {}
 
     bool valid() const noexcept { return static_cast<bool>(state_); }
     reactor::Scheduler& scheduler() const { return state().scheduler(); }
@@ -230,6 +232,7 @@ private:
 // Future, above): the state, the link between states, the launch helper, then().
 #define FUTURES_FUTURE_HPP_BODY_DONE
 #include "futures/detail/state.hpp"
+#include "futures/detail/settable_state.hpp"
 #include "futures/detail/link.hpp"
 #include "futures/detail/launch.hpp"
 #include "futures/then.hpp"

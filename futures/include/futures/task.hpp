@@ -126,7 +126,7 @@ namespace detail {
 // The task: a Future<T>'s state that owns the machine and resumes it. Its link
 // goes to the future the machine awaits, one after another.
 template <class M>
-class TaskState final : public WaitingState<machine_result_t<M>>, private TaskHook {
+class TaskState final : public WaitingState<machine_result_t<M>>, private LiveHook {
     using T = machine_result_t<M>;
 
 public:
@@ -140,7 +140,7 @@ public:
 
     std::string_view kind() const noexcept override { return "Task"; }
 
-    // ---- TaskHook: what all_tasks() shows ----
+    // ---- LiveHook: what all_tasks() shows ----
     StateBase& task_state() noexcept override { return *this; }
     std::string_view machine_state() const override {
         if constexpr (NamesItsState<M>) {

@@ -1,5 +1,5 @@
 // reactor::LiveItem: one thing still alive on a Scheduler (a timer, an fd
-// waiter, a connection, a task...), named by the line that created it. What
+// waiter, a connection, a task, a pending future...), named by the line that created it. What
 // Scheduler::live() lists and Scheduler::close() reports: libuv's tests end
 // every case with such a check, and so can a user's program.
 #pragma once
@@ -22,6 +22,7 @@ struct LiveItem {
         signal_handler,  // add_signal_handler (not work, but alive)
         connection,      // an open Connection (it owns itself)
         task,            // a futures task not yet complete
+        future,          // a futures Future(sched) not yet completed by hand
         other,           // anything else an observer describes
     };
 

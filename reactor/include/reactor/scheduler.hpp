@@ -287,7 +287,8 @@ public:
     std::vector<LiveItem> close();
     // Everything alive now: ready callbacks, timers, fd waiters, posted
     // callbacks, signal handlers, and what observers keep (connections,
-    // tasks), each with the line that created it where known.
+    // futures tasks, pending hand-made futures), each with the line that
+    // created it where known.
     std::vector<LiveItem> live() const;
 
     // ---- introspection (tests, debugging) ----

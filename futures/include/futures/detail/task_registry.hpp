@@ -1,9 +1,13 @@
-// futures::detail::TaskHook and TaskRegistry: every task of a Scheduler,
-// known by the loop, so that futures::all_tasks() can show them,
-// Scheduler::live() can list them, Scheduler::close() can cancel them, and
-// ~Scheduler can free them even when they wait on one another in a cycle.
+// futures::detail::LiveHook and TaskRegistry: every task of a Scheduler, and
+// every future made to be completed by hand (Future(sched)), known by the
+// loop, so that futures::all_tasks() can show the tasks, Scheduler::live()
+// can list both, Scheduler::close() can cancel the tasks, and ~Scheduler can
+// free them even when they wait on one another in a cycle. (Other futures
+// need no registration: a timer, an fd wait or the futures they wait on name
+// them.)
 //
-// A task registers when spawned and leaves when its state is destroyed; the
+// A task registers when spawned (a hand-made future when made) and leaves
+// when its state is destroyed; the
 // registry of a Scheduler is made on its first spawn and dies with it (a
 // SchedulerObserver). An intrusive list: registering allocates nothing.
 // Loop thread only.
@@ -18,30 +22,32 @@ namespace futures::detail {
 class StateBase;
 class TaskRegistry;
 
-// The part of a task the registry sees (TaskState<M> implements it).
-class TaskHook {
+// The part of a task (TaskState<M>) or of a hand-made future
+// (SettableState<T>) the registry sees.
+class LiveHook {
 public:
     virtual StateBase& task_state() noexcept = 0;
+    virtual bool is_task() const noexcept { return true; }
     // The machine's state_name(), or empty if its class has none.
-    virtual std::string_view machine_state() const = 0;
-    virtual bool has_machine_state() const noexcept = 0;
+    virtual std::string_view machine_state() const { return {}; }
+    virtual bool has_machine_state() const noexcept { return false; }
     // What the task waits on now, or null.
-    virtual StateBase* awaited() const noexcept = 0;
-    virtual bool started() const noexcept = 0;  // resume() has run
+    virtual StateBase* awaited() const noexcept { return nullptr; }
+    virtual bool started() const noexcept { return false; }  // resume() has run
 
 protected:
-    TaskHook() = default;
-    TaskHook(const TaskHook&) = delete;
-    TaskHook& operator=(const TaskHook&) = delete;
-    ~TaskHook() { leave(); }
+    LiveHook() = default;
+    LiveHook(const LiveHook&) = delete;
+    LiveHook& operator=(const LiveHook&) = delete;
+    ~LiveHook() { leave(); }
     void join(reactor::Scheduler& sched);
     void leave() noexcept;
 
 private:
     friend class TaskRegistry;
     TaskRegistry* registry_ = nullptr;
-    TaskHook* prev_ = nullptr;
-    TaskHook* next_ = nullptr;
+    LiveHook* prev_ = nullptr;
+    LiveHook* next_ = nullptr;
 };
 
 }  // namespace futures::detail

@@ -1,0 +1,32 @@
+// futures::detail::SettableState: the state behind Future(sched), a future
+// completed by hand. Unlike the library's own futures, nothing on the loop
+// names a pending one (no timer, no fd wait), so it registers with its
+// Scheduler's registry: Scheduler::live() lists it, with the line that made
+// it, and ~Scheduler cancels it, freeing a task that waits on it while
+// holding it. Part of futures/future.hpp. Loop thread only.
+#pragma once
+#ifndef FUTURES_FUTURE_HPP_BODY_DONE
+#error "futures/detail/*.hpp are parts of futures/future.hpp: include that instead"
+#endif
+
+#include <source_location>
+
+#include <reactor/scheduler.hpp>
+
+#include "futures/detail/state.hpp"
+#include "futures/detail/task_registry.hpp"
+
+namespace futures::detail {
+
+template <class T>
+class SettableState final : public State<T>, private LiveHook {
+public:
+    SettableState(reactor::Scheduler& sched, std::source_location where) : State<T>(sched, where, true) {
+        this->join(sched);
+    }
+
+    StateBase& task_state() noexcept override { return *this; }
+    bool is_task() const noexcept override { return false; }
+};
+
+}  // namespace futures::detail
