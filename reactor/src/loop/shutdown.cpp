@@ -28,6 +28,21 @@ std::vector<LiveItem> reportable(std::vector<LiveItem> items) {
     return items;
 }
 
+// One line per item ("still alive at <when>: ..."), then `summary`, each
+// handed to `deliver` as an ErrorContext. Nothing for no item.
+template <class Deliver>
+void report_alive(const std::vector<LiveItem>& items, std::string_view when, const std::string& summary,
+                  Deliver deliver) {
+    if (items.empty()) return;
+    ErrorContext ctx;
+    for (const LiveItem& item : items) {
+        ctx.message = fmt::format("still alive at {}: {}", when, item.to_string());
+        deliver(ctx);
+    }
+    ctx.message = summary;
+    deliver(ctx);
+}
+
 }  // namespace
 
 std::string_view to_string(LiveItem::Kind kind) noexcept {
@@ -118,18 +133,11 @@ std::vector<LiveItem> Scheduler::close() {
     require_loop_thread("close");
     if (running_) throw std::logic_error("reactor: close() while the loop is running (called from a callback?)");
     std::vector<LiveItem> alive = reportable(live());
-    if (!alive.empty()) {
-        for (const LiveItem& item : alive) {
-            ErrorContext ctx;
-            ctx.message = fmt::format("still alive at close: {}", item.to_string());
-            call_exception_handler(ctx);
-        }
-        ErrorContext summary;
-        summary.message = fmt::format("close: {} item(s) were still alive: connections aborted, tasks cancelled, "
-                                      "the rest destroyed unrun",
-                                      alive.size());
-        call_exception_handler(summary);
-    }
+    report_alive(alive, "close",
+                 fmt::format("close: {} item(s) were still alive: connections aborted, tasks cancelled, the rest "
+                             "destroyed unrun",
+                             alive.size()),
+                 [this](const ErrorContext& ctx) { call_exception_handler(ctx); });
     tell_observers_closing();
     {
         running_ = true;  // run_once_unguarded's precondition; refuses re-entry meanwhile
@@ -150,17 +158,11 @@ std::vector<LiveItem> Scheduler::close() {
 void Scheduler::report_leaks_at_destruction() noexcept {
     try {
         std::vector<LiveItem> alive = reportable(live());
-        if (alive.empty()) return;
-        for (const LiveItem& item : alive) {
-            ErrorContext ctx;
-            ctx.message = fmt::format("still alive at destruction: {}", item.to_string());
-            default_exception_handler(ctx);
-        }
-        ErrorContext summary;
-        summary.message = fmt::format("~Scheduler: {} item(s) were still alive, destroyed unrun (call close() "
-                                      "first to end them in order)",
-                                      alive.size());
-        default_exception_handler(summary);
+        report_alive(alive, "destruction",
+                     fmt::format("~Scheduler: {} item(s) were still alive, destroyed unrun (call close() first to "
+                                 "end them in order)",
+                                 alive.size()),
+                     default_exception_handler);
     } catch (...) {
         // out of memory while reporting: the destruction goes on regardless
     }
