@@ -35,6 +35,8 @@ using futures::Datagram;
 using futures::DatagramSocket;
 using futures::Future;
 using futures::Step;
+using futures_test::error_of;
+using futures_test::mentions;
 using futures_test::what;
 using reactor::Address;
 using reactor_test::on;
@@ -80,15 +82,6 @@ std::error_code code_of(const std::exception_ptr& e) {
     }
 }
 
-template <class T>
-std::exception_ptr error_of(const Future<T>& f) {
-    try {
-        f.result();
-    } catch (...) {
-        return std::current_exception();
-    }
-    return nullptr;
-}
 
 // Sends `count` datagrams of `size` bytes, each only once the previous one's
 // future is done: the sender never runs ahead of the kernel.

@@ -26,21 +26,12 @@ using futures::Queue;
 using futures::QueueClosed;
 using futures::Step;
 using futures_test::Tracked;
+using futures_test::error_of;
+using futures_test::mentions;
 using futures_test::what;
 using Log = std::vector<std::string>;
 
-bool mentions(const std::exception_ptr& e, const std::string& text) { return what(e).find(text) != std::string::npos; }
 
-// The error result() throws (null if none).
-template <class T>
-std::exception_ptr error_of(const Future<T>& f) {
-    try {
-        f.result();
-    } catch (...) {
-        return std::current_exception();
-    }
-    return nullptr;
-}
 
 // Puts 1..n, logging "put i @s" as each put completes, s the seconds since it started.
 class Producer {

@@ -31,19 +31,11 @@ using futures::Lock;
 using futures::Permit;
 using futures::Semaphore;
 using futures::Step;
+using futures_test::error_of;
+using futures_test::mentions;
 using futures_test::what;
 using Log = std::vector<std::string>;
 
-template <class T>
-std::exception_ptr error_of(const Future<T>& f) {
-    try {
-        f.result();
-    } catch (...) {
-        return std::current_exception();
-    }
-    return nullptr;
-}
-bool mentions(const std::exception_ptr& e, const std::string& text) { return what(e).find(text) != std::string::npos; }
 
 // Takes a permit (from a Semaphore or a Lock), holds it for 1 s of work, lets go.
 template <class Primitive>

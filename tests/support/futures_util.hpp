@@ -45,5 +45,21 @@ inline std::string what(const std::exception_ptr& e) {
     }
 }
 
+// What result() of a complete future throws (null if it is done).
+template <class F>
+std::exception_ptr error_of(const F& future) {
+    try {
+        future.result();
+    } catch (...) {
+        return std::current_exception();
+    }
+    return nullptr;
+}
+
+// True if the error's what() contains `text`.
+inline bool mentions(const std::exception_ptr& e, const std::string& text) {
+    return what(e).find(text) != std::string::npos;
+}
+
 }  // namespace futures_test
 
