@@ -3,9 +3,13 @@
 #define BOOST_TEST_MODULE futures_examples
 #include <boost/test/unit_test.hpp>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/process.hpp"
@@ -85,6 +89,123 @@ BOOST_AUTO_TEST_CASE(fetch_ms_with_no_input_at_all) {
     BOOST_TEST(r.code == 0);
     BOOST_TEST(r.out == (std::vector<std::string>{"Will sleep now", "Good morning", "fetch_ms returned \"\"", "hello"}),
                boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(fetch_ms_returns_a_last_line_without_its_newline) {
+    testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50"});
+    child.write_stdin("no newline");
+    child.close_stdin();  // end of input: the bytes before it are the line
+    const auto out = lines_of(child.read_all(20s));
+    BOOST_TEST(out == (std::vector<std::string>{"Will sleep now", "Good morning", "fetch_ms returned \"no newline\"",
+                                                "hello"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(child.read_stderr(5s) == "");
+    BOOST_TEST(child.wait(10s) == 0);
+}
+
+namespace {
+
+// stdin redirected (`fetch_ms < FILE`, or `<&-`), through sh, on each backend
+// of the example: the kinds of stdin are where backends differ (epoll cannot
+// watch a regular file or /dev/null). The suite itself runs once.
+Run fetch_ms_with_stdin(const std::string& redirection, const std::string& backend) {
+    testsupport::Child child("/bin/sh", {"-c", "exec \"$0\" --speed 50 --backend " + backend + " " + redirection,
+                                         testsupport::example_path("fetch_ms")});
+    Run r;
+    r.out = lines_of(child.read_all(20s));
+    r.err = child.read_stderr(5s);
+    r.code = child.wait(10s);
+    return r;
+}
+
+const std::vector<std::string> kFetchBackends{"select", "poll", "epoll"};
+
+// A file of `text` in the temporary directory, removed with the object.
+struct TempFile {
+    explicit TempFile(const std::string& text) {
+        char name[] = "/tmp/fetch_ms_test_XXXXXX";
+        int fd = ::mkstemp(name);
+        BOOST_REQUIRE(fd >= 0);
+        path = name;
+        BOOST_REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+        ::close(fd);
+    }
+    ~TempFile() { ::unlink(path.c_str()); }
+    std::string path;
+};
+
+std::vector<std::string> fetch_ms_output(const std::string& line) {
+    return {"Will sleep now", "Good morning", "fetch_ms returned \"" + line + "\"", "hello"};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fetch_ms_reads_a_regular_file_directly) {
+    // A regular file cannot be a Stream: the example reads its first line
+    // directly, on every backend; a last line without '\n' counts too.
+    const TempFile lines("first line\nsecond line\n"), unterminated("only line"), empty("");
+    for (const std::string& backend : kFetchBackends) {
+        for (const auto& [file, line] : {std::pair{&lines, "first line"}, std::pair{&unterminated, "only line"},
+                                         std::pair{&empty, ""}}) {
+            Run r = fetch_ms_with_stdin("< " + file->path, backend);
+            BOOST_TEST(r.code == 0, backend << " " << line);
+            BOOST_TEST(r.out == fetch_ms_output(line), boost::test_tools::per_element());
+            BOOST_TEST(r.err == "", backend << ": " << r.err);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(fetch_ms_reads_dev_null_as_an_empty_input) {
+    // /dev/null is a character device: a Stream, always at its end, on every
+    // backend (epoll cannot watch it; the loop counts it always ready).
+    for (const std::string& backend : kFetchBackends) {
+        Run r = fetch_ms_with_stdin("< /dev/null", backend);
+        BOOST_TEST(r.code == 0, backend);
+        BOOST_TEST(r.out == fetch_ms_output(""), boost::test_tools::per_element());
+        BOOST_TEST(r.err == "", backend << ": " << r.err);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(fetch_ms_refuses_a_stdin_it_cannot_read_with_one_line) {
+    const TempFile long_line(std::string(70000, 'x'));
+    for (const std::string& backend : kFetchBackends) {
+        for (const auto& [redirection, message] :
+             {std::pair<std::string, std::string>{"< /tmp", "fetch_ms: stdin: reactor: fd "},
+              {"<&-", "fetch_ms: stdin: Bad file descriptor"},
+              {"< " + long_line.path, "fetch_ms: stdin: a line longer than 65536 bytes"}}) {
+            Run r = fetch_ms_with_stdin(redirection, backend);
+            BOOST_TEST(r.code == 1, backend << " " << redirection);
+            // Nothing read, no nap (at most the hello timer, if it was quicker).
+            BOOST_TEST((r.out.empty() || r.out == std::vector<std::string>{"hello"}), backend << " " << redirection);
+            BOOST_TEST(r.err.starts_with(message), r.err);
+            BOOST_TEST(lines_of(r.err).size() == 1u, r.err);
+        }
+        Run dir = fetch_ms_with_stdin("< /tmp", backend);
+        BOOST_TEST(dir.err.find("is a directory") != std::string::npos, dir.err);
+    }
+    // The same limit for a line coming through the stream, from a pipe.
+    testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50"});
+    child.write_stdin(std::string(70000, 'y'));
+    child.close_stdin();
+    BOOST_TEST(child.read_stderr(20s) == "fetch_ms: stdin: a line longer than 65536 bytes\n");
+    BOOST_TEST(child.wait(10s) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(fetch_ms_takes_a_backend) {
+    Run help = run_example("fetch_ms", {"--help"});
+    bool mentions_backend = false;
+    for (const auto& line : help.out) mentions_backend = mentions_backend || line.find("--backend") != std::string::npos;
+    BOOST_TEST(mentions_backend);
+    Run bad = run_example("fetch_ms", {"--backend", "kqueue"});
+    BOOST_TEST(bad.code == 2);
+    BOOST_TEST(bad.err.starts_with("fetch_ms: --backend"), bad.err);
+    // Each backend reads a line from a pipe like the default one.
+    for (const std::string& backend : kFetchBackends) {
+        testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50", "--backend", backend});
+        child.write_stdin("via " + backend + "\n");
+        BOOST_TEST(lines_of(child.read_all(20s)) == fetch_ms_output("via " + backend), boost::test_tools::per_element());
+        BOOST_TEST(child.wait(10s) == 0, backend);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(spawn_join_sums_ten_tasks_and_reports_the_unjoined_failure) {
