@@ -24,7 +24,6 @@
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
-#include <futures/stream.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
@@ -57,9 +56,7 @@ futures::Future<std::string> first_line_of_file(reactor::Scheduler& sched, int f
         if (c == '\n') break;
         if (text.size() > kMaxLine) throw too_long();
     }
-    futures::Future<std::string> line(sched);
-    line.set_result(std::move(text));
-    return line;
+    return futures::make_ready_future(sched, std::move(text));
 }
 
 // Reads one line (from `input`, or from stdin as a regular file when `input`

@@ -11,16 +11,24 @@
 // would let one stalled client silence the room. A line longer than
 // --max-line disconnects its sender.
 //
+// With --console, every line typed on the server's stdin goes to every client
+// as "* server: <line>" (console.hpp), and the end of input (Ctrl-D) shuts
+// the server down as SIGTERM does. Without it, stdin is never touched.
+//
 //   $ chat_server          then, in two terminals:   nc 127.0.0.1 7001
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
+#include <csignal>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <futures/futures.hpp>
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
+#include "console.hpp"
 #include "server_support.hpp"
 
 using reactor::Connection;
@@ -41,8 +49,11 @@ public:
         c->set_data_callback([this](Connection& c, std::string_view d) { on_data(c, d); });
         c->set_close_callback([this](Connection& c, const reactor::CloseReason&) { leave(c); });
         c->write(fmt::format("* you are #{}; {} other(s) here\n", m.id, members_.size() - 1));
-        broadcast(*c, fmt::format("* #{} joined\n", m.id));
+        broadcast(c.get(), fmt::format("* #{} joined\n", m.id));
     }
+
+    // To every client: the server's own lines.
+    void announce(const std::string& text) { broadcast(nullptr, text); }
 
 private:
     struct Member {
@@ -59,17 +70,18 @@ private:
             std::string_view line(m.partial.data() + start, nl - start);
             if (line.ends_with('\r')) line.remove_suffix(1);
             if (line.size() > max_line_) return drop(c, "line too long");
-            broadcast(c, fmt::format("#{}: {}\n", m.id, line));  // never touches m.partial
+            broadcast(&c, fmt::format("#{}: {}\n", m.id, line));  // never touches m.partial
         }
         m.partial.erase(0, start);
         if (m.partial.size() > max_line_) drop(c, "line too long");
     }
 
-    void broadcast(Connection& from, const std::string& text) {
+    // To every client but `from` (null: to all).
+    void broadcast(const Connection* from, const std::string& text) {
         // write() may call a high-water callback, which only aborts: the
         // member set changes later, in close callbacks, so iterating is safe.
         for (auto& [conn, member] : members_)
-            if (conn != &from && !member.dropped) conn->write(text);
+            if (conn != from && !member.dropped) conn->write(text);
     }
 
     void drop(Connection& c, std::string_view why) {
@@ -78,12 +90,12 @@ private:
         m.dropped = true;
         fmt::print(stderr, "chat_server: dropping #{}: {}\n", m.id, why);
         c.abort();
-        broadcast(c, fmt::format("* #{} dropped: {}\n", m.id, why));
+        broadcast(&c, fmt::format("* #{} dropped: {}\n", m.id, why));
     }
 
     void leave(Connection& c) {
         const Member m = members_.extract(&c).mapped();
-        if (!m.dropped) broadcast(c, fmt::format("* #{} left\n", m.id));
+        if (!m.dropped) broadcast(&c, fmt::format("* #{} left\n", m.id));
     }
 
     examples::ServerLifetime& lifetime_;
@@ -91,6 +103,16 @@ private:
     std::unordered_map<Connection*, Member> members_;  // valid until each close callback
     std::uint64_t last_id_ = 0;
 };
+
+// The console's input ended: shut down as on SIGTERM, unless that is under
+// way already. ServerLifetime's one way in is a signal, so we send it one:
+// the drain, a second signal's abort and the summary are then SIGTERM's own.
+void console_ended(const reactor::Listener& listener, std::string_view why) {
+    const bool serving = listener.is_listening();
+    fmt::print("chat_server: console: {}{}\n", why, serving ? ": shutting down, as on SIGTERM" : "");
+    std::fflush(stdout);
+    if (serving) std::raise(SIGTERM);
+}
 
 }  // namespace
 
@@ -103,14 +125,31 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
     cli.add_option("--max-backlog", max_backlog, "bytes allowed to wait for a slow client before it is disconnected")
         ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
+    bool console = false;
+    cli.add_flag("--console", console,
+                 "announce each line typed on stdin to every client as \"* server: <line>\"; the end of input "
+                 "(Ctrl-D) shuts the server down as SIGTERM does");
     cli.parse_or_exit(argc, argv);
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "chat_server");
     ChatRoom room(lifetime, max_line, max_backlog);
+    // Before listening: a stdin the console cannot read ends the run here.
+    futures::Stream input;
+    if (console) input = examples::open_console_or_exit(sched, "chat_server", max_line);
 
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options),
                                              [&](const reactor::ConnectionPtr& c) { room.join(c); });
     lifetime.set_listener(listener);
+    futures::Future<void> console_task;
+    if (console) {
+        console_task = futures::spawn(
+            sched, examples::Console(
+                       std::move(input), "chat_server", max_line,
+                       [&](std::string_view line) { room.announce(fmt::format("* server: {}\n", line)); },
+                       [&](std::string_view why) { console_ended(*listener, why); }));
+        // The console must not keep the loop running once the rest is done.
+        listener->wait_closed([&] { console_task.cancel(); });
+    }
     examples::announce(sched, listener->address());
 
     sched.run();

@@ -1,0 +1,113 @@
+// console.hpp: chat_server's --console, the server's own voice in the room.
+// Each line typed on the server's stdin goes to `say`; the end of input
+// (Ctrl-D, or the writer of a pipe closing it) goes to `on_end`, once.
+//
+// stdin is a futures::Stream (open_stdio: a terminal or a pipe, never taken
+// from the rest of the program), read one line at a time by a hand-written
+// task, as fetch_ms (step 08) reads its one line. A line longer than the
+// limit is skipped with a note on stderr, not sent in pieces.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+#include <futures/futures.hpp>
+
+namespace examples {
+
+// stdin as a stream of lines of at most `max_line` bytes, or exit 1 naming
+// why not: a regular file (`< file`) or a directory has no "not ready yet"
+// for the loop to wait on, so open_stdio refuses it.
+inline futures::Stream open_console_or_exit(reactor::Scheduler& sched, const std::string& program,
+                                            std::size_t max_line) {
+    futures::StreamOptions options;
+    options.limit = max_line + 2;  // the line and its "\r\n"
+    try {
+        return futures::open_stdio(sched, STDIN_FILENO, options);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "{}: --console needs stdin to be a terminal or a pipe: {}\n", program, e.what());
+        std::exit(1);
+    }
+}
+
+class Console {
+public:
+    enum class State { read_line, got_line, skipped };
+    using Say = std::function<void(std::string_view line)>;
+    using OnEnd = std::function<void(std::string_view why)>;
+
+    // `input` from open_console_or_exit, with the same `max_line`.
+    Console(futures::Stream input, std::string program, std::size_t max_line, Say say, OnEnd on_end)
+        : input_(std::move(input)), program_(std::move(program)), max_line_(max_line), say_(std::move(say)),
+          on_end_(std::move(on_end)) {}
+
+    futures::Step<void> resume() {
+        for (;;) {
+            switch (state_) {
+            case State::read_line:
+                state_ = State::got_line;
+                return read_ = input_.read_until("\n");
+            case State::got_line:
+                state_ = State::read_line;
+                try {
+                    std::string line = read_.result();
+                    line.pop_back();  // the '\n'
+                    if (!std::exchange(skipping_, false)) pass_on(line);  // else: the tail of a line too long
+                    continue;
+                } catch (const futures::IncompleteReadError& eof) {
+                    if (!eof.partial.empty() && !skipping_) pass_on(eof.partial);  // a last line without '\n'
+                    on_end_("end of input");
+                    return futures::finished;
+                } catch (const futures::LimitOverrunError& too_long) {
+                    if (!skipping_) note_too_long();
+                    state_ = State::skipped;  // drop what read_until would have taken
+                    return read_ = input_.read_exactly(too_long.consumed);
+                } catch (const std::system_error& e) {  // EIO: the terminal is gone
+                    on_end_(e.what());
+                    return futures::finished;
+                }
+            case State::skipped:
+                // Dropped up to its '\n' (the line ends here), or only a first part.
+                skipping_ = !read_.result().ends_with('\n');
+                state_ = State::read_line;
+                continue;
+            }
+            throw std::logic_error("console: unknown state");
+        }
+    }
+
+    // For the live-task list (SIGUSR1).
+    std::string_view state_name() const { return state_ == State::skipped ? "skipping a long line" : "reading a line"; }
+
+private:
+    void pass_on(std::string_view line) const {
+        if (line.ends_with('\r')) line.remove_suffix(1);
+        if (line.size() > max_line_) return note_too_long();
+        say_(line);
+    }
+
+    void note_too_long() const {
+        fmt::print(stderr, "{}: console: a line longer than {} bytes, not sent\n", program_, max_line_);
+    }
+
+    futures::Stream input_;
+    std::string program_;
+    std::size_t max_line_;
+    Say say_;
+    OnEnd on_end_;
+    State state_ = State::read_line;
+    futures::Future<std::string> read_;
+    bool skipping_ = false;  // the rest of a line too long is still coming
+};
+
+}  // namespace examples
