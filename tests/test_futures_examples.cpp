@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE futures_examples
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -11,6 +13,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "support/process.hpp"
 
@@ -189,6 +193,33 @@ BOOST_AUTO_TEST_CASE(fetch_ms_refuses_a_stdin_it_cannot_read_with_one_line) {
     child.close_stdin();
     BOOST_TEST(child.read_stderr(20s) == "fetch_ms: stdin: a line longer than 65536 bytes\n");
     BOOST_TEST(child.wait(10s) == 1);
+}
+
+// The stream makes stdin's open file description non-blocking (shared with
+// whoever else has it: a shell, this test) and puts its flags back when it
+// closes: after the line, and also when Ctrl-C ends the run first.
+BOOST_AUTO_TEST_CASE(fetch_ms_gives_stdin_back_blocking) {
+    for (const bool interrupt : {false, true}) {
+        int pipe_fds[2];
+        BOOST_REQUIRE(::pipe(pipe_fds) == 0);  // inherited: no close-on-exec
+        const int reader = pipe_fds[0], writer = pipe_fds[1];
+        testsupport::Child child("/bin/sh", {"-c", fmt::format("exec \"$0\" --speed 50 0<&{0} {0}<&- {1}>&-", reader, writer),
+                                             testsupport::example_path("fetch_ms")});
+        BOOST_TEST(child.read_line(10s).value_or("<none>") == "hello");  // the run is under way
+        BOOST_TEST((::fcntl(reader, F_GETFL) & O_NONBLOCK) != 0);
+        if (interrupt) {
+            ::kill(child.pid(), SIGINT);
+            BOOST_TEST(child.read_all(20s) == "fetch_ms: interrupted\n");
+            BOOST_TEST(child.wait(10s) == 130);
+        } else {
+            BOOST_TEST(::write(writer, "line\n", 5) == 5);
+            BOOST_TEST(child.read_all(20s) == "Will sleep now\nGood morning\nfetch_ms returned \"line\"\n");
+            BOOST_TEST(child.wait(10s) == 0);
+        }
+        BOOST_TEST((::fcntl(reader, F_GETFL) & O_NONBLOCK) == 0, interrupt);
+        ::close(reader);
+        ::close(writer);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(fetch_ms_takes_a_backend) {

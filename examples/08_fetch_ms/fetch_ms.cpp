@@ -10,7 +10,7 @@
 // prints "hello" 5 s after the start. Type a line within 2 s and the output
 // is: Will sleep now, Good morning, fetch_ms returned "...", hello. At the end
 // of input (Ctrl-D, `< /dev/null`) the line is what came before it, maybe "".
-// --speed X divides every delay by X.
+// --speed X divides every delay by X; --backend picks the loop's (default select).
 #include <sys/stat.h>
 #include <unistd.h>
 
