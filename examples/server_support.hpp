@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -150,21 +151,26 @@ public:
     // Connections aborted because a shutdown did not wait for them.
     long aborted() const { return aborted_; }
 
-private:
-    void on_signal(int signo) {
-        const char* what = signo == SIGINT ? "SIGINT" : "SIGTERM";
+    // The orderly end, for any reason (`why` begins the line it prints): stop
+    // accepting and give open connections the drain time, then abort them.
+    // Called again while draining, it aborts at once. SIGINT and SIGTERM come
+    // here; so may a program's own reason (chat_server's console at Ctrl-D).
+    void shut_down(std::string_view why) {
         if (draining_) {
-            fmt::print("{}: {} again: aborting {} connection(s)\n", name_, what, listener_->connections().size());
+            fmt::print("{}: {} again: aborting {} connection(s)\n", name_, why, listener_->connections().size());
             std::fflush(stdout);
             return abort_all();
         }
         draining_ = true;
         listener_->close();
-        fmt::print("{}: {}: stopped accepting; draining {} connection(s) for up to {}s\n", name_, what,
+        fmt::print("{}: {}: stopped accepting; draining {} connection(s) for up to {}s\n", name_, why,
                    listener_->connections().size(), std::chrono::duration<double>(drain_).count());
         std::fflush(stdout);
         drain_timer_ = sched_.call_later(drain_, [this] { abort_all(); });
     }
+
+private:
+    void on_signal(int signo) { shut_down(signo == SIGINT ? "SIGINT" : "SIGTERM"); }
 
     // Stops accepting and aborts every open connection; run() then returns
     // once their close callbacks have run.

@@ -20,6 +20,7 @@
 #include <futures/futures.hpp>
 
 #include "support/backends.hpp"
+#include "support/gate.hpp"
 #include "support/futures_util.hpp"
 
 namespace {
@@ -34,12 +35,7 @@ using reactor::ThreadPool;
 using reactor_test::backend_under_test;
 using reactor_test::on;
 
-struct Gate {
-    std::promise<void> promise;
-    std::shared_future<void> opened = promise.get_future().share();
-    void open() { promise.set_value(); }
-    void wait() const { opened.wait(); }
-};
+using testsupport::Gate;
 
 template <class T>
 void run_until_done(Scheduler& s, const Future<T>& f) {
@@ -263,6 +259,41 @@ BOOST_AUTO_TEST_CASE(a_scheduler_destroyed_with_jobs_in_flight) {
     pool.shutdown();
     BOOST_TEST(ran == 1);
     BOOST_TEST(futures_test::Tracked::live == 0);
+}
+
+// Scheduler::live() names a job by the run_in_executor line; close() ends
+// it: the future is cancelled, one queued never runs, and the loop may run
+// again (the job's keep-alive timer is gone with it).
+BOOST_AUTO_TEST_CASE(close_cancels_the_jobs_in_flight) {
+    ThreadPool pool(1);
+    Gate gate;
+    std::promise<void> started;
+    std::atomic<int> ran{0};
+    Scheduler s(on(backend_under_test()));
+    std::vector<std::string> reports;
+    s.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
+    Future<int> running = run_in_executor(s, pool, [&] {
+        started.set_value();
+        gate.wait();
+        return ++ran;
+    });
+    const int line = __LINE__ + 1;
+    Future<int> queued = run_in_executor(s, pool, [&] { return ++ran; });
+    started.get_future().wait();
+    const std::vector<reactor::LiveItem> live = s.live();
+    BOOST_REQUIRE(live.size() == 2u);
+    BOOST_TEST(live[1].to_string().find("thread-pool job") == 0u, live[1].to_string());
+    BOOST_TEST(live[1].where.line() == static_cast<unsigned>(line));
+    BOOST_TEST(s.close().size() == 2u);
+    BOOST_TEST(running.cancelled());
+    BOOST_TEST(queued.cancelled());
+    BOOST_TEST(pool.queued() == 0u);
+    BOOST_TEST(reports.size() == 3u);  // each job, then the summary
+    gate.open();
+    pool.shutdown();
+    BOOST_TEST(ran == 1);  // the running one finished on its worker; its result was dropped
+    BOOST_TEST((s.run_for(60s) == reactor::RunStatus::idle));
+    BOOST_TEST(s.live().empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_default_executor_is_one_per_process) {

@@ -317,7 +317,11 @@ BOOST_AUTO_TEST_CASE(open_connection_refused_and_cancelled) {
 BOOST_AUTO_TEST_CASE(stream_server_and_client_by_numeric_host) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
-    auto tcp = futures::start_server(sched, "127.0.0.1", 0, [&sched](Stream s) { return futures::spawn(sched, EchoSession(std::move(s))); });
+    // A numeric host needs no lookup: the server is listening on return.
+    futures::Future<futures::StreamServer> started =
+        futures::start_server(sched, "127.0.0.1", 0, [&sched](Stream s) { return futures::spawn(sched, EchoSession(std::move(s))); });
+    BOOST_REQUIRE(started.done());
+    futures::StreamServer tcp = started.result();
     BOOST_TEST(futures::run_until_complete(sched, futures::spawn(sched, EchoClient(sched, tcp.address(), 3, 1))) == 3);
     tcp.close();
     sched.run();

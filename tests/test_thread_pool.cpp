@@ -19,6 +19,7 @@
 #include <reactor/thread_pool.hpp>
 
 #include "support/backends.hpp"
+#include "support/gate.hpp"
 
 namespace {
 
@@ -31,12 +32,7 @@ using reactor_test::backend_under_test;
 using reactor_test::on;
 
 // Opened once by the test; workers wait on it.
-struct Gate {
-    std::promise<void> promise;
-    std::shared_future<void> opened = promise.get_future().share();
-    void open() { promise.set_value(); }
-    void wait() const { opened.wait(); }
-};
+using testsupport::Gate;
 
 // A `done` that records how it ended, and checks it is only ever run or
 // destroyed on the loop thread.

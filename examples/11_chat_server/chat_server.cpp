@@ -17,7 +17,6 @@
 //
 //   $ chat_server          then, in two terminals:   nc 127.0.0.1 7001
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
-#include <csignal>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -104,14 +103,12 @@ private:
     std::uint64_t last_id_ = 0;
 };
 
-// The console's input ended: shut down as on SIGTERM, unless that is under
-// way already. ServerLifetime's one way in is a signal, so we send it one:
-// the drain, a second signal's abort and the summary are then SIGTERM's own.
-void console_ended(const reactor::Listener& listener, std::string_view why) {
-    const bool serving = listener.is_listening();
-    fmt::print("chat_server: console: {}{}\n", why, serving ? ": shutting down, as on SIGTERM" : "");
+// The console's input ended: the server shuts down as on SIGTERM, unless it
+// has stopped accepting already (--exit-after, or a signal came first).
+void console_ended(examples::ServerLifetime& lifetime, const reactor::Listener& listener, std::string_view why) {
+    if (listener.is_listening()) return lifetime.shut_down(fmt::format("console: {}", why));
+    fmt::print("chat_server: console: {}\n", why);
     std::fflush(stdout);
-    if (serving) std::raise(SIGTERM);
 }
 
 }  // namespace
@@ -146,7 +143,7 @@ int main(int argc, char** argv) {
             sched, examples::Console(
                        std::move(input), "chat_server", max_line,
                        [&](std::string_view line) { room.announce(fmt::format("* server: {}\n", line)); },
-                       [&](std::string_view why) { console_ended(*listener, why); }));
+                       [&](std::string_view why) { console_ended(lifetime, *listener, why); }));
         // The console must not keep the loop running once the rest is done.
         listener->wait_closed([&] { console_task.cancel(); });
     }

@@ -4,10 +4,16 @@
 #include "stream_server.hpp"
 
 #include <exception>
+#include <optional>
 #include <stdexcept>
+#include <system_error>
+#include <vector>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "futures/leaves.hpp"
+#include "futures/resolve.hpp"
 
 namespace futures {
 namespace detail {
@@ -89,9 +95,26 @@ StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& add
     return server;
 }
 
-StreamServer start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
-                          StreamServer::Handler handler, StreamOptions options) {
-    return start_server(sched, reactor::Address::resolve(host, port).front(), std::move(handler), options);
+Future<StreamServer> start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
+                                  StreamServer::Handler handler, StreamOptions options) {
+    if (!handler) throw std::invalid_argument("start_server: empty handler");
+    std::optional<reactor::Address> numeric;
+    try {
+        numeric = reactor::Address::parse(host, port);
+    } catch (const std::invalid_argument&) {
+        // a name: looked up on the pool first
+    }
+    if (numeric) {
+        try {
+            return make_ready_future(sched, start_server(sched, *numeric, std::move(handler), options));
+        } catch (const std::system_error&) {
+            return make_exception_future<StreamServer>(sched, std::current_exception());
+        }
+    }
+    return resolve(sched, host, port)
+        .then([&sched, handler = std::move(handler), options](std::vector<reactor::Address> addresses) mutable {
+            return start_server(sched, addresses.front(), std::move(handler), options);
+        });
 }
 
 const reactor::Address& StreamServer::address() const {

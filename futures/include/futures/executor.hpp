@@ -35,12 +35,12 @@
 
 namespace futures {
 
-// The process's pool, made on first use with one worker per core
-// (reactor::ThreadPool::default_thread_count()) and the default queue
-// capacity. It shuts down (joining its workers) when the process exits
-// normally; calling shutdown() on it earlier makes later run_in_executor
-// calls fail with ThreadPoolClosed. Any thread.
-reactor::ThreadPool& default_executor();
+// The process's pool, reactor::default_thread_pool() (reactor/thread_pool.hpp):
+// made on first use, one worker per core, shut down at normal exit; calling
+// shutdown() on it earlier makes later run_in_executor calls fail with
+// ThreadPoolClosed. The pool reactor::connect resolves host names on, too.
+// Any thread.
+inline reactor::ThreadPool& default_executor() { return reactor::default_thread_pool(); }
 
 namespace detail {
 
@@ -51,7 +51,7 @@ public:
 
     template <class F>
     void start(reactor::ThreadPool& pool, F&& fn) {
-        job_ = pool.submit(this->scheduler(), std::forward<F>(fn), Complete{Ref<ExecutorState>(this)});
+        job_ = pool.submit(this->scheduler(), std::forward<F>(fn), Complete{Ref<ExecutorState>(this)}, this->origin());
     }
 
 private:
@@ -82,7 +82,7 @@ private:
         Complete(Complete&&) noexcept = default;
         Complete& operator=(Complete&&) = delete;
         ~Complete() {
-            if (state) state->abandon("the Scheduler was destroyed before this job's result came back");
+            if (state) state->abandon("the Scheduler was closed or destroyed before this job's result came back");
         }
     };
 

@@ -201,8 +201,16 @@ private:
 // std::system_error (e.g. EADDRINUSE) like reactor::Listener::listen.
 [[nodiscard]] StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address,
                                         StreamServer::Handler handler, StreamOptions options = {});
-// `host` as for open_connection (resolving may block); binds the first address.
-[[nodiscard]] StreamServer start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
-                                        StreamServer::Handler handler, StreamOptions options = {});
+// By host, as asyncio's start_server(host=...): a future, because a name is
+// looked up off the loop thread (futures::resolve, on the default thread
+// pool). A numeric host ("127.0.0.1", "::1") binds at once and the future is
+// ready on return. The server listens on the first address the lookup gives
+// (one listener per server; for both families, start one server per
+// address). A failed lookup fails the future with its std::system_error in
+// reactor::resolve_category() naming the host, a failed bind with the
+// Listener's (EADDRINUSE...). Cancelling the future before it is done cancels
+// the lookup. An empty handler throws std::invalid_argument at once.
+[[nodiscard]] Future<StreamServer> start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
+                                                StreamServer::Handler handler, StreamOptions options = {});
 
 }  // namespace futures

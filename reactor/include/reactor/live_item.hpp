@@ -23,6 +23,7 @@ struct LiveItem {
         connection,      // an open Connection (it owns itself)
         task,            // a futures task not yet complete
         future,          // a futures Future(sched) not yet completed by hand
+        job,             // a ThreadPool job whose result has not come back yet
         other,           // anything else an observer describes
     };
 

@@ -36,6 +36,10 @@
 
 namespace reactor {
 
+namespace detail {
+class LoopPort;
+}  // namespace detail
+
 // How a periodic timer (Scheduler::call_every) keeps time when a tick runs
 // late (the loop was busy, or the callback itself was slow).
 enum class Periodic : std::uint8_t {
@@ -304,6 +308,7 @@ public:
 
 private:
     friend class Handle;
+    friend class detail::LoopPort;  // holds work: see held_work_
     class RunGuard;
 
     // periodic: armed in the sleeping heap; periodic_due: in the ready queue
@@ -430,6 +435,10 @@ private:
 
     std::vector<FdWaiters> waiting_;  // indexed by fd: the read/write waiter maps
     std::size_t waiters_ = 0;
+    // Work no slot shows: ThreadPool jobs whose result another thread will
+    // post (detail::LoopPort counts them). run() keeps going, idle in the
+    // selector, while it is non-zero; live() lists the jobs through the port.
+    std::size_t held_work_ = 0;
     std::vector<FdEvent> events_;    // reused across iterations
 
     std::vector<Ref> signal_handling_;  // indexed by signal number; empty until the first handler

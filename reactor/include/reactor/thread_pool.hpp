@@ -20,13 +20,19 @@
 // that waited for room would hide how far behind the pool is.
 //
 // While a job's `done` is still to run, the job counts as work of its loop:
-// run() does not return for lack of work while a result is on its way (the
-// loop holds a timer, a day long and re-armed, until the last one is back).
+// run() does not return for lack of work while a result is on its way (it
+// idles in the selector until the result is posted), and empty() is false.
 //
-// When the Scheduler is destroyed first, its jobs still queued are removed
-// unrun, the results of those running are dropped when they finish, and every
-// pending `done` is destroyed unrun (a future it would complete is then
-// cancelled): a worker never touches a destroyed Scheduler.
+// When the Scheduler is closed (Scheduler::close()) or destroyed first, its
+// jobs still queued are removed unrun, the results of those running are
+// dropped when they finish, and every pending `done` is destroyed unrun (a
+// future it would complete is then cancelled): a worker never touches a
+// destroyed Scheduler. Until then Scheduler::live() lists each job whose
+// `done` is still to run, by the line that submitted it.
+//
+// default_thread_pool() is the process's pool, made on first use, for those
+// who need one without owning it: the futures layer's run_in_executor and
+// resolve, and reactor::connect to a host name.
 #pragma once
 
 #include <atomic>
@@ -36,6 +42,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <source_location>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -108,6 +115,7 @@ public:
     std::shared_ptr<PoolCore> core;
     // Written once before the job is queued; the worker posts through it.
     std::shared_ptr<Mailbox> mailbox;
+    std::source_location where;  // the submit() call, for Scheduler::live()
     // Set by the loop when nobody wants the result any more: the worker then
     // does not post it.
     std::atomic<bool> discarded{false};
@@ -224,11 +232,11 @@ public:
     // shutdown(), std::logic_error while `sched` is being destroyed; then
     // nothing is queued and both callables are destroyed unrun.
     template <class F, class D>
-    Job submit(Scheduler& sched, F&& work, D&& done) {
+    Job submit(Scheduler& sched, F&& work, D&& done, std::source_location where = std::source_location::current()) {
         using Impl = detail::JobImpl<std::decay_t<F>, std::decay_t<D>>;
         static_assert(std::is_invocable_v<std::decay_t<D>&, JobResult<typename Impl::R>&&>,
                       "ThreadPool::submit: done must be callable as done(JobResult<R>&&)");
-        return enqueue(sched, new Impl(std::forward<F>(work), std::forward<D>(done)));
+        return enqueue(sched, new Impl(std::forward<F>(work), std::forward<D>(done)), where);
     }
 
     // Any thread but a worker of this pool (std::logic_error: it would wait
@@ -248,7 +256,7 @@ public:
     static std::size_t default_thread_count() noexcept;
 
 private:
-    Job enqueue(Scheduler& sched, detail::JobBase* job);
+    Job enqueue(Scheduler& sched, detail::JobBase* job, std::source_location where);
     void work_loop() noexcept;
 
     std::shared_ptr<detail::PoolCore> core_;
@@ -257,5 +265,12 @@ private:
     std::mutex join_mutex_;  // one shutdown() at a time
     std::vector<std::thread> workers_;
 };
+
+// The process's default pool: made on first use (thread-safe), one worker per
+// core (ThreadPool::default_thread_count()) and the default queue capacity;
+// shut down, its workers joined, when the process exits normally. Calling
+// shutdown() on it earlier makes later submissions throw ThreadPoolClosed.
+// Any thread.
+ThreadPool& default_thread_pool();
 
 }  // namespace reactor

@@ -3,7 +3,8 @@
 // call_soon_threadsafe, and Job::cancel. See job_port.hpp.
 #include "job_port.hpp"
 
-#include <chrono>
+#include <algorithm>
+#include <cstddef>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -103,8 +104,8 @@ LoopPort& LoopPort::of(Scheduler& sched) {
 }
 
 void LoopPort::track(JobBase* job) {
-    if (pending_ == 0) arm_keepalive();
     ++pending_;
+    ++sched_.held_work_;
     job->add_ref();
     job->port = this;
     job->done_pending = true;
@@ -114,23 +115,14 @@ void LoopPort::track(JobBase* job) {
     head_ = job;
 }
 
-// A timer is work to the loop: run() keeps going until the results are back
-// (and idles in the selector meanwhile). A day, re-armed, rather than
-// TimePoint::max(): a wait that long is computed as now + timeout, which
-// must not overflow.
-void LoopPort::arm_keepalive() {
-    keepalive_ = sched_.call_later(std::chrono::hours(24), [this] {
-        if (pending_ > 0) arm_keepalive();
-    });
-}
-
 void LoopPort::untrack(JobBase* job) noexcept {
     job->done_pending = false;
     if (job->port_prev) job->port_prev->port_next = job->port_next;
     else head_ = job->port_next;
     if (job->port_next) job->port_next->port_prev = job->port_prev;
     job->port_prev = job->port_next = nullptr;
-    if (--pending_ == 0) keepalive_.cancel();
+    --pending_;
+    --sched_.held_work_;
 }
 
 void LoopPort::complete(JobBase* job) {
@@ -139,10 +131,11 @@ void LoopPort::complete(JobBase* job) {
     job->finish();
 }
 
-void LoopPort::on_scheduler_destroyed() noexcept {
-    dying_ = true;
-    // Each pending `done` is destroyed unrun (a future it would complete is
-    // cancelled); jobs still queued never run; running ones are not posted.
+// A job ends here as by Job::cancel: one still queued never runs, one running
+// finishes on its worker and its result is not posted, and `done` is
+// destroyed unrun (a future it would complete is cancelled). Destroying a
+// `done` may cancel or submit other jobs: the loop takes the head each time.
+void LoopPort::drop_all() noexcept {
     while (JobBase* job = head_) {
         untrack(job);
         job->discarded.store(true, std::memory_order_release);
@@ -150,6 +143,21 @@ void LoopPort::on_scheduler_destroyed() noexcept {
         job->drop_done();
         job->release();
     }
+}
+
+void LoopPort::on_scheduler_closing() { drop_all(); }
+
+// In submission order (the list is newest first).
+void LoopPort::describe(std::vector<LiveItem>& out) const {
+    const std::size_t first = out.size();
+    for (const JobBase* job = head_; job; job = job->port_next)
+        out.push_back(LiveItem{LiveItem::Kind::job, "its result has not come back yet", job->where, true});
+    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+}
+
+void LoopPort::on_scheduler_destroyed() noexcept {
+    dying_ = true;
+    drop_all();
     {
         // From here on no worker posts to this Scheduler.
         std::lock_guard lock(mailbox_->mutex);

@@ -6,16 +6,16 @@
 // is being destroyed; a worker posts while holding that mutex, so it never
 // touches a Scheduler that is gone. LoopPort: one per Scheduler that ever
 // received a job (from any pool), on its loop thread: the jobs whose `done`
-// is pending, the keep-alive timer, and the observer that ends them with the
-// Scheduler.
+// is pending (each one held as work of the loop, so run() waits for it), and
+// the observer that ends them with the Scheduler.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <vector>
 
-#include "reactor/handle.hpp"
 #include "reactor/scheduler.hpp"
 #include "reactor/scheduler_observer.hpp"
 #include "reactor/thread_pool.hpp"
@@ -61,17 +61,19 @@ public:
     const std::shared_ptr<Mailbox>& mailbox() const noexcept { return mailbox_; }
 
     void on_scheduler_destroyed() noexcept override;
+    void on_scheduler_closing() override;
+    void describe(std::vector<LiveItem>& out) const override;
 
 private:
+    // Every pending `done` destroyed unrun, each job cancelled as by Job::cancel.
+    void drop_all() noexcept;
     explicit LoopPort(Scheduler& sched);
     ~LoopPort() = default;
-    void arm_keepalive();
 
     Scheduler& sched_;
     std::shared_ptr<Mailbox> mailbox_;
     JobBase* head_ = nullptr;
     std::size_t pending_ = 0;
-    Handle keepalive_;  // a long timer, armed while pending_ > 0 (work for run())
     bool dying_ = false;
 };
 

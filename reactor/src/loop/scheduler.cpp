@@ -123,7 +123,8 @@ Interest Scheduler::interest_of(int fd) const {
 // ---------------------------------------------------------------- the loop
 
 bool Scheduler::has_work() const {
-    return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || wake_pending_.load(std::memory_order_acquire);
+    return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || held_work_ > 0 ||
+           wake_pending_.load(std::memory_order_acquire);
 }
 
 // Not !has_work(), which may over-count (the loop then just spends one
@@ -132,7 +133,7 @@ bool Scheduler::has_work() const {
 // post was already drained (a poster that pushed before the drain's swap but
 // flipped the flag after it). Neither is work, so count what really is.
 bool Scheduler::empty() const {
-    if (ready_count() != 0 || live_timers_ != 0 || waiters_ != 0) return false;
+    if (ready_count() != 0 || live_timers_ != 0 || waiters_ != 0 || held_work_ != 0) return false;
     std::lock_guard lock(posted_mutex_);
     return posted_.empty();
 }

@@ -64,12 +64,13 @@ ThreadPool::ThreadPool(std::size_t threads, std::size_t queue_capacity)
 
 ThreadPool::~ThreadPool() { shutdown(); }
 
-Job ThreadPool::enqueue(Scheduler& sched, detail::JobBase* job) {
+Job ThreadPool::enqueue(Scheduler& sched, detail::JobBase* job, std::source_location where) {
     Job handle(job);  // the first reference: on a throw below, the job dies with it, unrun
     detail::LoopPort& port = detail::LoopPort::of(sched);
     if (port.dying()) throw std::logic_error("reactor: ThreadPool::submit while its Scheduler is being destroyed");
     job->core = core_;
     job->mailbox = port.mailbox();
+    job->where = where;
     port.track(job);
     enum class Refused { no, closed, full } refused = Refused::no;
     std::size_t waiting = 0;
@@ -140,6 +141,13 @@ void ThreadPool::shutdown() {
 std::size_t ThreadPool::queued() const {
     std::lock_guard lock(core_->mutex);
     return core_->queued;
+}
+
+ThreadPool& default_thread_pool() {
+    // A function-local static: made on first use, destroyed at normal exit,
+    // which shuts it down and joins its workers.
+    static ThreadPool pool;
+    return pool;
 }
 
 bool ThreadPool::is_shut_down() const {

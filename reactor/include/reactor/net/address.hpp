@@ -41,7 +41,8 @@ public:
     // BLOCKS the calling thread in getaddrinfo(): it may wait for DNS, for
     // seconds. Call it before starting the loop, or from another thread, never
     // from a loop callback; on the loop, use futures::resolve (futures/
-    // resolve.hpp), which runs this on a thread pool and returns a future.
+    // resolve.hpp), which runs this on a thread pool and returns a future, or
+    // reactor::connect by host name (net/connector.hpp), which does the same.
     // Every IPv4 and IPv6 address found, once each, in the resolver's order.
     // A numeric host returns at once without a lookup. Failures throw
     // std::system_error in reactor::resolve_category() (net/resolve_error.hpp)
