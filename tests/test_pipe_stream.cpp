@@ -199,6 +199,21 @@ BOOST_AUTO_TEST_CASE(regular_files_directories_and_bad_fds_are_refused) {
     }
     BOOST_TEST(!is_open_fd(dir));
 
+    // adopt_stdio works on a copy, but names the fd it was given.
+    char stdio_path[] = "/tmp/pipe_stream_XXXXXX";
+    const int stdio_file = ::mkstemp(stdio_path);
+    BOOST_REQUIRE(stdio_file >= 0);
+    ::unlink(stdio_path);
+    try {
+        (void)reactor::adopt_stdio(sched, stdio_file);
+        BOOST_FAIL("a regular file must be refused");
+    } catch (const std::invalid_argument& e) {
+        const std::string expected = "reactor: fd " + std::to_string(stdio_file) + " is a regular file";
+        BOOST_TEST(std::string(e.what()).starts_with(expected), e.what());
+    }
+    BOOST_TEST(is_open_fd(stdio_file));  // the caller's: never closed
+    ::close(stdio_file);
+
     int closed = ::dup(0);
     ::close(closed);
     try {

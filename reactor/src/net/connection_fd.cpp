@@ -20,20 +20,27 @@ namespace reactor {
 // A regular file, a directory or a block device is always "ready" for
 // poll/select and refused by epoll: waiting on one means nothing, so it is
 // refused here with its type named, rather than spinning or failing later.
-// Also makes the fd non-blocking: a read or write on the loop must never wait.
-Connection::FdKind Connection::inspect_fd(int fd) {
+namespace detail {
+unsigned pollable_mode(int fd) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0) throw detail::system_error(errno, fmt::format("reactor: fstat of fd {}", fd));
+    if (::fstat(fd, &st) != 0) throw system_error(errno, fmt::format("reactor: fstat of fd {}", fd));
     if (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
         throw std::invalid_argument(fmt::format(
             "reactor: fd {} is a {}, which cannot be watched for readiness: a connection needs a socket, a pipe "
             "or a terminal",
-            fd, detail::file_type_name(st.st_mode)));
+            fd, file_type_name(st.st_mode)));
+    return st.st_mode;
+}
+}  // namespace detail
+
+// Also makes the fd non-blocking: a read or write on the loop must never wait.
+Connection::FdKind Connection::inspect_fd(int fd) {
+    const unsigned mode = detail::pollable_mode(fd);
     const int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0) throw detail::system_error(errno, fmt::format("reactor: fcntl(F_GETFL) of fd {}", fd));
     if ((flags & O_NONBLOCK) == 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
         throw detail::system_error(errno, fmt::format("reactor: fcntl(F_SETFL, O_NONBLOCK) of fd {}", fd));
-    return {static_cast<int>(st.st_mode & S_IFMT), flags & O_ACCMODE};
+    return {static_cast<int>(mode & S_IFMT), flags & O_ACCMODE};
 }
 
 // Sockets keep the defaults. A pipe end open in one direction starts with the

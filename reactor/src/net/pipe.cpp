@@ -27,6 +27,7 @@ PipeConnections open_pipe(Scheduler& sched, ConnectionOptions options) {
 }
 
 ConnectionPtr adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options) {
+    detail::pollable_mode(fd);  // refused by the caller's fd number, not the copy's
     // Read the flags before adopt() adds O_NONBLOCK to the shared description.
     const int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0) throw detail::system_error(errno, fmt::format("reactor: fd {} cannot be adopted", fd));

@@ -76,7 +76,7 @@ const char* file_type_name(unsigned mode) noexcept {
     case S_IFBLK: return "block device";
     case S_IFLNK: return "symbolic link";
     }
-    return "unknown";
+    return "file of unknown type";
 }
 
 long write_without_sigpipe(int fd, const char* data, std::size_t n) noexcept {

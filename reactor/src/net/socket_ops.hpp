@@ -56,8 +56,15 @@ char* read_scratch(std::size_t n);
 int take_socket_error(int fd) noexcept;
 
 // What kind of file an fstat mode says: "socket", "pipe", "regular file",
-// "directory", "character device", "block device", "symbolic link", "unknown".
+// "directory", "character device", "block device", "symbolic link", "file of
+// unknown type" (an anonymous inode: eventfd, timerfd...).
 const char* file_type_name(unsigned mode) noexcept;
+
+// fstat(fd): its mode, after checking it can be watched for readiness (a
+// socket, a pipe end or a character device such as a terminal). Throws
+// std::invalid_argument naming fd and its type otherwise (a regular file, a
+// directory...), std::system_error if fstat fails.
+unsigned pollable_mode(int fd);
 
 // write(2) to a pipe that can never raise SIGPIPE for the process: SIGPIPE is
 // blocked in the calling thread around the call and, if the write failed with
