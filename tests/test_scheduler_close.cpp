@@ -21,6 +21,7 @@
 #include "support/fds.hpp"
 #include "support/net_util.hpp"
 #include "support/tcp_echo.hpp"
+#include "support/stderr_capture.hpp"
 
 using namespace std::chrono_literals;
 using reactor::LiveItem;
@@ -47,37 +48,7 @@ struct Reports {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Redirects this process's stderr (fd 2) to a temporary file for its lifetime.
-class StderrCapture {
-public:
-    StderrCapture() : file_(std::tmpfile()), saved_(::dup(2)) {
-        BOOST_REQUIRE(file_ && saved_ >= 0);
-        std::fflush(stderr);
-        ::dup2(::fileno(file_), 2);
-    }
-    ~StderrCapture() {
-        restore();
-        std::fclose(file_);
-    }
-    std::string take() {
-        restore();
-        std::string text;
-        std::rewind(file_);
-        for (int c; (c = std::fgetc(file_)) != EOF;) text += static_cast<char>(c);
-        return text;
-    }
-
-private:
-    void restore() {
-        if (saved_ < 0) return;
-        std::fflush(stderr);
-        ::dup2(saved_, 2);
-        ::close(saved_);
-        saved_ = -1;
-    }
-    std::FILE* file_;
-    int saved_;
-};
+using testsupport::StderrCapture;
 
 }  // namespace
 
@@ -221,7 +192,7 @@ BOOST_AUTO_TEST_CASE(in_debug_mode_the_destructor_names_what_is_left_on_stderr) 
             reactor::Scheduler sched(std::move(options));
             sched.call_later(1h, [] {});
         }
-        const std::string err = capture.take();
+        const std::string err = capture.finish();
         if (debug) {
             BOOST_TEST(contains(err, "still alive at destruction: timer (due in"), err);
             BOOST_TEST(contains(err, "test_scheduler_close.cpp:"), err);
