@@ -1,7 +1,8 @@
 // futures::all_tasks() and the tasks' side of Scheduler::live(), close() and
 // destruction: every pending task is listed with its spawn line, its
 // machine's state_name() (or "unknown"), and what it waits on; close()
-// cancels tasks (their machines see CancelledError and may clean up);
+// cancels tasks (their machines see CancelledError and may clean up), then
+// pending hand-made futures, leaving nothing to report to a second close();
 // destroying the Scheduler frees tasks even in cycles that no wake-up breaks.
 #define BOOST_TEST_MODULE task_snapshot
 #include <boost/test/unit_test.hpp>
@@ -173,4 +174,53 @@ BOOST_AUTO_TEST_CASE(live_lists_a_pending_hand_made_future_with_its_line) {
     futures::run_until(loop.sched, doubled);
     BOOST_TEST(doubled.result() == 42);
     BOOST_TEST(loop.sched.live().empty());
+}
+
+BOOST_AUTO_TEST_CASE(close_cancels_a_pending_hand_made_future_and_leaves_an_empty_loop) {
+    reactor_test::FakeLoop loop;
+    std::vector<std::string> reports;
+    loop.sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
+    Future<int> answer(loop.sched);
+    Future<int> doubled = answer.then([](int x) { return 2 * x; });
+    bool heard = false;
+    answer.add_done_callback([&] { heard = true; });
+
+    std::vector<reactor::LiveItem> reported = loop.sched.close();
+    BOOST_REQUIRE(reported.size() == 1u);
+    BOOST_TEST((reported[0].kind == reactor::LiveItem::Kind::future));
+    BOOST_TEST(reports.size() == 2u);  // the item and the summary
+    BOOST_TEST(answer.cancelled());
+    BOOST_TEST(doubled.cancelled());  // its chain heard of it within close()
+    BOOST_TEST(heard);
+    BOOST_TEST(loop.sched.live().empty());
+    BOOST_TEST(loop.sched.empty());
+
+    reports.clear();
+    BOOST_TEST(loop.sched.close().empty());  // nothing to report again
+    BOOST_TEST(reports.empty());
+    BOOST_CHECK_THROW(answer.set_result(1), futures::InvalidStateError);  // done: cancelled
+}
+
+BOOST_AUTO_TEST_CASE(close_cancels_a_task_first_then_the_hand_made_future_it_waits_on) {
+    std::vector<std::string> log;
+    reactor_test::FakeLoop loop;
+    std::vector<std::string> reports;
+    loop.sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
+    Future<void> gate(loop.sched);
+    Future<void> other(loop.sched);  // nobody waits on it
+    Future<void> task = futures::spawn(loop.sched, Napper(loop.sched, gate, log));
+    loop.sched.run_for(2s);  // past the nap: it waits on the gate
+    BOOST_REQUIRE(futures::all_tasks(loop.sched).size() == 1u);
+
+    std::vector<reactor::LiveItem> reported = loop.sched.close();
+    BOOST_TEST(reported.size() == 3u);  // two futures and the task
+    BOOST_TEST(log == (std::vector<std::string>{"cancelled while waiting"}), boost::test_tools::per_element());
+    BOOST_TEST(task.cancelled());
+    BOOST_TEST(gate.cancelled());
+    BOOST_TEST(other.cancelled());
+    BOOST_TEST(Tracked::live == 0);
+    BOOST_TEST(loop.sched.live().empty());
+    reports.clear();
+    BOOST_TEST(loop.sched.close().empty());
+    BOOST_TEST(reports.empty());
 }

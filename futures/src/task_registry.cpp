@@ -46,13 +46,16 @@ public:
         t.registry_ = nullptr;
     }
 
-    // Strong references to every pending task (or every pending registered
-    // state), oldest first: what is done to them may complete and free others.
-    std::vector<Ref<StateBase>> pending(bool tasks_only) const {
+    enum class Which : unsigned char { tasks, hand_made, all };
+
+    // Strong references to every pending registered state of that kind,
+    // oldest first: what is done to them may complete and free others.
+    std::vector<Ref<StateBase>> pending(Which which) const {
         std::vector<Ref<StateBase>> out;
         for (LiveHook* t = head_; t; t = t->next_) {
             StateBase& s = t->task_state();
-            if (s.alive() && s.pending() && (!tasks_only || t->is_task())) out.emplace_back(&s);
+            const bool wanted = which == Which::all || t->is_task() == (which == Which::tasks);
+            if (s.alive() && s.pending() && wanted) out.emplace_back(&s);
         }
         return out;
     }
@@ -76,9 +79,15 @@ public:
     }
 
     // Scheduler::close(): every task is asked to stop (its machine is resumed
-    // with CancelledError, and close() runs that resume).
+    // with CancelledError, and close() runs that resume). Then every
+    // hand-made future still pending is cancelled: close() leaves an empty
+    // loop, and nobody could complete it on a closed one but by hand (its
+    // set_result then throws InvalidStateError, as on any done future).
+    // Tasks go first so that a task waiting on such a future is cancelled
+    // as a task (the future with it), not woken by the future's cancellation.
     void on_scheduler_closing() override {
-        for (Ref<StateBase>& s : pending(true)) s->cancel();
+        for (Ref<StateBase>& s : pending(Which::tasks)) s->cancel();
+        for (Ref<StateBase>& s : pending(Which::hand_made)) s->cancel();
     }
 
     // ~Scheduler: nothing may run any more. Every pending task loses its
@@ -87,7 +96,7 @@ public:
     // nobody will complete (the cycles a machine holding its awaited future
     // makes). Then the registry goes.
     void on_scheduler_destroyed() noexcept override {
-        for (Ref<StateBase>& s : pending(false)) s->wakeup_lost();
+        for (Ref<StateBase>& s : pending(Which::all)) s->wakeup_lost();
         auto& all = registries();
         all.erase(std::remove(all.begin(), all.end(), this), all.end());
         for (LiveHook* t = head_; t;) {

@@ -279,7 +279,8 @@ public:
     //     reported through the exception handler, one line per item, then a
     //     summary line (nothing if nothing is alive);
     //  2. observers end: open connections abort and their close callbacks run
-    //     with CloseKind::scheduler_closed; futures tasks are cancelled;
+    //     with CloseKind::scheduler_closed; futures tasks are cancelled, then
+    //     pending hand-made futures (futures::Future(sched));
     //  3. what is ready then runs (those close callbacks, the tasks' last
     //     resume()s, and whatever they schedule ready), for a bounded number
     //     of iterations that never wait for I/O or time;

@@ -2,8 +2,9 @@
 // completed by hand. Unlike the library's own futures, nothing on the loop
 // names a pending one (no timer, no fd wait), so it registers with its
 // Scheduler's registry: Scheduler::live() lists it, with the line that made
-// it, and ~Scheduler cancels it, freeing a task that waits on it while
-// holding it. Part of futures/future.hpp. Loop thread only.
+// it, Scheduler::close() cancels it (close() leaves an empty loop), and
+// ~Scheduler cancels it too, freeing a task that waits on it while holding
+// it. Part of futures/future.hpp. Loop thread only.
 #pragma once
 #ifndef FUTURES_FUTURE_HPP_BODY_DONE
 #error "futures/detail/*.hpp are parts of futures/future.hpp: include that instead"

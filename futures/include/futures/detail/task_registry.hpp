@@ -1,10 +1,10 @@
 // futures::detail::LiveHook and TaskRegistry: every task of a Scheduler, and
 // every future made to be completed by hand (Future(sched)), known by the
 // loop, so that futures::all_tasks() can show the tasks, Scheduler::live()
-// can list both, Scheduler::close() can cancel the tasks, and ~Scheduler can
-// free them even when they wait on one another in a cycle. (Other futures
-// need no registration: a timer, an fd wait or the futures they wait on name
-// them.)
+// can list both, Scheduler::close() can cancel both (the tasks first), and
+// ~Scheduler can free them even when they wait on one another in a cycle.
+// (Other futures need no registration: a timer, an fd wait or the futures
+// they wait on name them.)
 //
 // A task registers when spawned (a hand-made future when made) and leaves
 // when its state is destroyed; the
