@@ -29,7 +29,7 @@ BOOST_AUTO_TEST_CASE(numeric_hosts_are_printed_in_the_order_given) {
 }
 
 BOOST_AUTO_TEST_CASE(a_service_adds_its_port) {
-    Run r = run_example("resolve", {"--service", "http", "127.0.0.1", "::1"});
+    Run r = run_example("resolve", {"--service", "80", "127.0.0.1", "::1"});
     BOOST_TEST(r.code == 0);
     BOOST_TEST(r.out == (Lines{"resolving 2 hosts concurrently", "127.0.0.1: 127.0.0.1:80", "::1: [::1]:80"}),
                boost::test_tools::per_element());

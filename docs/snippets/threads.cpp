@@ -118,9 +118,9 @@ BOOST_AUTO_TEST_CASE(threads_full_queue) {
 BOOST_AUTO_TEST_CASE(threads_resolve) {
     // [snippet:resolve]
     reactor::Scheduler sched;
-    auto web = futures::resolve(sched, "::1", "http");  // getaddrinfo on the default pool
+    auto web = futures::resolve(sched, "::1", "80");  // getaddrinfo on the default pool
     reactor::ResolveOptions numeric;
-    numeric.numeric_host = true;                        // parse only, never look up
+    numeric.numeric_host = true;                      // parse only, never look up
     auto bad = futures::resolve(sched, "localhost", "80", numeric);
     futures::run_until(sched, web);
     futures::run_until(sched, bad);

@@ -1,6 +1,9 @@
 // Test support for cases that look names up. A package build chroot (sbuild,
-// pbuilder) may have no /etc/hosts, and then not even "localhost" resolves:
-// cases that need it are skipped there, with the reason, instead of failing.
+// pbuilder) may have no /etc/hosts, and then not even "localhost" resolves;
+// a minimal system (debootstrap --variant=minbase, the debian:12 image) has
+// no netbase, so no /etc/services, and service names such as "http" do not
+// resolve either. Cases that need one are skipped there, with the reason,
+// instead of failing; everything else uses numeric hosts and ports.
 // Both helpers keep the network rule: nothing here sends a query anywhere on
 // a machine whose /etc/hosts names localhost.
 #pragma once
@@ -42,6 +45,34 @@ inline boost::unit_test::precondition needs_localhost() {
                       "as in a package build chroot), so the lookup is not tested here";
     return boost::unit_test::precondition([why](boost::unit_test::test_unit_id) {
         boost::test_tools::assertion_result result(localhost_resolves_to_loopback());
+        result.message() << why;
+        return result;
+    });
+}
+
+// Whether this machine knows the service name "http" as TCP port 80 (from
+// /etc/services, package netbase). Asked once per process, through the
+// library's own lookup of a numeric host: no query leaves the machine.
+inline bool service_names_resolve() {
+    static const bool ok = [] {
+        try {
+            auto found = reactor::Address::resolve("127.0.0.1", "http");
+            return !found.empty() && found.front().port() == 80;
+        } catch (const std::runtime_error&) {
+            return false;
+        }
+    }();
+    return ok;
+}
+
+// A precondition for cases that look up a service by name ("http"):
+//   BOOST_AUTO_TEST_CASE(name, *reactor_test::needs_service_names())
+inline boost::unit_test::precondition needs_service_names() {
+    // Captured, not inline: see needs_localhost().
+    const char* why = "this machine does not know the service 'http' (no /etc/services: package netbase is "
+                      "not installed, as in a minimal Debian image), so service names are not tested here";
+    return boost::unit_test::precondition([why](boost::unit_test::test_unit_id) {
+        boost::test_tools::assertion_result result(service_names_resolve());
         result.message() << why;
         return result;
     });
