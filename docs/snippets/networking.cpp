@@ -134,6 +134,41 @@ BOOST_AUTO_TEST_CASE(streams_echo_server) {
     BOOST_TEST(sched.empty());
 }
 
+BOOST_AUTO_TEST_CASE(read_until_at_the_end_of_input) {
+    reactor::Scheduler sched;
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    BOOST_REQUIRE(::write(fds[1], "one\ntwo", 7) == 7);
+    ::close(fds[1]);  // the end of input comes after "two", without a '\n'
+    futures::Stream in = futures::Stream::adopt(sched, fds[0]);
+    // [snippet:read_lines]
+    std::vector<std::string> lines;
+    for (;;) {
+        try {
+            lines.push_back(futures::run_until_complete(sched, in.read_until("\n")));  // "one\n"
+        } catch (const futures::IncompleteReadError& eof) {  // the end of input: read_until fails
+            if (!eof.partial.empty()) lines.push_back(eof.partial);  // "two": the bytes after the last '\n'
+            break;
+        }
+    }
+    // lines == {"one\n", "two"}
+    // [end-snippet:read_lines]
+    BOOST_TEST(lines == (std::vector<std::string>{"one\n", "two"}), boost::test_tools::per_element());
+    // At the end of input with nothing left, `partial` is "" (and read() gives "").
+    try {
+        futures::run_until_complete(sched, in.read_until("\n"));
+        BOOST_FAIL("read_until at the end of input succeeded");
+    } catch (const futures::IncompleteReadError& eof) {
+        BOOST_TEST(eof.partial == "");
+        BOOST_TEST(!eof.expected.has_value());
+    }
+    BOOST_TEST(in.at_eof());
+    in.close();
+    futures::run_until(sched, in.wait_closed(), 5s);
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
 BOOST_AUTO_TEST_CASE(connection_deadlines) {
     reactor::Scheduler sched;
     const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);

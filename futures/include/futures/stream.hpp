@@ -85,7 +85,10 @@ public:
     // Exactly n bytes; IncompleteReadError if EOF comes first.
     [[nodiscard]] Future<std::string> read_exactly(std::size_t n);
     // Up to and including `delimiter` (non-empty); LimitOverrunError past the
-    // limit, IncompleteReadError if EOF comes first.
+    // limit. The end of input fails it with IncompleteReadError (never a short
+    // or empty result): its `partial` holds the bytes after the last delimiter
+    // (a last line without its '\n', or "" when there were none), consumed;
+    // `expected` is empty. A line reader catches it (docs/networking.md).
     [[nodiscard]] Future<std::string> read_until(std::string delimiter = "\n");
     // Reads after a connection reset or error fail with std::system_error.
     // Cancelling a pending read leaves the buffered bytes for the next read.
