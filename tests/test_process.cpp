@@ -2,15 +2,20 @@
 // /bin/false, sleep), on every backend and with both exit watches (pidfd and
 // SIGCHLD): statuses, pipes both ways beyond the pipe buffer, environment,
 // /dev/null, missing programs and bad input, signals, children dropped early
-// or outliving their Scheduler (never a zombie), many at once.
+// or outliving their Scheduler (never a zombie), many at once; the child's
+// fds (0, 1, 2 and pass_fds only).
 #define BOOST_TEST_MODULE process
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -24,6 +29,7 @@
 #include <futures/when_all.hpp>
 
 #include "support/backends.hpp"
+#include "support/fds.hpp"
 #include "support/net_util.hpp"
 
 using namespace std::chrono_literals;
@@ -76,6 +82,26 @@ std::string read_all(reactor::Scheduler& sched, futures::Stream s) {
 
 // Reaped: no such process any more (a zombie would still accept kill(pid, 0)).
 bool gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+// No child of this process is left, running or zombie.
+bool no_children() {
+    int status = 0;
+    return ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
+}
+
+// The numbers in `text`, one per line, in numeric order.
+std::vector<int> sorted_numbers(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<int> out;
+    for (int n = 0; in >> n;) out.push_back(n);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// The child's open fds, as the shell sees them: `ls` lists the shell's fds
+// (the trailing `true` keeps dash from exec'ing ls in its place, which would
+// list the directory ls itself opened).
+const std::string kListFds = "ls /proc/$$/fd; true";
 
 }  // namespace
 
@@ -285,4 +311,79 @@ BOOST_AUTO_TEST_CASE(sigchld_belongs_to_one_scheduler_and_other_children_are_lef
     int status = 0;
     BOOST_TEST(::waitpid(mine, &status, 0) == mine);  // still ours to reap
     BOOST_TEST(WEXITSTATUS(status) == 5);
+}
+
+BOOST_AUTO_TEST_CASE(the_child_has_only_fds_0_1_2_even_when_the_parent_leaks_some) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    // Two fds without close-on-exec, as a careless library or a shell leaves them.
+    int ends[2];
+    BOOST_REQUIRE(::pipe(ends) == 0);
+    reactor_test::Fd leaky_r(ends[0]), leaky_w(ends[1]);
+    reactor_test::Fd leaky_dup(::dup(leaky_r));
+    BOOST_REQUIRE(leaky_dup >= 0);
+    for (ExitWatch watch : watches()) {
+        ProcessOptions o = with(watch);
+        o.stdout_mode = Stdio::pipe;
+        auto p = futures::spawn_process(sched, {"/bin/sh", "-c", kListFds}, o);
+        BOOST_TEST(sorted_numbers(read_all(sched, p.stdout_pipe())) == (std::vector<int>{0, 1, 2}),
+                   boost::test_tools::per_element());
+        BOOST_TEST(status_of(sched, p) == 0);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(pass_fds_keeps_chosen_fds_open_at_their_numbers) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (ExitWatch watch : watches()) {
+        int ends[2];
+        BOOST_REQUIRE(::pipe2(ends, O_CLOEXEC) == 0);
+        reactor_test::Fd r(ends[0]), w(ends[1]);
+        BOOST_REQUIRE(::write(w, "secret", 6) == 6);
+        w.close();  // the child reads to EOF
+        // A leaky fd below the passed one and another above it: both closed
+        // in the child, through the gap and through closefrom.
+        reactor_test::Fd leaky_low(::dup(r));
+        BOOST_REQUIRE(leaky_low >= 0);
+        reactor_test::Fd passed(::fcntl(r, F_DUPFD_CLOEXEC, leaky_low + 3));  // close-on-exec here
+        BOOST_REQUIRE(passed >= 0);
+        reactor_test::Fd leaky_high(::fcntl(r, F_DUPFD, passed + 3));
+        BOOST_REQUIRE(leaky_high >= 0);
+
+        ProcessOptions o = with(watch);
+        o.stdout_mode = Stdio::pipe;
+        o.pass_fds = {passed.get(), passed.get()};  // a repeat is harmless
+        auto p = futures::spawn_process(
+            sched, {"/bin/sh", "-c", kListFds + "; echo ---; cat /proc/self/fd/$0", std::to_string(passed.get())}, o);
+        const std::string out = read_all(sched, p.stdout_pipe());
+        const auto split = out.find("---\n");
+        BOOST_REQUIRE(split != std::string::npos);
+        BOOST_TEST(sorted_numbers(out.substr(0, split)) == (std::vector<int>{0, 1, 2, passed.get()}),
+                   boost::test_tools::per_element());
+        BOOST_TEST(out.substr(split + 4) == "secret");  // readable there
+        BOOST_TEST(status_of(sched, p) == 0);
+        BOOST_TEST(::fcntl(passed, F_GETFD) == FD_CLOEXEC);  // unchanged here
+    }
+}
+
+BOOST_AUTO_TEST_CASE(pass_fds_refuses_standard_streams_and_closed_fds) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    ProcessOptions std_stream;
+    std_stream.pass_fds = {1};
+    BOOST_CHECK_THROW((void)futures::spawn_process(sched, {"/bin/true"}, std_stream), std::invalid_argument);
+    int closed = ::dup(0);
+    BOOST_REQUIRE(closed >= 0);
+    ::close(closed);
+    ProcessOptions not_open;
+    not_open.pass_fds = {closed};
+    try {
+        (void)futures::spawn_process(sched, {"/bin/true"}, not_open);
+        BOOST_FAIL("a closed fd cannot be passed");
+    } catch (const std::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find("is not open") != std::string::npos, e.what());
+    }
+    ProcessOptions bad_marks;
+    bad_marks.stdout_mode = Stdio::pipe;
+    bad_marks.stream.connection.low_water = bad_marks.stream.connection.high_water + 1;
+    BOOST_CHECK_THROW((void)futures::spawn_process(sched, {"/bin/true"}, bad_marks), std::invalid_argument);
+    BOOST_TEST(no_children());  // checked before anything started
+    BOOST_TEST(sched.empty());
 }

@@ -1,15 +1,18 @@
-// spawn_process: posix_spawn with the child's standard streams wired as asked,
-// then the exit watch, then the pipe streams. Nothing is left behind on
-// failure: before the spawn, every fd opened so far is closed; after it, the
-// child is killed and reaped.
+// spawn_process: posix_spawn with the child's standard streams wired as asked
+// and every other fd closed but those passed, then the exit watch, then the
+// pipe streams. Nothing is left behind on failure: before the spawn, every fd
+// opened so far is closed; after it, the child is killed and reaped.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -48,6 +51,11 @@ private:
     int fd_ = -1;
 };
 
+// The posix_spawn* functions return an errno value instead of setting errno.
+void check_spawn_call(int error, const char* call) {
+    if (error != 0) throw std::system_error(error, std::generic_category(), fmt::format("spawn_process: {}", call));
+}
+
 // posix_spawn's C structures, freed on every path.
 struct SpawnSetup {
     posix_spawn_file_actions_t actions;
@@ -63,6 +71,64 @@ struct SpawnSetup {
     SpawnSetup(const SpawnSetup&) = delete;
     SpawnSetup& operator=(const SpawnSetup&) = delete;
 };
+
+// The pass_fds, sorted, without repeats; std::invalid_argument for one that
+// is a standard stream or not open.
+std::vector<int> checked_pass_fds(std::vector<int> fds) {
+    std::sort(fds.begin(), fds.end());
+    fds.erase(std::unique(fds.begin(), fds.end()), fds.end());
+    for (int fd : fds) {
+        if (fd <= STDERR_FILENO)
+            throw std::invalid_argument(fmt::format(
+                "spawn_process: pass_fds: fd {} is a standard stream (set it with stdin_mode, stdout_mode or "
+                "stderr_mode)",
+                fd));
+        if (::fcntl(fd, F_GETFD) < 0)
+            throw std::invalid_argument(fmt::format("spawn_process: pass_fds: fd {} is not open", fd));
+    }
+    return fds;
+}
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+#define FUTURES_HAVE_ADDCLOSEFROM 1
+#endif
+
+// The file actions that leave the child with fds 0, 1, 2 and `pass` (sorted,
+// above 2) only. They run in the child in order, after the standard streams'
+// actions (whose sources, our pipe ends, are closed here too). Each passed fd
+// is dup2()ed onto itself, which clears its close-on-exec flag (glibc 2.29
+// and later, as POSIX 2024 asks); each number between 3 and the highest
+// passed fd that is not passed is closed one by one (a number that is not
+// open costs one failed close(2), which posix_spawn ignores); everything
+// above the highest passed fd is closed in one go by closefrom.
+void close_other_fds(posix_spawn_file_actions_t& actions, const std::vector<int>& pass) {
+    for (int fd : pass)
+        check_spawn_call(posix_spawn_file_actions_adddup2(&actions, fd, fd), "posix_spawn_file_actions_adddup2");
+    int next = STDERR_FILENO + 1;  // the lowest fd not yet dealt with
+    for (int kept : pass) {
+        for (; next < kept; ++next)
+            check_spawn_call(posix_spawn_file_actions_addclose(&actions, next), "posix_spawn_file_actions_addclose");
+        next = kept + 1;
+    }
+#ifdef FUTURES_HAVE_ADDCLOSEFROM
+    check_spawn_call(posix_spawn_file_actions_addclosefrom_np(&actions, next),
+                     "posix_spawn_file_actions_addclosefrom_np");
+#else
+    // Without closefrom: close each fd open here now. Best effort: an fd
+    // another thread opens without close-on-exec from now to the spawn stays
+    // open in the child.
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (!dir) throw std::system_error(errno, std::generic_category(), "spawn_process: opendir /proc/self/fd");
+    std::vector<int> open_fds;
+    while (const dirent* entry = ::readdir(dir)) {
+        const int fd = std::atoi(entry->d_name);  // "." and ".." give 0, below `next`
+        if (fd >= next && fd != ::dirfd(dir)) open_fds.push_back(fd);
+    }
+    ::closedir(dir);
+    for (int fd : open_fds)
+        check_spawn_call(posix_spawn_file_actions_addclose(&actions, fd), "posix_spawn_file_actions_addclose");
+#endif
+}
 
 void check_no_nul(const std::string& s, const char* what) {
     if (s.find('\0') != std::string::npos)
@@ -88,7 +154,13 @@ void check_args(const std::vector<std::string>& argv, const ProcessOptions& opti
                     fmt::format("spawn_process: environment entry '{}' is not NAME=value", entry));
         }
     }
+    // The streams' options are checked now: once the child runs, a refusal
+    // would cost it its life.
     if (options.stream.limit == 0) throw std::invalid_argument("spawn_process: stream limit must be positive");
+    if (options.stream.connection.read_size == 0)
+        throw std::invalid_argument("spawn_process: stream read_size must be positive");
+    if (options.stream.connection.low_water > options.stream.connection.high_water)
+        throw std::invalid_argument("spawn_process: stream low water mark is above the high water mark");
     for (Stdio mode : {options.stdin_mode, options.stdout_mode, options.stderr_mode})
         if (mode != Stdio::inherit && mode != Stdio::null && mode != Stdio::pipe)
             throw std::invalid_argument("spawn_process: unknown Stdio value");
@@ -106,6 +178,7 @@ void kill_and_reap(pid_t pid) noexcept {
 
 Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, ProcessOptions options) {
     check_args(argv, options);
+    const std::vector<int> pass = checked_pass_fds(std::move(options.pass_fds));
     const detail::WatchKind kind = detail::choose_watch(options.watch);
     if (kind == detail::WatchKind::sigchld) detail::reserve_sigchld(sched);  // before the child can exit
 
@@ -130,6 +203,7 @@ Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, 
             posix_spawn_file_actions_adddup2(&setup.actions, child_end, fd);  // dup2 clears close-on-exec
         }
     }
+    close_other_fds(setup.actions, pass);  // last: after the dup2s from our pipe ends
     // The child starts clean: nothing blocked, every signal at its default
     // (an ignored SIGPIPE would otherwise survive the exec).
     sigset_t none, all;

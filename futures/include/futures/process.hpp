@@ -63,6 +63,15 @@ struct ProcessOptions {
     // For the pipes' streams (buffer limit, water marks, deadlines).
     StreamOptions stream;
     ExitWatch watch = ExitWatch::automatic;
+    // Fds of this process that the child keeps open, each at the same number,
+    // whether or not they are close-on-exec here (Python's pass_fds). Every
+    // other fd above 2 is closed in the child, close-on-exec or not (Python's
+    // close_fds=True). Each must be open and above 2 (0, 1 and 2 are set by
+    // the modes above), else std::invalid_argument; repeats are harmless.
+    // Closing is race-free (posix_spawn closes in the child, after the fork),
+    // and costs one close(2) per unpassed number below the highest passed fd:
+    // pass low numbers.
+    std::vector<int> pass_fds;
 };
 
 namespace detail {
@@ -112,12 +121,16 @@ private:
 // it). A name without '/' is looked up in PATH (posix_spawnp), as a shell
 // would. The child starts with every signal at its default action and none
 // blocked (so a SIGPIPE or SIGINT ignored or handled here does not leak into
-// it), and only fds 0, 1 and 2 open (every fd this library opens is
-// close-on-exec). Throws std::invalid_argument for an empty argv, an argument
-// or environment entry containing '\0', or an environment entry without '=';
+// it), and only fds 0, 1 and 2 open, plus options.pass_fds: every other fd
+// of this process is closed in the child, including those without
+// close-on-exec (posix_spawn_file_actions_addclosefrom_np, glibc 2.34).
+// Throws std::invalid_argument for an empty argv, an argument or environment
+// entry containing '\0', an environment entry without '=', bad stream
+// options or a bad pass_fds entry (all checked before anything starts);
 // std::system_error naming the program if it cannot be run (ENOENT, EACCES...)
-// or if a pipe, /dev/null or the exit watch cannot be set up (EMFILE...);
-// std::logic_error if SIGCHLD is needed and another Scheduler holds it.
+// or naming the call if a pipe, /dev/null or the exit watch cannot be set up
+// (EMFILE...); std::logic_error if SIGCHLD is needed and another Scheduler
+// holds it.
 [[nodiscard]] Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv,
                                     ProcessOptions options = {});
 
