@@ -161,6 +161,34 @@ BOOST_AUTO_TEST_CASE(combinators) {
     BOOST_TEST(sched.empty());
 }
 
+BOOST_AUTO_TEST_CASE(timeout_on_a_task) {
+    reactor::Scheduler sched;
+    std::vector<std::string> log;
+    // [snippet:timeout_on_a_task]
+    futures::Future<int> ticker = futures::spawn(sched, Ticker(sched, "t", 3, 1s, log));
+    futures::Future<int> bounded = futures::with_timeout(ticker, 20ms);
+    futures::Status seen = futures::Status::done;
+    bounded.add_done_callback([&] { seen = ticker.status(); });  // runs with the TimeoutError, 20 ms later
+    futures::run_until(sched, ticker);
+    // seen == futures::Status::pending: the task was asked to stop, and had not resumed yet;
+    // ticker.status() == futures::Status::cancelled now (its sleep_.result() threw CancelledError)
+    // [end-snippet:timeout_on_a_task]
+    BOOST_TEST(bounded.failed());
+    BOOST_CHECK_THROW(bounded.result(), futures::TimeoutError);
+    BOOST_TEST(futures::to_string(seen) == "pending");
+    BOOST_TEST(futures::to_string(ticker.status()) == "cancelled");
+    BOOST_TEST(log == std::vector<std::string>{"t"}, boost::test_tools::per_element());
+    // A continuation sees the same: the task is pending when catch_error runs.
+    futures::Future<int> other = futures::spawn(sched, Ticker(sched, "u", 3, 1s, log));
+    futures::Future<int> seen_by_continuation = futures::with_timeout(other, 1ms).catch_error(
+        [&](const std::exception&) { return static_cast<int>(other.status()); });
+    BOOST_TEST(futures::run_until_complete(sched, seen_by_continuation) == static_cast<int>(futures::Status::pending));
+    futures::run_until(sched, other);
+    BOOST_TEST(other.cancelled());
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
 BOOST_AUTO_TEST_CASE(all_tasks) {
     reactor::Scheduler sched;
     std::vector<std::string> log;

@@ -3,6 +3,12 @@
 // Completes like its input if that completes in time; else fails with
 // TimeoutError and cancels the input. Holds one reference to itself in the
 // Scheduler's timer until it fires or is cancelled. Loop thread only.
+//
+// When the input is a task, cancelling it only asks it to stop (the future it
+// waits on is cancelled; the task ends when it resumes): whoever receives the
+// TimeoutError (a done-callback, a continuation, a task waiting on it) finds
+// the task still Status::pending, and it becomes cancelled only after the loop
+// runs again. Wait on the task itself to know how it ended (docs/futures.md).
 #pragma once
 
 #include <chrono>
@@ -56,6 +62,8 @@ private:
 
 // Completes like `fut` if it completes within `delay`; otherwise fails with
 // TimeoutError and cancels `fut`. Cancelling the result cancels `fut` and the timer.
+// A task `fut` is still pending when the TimeoutError arrives: it is cancelled
+// when it next resumes, after the loop runs again (see the top of this file).
 template <class T, class Rep, class Period>
 [[nodiscard]] Future<T> with_timeout(const Future<T>& fut, std::chrono::duration<Rep, Period> delay,
                                      std::source_location where = std::source_location::current()) {
