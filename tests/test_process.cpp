@@ -3,10 +3,12 @@
 // SIGCHLD): statuses, pipes both ways beyond the pipe buffer, environment,
 // /dev/null, missing programs and bad input, signals, children dropped early
 // or outliving their Scheduler (never a zombie), many at once; the child's
-// fds (0, 1, 2 and pass_fds only).
+// fds (0, 1, 2 and pass_fds only); failed system calls (EMFILE from pipe2
+// and pidfd_open, ECHILD from waitpid) reported by name, nothing leaked.
 #define BOOST_TEST_MODULE process
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +91,13 @@ bool no_children() {
     return ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
 }
 
+// How many fds this process has open.
+std::size_t open_fd_count() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+}
+
 // The numbers in `text`, one per line, in numeric order.
 std::vector<int> sorted_numbers(const std::string& text) {
     std::istringstream in(text);
@@ -102,6 +111,57 @@ std::vector<int> sorted_numbers(const std::string& text) {
 // (the trailing `true` keeps dash from exec'ing ls in its place, which would
 // list the directory ls itself opened).
 const std::string kListFds = "ls /proc/$$/fd; true";
+
+// Makes every fd number up to a lowered RLIMIT_NOFILE taken, so that the next
+// fd any call makes fails with EMFILE; give_back(n) frees n of them. Undone
+// on destruction.
+class FdsExhausted {
+public:
+    FdsExhausted() {
+        BOOST_REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+        int highest = 0;
+        for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+            highest = std::max(highest, std::stoi(entry.path().filename().string()));
+        rlimit lowered = saved_;
+        lowered.rlim_cur = static_cast<rlim_t>(highest) + 8;
+        BOOST_REQUIRE(lowered.rlim_cur <= saved_.rlim_cur);
+        BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+        for (;;) {
+            const int fd = ::fcntl(0, F_DUPFD_CLOEXEC, 0);
+            if (fd < 0) {
+                BOOST_REQUIRE(errno == EMFILE);
+                break;
+            }
+            fillers_.push_back(fd);
+        }
+    }
+    ~FdsExhausted() {
+        for (int fd : fillers_) ::close(fd);
+        ::setrlimit(RLIMIT_NOFILE, &saved_);
+    }
+    FdsExhausted(const FdsExhausted&) = delete;
+    FdsExhausted& operator=(const FdsExhausted&) = delete;
+
+    void give_back(std::size_t n) {
+        BOOST_REQUIRE(n <= fillers_.size());
+        for (; n > 0; --n) {
+            ::close(fillers_.back());
+            fillers_.pop_back();
+        }
+    }
+    // Exactly n fds can be opened now (and are closed again).
+    bool exactly_free(std::size_t n) const {
+        std::vector<int> got;
+        for (int fd; (fd = ::fcntl(0, F_DUPFD_CLOEXEC, 0)) >= 0;) got.push_back(fd);
+        const bool emfile = errno == EMFILE;
+        for (int fd : got) ::close(fd);
+        return emfile && got.size() == n;
+    }
+
+private:
+    rlimit saved_{};
+    std::vector<int> fillers_;
+};
 
 }  // namespace
 
@@ -386,4 +446,116 @@ BOOST_AUTO_TEST_CASE(pass_fds_refuses_standard_streams_and_closed_fds) {
     BOOST_CHECK_THROW((void)futures::spawn_process(sched, {"/bin/true"}, bad_marks), std::invalid_argument);
     BOOST_TEST(no_children());  // checked before anything started
     BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_child_reaped_elsewhere_fails_wait_naming_waitpid) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (ExitWatch watch : watches()) {
+        auto p = futures::spawn_process(sched, {"/bin/true"}, with(watch));
+        auto f = p.wait();
+        int status = 0;
+        BOOST_REQUIRE(::waitpid(p.pid(), &status, 0) == p.pid());  // someone else reaps it first
+        BOOST_REQUIRE(futures::run_until(sched, f, 20s));
+        try {
+            f.result();
+            BOOST_FAIL("wait() must fail");
+        } catch (const std::system_error& e) {
+            BOOST_TEST(e.code().value() == ECHILD);
+            BOOST_TEST(std::string(e.what()).find("waitpid") != std::string::npos, e.what());
+        }
+        BOOST_TEST(!p.exit_status().has_value());
+        BOOST_CHECK_THROW(p.wait().result(), std::system_error);  // later calls too, at once
+        BOOST_TEST(!p.kill());
+        sched.run();
+        BOOST_TEST(sched.empty());
+    }
+    BOOST_TEST(sched.signal_handler_count() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(emfile_from_pipe2_and_pidfd_open_is_reported_by_name_and_nothing_leaks) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    ProcessOptions piped;
+    piped.stdout_mode = Stdio::pipe;
+    {
+        FdsExhausted fds;
+        try {
+            (void)futures::spawn_process(sched, {"/bin/true"}, piped);
+            BOOST_FAIL("pipe2 must fail");
+        } catch (const std::system_error& e) {
+            BOOST_TEST(e.code().value() == EMFILE);
+            BOOST_TEST(std::string(e.what()).find("spawn_process: pipe2") != std::string::npos, e.what());
+        }
+        BOOST_TEST(fds.exactly_free(0));
+        // No pipes (the child's ends, closed after the spawn, would make room
+        // for the pidfd): the child starts, pidfd_open fails, so the child is
+        // killed and reaped.
+        for (ExitWatch watch : {ExitWatch::automatic, ExitWatch::pidfd}) {
+            try {
+                (void)futures::spawn_process(sched, {"sleep", "30"}, with(watch));
+                BOOST_FAIL("pidfd_open must fail");
+            } catch (const std::system_error& e) {
+                BOOST_TEST(e.code().value() == EMFILE);
+                BOOST_TEST(std::string(e.what()).find("spawn_process: pidfd_open") != std::string::npos, e.what());
+            }
+            BOOST_TEST(fds.exactly_free(0));
+            BOOST_TEST(no_children());
+        }
+        // Room for one pipe, none for another: the first one's ends are closed.
+        fds.give_back(2);
+        ProcessOptions two_pipes = piped;
+        two_pipes.stderr_mode = Stdio::pipe;
+        BOOST_CHECK_THROW((void)futures::spawn_process(sched, {"/bin/true"}, two_pipes), std::system_error);
+        BOOST_TEST(fds.exactly_free(2));
+    }
+    BOOST_TEST(sched.empty());
+    BOOST_TEST(status_of(sched, futures::spawn_process(sched, {"/bin/true"}, piped)) == 0);  // fine again
+}
+
+BOOST_AUTO_TEST_CASE(emfile_from_the_sigchld_watch_is_reported_and_sigchld_given_back) {
+    if (!sigchld_testable()) {
+        BOOST_TEST_MESSAGE("not run: select under ThreadSanitizer");
+        return;
+    }
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    {
+        FdsExhausted fds;
+        try {
+            (void)futures::spawn_process(sched, {"sleep", "30"}, with(ExitWatch::sigchld));
+            BOOST_FAIL("the SIGCHLD watch's pipe2 must fail");
+        } catch (const std::system_error& e) {
+            BOOST_TEST(e.code().value() == EMFILE);
+            BOOST_TEST(std::string(e.what()).find("spawn_process: pipe2") != std::string::npos, e.what());
+        }
+        BOOST_TEST(fds.exactly_free(0));
+        BOOST_TEST(no_children());
+        BOOST_TEST(sched.signal_handler_count() == 0u);
+    }
+    BOOST_TEST(sched.empty());
+    BOOST_TEST(status_of(sched, futures::spawn_process(sched, {"/bin/true"}, with(ExitWatch::sigchld))) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(close_hands_a_running_child_to_a_reaper_and_leaves_an_empty_loop) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    std::vector<std::string> reports;
+    sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
+    for (ExitWatch watch : watches()) {
+        const std::size_t fds_before = open_fd_count();
+        auto p = futures::spawn_process(sched, {"sleep", "30"}, with(watch));
+        auto status = p.wait();
+        BOOST_TEST(!sched.close().empty());  // the watch and the wait() future
+        BOOST_TEST(status.cancelled());
+        BOOST_TEST(sched.live().empty());
+        BOOST_TEST(sched.signal_handler_count() == 0u);  // SIGCHLD given back
+        // The pidfd is closed; the SIGCHLD watch keeps its keep-alive pipe for the next child.
+        BOOST_TEST(open_fd_count() == fds_before + (watch == ExitWatch::sigchld ? 2 : 0));
+        BOOST_TEST(::kill(p.pid(), 0) == 0);  // not killed
+        reports.clear();
+        BOOST_TEST(sched.close().empty());  // nothing left to report
+        BOOST_TEST(reports.empty());
+        BOOST_REQUIRE(::kill(p.pid(), SIGKILL) == 0);
+        for (int i = 0; i < 2000 && !gone(p.pid()); ++i) std::this_thread::sleep_for(5ms);
+        BOOST_TEST(gone(p.pid()));  // reaped by the thread
+        // The loop works again afterwards, with the same watch.
+        BOOST_TEST(status_of(sched, futures::spawn_process(sched, {"/bin/sh", "-c", "exit 4"}, with(watch))) == 4);
+    }
 }

@@ -24,6 +24,15 @@ int exit_status_of(int wait_status) noexcept {
 }
 
 namespace detail {
+namespace {
+
+// How a failed waitpid reaches the wait() futures.
+std::system_error wait_error(int err) {
+    return std::system_error(err, std::generic_category(),
+                             err == ECHILD ? "process: waitpid: the child was reaped elsewhere" : "process: waitpid");
+}
+
+}  // namespace
 
 void ExitState::complete(int wait_status, int err) {
     reaped = true;
@@ -33,7 +42,7 @@ void ExitState::complete(int wait_status, int err) {
     for (auto& f : ready) {
         if (f.done()) continue;  // cancelled by its holder
         if (err != 0)
-            f.set_exception(std::system_error(err, std::generic_category(), "process: the child was reaped elsewhere"));
+            f.set_exception(wait_error(err));
         else
             f.set_result(status);
     }
@@ -54,8 +63,7 @@ Stream Process::stderr_pipe() const { return core().err; }
 Future<int> Process::wait() const {
     detail::ExitState& exit = core().exit();
     if (exit.reaped && exit.error != 0)
-        return make_exception_future<int>(
-            exit.sched, std::system_error(exit.error, std::generic_category(), "process: the child was reaped elsewhere"));
+        return make_exception_future<int>(exit.sched, detail::wait_error(exit.error));
     if (exit.reaped) return make_ready_future(exit.sched, exit.status);
     std::erase_if(exit.waiters, [](const Future<int>& f) { return f.done(); });  // cancelled ones
     return exit.waiters.emplace_back(exit.sched);

@@ -1,7 +1,8 @@
 // spawn_process: posix_spawn with the child's standard streams wired as asked
 // and every other fd closed but those passed, then the exit watch, then the
 // pipe streams. Nothing is left behind on failure: before the spawn, every fd
-// opened so far is closed; after it, the child is killed and reaped.
+// opened so far is closed (and SIGCHLD given back); after it, the child is
+// killed and reaped.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -61,8 +62,11 @@ struct SpawnSetup {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
     SpawnSetup() {
-        posix_spawn_file_actions_init(&actions);
-        posix_spawnattr_init(&attr);
+        check_spawn_call(posix_spawn_file_actions_init(&actions), "posix_spawn_file_actions_init");
+        if (const int error = posix_spawnattr_init(&attr); error != 0) {
+            posix_spawn_file_actions_destroy(&actions);
+            check_spawn_call(error, "posix_spawnattr_init");
+        }
     }
     ~SpawnSetup() {
         posix_spawn_file_actions_destroy(&actions);
@@ -70,6 +74,16 @@ struct SpawnSetup {
     }
     SpawnSetup(const SpawnSetup&) = delete;
     SpawnSetup& operator=(const SpawnSetup&) = delete;
+};
+
+// Gives SIGCHLD back if spawn_process fails before the child is watched
+// (release_sigchld_if_idle does nothing while the Scheduler watches children).
+struct SigchldReservation {
+    reactor::Scheduler& sched;
+    bool done = false;
+    ~SigchldReservation() {
+        if (!done) detail::release_sigchld_if_idle(sched);
+    }
 };
 
 // The pass_fds, sorted, without repeats; std::invalid_argument for one that
@@ -166,12 +180,17 @@ void check_args(const std::vector<std::string>& argv, const ProcessOptions& opti
             throw std::invalid_argument("spawn_process: unknown Stdio value");
 }
 
-// Kills and reaps a child we cannot watch: SIGKILL cannot be ignored, so the wait is short.
+// Kills and reaps a child we cannot watch: SIGKILL cannot be ignored, so the
+// wait is short. If waitpid itself fails (not ECHILD: then nobody can reap
+// it), a background thread tries again.
 void kill_and_reap(pid_t pid) noexcept {
     ::kill(pid, SIGKILL);
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    pid_t r;
+    do {
+        r = ::waitpid(pid, &status, 0);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0 && errno != ECHILD) detail::reap_in_background(pid);
 }
 
 }  // namespace
@@ -181,6 +200,7 @@ Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, 
     const std::vector<int> pass = checked_pass_fds(std::move(options.pass_fds));
     const detail::WatchKind kind = detail::choose_watch(options.watch);
     if (kind == detail::WatchKind::sigchld) detail::reserve_sigchld(sched);  // before the child can exit
+    SigchldReservation reservation{sched};
 
     SpawnSetup setup;
     const std::array<Stdio, 3> modes{options.stdin_mode, options.stdout_mode, options.stderr_mode};
@@ -188,19 +208,19 @@ Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, 
     std::vector<Fd> theirs;  // the child's ends, closed here once it has them
     for (int fd = 0; fd < 3; ++fd) {
         if (modes[fd] == Stdio::null) {
-            posix_spawn_file_actions_addopen(&setup.actions, fd, "/dev/null", O_RDWR, 0);
+            check_spawn_call(posix_spawn_file_actions_addopen(&setup.actions, fd, "/dev/null", O_RDWR, 0),
+                             "posix_spawn_file_actions_addopen");
         } else if (modes[fd] == Stdio::pipe) {
             int ends[2];
-            if (::pipe2(ends, O_CLOEXEC) != 0) {
-                const int err = errno;
-                detail::release_sigchld_if_idle(sched);
-                throw std::system_error(err, std::generic_category(), "spawn_process: pipe2");
-            }
+            if (::pipe2(ends, O_CLOEXEC) != 0)
+                throw std::system_error(errno, std::generic_category(), "spawn_process: pipe2");
             // stdin: the child reads ends[0]; stdout, stderr: it writes ends[1].
             const int child_end = fd == 0 ? ends[0] : ends[1];
             ours[fd] = Fd(fd == 0 ? ends[1] : ends[0]);
             theirs.emplace_back(child_end);
-            posix_spawn_file_actions_adddup2(&setup.actions, child_end, fd);  // dup2 clears close-on-exec
+            // dup2 clears close-on-exec on the copy
+            check_spawn_call(posix_spawn_file_actions_adddup2(&setup.actions, child_end, fd),
+                             "posix_spawn_file_actions_adddup2");
         }
     }
     close_other_fds(setup.actions, pass);  // last: after the dup2s from our pipe ends
@@ -209,9 +229,10 @@ Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, 
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
-    posix_spawnattr_setsigmask(&setup.attr, &none);
-    posix_spawnattr_setsigdefault(&setup.attr, &all);
-    posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    check_spawn_call(posix_spawnattr_setsigmask(&setup.attr, &none), "posix_spawnattr_setsigmask");
+    check_spawn_call(posix_spawnattr_setsigdefault(&setup.attr, &all), "posix_spawnattr_setsigdefault");
+    check_spawn_call(posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
+                     "posix_spawnattr_setflags");
 
     std::vector<std::string> env_storage = options.environment.value_or(std::vector<std::string>{});
     std::vector<char*> env = c_strings(env_storage);
@@ -223,18 +244,20 @@ Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, 
                                 : ::posix_spawn(&pid, args[0], &setup.actions, &setup.attr, args.data(), envp);
     theirs.clear();  // the child has its copies (or never will)
     if (err != 0) {
-        detail::release_sigchld_if_idle(sched);
-        throw std::system_error(err, std::generic_category(), fmt::format("spawn_process: cannot run '{}'", argv.front()));
+        throw std::system_error(err, std::generic_category(),
+                                fmt::format("spawn_process: cannot run '{}'", argv.front()));
     }
 
     auto exit = std::make_shared<detail::ExitState>(sched);
     try {
-        detail::watch_child(sched, pid, kind, [exit](int status, int error) { exit->complete(status, error); });
+        // automatic: falls back to SIGCHLD if pidfd_open turns out to be refused
+        detail::watch_child(sched, pid, kind, options.watch == ExitWatch::automatic,
+                            [exit](int status, int error) { exit->complete(status, error); });
     } catch (...) {
         kill_and_reap(pid);
-        detail::release_sigchld_if_idle(sched);
-        throw;
+        throw;  // `reservation` gives SIGCHLD back
     }
+    reservation.done = true;
     auto core = std::make_shared<detail::ProcessCore>(pid, exit);
     try {
         if (ours[0].get() >= 0) core->in = Stream::adopt(sched, ours[0].release(), options.stream);

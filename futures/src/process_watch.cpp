@@ -5,10 +5,19 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if __has_include(<sys/pidfd.h>)  // glibc 2.36 and later
+// glibc 2.36's header declares pidfd_open without extern "C" (2.37 adds it):
+// say it here, harmless where the header says it too.
+extern "C" {
+#include <sys/pidfd.h>
+}
+#else
+#include <sys/syscall.h>
+#endif
 
+#include <atomic>
 #include <cerrno>
 #include <map>
 #include <memory>
@@ -19,14 +28,15 @@
 #include <utility>
 #include <vector>
 
-#ifndef SYS_pidfd_open
+#if !__has_include(<sys/pidfd.h>) && !defined(SYS_pidfd_open)
 #define SYS_pidfd_open 434  // the same on every architecture (new syscalls share one table)
 #endif
 
 namespace futures::detail {
 namespace {
 
-// waitpid(pid, WNOHANG): pid once reaped, 0 while it runs, -1 and errno on error.
+// waitpid(pid, WNOHANG): pid once reaped, 0 while it runs, -1 and errno
+// (never EINTR) on error.
 pid_t try_reap(pid_t pid, int& status) noexcept {
     pid_t r;
     do {
@@ -35,15 +45,50 @@ pid_t try_reap(pid_t pid, int& status) noexcept {
     return r;
 }
 
-int pidfd_open(pid_t pid) noexcept { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+// The error a failed try_reap hands on. Unless the child is gone for us
+// (ECHILD), it still needs reaping: a thread does it, so that a waitpid
+// refused once leaves no zombie.
+int reap_failed(pid_t pid, int error) noexcept {
+    if (error != ECHILD) reap_in_background(pid);
+    return error;
+}
 
-bool pidfd_supported() noexcept {
-    static const bool supported = [] {
-        int fd = pidfd_open(::getpid());
-        if (fd >= 0) ::close(fd);
-        return fd >= 0 || errno != ENOSYS;  // EMFILE and the like say nothing about the kernel
-    }();
-    return supported;
+// A close-on-exec pidfd for `pid`, or -1 and errno.
+int open_pidfd(pid_t pid) noexcept {
+#if __has_include(<sys/pidfd.h>)
+    return ::pidfd_open(pid, 0);
+#else
+    return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // glibc before 2.36
+#endif
+}
+
+// pidfd_open refused for good: a kernel without it (ENOSYS, before 5.3), or a
+// sandbox's seccomp filter (EPERM, EACCES). Other errors (EMFILE, ENOMEM...)
+// say nothing about the kernel.
+bool pidfd_refused(int error) noexcept { return error == ENOSYS || error == EPERM || error == EACCES; }
+
+// What is known of pidfd_open in this process: 0 not yet, -1 it works, or
+// the errno it was refused with (pidfd_refused). Shared by every Scheduler.
+std::atomic<int> pidfd_state{0};
+
+void note_pidfd_refused(int error) noexcept { pidfd_state.store(error, std::memory_order_relaxed); }
+
+// 0 if pidfd_open can be used (or nothing says otherwise yet), else the errno
+// it is refused with. Probes once, on this process's own pid; a probe that
+// fails for another reason (EMFILE) is not remembered.
+int pidfd_refusal() noexcept {
+    int state = pidfd_state.load(std::memory_order_relaxed);
+    if (state == 0) {
+        const int fd = open_pidfd(::getpid());
+        if (fd >= 0) {
+            ::close(fd);
+            state = -1;
+        } else if (pidfd_refused(errno)) {
+            state = errno;
+        }
+        if (state != 0) pidfd_state.store(state, std::memory_order_relaxed);
+    }
+    return state > 0 ? state : 0;
 }
 
 // ---------------------------------------------------------------- pidfd
@@ -60,10 +105,17 @@ public:
         if (pidfd_ >= 0) ::close(pidfd_);
     }
 
+    // Throws if the pidfd cannot be watched (select: fd >= FD_SETSIZE); the
+    // caller's shared_ptr then frees the watch, closing the pidfd.
     void start() {
         sched_.add_reader(pidfd_, [this] { on_ready(); });  // self_ keeps `this` alive while registered
+        try {
+            sched_.add_observer(*this);
+        } catch (...) {
+            sched_.remove_reader(pidfd_);
+            throw;
+        }
         self_ = shared_from_this();
-        sched_.add_observer(*this);
     }
 
 private:
@@ -71,7 +123,7 @@ private:
         int status = 0;
         pid_t r = try_reap(pid_, status);
         if (r == 0) return;  // readable before the exit was complete: wait again
-        const int error = r < 0 ? errno : 0;
+        const int error = r < 0 ? reap_failed(pid_, errno) : 0;
         sched_.remove_observer(*this);
         release_pidfd();
         auto self = std::move(self_);  // `this` lives until this function returns
@@ -85,7 +137,17 @@ private:
         pidfd_ = -1;
     }
 
-    void on_scheduler_destroyed() noexcept override {
+    // Scheduler::close() ends the watch as destruction does: the child, not
+    // killed, goes to a reaper thread, and its status nowhere (close()
+    // cancels the pending wait() futures). The pidfd is closed now, not with
+    // the Scheduler.
+    void on_scheduler_closing() override {
+        sched_.remove_observer(*this);
+        end_with_loop();
+    }
+    void on_scheduler_destroyed() noexcept override { end_with_loop(); }
+
+    void end_with_loop() noexcept {
         release_pidfd();
         reap_in_background(pid_);
         on_exit_ = nullptr;
@@ -130,18 +192,26 @@ public:
         installed_ = false;
     }
 
+    // Throws (and adds nothing) if SIGCHLD is held by another Scheduler
+    // (std::logic_error), or if the keep-alive pipe cannot be made or watched.
     void add(pid_t pid, ExitCallback on_exit) {
         reserve();
         if (keepalive_[0] < 0) {
             if (::pipe2(keepalive_, O_CLOEXEC) != 0)
                 throw std::system_error(errno, std::generic_category(), "spawn_process: pipe2");
         }
-        children_.emplace(pid, std::move(on_exit));
         // A reader on a pipe nobody writes to: never ready, but it is work,
         // so run() waits for the children as it does for a pidfd.
-        if (children_.size() == 1) sched_.add_reader(keepalive_[0], [] {});
-        // The child may have exited before the handler was there to hear it.
-        sched_.call_soon([this] { poll(); });
+        if (children_.empty()) sched_.add_reader(keepalive_[0], [] {});
+        try {
+            children_.emplace(pid, std::move(on_exit));
+            // The child may have exited before the handler was there to hear it.
+            sched_.call_soon([this] { poll(); });
+        } catch (...) {
+            children_.erase(pid);
+            if (children_.empty()) sched_.remove_reader(keepalive_[0]);
+            throw;
+        }
     }
 
     ~SigchldWatch() {
@@ -172,7 +242,8 @@ private:
                 ++it;
                 continue;
             }
-            exited.emplace_back(std::move(it->second), std::pair{status, r < 0 ? errno : 0});
+            const int error = r < 0 ? reap_failed(it->first, errno) : 0;
+            exited.emplace_back(std::move(it->second), std::pair{status, error});
             it = children_.erase(it);
         }
         if (children_.empty() && !exited.empty()) {
@@ -180,6 +251,16 @@ private:
             release_if_idle();
         }
         for (auto& [on_exit, outcome] : exited) on_exit(outcome.first, outcome.second);  // may spawn again
+    }
+
+    // Scheduler::close(): as at destruction, the children still running go
+    // to reaper threads (close() cancels their wait() futures); SIGCHLD is
+    // given back. The watch stays, empty, for the next spawn.
+    void on_scheduler_closing() override {
+        for (auto& child : children_) reap_in_background(child.first);
+        if (!children_.empty()) sched_.remove_reader(keepalive_[0]);
+        children_.clear();
+        release_if_idle();
     }
 
     void on_scheduler_destroyed() noexcept override {
@@ -207,12 +288,12 @@ WatchKind choose_watch(ExitWatch requested) {
     switch (requested) {
     case ExitWatch::sigchld: return WatchKind::sigchld;
     case ExitWatch::pidfd:
-        if (!pidfd_supported())
-            throw std::system_error(ENOSYS, std::generic_category(), "spawn_process: pidfd_open is not available");
+        if (const int refused = pidfd_refusal())
+            throw std::system_error(refused, std::generic_category(), "spawn_process: pidfd_open is not available");
         return WatchKind::pidfd;
     case ExitWatch::automatic: break;
     }
-    return pidfd_supported() ? WatchKind::pidfd : WatchKind::sigchld;
+    return pidfd_refusal() != 0 ? WatchKind::sigchld : WatchKind::pidfd;
 }
 
 void reserve_sigchld(reactor::Scheduler& sched) { SigchldWatch::of(sched).reserve(); }
@@ -221,11 +302,25 @@ void release_sigchld_if_idle(reactor::Scheduler& sched) noexcept {
     if (auto* watch = SigchldWatch::find(sched)) watch->release_if_idle();
 }
 
-void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, ExitCallback on_exit) {
+void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, bool may_fall_back, ExitCallback on_exit) {
     if (kind == WatchKind::sigchld) return SigchldWatch::of(sched).add(pid, std::move(on_exit));
-    int pidfd = pidfd_open(pid);
-    if (pidfd < 0) throw std::system_error(errno, std::generic_category(), "spawn_process: pidfd_open");
-    auto watch = std::make_shared<PidfdWatch>(sched, pid, pidfd, std::move(on_exit));
+    const int pidfd = open_pidfd(pid);
+    if (pidfd < 0) {
+        const int error = errno;
+        if (!pidfd_refused(error)) throw std::system_error(error, std::generic_category(), "spawn_process: pidfd_open");
+        note_pidfd_refused(error);  // later spawns go straight to SIGCHLD
+        if (!may_fall_back)
+            throw std::system_error(error, std::generic_category(), "spawn_process: pidfd_open is not available");
+        // The child may have exited already: add() polls once on the loop.
+        return SigchldWatch::of(sched).add(pid, std::move(on_exit));
+    }
+    std::shared_ptr<PidfdWatch> watch;
+    try {
+        watch = std::make_shared<PidfdWatch>(sched, pid, pidfd, std::move(on_exit));
+    } catch (...) {
+        ::close(pidfd);
+        throw;
+    }
     watch->start();  // on failure (select: fd >= FD_SETSIZE) `watch` closes the pidfd
 }
 

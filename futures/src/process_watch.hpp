@@ -16,13 +16,15 @@
 
 namespace futures::detail {
 
-// Once: the child's waitpid status, or error ECHILD (someone else reaped it).
+// Once: the child's waitpid status, or waitpid's errno (ECHILD: someone else
+// reaped it; any other: the child is being reaped by reap_in_background).
 using ExitCallback = std::function<void(int wait_status, int error)>;
 
 enum class WatchKind : unsigned char { pidfd, sigchld };
 
-// The mechanism for `requested`; throws std::system_error ENOSYS if pidfd is
-// forced on a kernel without it.
+// The mechanism for `requested`: for automatic, pidfd unless pidfd_open has
+// been found refused (ENOSYS, EPERM, EACCES); a forced pidfd that is refused
+// throws std::system_error with that errno.
 WatchKind choose_watch(ExitWatch requested);
 
 // Before spawning with WatchKind::sigchld: installs this Scheduler's SIGCHLD
@@ -33,9 +35,13 @@ void reserve_sigchld(reactor::Scheduler& sched);
 void release_sigchld_if_idle(reactor::Scheduler& sched) noexcept;
 
 // Watches `pid` (a child just spawned) until it is reaped, then calls
-// `on_exit` on the loop thread. Throws std::system_error if the pidfd cannot
-// be opened (EMFILE...); the caller then still owns the child.
-void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, ExitCallback on_exit);
+// `on_exit` on the loop thread. With kind pidfd and `may_fall_back`, a
+// pidfd_open refused (ENOSYS, EPERM, EACCES) is remembered and the child is
+// watched through SIGCHLD instead. Throws std::system_error naming the call
+// if pidfd_open or the SIGCHLD watch's pipe2 fails (EMFILE...), and
+// std::logic_error if SIGCHLD is needed and another Scheduler holds it; the
+// caller then still owns the child, and nothing of the watch is left.
+void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, bool may_fall_back, ExitCallback on_exit);
 
 // Kills nothing: waits for `pid` on a detached thread (blocking waitpid), so
 // a child outliving its Scheduler never stays a zombie. Best effort: if no

@@ -16,15 +16,20 @@
 // handle early changes nothing, the child is still reaped when it exits (its
 // status then goes nowhere). A child being watched counts as work, so run()
 // returns only once every child it started has been reaped. If the Scheduler
-// is destroyed while a child still runs, the child is left running and a
-// detached thread waits for it (blocking waitpid, as asyncio's
-// ThreadedChildWatcher does), so it never lingers as a zombie either; its
-// status is discarded.
+// is closed (Scheduler::close()) or destroyed while a child still runs, the
+// child is left running and a detached thread waits for it (blocking
+// waitpid, as asyncio's ThreadedChildWatcher does), so it never lingers as a
+// zombie either; its status is discarded (close() cancels the pending wait()
+// futures), and the watch's pidfd is closed at once.
 //
 // Errors at spawn: a program that cannot be run (not found, not executable)
 // throws std::system_error at spawn_process(), naming the program, with
 // posix_spawn's errno (ENOENT, EACCES...): nothing was started. Bad arguments
-// throw std::invalid_argument (see spawn_process).
+// throw std::invalid_argument (see spawn_process). A system call that fails
+// while setting the child up throws std::system_error naming the call
+// ("spawn_process: pipe2", "spawn_process: pidfd_open"...); nothing is left
+// behind: the fds opened so far are closed, and a child already started is
+// killed and reaped before the exception leaves spawn_process.
 #pragma once
 
 #include <cstdint>
@@ -47,11 +52,14 @@ enum class Stdio : std::uint8_t {
     pipe,     // a pipe to this process, as a Stream (Process::stdin_pipe()...)
 };
 
-// How the exit is noticed. automatic: a pidfd where the kernel has it, else
-// SIGCHLD. The other two force one (tests; pidfd throws std::system_error
-// ENOSYS on a kernel without it). SIGCHLD is process-wide: one Scheduler at a
-// time may use it (Scheduler::add_signal_handler throws std::logic_error for
-// a second), and it is released once that Scheduler has no child left.
+// How the exit is noticed. automatic: a pidfd where pidfd_open works, else
+// SIGCHLD (pidfd_open failing with ENOSYS, a kernel before 5.3, or with EPERM
+// or EACCES, a sandbox's seccomp filter, switches to SIGCHLD for good; any
+// other failure, such as EMFILE, is reported). The other two force one (tests;
+// pidfd throws std::system_error with pidfd_open's errno, ENOSYS on a kernel
+// without it). SIGCHLD is process-wide: one Scheduler at a time may use it
+// (Scheduler::add_signal_handler throws std::logic_error for a second), and
+// it is released once that Scheduler has no child left.
 enum class ExitWatch : std::uint8_t { automatic, pidfd, sigchld };
 
 struct ProcessOptions {
@@ -97,8 +105,10 @@ public:
 
     // The exit status (see the encoding above), once the child has exited and
     // been reaped. Every call gets its own future; all complete together.
-    // Never fails, except with std::system_error ECHILD if something else in
-    // the program reaped the child first (a waitpid(-1) elsewhere).
+    // Never fails, except with std::system_error if waitpid fails: ECHILD if
+    // something else in the program reaped the child first (a waitpid(-1)
+    // elsewhere); any other errno (the kernel refusing) also fails it, and
+    // the child is then reaped by a background thread (see "Reaping").
     [[nodiscard]] Future<int> wait() const;
     // The status if the child has been reaped, else none (asyncio's returncode).
     std::optional<int> exit_status() const;
