@@ -22,17 +22,13 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
-void say(const std::string& line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+using examples::say;
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("hello",
                       "call_soon and call_later on one reactor::Scheduler; run() returns when nothing is left.");
     double speed = 1;
@@ -71,4 +67,9 @@ int main(int argc, char** argv) {
     sched.run();
     if (interrupted) return examples::interrupted(cli);
     say("run() returned: nothing ready, nothing sleeping");
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("hello", run, argc, argv); }

@@ -33,13 +33,11 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
-void say(const std::string& line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+using examples::say;
 
 // What one read brings: the text, "" at end of input, or nothing yet (EAGAIN).
 std::optional<std::string> read_some(int fd) {
@@ -49,9 +47,7 @@ std::optional<std::string> read_some(int fd) {
     return std::string(buf, static_cast<std::size_t>(n));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("fd_waiters", "One-shot read_wait and persistent add_reader, on a pipe fed by timers.");
     double speed = 1;
     reactor::Backend backend = reactor::Backend::select;
@@ -121,4 +117,9 @@ int main(int argc, char** argv) {
     sched.run();
     if (interrupted) return examples::interrupted(cli);
     say("run() returned: no waiter and no timer left");
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("fd_waiters", run, argc, argv); }

@@ -23,8 +23,11 @@
 
 #include "cli.hpp"
 #include "countdown.hpp"
+#include "program.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     examples::Cli cli("countdown",
                       "Beazley's countdown demo on one thread and one reactor::Scheduler: a countdown\n"
                       "prints 'Down n' every 4 s, a countup prints 'Up i' every 1 s while it runs, and an\n"
@@ -64,3 +67,7 @@ int main(int argc, char** argv) {
     sched.run();
     return interrupted ? examples::interrupted(cli) : 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("countdown", run, argc, argv); }

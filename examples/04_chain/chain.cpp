@@ -18,16 +18,14 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
 using Seconds = std::chrono::duration<double>;
 using futures::Future;
 
-void say(const std::string& line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+using examples::say;
 
 struct Context {
     reactor::Scheduler& sched;
@@ -101,9 +99,7 @@ Future<void> timeout(Context& cx) {
         });
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("chain", "then pipelines, catch_error, finally, when_all and with_timeout, in one chain.");
     double speed = 1;
     cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
@@ -125,4 +121,9 @@ int main(int argc, char** argv) {
     if (!futures::run_until(sched, program)) return examples::interrupted(cli);
     program.result();  // rethrows what the chain failed with, if it did
     say(fmt::format("done after {:.2f}s", cx.elapsed()));
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("chain", run, argc, argv); }

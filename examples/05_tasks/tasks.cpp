@@ -16,15 +16,13 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
 using Seconds = std::chrono::duration<double>;
 
-void say(const std::string& line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+using examples::say;
 
 // Prints `text` `times` times, sleeping `pause` after each.
 class Printer {
@@ -93,9 +91,7 @@ private:
     futures::Future<void> task1_, task2_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("tasks", "task1 and task2 interleave with sleeps; main joins both and prints done.");
     double speed = 1;
     cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
@@ -112,4 +108,9 @@ int main(int argc, char** argv) {
     futures::Future<void> main_task = futures::spawn(sched, Main(sched, speed));
     if (!futures::run_until(sched, main_task)) return examples::interrupted(cli);
     main_task.result();  // rethrows what it failed with, if it did
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("tasks", run, argc, argv); }

@@ -18,15 +18,13 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
 using Seconds = std::chrono::duration<double>;
 
-void say(const std::string& line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+using examples::say;
 
 // Model time: what the jobs would have taken at --speed 1.
 class Stopwatch {
@@ -71,9 +69,7 @@ private:
     futures::Future<void> work_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("toy_jobs", "Jobs A (2 s), B (1 s) and C (3 s) run concurrently: about 3 s in all, not 6.");
     double speed = 1;
     cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
@@ -97,4 +93,9 @@ int main(int argc, char** argv) {
     if (!futures::run_until(sched, all)) return examples::interrupted(cli);
     all.result();  // rethrows what a job failed with, if one did
     say(fmt::format("total: {:.2f}s (the jobs add up to 6 s)", clock.seconds()));
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("toy_jobs", run, argc, argv); }

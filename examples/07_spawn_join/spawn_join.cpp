@@ -19,15 +19,13 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
 using Seconds = std::chrono::duration<double>;
 
-void say(const std::string& line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+using examples::say;
 
 // A background task: prints who it is, naps, returns its number. A failing
 // one naps quietly, then throws instead.
@@ -97,9 +95,7 @@ private:
     int sum_ = 0;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("spawn_join", "Ten background tasks return 0..9; main joins them and prints res=45.");
     double speed = 1;
     int failing = 1;
@@ -122,4 +118,9 @@ int main(int argc, char** argv) {
     main_task.result();  // rethrows what it failed with, if it did
     sched.run();  // let any failing task still napping finish (and be reported)
     if (interrupted) return examples::interrupted(cli);
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("spawn_join", run, argc, argv); }

@@ -20,9 +20,12 @@
 
 #include "cli.hpp"
 #include "echo_conversation.hpp"
+#include "program.hpp"
 #include "server_support.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     examples::Cli cli("echo_client", "Load generator for echo servers: N connections x M verified messages.");
     std::string host = "127.0.0.1";
     std::uint16_t port = 7000;  // echo_server's default
@@ -82,3 +85,7 @@ int main(int argc, char** argv) {
     if (interrupted) return examples::kInterrupted;
     return ok ? 0 : 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("echo_client", run, argc, argv); }

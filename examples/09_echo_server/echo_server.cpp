@@ -17,11 +17,14 @@
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 #include "server_support.hpp"
 
 using reactor::Connection;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     examples::Cli cli("echo_server", "Callback-driven TCP echo server: every byte comes back unchanged.");
     examples::ServerOptions options(7000);  // echo_client's default too
     examples::add_server_options(cli, options);
@@ -48,3 +51,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("echo_server", run, argc, argv); }

@@ -23,9 +23,12 @@
 
 #include "cli.hpp"
 #include "echo_session.hpp"
+#include "program.hpp"
 #include "server_support.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     examples::Cli cli("echo_server_streams", "Echo server written with futures streams and state-machine tasks.");
     examples::ServerOptions options(7000);  // the same port as echo_server: echo_client's default
     examples::add_server_options(cli, options);
@@ -85,3 +88,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("echo_server_streams", run, argc, argv); }

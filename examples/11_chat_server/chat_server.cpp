@@ -28,6 +28,7 @@
 
 #include "cli.hpp"
 #include "console.hpp"
+#include "program.hpp"
 #include "server_support.hpp"
 
 using reactor::Connection;
@@ -111,9 +112,7 @@ void console_ended(examples::ServerLifetime& lifetime, const reactor::Listener& 
     std::fflush(stdout);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("chat_server", "Line-based chat: each line is sent to every other client.");
     examples::ServerOptions options(7001);
     examples::add_server_options(cli, options);
@@ -154,3 +153,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("chat_server", run, argc, argv); }

@@ -23,11 +23,14 @@
 
 #include "cli.hpp"
 #include "http_session.hpp"
+#include "program.hpp"
 #include "server_support.hpp"
 
 using reactor::Connection;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     examples::Cli cli("http_hello", "Strict HTTP/1.1 server answering every request with \"Hello, world!\".");
     examples::ServerOptions options(8080);
     examples::add_server_options(cli, options);
@@ -73,3 +76,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("http_hello", run, argc, argv); }

@@ -23,6 +23,7 @@
 #include <futures/resolve.hpp>
 
 #include "../cli.hpp"
+#include "../program.hpp"
 
 namespace {
 
@@ -90,9 +91,7 @@ private:
     int failures_ = 0;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("resolve", "Looks the hosts up concurrently, without blocking the loop, and prints their addresses.");
     Settings settings;
     std::string family = "any";
@@ -119,3 +118,7 @@ int main(int argc, char** argv) {
     if (!futures::run_until(sched, main_task)) return examples::interrupted(cli);
     return main_task.result() == 0 ? 0 : 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("resolve", run, argc, argv); }

@@ -31,6 +31,7 @@
 #include <futures/process.hpp>
 
 #include "../cli.hpp"
+#include "../program.hpp"
 
 namespace {
 
@@ -69,9 +70,7 @@ private:
     futures::Future<std::string> line_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("run_command", "Runs PROGRAM with ARGS, printing its stdout and stderr line by line "
                                      "(prefixed \"out: \" and \"err: \"); exits with its status.");
     std::vector<std::string> command;
@@ -117,3 +116,7 @@ int main(int argc, char** argv) {
     fmt::print("exited with status {}\n", code);
     return code;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("run_command", run, argc, argv); }

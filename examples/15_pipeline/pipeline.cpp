@@ -24,6 +24,7 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
@@ -32,10 +33,7 @@ using futures::Future;
 using futures::Queue;
 using futures::Step;
 
-void say(const std::string& line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+using examples::say;
 
 std::string fill(const Queue<int>& q) { return fmt::format("{}/{}", q.size(), q.capacity()); }
 
@@ -122,9 +120,7 @@ private:
     int processed_ = 0;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("pipeline",
                       "A producer puts items into a bounded queue; a slow consumer takes them. The full queue makes "
                       "the producer wait: it runs at the consumer's pace.");
@@ -158,4 +154,9 @@ int main(int argc, char** argv) {
     auto [waits, processed] = both.result();
     say(fmt::format("pipeline: {} items processed in {:.2f}s; the producer waited {} times for room", processed,
                     Seconds(sched.now() - start).count(), waits));
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("pipeline", run, argc, argv); }

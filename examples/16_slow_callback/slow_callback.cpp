@@ -29,6 +29,7 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
@@ -37,9 +38,7 @@ void say(const std::string& line) {
     std::fflush(stdout);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("slow_callback",
                       "A callback that blocks the loop, and the timer it makes late: what debug mode reports.");
     long block_ms = 200;
@@ -76,4 +75,9 @@ int main(int argc, char** argv) {
     if (interrupted) return examples::interrupted(cli);
     say("done; the loop's stats:");
     fmt::print("{}", reactor::format_stats(sched.stats(), "slow_callback: "));
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("slow_callback", run, argc, argv); }
