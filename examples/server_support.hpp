@@ -1,5 +1,6 @@
 // What the example servers share: the --backend, --host, --port, --exit-after,
-// --max-seconds and --drain-seconds options, the first line they print, a
+// --max-seconds and --drain-seconds options (and --idle-timeout, for the
+// servers whose protocol has no deadlines of its own), the first line they print, a
 // ServerLifetime that ends a server on its own (for tests and scripts) or on
 // SIGINT/SIGTERM, draining then aborting what is still open, and the loop's
 // stats on SIGUSR1. Loop thread only, like everything it touches.
@@ -46,6 +47,7 @@ struct ServerOptions {
     long exit_after = 0;
     double max_seconds = 600;
     double drain_seconds = 5;
+    double idle_timeout = 300;  // add_idle_timeout_option: the echo and chat servers
 };
 
 inline void add_server_options(Cli& cli, ServerOptions& o) {
@@ -65,6 +67,30 @@ inline void add_server_options(Cli& cli, ServerOptions& o) {
         ->check(seconds);
 }
 
+// --idle-timeout: a connection that makes no progress for this long is
+// ended, so silent clients cannot hold every fd (2,000 idle connections would
+// lock out everyone else under `ulimit -n 1024`). No progress means nothing
+// received and nothing sent: the connection is closed gracefully (its
+// buffered output flushed); or buffered output the client does not read:
+// it is aborted, since it cannot be flushed. http_hello has its own
+// per-request timeouts instead.
+inline void add_idle_timeout_option(Cli& cli, ServerOptions& o) {
+    cli.add_option("--idle-timeout", o.idle_timeout,
+                   "close a connection that sends nothing and is sent nothing for this many seconds, or that "
+                   "does not read what it is sent for as long (0: never)")
+        ->check(seconds);
+}
+
+// The connection deadlines --idle-timeout asks for (reactor::ConnectionOptions:
+// idle_timeout, and write_timeout for output that makes no progress).
+inline reactor::ConnectionOptions connection_options(const ServerOptions& o) {
+    reactor::ConnectionOptions options;
+    const auto timeout = std::chrono::duration_cast<reactor::Duration>(std::chrono::duration<double>(o.idle_timeout));
+    options.idle_timeout = timeout;
+    options.write_timeout = timeout;
+    return options;
+}
+
 // --host and --port as an address; exits 2 if --host is not a numeric address.
 inline reactor::Address address_or_exit(const Cli& cli, const std::string& host, std::uint16_t port) {
     try {
@@ -79,9 +105,10 @@ inline reactor::Address listen_address(const Cli& cli, const ServerOptions& o) {
 
 // Listener::listen, or exit 1 with the reason (e.g. the port is taken).
 inline reactor::ListenerPtr listen_or_exit(reactor::Scheduler& sched, const reactor::Address& address,
-                                              reactor::Listener::AcceptCallback on_accept) {
+                                              reactor::Listener::AcceptCallback on_accept,
+                                              reactor::Listener::Options options = {}) {
     try {
-        return reactor::Listener::listen(sched, address, std::move(on_accept));
+        return reactor::Listener::listen(sched, address, std::move(on_accept), std::move(options));
     } catch (const std::exception& e) {
         fmt::print(stderr, "{}\n", e.what());
         std::exit(1);

@@ -6,7 +6,9 @@
 //    example then prints ONE line on stderr, "<program>: <what>", and exits 1
 //    (examples/program.hpp);
 //  - run_command whose wait for the child fails (wait4: ECHILD), and resolve
-//    whose thread pool cannot start a thread (clone: EAGAIN), likewise.
+//    whose thread pool cannot start a thread (clone: EAGAIN), likewise;
+//  - echo_server_streams counts a read error of its own as a failure, not as
+//    a client's reset.
 // Skipped, with the reason, where strace is missing or ptrace is not allowed
 // (a container without CAP_SYS_PTRACE, Yama's ptrace_scope 3). Everything
 // talks to 127.0.0.1 only. Runs once: each case picks the backend whose wait
@@ -190,4 +192,26 @@ BOOST_AUTO_TEST_CASE(resolve_whose_pool_cannot_start_a_thread_exits_1, *needs_st
     child.read_all(30s);
     std::string err = child.read_stderr(10s);
     expect_one_line_and_exit_1(child, "resolve", err);
+}
+
+// recv fails on the server's side: a failure of ours, said on stderr and
+// counted as such; the client did not reset anything.
+BOOST_AUTO_TEST_CASE(echo_server_streams_counts_its_own_read_error_as_a_failure, *needs_strace()) {
+    testsupport::Child child = under_strace("recvfrom", "EIO", "1", "echo_server_streams",
+                                            {"--port", "0", "--exit-after", "1", "--max-seconds", "30"});
+    auto first = child.read_line(20s);
+    BOOST_REQUIRE_MESSAGE(first.has_value(), "echo_server_streams printed nothing");
+    std::smatch m;
+    BOOST_REQUIRE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(epoll\))")));
+    int fd = nettest::connect_blocking(static_cast<std::uint16_t>(std::stoi(m[1])));
+    BOOST_REQUIRE(fd >= 0);
+    nettest::send_all(fd, "hello\n");
+    nettest::recv_all(fd);  // until the server ends the connection
+    ::close(fd);
+    std::string out = child.read_all(30s);
+    std::string err = child.read_stderr(10s);
+    BOOST_TEST(child.wait(30s) == 0, err);
+    BOOST_TEST(out.find(", 0 reset by the client, 0 timed out, 1 failed\n") != std::string::npos, out);
+    BOOST_TEST(err.starts_with("echo_server_streams: client 127.0.0.1:"), err);
+    BOOST_TEST(stderr_lines(err).size() == 1u, err);
 }

@@ -3,7 +3,9 @@
 // echo_client as child processes on 127.0.0.1, on every backend. Each server
 // is started with --exit-after, so it must also end on its own, cleanly, or
 // stopped by a real SIGTERM or SIGINT (graceful drain, abort past it, a second
-// signal). http_hello's own behaviour is in test_http_hello.cpp.
+// signal), and --idle-timeout ending silent connections, even a flood of
+// them that uses every fd the server may open. http_hello's own behaviour is
+// in test_http_hello.cpp.
 #define BOOST_TEST_MODULE net_examples
 #include <boost/test/unit_test.hpp>
 #include <arpa/inet.h>
@@ -11,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -465,4 +468,125 @@ BOOST_AUTO_TEST_CASE(echo_client_on_ctrl_c_prints_its_summary_marked_interrupted
     BOOST_TEST(out.find(" failed, interrupted)") != std::string::npos, out);
     ::close(silent);
     ::close(listener);
+}
+
+// ---- --idle-timeout ----
+
+namespace net_examples_test {
+
+const std::vector<std::string> kIdleTimeoutServers{"echo_server", "echo_server_streams", "chat_server"};
+
+// True once the server has ended `fd` (reset, or EOF after what it had sent)
+// within `limit`, without ever sending anything ourselves.
+bool ended_within(int fd, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buf[4096];
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd p{fd, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+        ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+    }
+}
+
+// The one-line proof that a fresh client is served within `limit`.
+bool fresh_client_served(const std::string& name, std::uint16_t port, std::chrono::milliseconds limit) {
+    int fd = nettest::connect_blocking(port);
+    if (fd < 0) return false;
+    timeval tv{static_cast<time_t>(limit.count() / 1000), 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    bool ok = name == "chat_server" ? nettest::recv_line(fd).starts_with("* you are #") : served(name, fd);
+    ::close(fd);
+    return ok;
+}
+
+}  // namespace net_examples_test
+
+// A connection that sends nothing is closed once --idle-timeout has passed,
+// never before; echo_server_streams counts it as "timed out" (not as a reset).
+BOOST_AUTO_TEST_CASE(idle_timeout_closes_a_silent_connection) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    for (const std::string& name : kIdleTimeoutServers) {
+        Server server(name, backend, {"--idle-timeout", "1", "--exit-after", "2", "--max-seconds", "60"});
+        const auto start = std::chrono::steady_clock::now();  // before the accept: the server's clock starts later
+        int fd = nettest::connect_blocking(server.port);
+        BOOST_REQUIRE(fd >= 0);
+        BOOST_TEST(ended_within(fd, 15s), name << ": a silent connection still open after 15 s");
+        BOOST_TEST(seconds_since(start) >= 1.0, name << ": closed before its idle timeout");
+        ::close(fd);
+        BOOST_TEST(fresh_client_served(name, server.port, 10s), name);
+        std::string summary = server.child.read_all(30s);
+        BOOST_TEST(server.child.wait(10s) == 0, name);
+        if (name == "echo_server_streams")
+            BOOST_TEST(summary.find(", 0 reset by the client, 1 timed out, 0 failed") != std::string::npos, summary);
+    }
+}
+
+// A client that sends and never reads its echoes makes no progress either:
+// once its output is stuck for --idle-timeout, the connection is ended.
+BOOST_AUTO_TEST_CASE(idle_timeout_ends_a_client_that_never_reads) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    for (const std::string& name : {std::string("echo_server"), std::string("echo_server_streams")}) {
+        Server server(name, backend, {"--idle-timeout", "1", "--exit-after", "1", "--max-seconds", "60"});
+        int fd = nettest::connect_blocking(server.port);
+        BOOST_REQUIRE(fd >= 0);
+        const std::string chunk(1 << 16, 'x');
+        std::size_t sent = 0;
+        for (;;) {  // until the server stops reading: no progress for 300 ms
+            pollfd p{fd, POLLOUT, 0};
+            if (::poll(&p, 1, 300) <= 0) break;
+            ssize_t n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n <= 0) break;
+            sent += static_cast<std::size_t>(n);
+            BOOST_REQUIRE_MESSAGE(sent < (std::size_t{1} << 30), name << ": the server never stopped reading");
+        }
+        // Ended (aborted: a reset) without our reading a byte, which would be progress.
+        pollfd p{fd, 0, 0};  // POLLHUP and POLLERR are always reported
+        BOOST_TEST(::poll(&p, 1, 15000) == 1, name << ": still open 15 s after it stopped reading");
+        ::close(fd);
+        std::string summary = server.child.read_all(30s);
+        BOOST_TEST(server.child.wait(10s) == 0, name);
+        if (name == "echo_server_streams") BOOST_TEST(summary.find(", 1 timed out, ") != std::string::npos, summary);
+    }
+}
+
+// The denial of service the option closes: a server allowed 64 fds, and 80
+// clients that connect and say nothing. They take every fd the server may
+// open (the rest wait in the backlog); each is closed after --idle-timeout,
+// so a normal client behind them is served within seconds, not never.
+BOOST_AUTO_TEST_CASE(a_normal_client_is_served_behind_a_flood_of_silent_ones) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    for (const std::string& name : kIdleTimeoutServers) {
+        // `ulimit -n 64` in a shell that then becomes the server.
+        std::vector<std::string> args{"-c", "ulimit -n 64 && exec \"$0\" \"$@\"", testsupport::example_path(name),
+                                      "--port", "0", "--backend", std::string(reactor::to_string(backend)),
+                                      "--idle-timeout", "1", "--max-seconds", "60"};
+        testsupport::Child child("/bin/sh", args);
+        const std::uint16_t port = Server::read_first_line(child, name, std::string(reactor::to_string(backend)));
+        std::vector<int> silent;
+        for (int i = 0; i < 80; ++i) {
+            int fd = nettest::connect_blocking(port);  // completes in the backlog even when not accepted
+            BOOST_REQUIRE(fd >= 0);
+            silent.push_back(fd);
+        }
+        const auto start = std::chrono::steady_clock::now();
+        BOOST_TEST(fresh_client_served(name, port, 20s), name << ": a normal client was not served");
+        BOOST_TEST(seconds_since(start) < 20.0, name);
+        for (int fd : silent) ::close(fd);
+        BOOST_REQUIRE(::kill(child.pid(), SIGTERM) == 0);
+        child.read_all(30s);
+        BOOST_TEST(child.wait(10s) == 0, name);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(idle_timeout_refuses_bad_values) {
+    for (const std::string& name : kIdleTimeoutServers) {
+        for (const char* value : {"-1", "nan", "soon"}) {
+            testsupport::Child bad(testsupport::example_path(name), {"--port", "0", "--idle-timeout", value});
+            std::string err = bad.read_stderr(10s);
+            BOOST_TEST(bad.wait(10s) == 2, name << " --idle-timeout " << value);
+            BOOST_TEST(err.starts_with(name + ": --idle-timeout"), err);
+        }
+    }
 }

@@ -8,6 +8,8 @@
 // pile up in our output buffer; past the high-water mark (64 KiB) we stop
 // reading from that client until the buffer drains to the low mark (16 KiB),
 // so TCP flow control holds the client back and memory stays bounded.
+// --idle-timeout (default 300 s) ends a connection that makes no progress,
+// so silent clients cannot hold every fd.
 //
 //   $ echo_server                          (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
@@ -28,12 +30,15 @@ int run(int argc, char** argv) {
     examples::Cli cli("echo_server", "Callback-driven TCP echo server: every byte comes back unchanged.");
     examples::ServerOptions options(7000);  // echo_client's default too
     examples::add_server_options(cli, options);
+    examples::add_idle_timeout_option(cli, options);
     cli.parse_or_exit(argc, argv);
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "echo_server");
     std::uint64_t echoed = 0;
+    reactor::Listener::Options listen_options;
+    listen_options.connection = examples::connection_options(options);  // --idle-timeout
 
-    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), [&](const reactor::ConnectionPtr& c) {
+    auto on_accept = [&](const reactor::ConnectionPtr& c) {
         lifetime.opened();
         c->set_data_callback([&echoed](Connection& c, std::string_view data) {
             echoed += data.size();
@@ -41,7 +46,8 @@ int run(int argc, char** argv) {
         });
         c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
         c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
-    });
+    };
+    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept, listen_options);
     lifetime.set_listener(listener);
     examples::announce(sched, listener->address());
 

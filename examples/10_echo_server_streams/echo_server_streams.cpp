@@ -8,6 +8,9 @@
 // read/write/drain futures, one task per connection, and a graceful shutdown
 // with serve_until: SIGINT/SIGTERM stop accepting, open clients get
 // --drain-seconds to finish, then are aborted; a second signal aborts now.
+// --idle-timeout (default 300 s) is the streams' connection deadline: a
+// client silent for that long (or not reading its echoes) fails its pending
+// read or drain with ETIMEDOUT, and is counted as "timed out".
 //
 //   $ echo_server_streams                  (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
@@ -32,10 +35,13 @@ int run(int argc, char** argv) {
     examples::Cli cli("echo_server_streams", "Echo server written with futures streams and state-machine tasks.");
     examples::ServerOptions options(7000);  // the same port as echo_server: echo_client's default
     examples::add_server_options(cli, options);
+    examples::add_idle_timeout_option(cli, options);
     cli.parse_or_exit(argc, argv);
     reactor::Scheduler sched(examples::on(options.backend));
-    std::uint64_t echoed = 0, resets = 0;
+    examples::EchoCounts counts;
     long accepted = 0;
+    futures::StreamOptions stream_options;
+    stream_options.connection = examples::connection_options(options);  // --idle-timeout: reads fail with ETIMEDOUT
     futures::StreamServer server;
     futures::Future<void> stop(sched), all_closed;  // stop: what ends serve_until
     auto stop_now = [&] {
@@ -47,8 +53,8 @@ int run(int argc, char** argv) {
                 server.close();
                 all_closed = server.wait_closed().finally(stop_now);  // no drain: they have all closed
             }
-            return futures::spawn(sched, examples::EchoSession(std::move(stream), echoed, resets));
-        });
+            return futures::spawn(sched, examples::EchoSession(std::move(stream), counts));
+        }, stream_options);
     } catch (const std::exception& e) {
         fmt::print(stderr, "{}\n", e.what());
         return 1;
@@ -83,8 +89,8 @@ int run(int argc, char** argv) {
 
     futures::run_until(sched, done);  // never fails; the loop stops with it
     deadline.cancel();
-    fmt::print("echo_server_streams: {} connections, {} bytes echoed, {} reset by the client\n", server.accepted(),
-               echoed, resets);
+    fmt::print("echo_server_streams: {} connections, {} bytes echoed, {} reset by the client, {} timed out, {} failed\n",
+               server.accepted(), counts.echoed, counts.resets, counts.timeouts, counts.failures);
     std::fflush(stdout);
     return 0;
 }

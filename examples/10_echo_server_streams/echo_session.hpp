@@ -2,15 +2,28 @@
 // state-machine task (what a coroutine would generate), resumed by spawn().
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 
+#include <fmt/format.h>
 #include <futures/futures.hpp>
 #include <futures/stream.hpp>
 
 namespace examples {
+
+// What the server's summary line reports. A conversation that ends early is
+// counted by why: the client reset it, it passed --idle-timeout, or the
+// connection failed on our side (an error of recv or send, say).
+struct EchoCounts {
+    std::uint64_t echoed = 0;  // bytes
+    std::uint64_t resets = 0;
+    std::uint64_t timeouts = 0;
+    std::uint64_t failures = 0;
+};
 
 // One client's conversation:
 //
@@ -20,8 +33,7 @@ class EchoSession {
 public:
     enum class State { reading, draining };
 
-    EchoSession(futures::Stream stream, std::uint64_t& echoed, std::uint64_t& resets)
-        : stream_(std::move(stream)), echoed_(echoed), resets_(resets) {}
+    EchoSession(futures::Stream stream, EchoCounts& counts) : stream_(std::move(stream)), counts_(counts) {}
 
     futures::Step<void> resume() {
         for (;;) {
@@ -31,11 +43,11 @@ public:
                 std::string data;
                 try {
                     data = read_.result();
-                } catch (const std::system_error&) {
-                    return gone();
+                } catch (const std::system_error& e) {
+                    return gone(e);
                 }
                 if (data.empty()) return futures::finished;  // EOF
-                echoed_ += data.size();
+                counts_.echoed += data.size();
                 stream_.write(data);
                 state_ = State::draining;
                 return drain_ = stream_.drain();
@@ -43,8 +55,8 @@ public:
             case State::draining:
                 try {
                     drain_.result();
-                } catch (const std::system_error&) {
-                    return gone();  // typically a client that sent a lot, read nothing and reset
+                } catch (const std::system_error& e) {
+                    return gone(e);  // typically a client that sent a lot, read nothing and reset
                 }
                 state_ = State::reading;
                 return read_ = stream_.read();
@@ -54,23 +66,32 @@ public:
     }
 
 private:
-    // A client that vanishes (a reset, while we read or wait for drain()) is
-    // an ordinary outcome of talking to a network, not a server failure:
-    // counted, and the conversation ends without an error, so nothing is
-    // reported as "never retrieved". An abort of ours (a shutdown whose drain
-    // ran out) is not an error: reads see EOF.
-    futures::Step<void> gone() {
-        ++resets_;
+    // A client that vanishes (a reset, while we read or wait for drain()) or
+    // passes --idle-timeout is an ordinary outcome of talking to a network,
+    // not a server failure: counted, and the conversation ends without an
+    // error, so nothing is reported as "never retrieved". Any other error is
+    // the connection failing on our side: counted apart, and said on stderr.
+    // An abort of ours (a shutdown whose drain ran out) is not an error:
+    // reads see EOF.
+    futures::Step<void> gone(const std::system_error& e) {
+        const std::error_code code = e.code();
+        if (code == std::errc::connection_reset || code == std::errc::broken_pipe ||
+            code == std::errc::connection_aborted) {
+            ++counts_.resets;
+        } else if (code == std::errc::timed_out) {
+            ++counts_.timeouts;
+        } else {
+            ++counts_.failures;
+            fmt::print(stderr, "echo_server_streams: client {}: {}\n", stream_.peer_address().to_string(), e.what());
+        }
         return futures::finished;
     }
 
     futures::Stream stream_;
-    std::uint64_t& echoed_;
-    std::uint64_t& resets_;
+    EchoCounts& counts_;
     State state_ = State::reading;
     futures::Future<std::string> read_;
     futures::Future<void> drain_;
 };
-
 
 }  // namespace examples

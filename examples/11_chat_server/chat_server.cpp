@@ -9,7 +9,9 @@
 // it is DISCONNECTED (the others see "* #<id> dropped: too slow"), as IRC
 // servers drop on "SendQ exceeded". Pausing the readers that feed it instead
 // would let one stalled client silence the room. A line longer than
-// --max-line disconnects its sender.
+// --max-line disconnects its sender. One that stays silent (and is sent
+// nothing), or stops reading, for --idle-timeout seconds (default 300) is
+// closed: the others see "* #<id> timed out".
 //
 // With --console, every line typed on the server's stdin goes to every client
 // as "* server: <line>" (console.hpp), and the end of input (Ctrl-D) shuts
@@ -47,7 +49,7 @@ public:
         c->set_water_marks(max_backlog_, max_backlog_ / 4);
         c->set_high_water_callback([this](Connection& c) { drop(c, "too slow"); });
         c->set_data_callback([this](Connection& c, std::string_view d) { on_data(c, d); });
-        c->set_close_callback([this](Connection& c, const reactor::CloseReason&) { leave(c); });
+        c->set_close_callback([this](Connection& c, const reactor::CloseReason& why) { leave(c, why); });
         c->write(fmt::format("* you are #{}; {} other(s) here\n", m.id, members_.size() - 1));
         broadcast(c.get(), fmt::format("* #{} joined\n", m.id));
     }
@@ -93,9 +95,11 @@ private:
         broadcast(&c, fmt::format("* #{} dropped: {}\n", m.id, why));
     }
 
-    void leave(Connection& c) {
+    // --idle-timeout ended it (silent, or not reading what it was sent), or it left.
+    void leave(Connection& c, const reactor::CloseReason& why) {
         const Member m = members_.extract(&c).mapped();
-        if (!m.dropped) broadcast(&c, fmt::format("* #{} left\n", m.id));
+        const bool timed_out = why.kind == reactor::CloseKind::idle_timeout || why.kind == reactor::CloseKind::write_timeout;
+        if (!m.dropped) broadcast(&c, fmt::format("* #{} {}\n", m.id, timed_out ? "timed out" : "left"));
     }
 
     examples::ServerLifetime& lifetime_;
@@ -116,6 +120,7 @@ int run(int argc, char** argv) {
     examples::Cli cli("chat_server", "Line-based chat: each line is sent to every other client.");
     examples::ServerOptions options(7001);
     examples::add_server_options(cli, options);
+    examples::add_idle_timeout_option(cli, options);
     std::size_t max_line = 4096, max_backlog = 256 * 1024;
     cli.add_option("--max-line", max_line, "longest line accepted, in bytes; longer disconnects the sender")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
@@ -133,8 +138,10 @@ int run(int argc, char** argv) {
     futures::Stream input;
     if (console) input = examples::open_console_or_exit(sched, "chat_server", max_line);
 
+    reactor::Listener::Options listen_options;
+    listen_options.connection = examples::connection_options(options);  // --idle-timeout
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options),
-                                             [&](const reactor::ConnectionPtr& c) { room.join(c); });
+                                             [&](const reactor::ConnectionPtr& c) { room.join(c); }, listen_options);
     lifetime.set_listener(listener);
     futures::Future<void> console_task;
     if (console) {
