@@ -42,14 +42,20 @@ int run(int argc, char** argv) {
         ->check(CLI::Range(std::size_t{16}, std::size_t{1} << 30));
     cli.add_option("--max-body", limits.max_body, "largest request body, in bytes (413 beyond)")
         ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
-    int header_timeout = 60, idle_timeout = 75;  // nginx's client_header_timeout and keepalive_timeout
+    // nginx's client_header_timeout, client_body_timeout and keepalive_timeout.
+    int header_timeout = 60, body_timeout = 60, idle_timeout = 75;
     cli.add_option("--header-timeout", header_timeout,
                    "seconds a request head may take from its first byte (408 and close beyond)")
         ->check(CLI::Range(1, 86400));
+    cli.add_option("--body-timeout", body_timeout,
+                   "seconds a request body may take after its head, however steadily its bytes come (408 and "
+                   "close beyond; 0: no limit)")
+        ->check(CLI::Range(0, 86400));
     cli.add_option("--idle-timeout", idle_timeout, "seconds a connection may send nothing (close beyond)")
         ->check(CLI::Range(1, 86400));
     cli.parse_or_exit(argc, argv);
-    const http::Timeouts timeouts{std::chrono::seconds(header_timeout), std::chrono::seconds(idle_timeout)};
+    const http::Timeouts timeouts{std::chrono::seconds(header_timeout), std::chrono::seconds(idle_timeout),
+                                  std::chrono::seconds(body_timeout)};
 
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "http_hello");
@@ -61,13 +67,18 @@ int run(int argc, char** argv) {
         sessions.try_emplace(c.get(), *c, limits, timeouts);
         c->set_data_callback([&](Connection& c, std::string_view data) { sessions.at(&c).on_data(data, out); });
         c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
-        c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
+        c->set_low_water_callback([&](Connection& c) { sessions.at(&c).on_low_water(out); });
         c->set_close_callback([&](Connection& c, const reactor::CloseReason&) {
             sessions.at(&c).closed();
             sessions.erase(&c);
         });
     };
-    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept);
+    // Reads of at most 16 KiB (a few hundred pipelined requests, or a large
+    // head and then some): what a connection waiting for its output to drain
+    // holds unanswered, besides that output (the 64 KiB mark + a batch).
+    reactor::Listener::Options listen_options;
+    listen_options.connection.read_size = 16 * 1024;
+    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept, listen_options);
     lifetime.set_listener(listener);
     examples::announce(sched, listener->address());
 

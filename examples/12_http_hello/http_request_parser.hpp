@@ -67,6 +67,8 @@ public:
     int error_status() const { return status_; }          // after Step::error: 400, 413, 417, 431, 501 or 505
     // Part of a head has arrived, not yet all of it.
     bool in_head() const { return state_ == State::head && in_.size() > pos_; }
+    // A head is read and some of its body is still to come.
+    bool in_body() const { return state_ == State::body && body_left_ > 0; }
 
 private:
     enum class State { head, body, error };

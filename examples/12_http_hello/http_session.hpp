@@ -1,8 +1,10 @@
 // HttpSession: one connection of http_hello, the component beside
 // http_hello.cpp. It turns its RequestParser's steps into responses (all
 // those one read produced go out in one write) and ends the connection when
-// a ConnectionTimeouts deadline passes: a late head gets 408, an idle
-// connection (or one that never sent a byte) nothing; both are closed at once.
+// a ConnectionTimeouts deadline passes: a late head or body gets 408, an
+// idle connection (or one that never sent a byte) nothing; all are closed at
+// once. Answers never pile up beyond the connection's high-water mark: see
+// serve().
 //
 // Expect: 100-continue is answered with "100 Continue" as soon as its head is
 // read (unless the head is refused, e.g. 413), then the body is read and
@@ -37,11 +39,15 @@ public:
         if (lingering_) return;
         timeouts_.received();
         parser_.feed(data);
-        out.clear();
-        bool keep = answer(out);
-        conn_.write(out);
-        if (!keep) return linger();
-        if (parser_.in_head()) timeouts_.head_begun();
+        serve(out);
+    }
+
+    // The connection's output fell to its low-water mark (its high-water
+    // callback paused reading): answer the requests left waiting, and read
+    // again once they are all answered.
+    void on_low_water(std::string& out) {
+        if (waiting_for_output_ && !lingering_) return serve(out);
+        conn_.resume_reading();
     }
 
     void closed() {
@@ -50,24 +56,59 @@ public:
     }
 
 private:
-    // Appends the answers to every step the input allows; false once the
-    // connection must end after them.
-    bool answer(std::string& out) {
-        const Request& r = parser_.request();
+    enum class Next {
+        need_more,  // every request read so far is answered
+        batch_full, // kBatch bytes of answers are ready; more requests may wait
+        close,      // the connection must end after these answers
+    };
+
+    // Answers what the parser holds, one batch at a time. A client that
+    // pipelines requests and reads no answers must not grow our output
+    // without bound (one read of small requests is thousands of answers):
+    // once the output is above the connection's high-water mark (where
+    // http_hello's high-water callback has paused reading), the rest waits
+    // in the parser until on_low_water(), and reading resumes only when
+    // every request read so far is answered.
+    void serve(std::string& out) {
         for (;;) {
+            out.clear();
+            Next next = answer(out);
+            if (!conn_.write(out)) return;  // closed meanwhile (reset, or a high-water abort)
+            if (next == Next::close) return linger();
+            if (next == Next::need_more) break;
+            if (conn_.above_high_water()) {
+                waiting_for_output_ = true;
+                conn_.pause_reading();
+                return;
+            }
+        }
+        if (waiting_for_output_) {
+            waiting_for_output_ = false;
+            conn_.resume_reading();
+        }
+        if (parser_.in_head()) timeouts_.head_begun();
+        if (parser_.in_body()) timeouts_.body_begun();
+    }
+
+    // Appends the answers to the steps the input allows, up to about kBatch bytes.
+    Next answer(std::string& out) {
+        const Request& r = parser_.request();
+        while (out.size() < kBatch) {
             switch (parser_.next()) {
-                case RequestParser::Step::need_more: return true;
+                case RequestParser::Step::need_more: return Next::need_more;
                 case RequestParser::Step::head:
                     timeouts_.head_complete();
                     if (r.expect_continue && r.content_length > 0) append_continue(out);
                     break;
                 case RequestParser::Step::done:
+                    timeouts_.body_complete();
                     append_hello(out, r.http11, r.keep_alive, r.head_method);
-                    if (!r.keep_alive) return false;
+                    if (!r.keep_alive) return Next::close;
                     break;
-                case RequestParser::Step::error: append_error(out, parser_.error_status()); return false;
+                case RequestParser::Step::error: append_error(out, parser_.error_status()); return Next::close;
             }
         }
+        return Next::batch_full;
     }
 
     // The fd is freed now, not after a lingering close: a client this slow
@@ -75,7 +116,8 @@ private:
     // may destroy the 408 before it reads it). close() sends what the kernel
     // took; a client that stopped reading our output cannot be waited for.
     void timed_out(ConnectionTimeouts::Expired expired) {
-        if (expired == ConnectionTimeouts::Expired::header && parser_.in_head()) {
+        const bool late_head = expired == ConnectionTimeouts::Expired::header && parser_.in_head();
+        if (late_head || expired == ConnectionTimeouts::Expired::body) {
             std::string out;
             append_error(out, 408);
             conn_.write(out);
@@ -94,16 +136,22 @@ private:
         lingering_ = true;
         timeouts_.cancel();
         conn_.write_eof();
+        conn_.resume_reading();  // if the output's water mark paused it: the client's EOF must be seen
         linger_timer_ = conn_.scheduler().call_later(kLingerTime, [this] { conn_.abort(); });
     }
 
     static constexpr std::chrono::seconds kLingerTime{2};
+    // Answers appended before the output's water mark is looked at: a few
+    // hundred pipelined greetings, so a backlog ends at most this much above
+    // the high-water mark.
+    static constexpr std::size_t kBatch = 16 * 1024;
 
     reactor::Connection& conn_;
     RequestParser parser_;
     ConnectionTimeouts timeouts_;
     reactor::Handle linger_timer_;
     bool lingering_ = false;
+    bool waiting_for_output_ = false;  // requests wait in the parser until the output drains
 };
 
 }  // namespace http

@@ -1,13 +1,15 @@
-// http::ConnectionTimeouts: the two deadlines that keep slow clients from
-// holding an http_hello connection (slowloris), on one timer:
+// http::ConnectionTimeouts: the deadlines that keep slow clients from
+// holding an http_hello connection (slowloris, slow POST), on one timer:
 //   header  a request head must be complete this long after its first byte
 //           (the first request's: after the accept)
+//   body    a request body must be complete this long after its head (zero:
+//           no limit); bytes that trickle in do not extend it
 //   idle    no byte may take longer than this to come, at any time
 // Re-armed lazily, as libuv and nginx do: a read only records the time; the
 // timer re-checks when it fires and sleeps again if the deadline moved. Only
-// a head that starts and must end before the timer fires re-arms it: at most
-// once per request, never per byte. Loop thread only; cancel() (or the
-// destructor) before whatever `on_expired` touches goes away.
+// a head or a body that starts and must end before the timer fires re-arms
+// it: at most twice per request, never per byte. Loop thread only; cancel()
+// (or the destructor) before whatever `on_expired` touches goes away.
 #pragma once
 
 #include <algorithm>
@@ -21,11 +23,12 @@ namespace http {
 struct Timeouts {
     reactor::Duration header;
     reactor::Duration idle;
+    reactor::Duration body{};  // zero: no limit
 };
 
 class ConnectionTimeouts {
 public:
-    enum class Expired { header, idle };
+    enum class Expired { header, body, idle };
     using Callback = std::function<void(Expired)>;
 
     // The header clock starts now: a new connection owes its first head.
@@ -46,12 +49,22 @@ public:
         arm();
     }
     void head_complete() { head_started_.reset(); }
+    // A body is still to come after its head: starts the body clock unless
+    // it runs already (or the body timeout is off).
+    void body_begun() {
+        if (body_started_ || timeouts_.body == reactor::Duration::zero()) return;
+        body_started_ = sched_.now();
+        arm();
+    }
+    void body_complete() { body_started_.reset(); }
     void cancel() { timer_.cancel(); }
 
 private:
     reactor::TimePoint deadline() const {
-        reactor::TimePoint idle = last_byte_ + timeouts_.idle;
-        return head_started_ ? std::min(idle, *head_started_ + timeouts_.header) : idle;
+        reactor::TimePoint when = last_byte_ + timeouts_.idle;
+        if (head_started_) when = std::min(when, *head_started_ + timeouts_.header);
+        if (body_started_) when = std::min(when, *body_started_ + timeouts_.body);
+        return when;
     }
 
     void arm() {
@@ -65,6 +78,7 @@ private:
     void fired() {
         reactor::TimePoint now = sched_.now();
         if (head_started_ && now >= *head_started_ + timeouts_.header) return on_expired_(Expired::header);
+        if (body_started_ && now >= *body_started_ + timeouts_.body) return on_expired_(Expired::body);
         if (now >= last_byte_ + timeouts_.idle) return on_expired_(Expired::idle);
         arm();
     }
@@ -74,6 +88,7 @@ private:
     Callback on_expired_;
     reactor::TimePoint last_byte_;
     std::optional<reactor::TimePoint> head_started_;
+    std::optional<reactor::TimePoint> body_started_;
     reactor::Handle timer_;
     reactor::TimePoint armed_for_{};
 };
