@@ -556,6 +556,13 @@ BOOST_AUTO_TEST_CASE(idle_timeout_ends_a_client_that_never_reads) {
 // open (the rest wait in the backlog); each is closed after --idle-timeout,
 // so a normal client behind them is served within seconds, not never.
 BOOST_AUTO_TEST_CASE(a_normal_client_is_served_behind_a_flood_of_silent_ones) {
+#if defined(__SANITIZE_ADDRESS__)
+    // UBSan's vptr check probes memory through a pipe, which needs a free fd:
+    // in a server that has used every fd it may open (this case's point), it
+    // reports every virtual call as "invalid vptr" and stops the server.
+    BOOST_TEST_MESSAGE("skipped under the sanitizers: a process out of fds breaks UBSan's vptr check");
+    return;
+#endif
     const reactor::Backend backend = reactor_test::backend_under_test();
     for (const std::string& name : kIdleTimeoutServers) {
         // `ulimit -n 64` in a shell that then becomes the server.
@@ -575,8 +582,9 @@ BOOST_AUTO_TEST_CASE(a_normal_client_is_served_behind_a_flood_of_silent_ones) {
         BOOST_TEST(seconds_since(start) < 20.0, name);
         for (int fd : silent) ::close(fd);
         BOOST_REQUIRE(::kill(child.pid(), SIGTERM) == 0);
-        child.read_all(30s);
-        BOOST_TEST(child.wait(10s) == 0, name);
+        std::string out = child.read_all(30s);
+        std::string err = child.read_stderr(5s);
+        BOOST_TEST(child.wait(10s) == 0, name << ": " << out << err);
     }
 }
 
