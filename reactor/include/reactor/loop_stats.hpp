@@ -28,6 +28,11 @@ struct LoopStats {
     std::uint64_t timers_fired = 0;    // timers that fell due (periodic ones once per tick)
     std::uint64_t io_events = 0;       // fd readiness events that made a waiter ready
     std::uint64_t selector_waits = 0;  // calls into the selector (skipped when there is nothing to poll)
+    // Failures the loop survived (docs/faults.md): selector waits that failed
+    // and were retried, and wake-up writes (call_soon_threadsafe, signals)
+    // that failed and were made good at the next iteration.
+    std::uint64_t selector_failures = 0;
+    std::uint64_t wakeup_failures = 0;
 
     // ---- pending when the snapshot was taken ----
     std::size_t ready = 0;            // live callbacks in the ready queue
@@ -53,6 +58,7 @@ struct LoopStats {
 // The snapshot as lines, each starting with `prefix` (e.g. "echo_server: ")
 // and ending with '\n':
 //   loop: 120 iterations, 345 callbacks run, 12 timers fired, 200 fd events, 118 selector waits
+//   loop failures survived: 2 selector waits, 1 wake-up write   (only when there were any)
 //   loop pending: 0 ready, 2 timers, 5 readers, 0 writers, 0 posted, 3 signal handlers
 //   loop lag over the last 12 timers: p50 0.1 ms, p90 0.3 ms, p99 1.1 ms, max 1.1 ms
 //   loop time: 1.234 s in the selector, 0.056 s in callbacks; 0 slow callbacks, 0 late timers, ...

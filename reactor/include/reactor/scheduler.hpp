@@ -29,6 +29,7 @@
 #include "reactor/callback.hpp"
 #include "reactor/clock.hpp"
 #include "reactor/error_context.hpp"
+#include "reactor/fd_owner.hpp"
 #include "reactor/handle.hpp"
 #include "reactor/loop_stats.hpp"
 #include "reactor/scheduler_observer.hpp"
@@ -150,8 +151,13 @@ public:
     // Optional: removes both waiters and tells the selector at once that `fd`
     // is about to be closed (epoll then deletes its registration now instead
     // of finding out later). Nothing depends on it: see "Closed fds" below.
-    // Harmless for an fd the loop never saw.
+    // Harmless for an fd the loop never saw. Ends an ownership (set_fd_owner).
     void forget_fd(int fd) noexcept;
+    // Declares `owner` the owner of `fd` until forget_fd(fd): see FdOwner for
+    // its promises (forget_fd before close) and what it gets (told, instead
+    // of the exception handler, when the loop cannot watch fd). Replaces an
+    // earlier owner. A negative fd throws std::invalid_argument.
+    void set_fd_owner(int fd, FdOwner& owner);
     // Registering again on the same fd and direction replaces the waiter.
     // A negative fd, one that is not open, or one the selector cannot watch
     // (select: fd >= FD_SETSIZE) throws std::invalid_argument and changes
@@ -164,7 +170,23 @@ public:
     // reported through the exception handler (ErrorContext::fd, "closed while
     // registered"): select and poll at their next wait, epoll at the fd's next
     // registration or within about a second, busy or idle, even when a dup or
-    // a child process keeps the file open. The loop never spins on it.
+    // a child process keeps the file open. The loop never spins on it, and
+    // never calls a waiter for a number it knows to be closed: epoll, which
+    // keeps reporting a closed fd's file while a dup holds it open, checks
+    // the number (one fcntl) before each readiness event of an fd that has
+    // no FdOwner; select and poll are told by the kernel.
+    //
+    // Failing system calls (docs/faults.md has the whole table): an fd the
+    // selector cannot watch (epoll_ctl: ENOMEM, ENOSPC) is dropped like a
+    // closed one and reported to its FdOwner, or to the exception handler.
+    // A wait that fails transiently (ENOMEM, ENOBUFS, anything but EINTR,
+    // EBADF, EINVAL, EFAULT) is reported (rate-limited) and retried after a
+    // pause that doubles each time (1 ms, 2 ms, ... up to 100 ms); timers
+    // and ready callbacks run between the tries. A wait that fails with EBADF, EINVAL or EFAULT
+    // (the loop's own state is broken), or kWaitFailureLimit times in a row
+    // with the same error, makes run() (and run_once, run_forever, run_for)
+    // throw std::system_error naming the backend and the call.
+    static constexpr unsigned kWaitFailureLimit = 16;
 
     // ---- signals (loop thread only) ----
     // Runs `cb` on the loop thread, as an ordinary callback of the run phase
@@ -348,6 +370,8 @@ private:
     };
     struct FdWaiters {
         Ref read, write;
+        FdOwner* owner = nullptr;  // set_fd_owner, until forget_fd
+        int unwatchable = 0;       // errno to tell the owner (tell_owner_unwatchable), 0: none
     };
     static constexpr std::uint32_t kNoSlot = UINT32_MAX;
 
@@ -397,6 +421,11 @@ private:
     bool remove_waiter(int fd, bool is_read);
     void drop_closed_fd(int fd, int error);
     void drain_threadsafe();
+    void wake() noexcept;  // any thread, signal handlers too
+    void wait_in_selector(std::optional<std::chrono::nanoseconds> timeout);
+    void on_wait_failure(const std::system_error& failure);
+    bool fd_number_closed(int fd) const;
+    void tell_owner_unwatchable(int fd);
     void invoke(Callback& cb, const std::source_location& where) noexcept;
 
     // Debug mode and stats (debug.cpp, stats.cpp). run_ready picks the timed
@@ -441,6 +470,15 @@ private:
     // selector, while it is non-zero; live() lists the jobs through the port.
     std::size_t held_work_ = 0;
     std::vector<FdEvent> events_;    // reused across iterations
+    // epoll: readiness may name an fd number closed behind its waiter's back
+    // (Selector::may_report_closed_fds): checked before dispatch (move_ready_io).
+    bool check_fds_before_dispatch_ = false;
+    // The selector's wait failing (wait_failures.cpp): the error and how many
+    // times in a row, the pause before the next try, and the last report.
+    int wait_error_ = 0;
+    unsigned wait_failures_in_row_ = 0;
+    TimePoint wait_reported_at_{};
+    std::uint64_t wait_reports_left_out_ = 0;
 
     std::vector<Ref> signal_handling_;  // indexed by signal number; empty until the first handler
     std::vector<SchedulerObserver*> observers_;  // each knows its index
@@ -456,6 +494,8 @@ private:
     std::vector<Posted> posted_;
     std::vector<Posted> posted_batch_;
     std::atomic<bool> wake_pending_{false};
+    std::atomic<bool> wake_lost_{false};  // a wake-up write failed: look for posts and signals (wake())
+    std::atomic<std::uint64_t> wake_failures_{0};
     int wakeup_fd_ = -1;  // eventfd, watched for reading; owned
 
     ExceptionHandler exception_handler_;

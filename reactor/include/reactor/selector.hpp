@@ -57,7 +57,9 @@ public:
     // Blocks until at least one watched fd is ready or `timeout` elapses
     // (nullopt: no limit; zero: just poll). Appends events to `out`. EINTR is
     // retried with the remaining time, so the call never returns early because
-    // of a signal. Other failures throw std::system_error.
+    // of a signal. Other failures throw std::system_error with the errno and
+    // the call's name as what() ("epoll_wait: Cannot allocate memory"); the
+    // Scheduler decides whether to retry (Scheduler::kWaitFailureLimit).
     virtual void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) = 0;
 
     // True while set_interest() calls are recorded but not yet given to the
@@ -65,6 +67,12 @@ public:
     // wait when it has nothing to watch and no time to wait, unless this says
     // a wait must still bring the kernel up to date.
     virtual bool has_pending_changes() const noexcept { return false; }
+
+    // True if wait() may report readiness for an fd number that was closed
+    // while registered (epoll: the registration lives on with its file while
+    // a dup keeps it open). The Scheduler then checks the number before it
+    // runs a waiter of an fd that has no FdOwner.
+    virtual bool may_report_closed_fds() const noexcept { return false; }
 
     // An optional hint: the owner is about to close `fd`, drop it now rather
     // than at the next wait. Nothing breaks without it (every backend copes

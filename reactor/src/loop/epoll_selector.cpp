@@ -63,7 +63,7 @@ EpollSelector::EpollSelector(Options options)
       check_interval_(std::max(options.closed_fd_check_interval, std::chrono::nanoseconds(1))),
       next_check_(Clock::now() + check_interval_) {
     epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    if (epfd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: epoll_create1");
+    if (epfd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: epoll backend: epoll_create1");
 }
 
 EpollSelector::~EpollSelector() { ::close(epfd_); }
@@ -198,7 +198,7 @@ void EpollSelector::wait(std::optional<std::chrono::nanoseconds> timeout, std::v
 void EpollSelector::poll_ready(std::vector<FdEvent>& out) {
     int n;
     while ((n = ::epoll_wait(epfd_, events_.data(), static_cast<int>(events_.size()), 0)) < 0) {
-        if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "reactor: epoll_wait");
+        if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
     }
     collect(n, out);
     if (++waits_since_clock_ < kNonBlockingWaitsPerClockRead) return;
@@ -231,7 +231,7 @@ void EpollSelector::wait_blocking(std::optional<std::chrono::nanoseconds> timeou
         if (n < 0) {
             // A signal: wait again for what is left, never return early.
             if (errno == EINTR) continue;
-            throw std::system_error(errno, std::generic_category(), "reactor: epoll_wait");
+            throw std::system_error(errno, std::generic_category(), "epoll_wait");
         }
         if (!sliced) return;  // the caller's timeout has elapsed
     }
@@ -308,7 +308,9 @@ void EpollSelector::check_for_closed_fds(Clock::time_point now, std::vector<FdEv
 void EpollSelector::rebuild(std::vector<FdEvent>& out) {
     stale_seen_ = false;
     int fresh = ::epoll_create1(EPOLL_CLOEXEC);
-    if (fresh < 0) throw std::system_error(errno, std::generic_category(), "reactor: epoll_create1");
+    // EMFILE, ENOMEM: the stale registration stays (rebuild is tried again at
+    // the next wait) and the Scheduler retries this wait like any other.
+    if (fresh < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1 (rebuilding the epoll set)");
     ::close(epfd_);
     epfd_ = fresh;
     ++rebuilds_;

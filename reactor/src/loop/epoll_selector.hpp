@@ -71,6 +71,7 @@ public:
     void set_interest(int fd, Interest interest) override;
     void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) override;
     bool has_pending_changes() const noexcept override { return !changes_.empty(); }
+    bool may_report_closed_fds() const noexcept override { return true; }
     void forget(int fd) noexcept override;  // an immediate EPOLL_CTL_DEL
 
     // ---- statistics (tests, benchmarks) ----

@@ -2,6 +2,8 @@
 // of an fd, and dropping the waiters of an fd found closed. Never owns the
 // fds; loop thread only. The run phase that invokes the waiters is in
 // iteration.cpp.
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -74,12 +76,50 @@ void Scheduler::forget_fd(int fd) noexcept {
     if (fd < 0 || fd == wakeup_fd_) return;
     remove_waiter(fd, true);
     remove_waiter(fd, false);
+    if (static_cast<std::size_t>(fd) < waiting_.size()) {
+        FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
+        w.owner = nullptr;  // a report not yet delivered is dropped with it
+        w.unwatchable = 0;
+    }
     selector_->forget(fd);
+}
+
+void Scheduler::set_fd_owner(int fd, FdOwner& owner) {
+    require_loop_thread("set_fd_owner");
+    if (fd < 0) throw std::invalid_argument(fmt::format("reactor: invalid fd {} (negative)", fd));
+    if (fd == wakeup_fd_) throw std::invalid_argument(fmt::format("reactor: fd {} is the loop's own wakeup fd", fd));
+    const auto index = static_cast<std::size_t>(fd);
+    if (index >= waiting_.size()) waiting_.resize(index + 1);
+    waiting_[index].owner = &owner;
+    waiting_[index].unwatchable = 0;
+}
+
+// One fcntl: the cheapest call that fails with EBADF for a closed number.
+bool Scheduler::fd_number_closed(int fd) const { return ::fcntl(fd, F_GETFD) == -1 && errno == EBADF; }
+
+// An owned fd: the owner hears, from the run phase, unless it forgot the fd
+// first (forget_fd clears both fields, and this then does nothing).
+void Scheduler::tell_owner_unwatchable(int fd) {
+    if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
+    FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
+    if (w.owner == nullptr || w.unwatchable == 0) return;
+    FdOwner* owner = std::exchange(w.owner, nullptr);
+    const int error = std::exchange(w.unwatchable, 0);
+    owner->on_unwatchable(fd, std::error_code(error, std::generic_category()));
 }
 
 void Scheduler::drop_closed_fd(int fd, int error) {
     if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
     FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
+    if (w.owner != nullptr) {
+        const bool queued = w.unwatchable != 0;
+        w.unwatchable = error;
+        remove_waiter(fd, true);
+        remove_waiter(fd, false);
+        selector_->set_interest(fd, Interest::none);
+        if (!queued) call_soon([this, fd] { tell_owner_unwatchable(fd); });
+        return;
+    }
     ErrorContext ctx;
     ctx.fd = fd;
     ctx.message = error == EBADF

@@ -47,7 +47,8 @@ void Scheduler::run_once_unguarded() {
 }
 
 std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
-    if (!ready_.empty() || stopping_) return std::chrono::nanoseconds::zero();
+    if (!ready_.empty() || stopping_ || wake_lost_.load(std::memory_order_relaxed))
+        return std::chrono::nanoseconds::zero();
     while (!sleeping_.empty() && !live(sleeping_.front().ref)) {
         std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
         sleeping_.pop_back();
@@ -81,14 +82,14 @@ void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
         ++stats_.selector_waits;
         if (debug_) [[unlikely]] {
             const TimePoint before = read_clock();
-            selector_->wait(timeout, events_);
+            wait_in_selector(timeout);
             // This is the read now() would make first: keep it.
             now_ = read_clock();
             now_stale_ = false;
             stats_.selector_time += now_ - before;
             return;
         }
-        selector_->wait(timeout, events_);
+        wait_in_selector(timeout);
     } else if (wake_pending_.load(std::memory_order_acquire)) {
         events_.push_back(FdEvent{.fd = wakeup_fd_, .readable = true});
     }
@@ -96,6 +97,10 @@ void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
 }
 
 void Scheduler::move_ready_io() {
+    // A wake-up write failed (see wake()): look for posts and signals as if
+    // the eventfd had fired.
+    if (wake_lost_.load(std::memory_order_relaxed)) [[unlikely]]
+        events_.push_back(FdEvent{.fd = wakeup_fd_, .readable = true});
     for (const FdEvent& ev : events_) {
         if (ev.fd == wakeup_fd_) {
             drain_threadsafe();
@@ -110,11 +115,18 @@ void Scheduler::move_ready_io() {
             continue;
         }
         const FdWaiters& w = waiting_[static_cast<std::size_t>(ev.fd)];
-        if (ev.readable && live(w.read)) {
+        const bool read = ev.readable && live(w.read);
+        const bool write = ev.writable && live(w.write);
+        if (!read && !write) continue;
+        if (check_fds_before_dispatch_ && !w.owner && fd_number_closed(ev.fd)) [[unlikely]] {
+            drop_closed_fd(ev.fd, EBADF);
+            continue;
+        }
+        if (read) {
             ready_.push_back(w.read);
             ++stats_.io_events;
         }
-        if (ev.writable && live(w.write)) {
+        if (write) {
             ready_.push_back(w.write);
             ++stats_.io_events;
         }

@@ -62,7 +62,7 @@ public:
             if (n == 0) return;
             // A signal: wait again for what is left, never return early.
             if (errno == EINTR) continue;
-            throw std::system_error(errno, std::generic_category(), "reactor: poll");
+            throw std::system_error(errno, std::generic_category(), "poll");
         }
     }
 

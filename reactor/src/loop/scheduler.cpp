@@ -27,7 +27,9 @@ Scheduler::Scheduler(Options options)
       clock_(std::move(options.clock)) {
     configure_debug(options);  // debug.cpp; first: it may throw, and nothing is owned yet
     wakeup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wakeup_fd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: eventfd");
+    if (wakeup_fd_ < 0)
+        throw std::system_error(errno, std::generic_category(), "reactor: cannot create the loop's wake-up eventfd");
+    check_fds_before_dispatch_ = selector_->may_report_closed_fds();
     try {
         selector_->set_interest(wakeup_fd_, Interest::read);
     } catch (...) {
@@ -124,7 +126,7 @@ Interest Scheduler::interest_of(int fd) const {
 
 bool Scheduler::has_work() const {
     return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || held_work_ > 0 ||
-           wake_pending_.load(std::memory_order_acquire);
+           wake_pending_.load(std::memory_order_acquire) || wake_lost_.load(std::memory_order_acquire);
 }
 
 // Not !has_work(), which may over-count (the loop then just spends one

@@ -69,7 +69,7 @@ public:
                 report_closed_fds(out);
                 return;
             }
-            throw std::system_error(errno, std::generic_category(), "reactor: select");
+            throw std::system_error(errno, std::generic_category(), "select");
         }
     }
 
@@ -92,7 +92,7 @@ private:
             }
         }
         if (out.size() == before) {
-            throw std::system_error(EBADF, std::generic_category(), "reactor: select reported EBADF but every fd is open");
+            throw std::system_error(EBADF, std::generic_category(), "select (EBADF, yet every watched fd is open)");
         }
     }
 

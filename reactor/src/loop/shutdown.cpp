@@ -3,6 +3,7 @@
 // and the destructor leave behind: every callback destroyed unrun).
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -174,13 +175,14 @@ void Scheduler::drop_everything() noexcept {
     remove_all_signal_handlers();
     // Destroying a callback may run user destructors that touch the scheduler
     // (schedule, cancel, report): keep every member alive until none is left.
-    while (!slots_.empty() || !posted_.empty()) {
+    // posted_ only under its mutex: a pool worker may be posting right now.
+    auto take_posted = [this] {
+        std::lock_guard lock(posted_mutex_);
+        return std::exchange(posted_, {});
+    };
+    for (std::vector<Posted> doomed_posted = take_posted(); !slots_.empty() || !doomed_posted.empty();
+         doomed_posted = take_posted()) {
         auto doomed_slots = std::move(slots_);
-        std::vector<Posted> doomed_posted;
-        {
-            std::lock_guard lock(posted_mutex_);
-            doomed_posted.swap(posted_);
-        }
         slots_.clear();
         free_head_ = kNoSlot;
         ready_.clear();

@@ -87,12 +87,7 @@ void Scheduler::on_signal(int signo) noexcept {
     SignalEntry& entry = g_signals[signo];
     if (Scheduler* owner = entry.owner.load()) {
         entry.pending.store(true);
-        if (!owner->wake_pending_.exchange(true)) {
-            const std::uint64_t one = 1;
-            // Cannot fail but for a full eventfd counter, and then the loop
-            // has a wake-up coming anyway.
-            [[maybe_unused]] const ssize_t n = ::write(owner->wakeup_fd_, &one, sizeof one);
-        }
+        owner->wake();  // a failed write is not sticky: see Scheduler::wake
     }
     g_handlers_running.fetch_sub(1);
     errno = saved_errno;

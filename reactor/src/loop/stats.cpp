@@ -56,6 +56,7 @@ LoopStats Scheduler::stats() const {
     s.lag = lag_.percentiles();
     s.timed = debug_;
     s.wrong_thread_calls = wrong_thread_calls_.load(std::memory_order_relaxed);
+    s.wakeup_failures = wake_failures_.load(std::memory_order_relaxed);
     return s;
 }
 
@@ -63,6 +64,10 @@ std::string format_stats(const LoopStats& s, std::string_view prefix) {
     std::string out;
     out += fmt::format("{}loop: {} iterations, {} callbacks run, {} timers fired, {} fd events, {} selector waits\n",
                        prefix, s.iterations, s.callbacks_run, s.timers_fired, s.io_events, s.selector_waits);
+    if (s.selector_failures != 0 || s.wakeup_failures != 0) {
+        out += fmt::format("{}loop failures survived: {} selector waits, {} wake-up writes\n", prefix,
+                           s.selector_failures, s.wakeup_failures);
+    }
     out += fmt::format("{}loop pending: {} ready, {} timers, {} readers, {} writers, {} posted, {} signal handlers\n",
                        prefix, s.ready, s.timers, s.readers, s.writers, s.posted, s.signal_handlers);
     if (s.lag.samples == 0) {

@@ -17,12 +17,29 @@ void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
         std::lock_guard lock(posted_mutex_);
         posted_.push_back(Posted{std::move(cb), where});
     }
-    // One eventfd write per batch: whoever flips the flag wakes the loop.
-    if (!wake_pending_.exchange(true, std::memory_order_acq_rel)) {
-        std::uint64_t one = 1;
-        while (::write(wakeup_fd_, &one, sizeof one) < 0 && errno == EINTR) {
-        }
+    wake();
+}
+
+// Any thread, and signal handlers: async-signal-safe (lock-free atomics and
+// write(2)). One eventfd write per batch: whoever flips wake_pending_ wakes
+// the loop, and the loop's drain clears it. A write that fails (EAGAIN on a
+// full counter, or anything a failing kernel says) must not leave the flag
+// set with nobody writing: the flag is cleared so that the next post or
+// signal tries again, and wake_lost_ makes the loop look for pending work at
+// its next iteration (move_ready_io), whatever wakes it.
+void Scheduler::wake() noexcept {
+    if (wake_pending_.exchange(true)) return;
+    const int saved_errno = errno;
+    const std::uint64_t one = 1;
+    ssize_t n;
+    while ((n = ::write(wakeup_fd_, &one, sizeof one)) < 0 && errno == EINTR) {
     }
+    if (n < 0) {
+        wake_lost_.store(true);
+        wake_pending_.store(false);
+        wake_failures_.fetch_add(1, std::memory_order_relaxed);
+    }
+    errno = saved_errno;
 }
 
 // Loop thread, from move_ready_io when the wakeup fd is readable: the posts
@@ -31,6 +48,7 @@ void Scheduler::drain_threadsafe() {
     std::uint64_t count;
     while (::read(wakeup_fd_, &count, sizeof count) < 0 && errno == EINTR) {
     }
+    wake_lost_.store(false);
     // Sequentially consistent, not just release: dispatch_signals reads the
     // signals' pending flags after this store (see on_signal in signals.cpp).
     wake_pending_.store(false);

@@ -57,6 +57,7 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
     const FdKind kind = inspect_fd(fd);  // connection_fd.cpp
     auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options);
     conn->adapt_to_fd_kind(kind);
+    sched.set_fd_owner(conn->fd_, *conn);  // release_fd forgets it before closing
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
@@ -82,8 +83,11 @@ Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOption
 }
 
 Connection::~Connection() {
-    // Only reached open if adopt() failed before anything was registered.
-    if (fd_ >= 0) detail::close_fd(fd_);
+    // Only reached open if adopt() failed before the reader was registered.
+    if (fd_ >= 0) {
+        sched_.forget_fd(fd_);  // it may already have an owner: us
+        detail::close_fd(fd_);
+    }
 }
 
 void Connection::set_no_delay(bool on) noexcept {
@@ -315,6 +319,12 @@ void Connection::on_scheduler_closing() {
     if (state_ == State::closed) return;
     out_.clear();
     finish_close({CloseKind::scheduler_closed, 0}, true);  // Scheduler::close() runs the callback
+}
+
+void Connection::on_unwatchable(int /*fd*/, std::error_code error) {
+    if (state_ == State::closed) return;
+    out_.clear();
+    finish_close({CloseKind::error, error.value()}, true);
 }
 
 void Connection::describe(std::vector<LiveItem>& out) const {

@@ -132,7 +132,22 @@ void Listener::set_error_callback(ErrorCallback cb) {
 }
 
 void Listener::start_accepting() {
-    if (fd_ >= 0) sched_.add_reader(fd_, [this] { on_readable(); });  // close() deregisters before we die
+    if (fd_ < 0) return;
+    sched_.set_fd_owner(fd_, *this);  // close() forgets the fd before closing it, and before we die
+    sched_.add_reader(fd_, [this] { on_readable(); });
+}
+
+void Listener::on_unwatchable(int /*fd*/, std::error_code error) {
+    if (fd_ < 0) return;
+    auto keep_alive = shared_from_this();  // the error callback may drop the last reference
+    failure_ = error;
+    const std::string what = "the loop cannot watch the listening socket; stopped listening";
+    ErrorContext ctx;
+    ctx.message = fmt::format("listener {}: {} ({})", address_.to_string(), what, error.message());
+    ctx.fd = fd_;
+    on_error_.invoke(*this, error, what);
+    close();
+    sched_.call_exception_handler(ctx);
 }
 
 // Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.

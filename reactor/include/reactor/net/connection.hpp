@@ -31,6 +31,7 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/byte_buffer.hpp"
+#include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
@@ -93,7 +94,7 @@ struct ConnectionOptions {
     Duration idle_timeout{};
 };
 
-class Connection : public std::enable_shared_from_this<Connection>, private SchedulerObserver {
+class Connection : public std::enable_shared_from_this<Connection>, private SchedulerObserver, private FdOwner {
     struct Passkey {};
 
 public:
@@ -233,6 +234,9 @@ private:
     void schedule_drain();
     void release_fd(bool abortive);
     void on_scheduler_destroyed() noexcept override;
+    // The loop cannot watch our fd (epoll_ctl failed): aborted, the close
+    // reason carrying the error (CloseKind::error), so the peer sees a reset.
+    void on_unwatchable(int fd, std::error_code error) override;
     // What adopt() learns of the fd, and what follows from it (connection_fd.cpp).
     struct FdKind {
         int type;         // S_IFSOCK, S_IFIFO or S_IFCHR

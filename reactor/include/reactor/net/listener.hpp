@@ -23,11 +23,12 @@
 #include "reactor/net/connection.hpp"
 #include "reactor/net/connection_set.hpp"
 #include "reactor/net/report_limiter.hpp"
+#include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
 
-class Listener : public std::enable_shared_from_this<Listener> {
+class Listener : public std::enable_shared_from_this<Listener>, private FdOwner {
     struct Passkey {};
 
 public:
@@ -40,6 +41,12 @@ public:
     // they go to the Scheduler's exception handler, rate-limited: the first,
     // then at most one per report_interval saying how many were left out, and
     // one more when accepting works again.
+    // And the one trouble that stops it: the loop cannot watch the listening
+    // socket (epoll_ctl: ENOMEM, ENOSPC). The listener closes itself
+    // (is_listening() false, failure() says why; connections already
+    // accepted go on) and reports it once, through the callback and the
+    // exception handler both, since a server that stops accepting must be
+    // seen.
     using ErrorCallback = std::function<void(Listener&, std::error_code, std::string_view what)>;
 
     struct Options {
@@ -87,6 +94,8 @@ public:
     // It runs even if the listener is destroyed first (destroying closes it).
     void wait_closed(std::function<void()> cb);
     bool is_listening() const noexcept { return fd_ >= 0; }
+    // Why the listener closed itself (see ErrorCallback); empty if it did not.
+    std::error_code failure() const noexcept { return failure_; }
     // The bound address, with the real port when port 0 was asked for.
     const Address& address() const noexcept { return address_; }
     int fd() const noexcept { return fd_; }
@@ -97,6 +106,7 @@ public:
     std::uint64_t accept_failures() const noexcept { return accept_failures_; }  // each one paused accepting
 
 private:
+    void on_unwatchable(int fd, std::error_code error) override;
     void start_accepting();
     void on_readable();
     void pause_accepting(int error);
@@ -118,6 +128,7 @@ private:
     ino_t path_ino_ = 0;
     std::uint64_t accepted_ = 0;
     std::uint64_t refused_ = 0;
+    std::error_code failure_;
     std::uint64_t accept_failures_ = 0;
     ReportLimiter accept_failure_reports_;
     ReportLimiter refusal_reports_;

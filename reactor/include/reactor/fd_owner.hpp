@@ -1,0 +1,36 @@
+// reactor::FdOwner: the object that owns an fd the loop watches for it, and
+// hears when the loop cannot watch that fd any more.
+#pragma once
+
+#include <system_error>
+
+namespace reactor {
+
+// Connection, Listener, UdpSocket and a connect in progress are FdOwners; so
+// may be a user's own socket type. Declared with Scheduler::set_fd_owner(fd,
+// owner), an owner makes two promises and gets one thing back:
+//  - it calls Scheduler::forget_fd(fd) before it closes fd, and before it is
+//    destroyed (which ends the ownership);
+//  - so on epoll the loop can skip, for fd, the check it makes before every
+//    readiness event of an fd without an owner (is the number still open?
+//    a closed fd whose file a dup keeps open would otherwise be reported
+//    ready again and again);
+//  - and when the loop cannot watch fd (epoll_ctl failing with ENOMEM or
+//    ENOSPC, or fd found closed: EBADF), its waiters are dropped and the
+//    owner's on_unwatchable() runs once, from the run phase, instead of a
+//    report to the exception handler. The ownership ends there: the owner is
+//    expected to close (a Connection aborts with that error, a Listener
+//    stops listening and reports it). An fd without an owner is reported to
+//    the exception handler, as before.
+class FdOwner {
+public:
+    virtual void on_unwatchable(int fd, std::error_code error) = 0;
+
+protected:
+    FdOwner() = default;
+    FdOwner(const FdOwner&) = default;
+    FdOwner& operator=(const FdOwner&) = default;
+    ~FdOwner() = default;
+};
+
+}  // namespace reactor
