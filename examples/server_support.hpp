@@ -21,6 +21,7 @@
 #include <reactor/scheduler.hpp>
 #include <reactor/net/connection.hpp>
 #include <reactor/net/listener.hpp>
+#include <reactor/net/report_limiter.hpp>
 
 #include "cli.hpp"
 
@@ -163,6 +164,20 @@ public:
 
     void set_listener(reactor::ListenerPtr listener) {
         listener_ = std::move(listener);
+        // Accept trouble (out of fds): one stderr line, rate-limited, and
+        // accepting resumes by itself. The listener failing for good (the
+        // loop cannot watch it): one stderr line, the orderly shutdown, and
+        // exit_status() says the server failed.
+        listener_->set_error_callback([this](reactor::Listener& l, std::error_code error, std::string_view what) {
+            std::uint64_t left_out = 0;
+            if (l.is_listening() && !accept_reports_.admit(sched_.now(), left_out)) return;
+            fmt::print(stderr, "{}: {} ({}){}\n", name_, what, error.message(),
+                       left_out == 0 ? std::string() : fmt::format("; {} more since the last report", left_out));
+            std::fflush(stderr);
+            if (l.is_listening()) return;
+            failed_ = true;
+            shut_down("the listener failed");
+        });
         // Once nothing is left, no timer may keep run() going.
         listener_->wait_closed([this] {
             deadline_.cancel();
@@ -177,6 +192,10 @@ public:
 
     // Connections aborted because a shutdown did not wait for them.
     long aborted() const { return aborted_; }
+
+    // What main() returns: 0 for an end asked for (signals, --exit-after,
+    // --max-seconds), 1 if the listener failed (its line is on stderr).
+    int exit_status() const { return failed_ ? 1 : 0; }
 
     // The orderly end, for any reason (`why` begins the line it prints): stop
     // accepting and give open connections the drain time, then abort them.
@@ -213,6 +232,8 @@ private:
     long exit_after_;
     long accepted_ = 0, aborted_ = 0;
     bool draining_ = false;
+    bool failed_ = false;
+    reactor::ReportLimiter accept_reports_{std::chrono::seconds(10)};
     std::chrono::duration<double> drain_;
     reactor::Handle deadline_, drain_timer_;
 };

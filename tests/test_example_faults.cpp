@@ -138,6 +138,7 @@ BOOST_AUTO_TEST_CASE(no_example_ends_in_sigabrt_when_the_selector_fails, *needs_
         {"tasks", {"--speed", "100"}},
         {"toy_jobs", {"--speed", "100"}},
         {"spawn_join", {"--speed", "100"}},
+        {"fetch_ms", {"--speed", "100"}},
         {"echo_client", {"--port", std::to_string(nobody.port), "--connections", "1", "--max-seconds", "30"}},
         {"echo_server", {"--port", "0", "--max-seconds", "30"}},
         {"echo_server_streams", {"--port", "0", "--max-seconds", "30"}},
@@ -214,4 +215,73 @@ BOOST_AUTO_TEST_CASE(echo_server_streams_counts_its_own_read_error_as_a_failure,
     BOOST_TEST(out.find(", 0 reset by the client, 0 timed out, 1 failed\n") != std::string::npos, out);
     BOOST_TEST(err.starts_with("echo_server_streams: client 127.0.0.1:"), err);
     BOOST_TEST(stderr_lines(err).size() == 1u, err);
+}
+
+namespace {
+
+// "listening on 127.0.0.1:PORT (epoll)": the port.
+std::uint16_t listening_port(testsupport::Child& child, const std::string& program) {
+    auto first = child.read_line(20s);
+    BOOST_REQUIRE_MESSAGE(first.has_value(), program << " printed nothing");
+    std::smatch m;
+    BOOST_REQUIRE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(epoll\))")));
+    return static_cast<std::uint16_t>(std::stoi(m[1]));
+}
+
+// One echo exchange as a client: what came back (empty after a reset).
+std::string echo_once(std::uint16_t port, const std::string& message) {
+    const int fd = nettest::connect_blocking(port);
+    if (fd < 0) return "connect failed";
+    nettest::send_all(fd, message);
+    ::shutdown(fd, SHUT_WR);
+    std::string back = nettest::recv_all(fd);
+    ::close(fd);
+    return back;
+}
+
+}  // namespace
+
+// A transient failure of the wait (ENOMEM on its 3rd call) is ridden out:
+// one line on stderr says it is retried, the client is served, and the
+// server ends as asked, with status 0.
+BOOST_AUTO_TEST_CASE(a_server_rides_out_a_transient_selector_failure, *needs_strace()) {
+    testsupport::Child child = under_strace("epoll_wait,epoll_pwait", "ENOMEM", "3", "echo_server",
+                                            {"--port", "0", "--exit-after", "1", "--max-seconds", "30"});
+    const std::uint16_t port = listening_port(child, "echo_server");
+    BOOST_TEST(echo_once(port, "still here\n") == "still here\n");
+    std::string out = child.read_all(30s);
+    std::string err = child.read_stderr(10s);
+    BOOST_TEST(child.wait(30s) == 0, err);
+    BOOST_TEST(out.find("echo_server: 1 connections") != std::string::npos, out);
+    BOOST_TEST(err.find("epoll backend: epoll_wait: Cannot allocate memory; retrying") != std::string::npos, err);
+}
+
+// The kernel refuses to watch the first accepted connection (epoll_ctl's
+// 3rd call, after the wake-up fd and the listener): that client sees a
+// reset at once, not a hang, and the next client is served.
+BOOST_AUTO_TEST_CASE(an_unwatchable_connection_is_reset_and_the_next_served, *needs_strace()) {
+    testsupport::Child child = under_strace("epoll_ctl", "ENOMEM", "3", "echo_server",
+                                            {"--port", "0", "--exit-after", "2", "--max-seconds", "30"});
+    const std::uint16_t port = listening_port(child, "echo_server");
+    const auto start = std::chrono::steady_clock::now();
+    BOOST_TEST(echo_once(port, "refused\n") == "");
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));  // a reset, not the client's 10 s timeout
+    BOOST_TEST(echo_once(port, "served\n") == "served\n");
+    std::string out = child.read_all(30s);
+    std::string err = child.read_stderr(10s);
+    BOOST_TEST(child.wait(30s) == 0, err);
+    BOOST_TEST(out.find("echo_server: 2 connections") != std::string::npos, out);
+}
+
+// The kernel refuses to watch the listening socket (epoll_ctl's 2nd call):
+// the server says so in one line and exits 1, instead of claiming to listen
+// and never accepting.
+BOOST_AUTO_TEST_CASE(a_server_whose_listener_cannot_be_watched_exits_1, *needs_strace()) {
+    testsupport::Child child = under_strace("epoll_ctl", "ENOSPC", "2", "echo_server",
+                                            {"--port", "0", "--max-seconds", "30"});
+    child.read_all(30s);
+    std::string err = child.read_stderr(10s);
+    BOOST_TEST(child.wait(30s) == 1, err);
+    BOOST_TEST(stderr_lines(err).size() == 1u, err);
+    BOOST_TEST(err.find("cannot watch the listening socket") != std::string::npos, err);
 }

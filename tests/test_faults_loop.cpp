@@ -24,6 +24,7 @@
 
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
+#include <reactor/net/udp_socket.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "support/backends.hpp"
@@ -369,8 +370,9 @@ BOOST_AUTO_TEST_CASE(unwatchable_connection_is_aborted_and_the_next_is_served,
 }
 
 // The kernel refuses to watch the listening socket itself: the listener
-// stops listening, says why through its error callback, the exception
-// handler and failure(), instead of claiming to listen and never accepting.
+// stops listening and says why, through its error callback (or else the
+// exception handler) and failure(), instead of claiming to listen and never
+// accepting.
 BOOST_AUTO_TEST_CASE(unwatchable_listener_reports_itself_failed,
                      *reactor_test::only_on(Backend::epoll)) {
     faults::Disarm disarm;
@@ -381,7 +383,8 @@ BOOST_AUTO_TEST_CASE(unwatchable_listener_reports_itself_failed,
     auto listener = echo_server(s);
     BOOST_REQUIRE(listener->fd() == number);
     std::vector<std::string> errors;
-    listener->set_error_callback([&](reactor::Listener&, std::error_code ec, std::string_view what) {
+    listener->set_error_callback([&](reactor::Listener& l, std::error_code ec, std::string_view what) {
+        BOOST_TEST(!l.is_listening());
         errors.push_back(std::string(what) + ": " + ec.message());
     });
     s.run();  // ends: the listener closed itself
@@ -389,8 +392,20 @@ BOOST_AUTO_TEST_CASE(unwatchable_listener_reports_itself_failed,
     BOOST_TEST(listener->failure().value() == ENOSPC);
     BOOST_TEST_REQUIRE(errors.size() == 1u);
     BOOST_TEST(errors[0].find("stopped listening") != std::string::npos);
-    BOOST_TEST(reports.any_mentions("cannot watch the listening socket"));
-    BOOST_TEST(reports.any_mentions(std::strerror(ENOSPC)));
+    BOOST_TEST(reports.lines.empty());  // the callback heard it
+    CHECK_EMPTY(s);
+
+    // Without an error callback, the exception handler hears it.
+    const int again = next_fd_number();
+    faults::arm(Call::epoll_ctl, {.error = ENOMEM, .times = faults::kForever, .fd = again});
+    auto second = echo_server(s);
+    BOOST_REQUIRE(second->fd() == again);
+    s.run();
+    BOOST_TEST(!second->is_listening());
+    BOOST_TEST(second->failure().value() == ENOMEM);
+    BOOST_TEST_REQUIRE(reports.lines.size() == 1u);
+    BOOST_TEST(reports.any_mentions("cannot watch the listening socket; stopped listening"));
+    BOOST_TEST(reports.any_mentions(std::strerror(ENOMEM)));
     CHECK_EMPTY(s);
 }
 
@@ -507,5 +522,58 @@ BOOST_AUTO_TEST_CASE(send_failure_closes_only_that_connection) {
     }
     listener->close();
     s.run();
+    CHECK_EMPTY(s);
+}
+
+// The kernel refuses to watch a connecting socket: the connect callback
+// hears the error (it used to be dropped silently with the waiter that held
+// the connect, and the callback never ran); with a second address, that one
+// is tried and connects.
+BOOST_AUTO_TEST_CASE(unwatchable_connecting_socket_fails_the_connect,
+                     *reactor_test::only_on(Backend::epoll)) {
+    faults::Disarm disarm;
+    Scheduler s(reactor_test::on(Backend::epoll));
+    Reports reports(s);
+    auto listener = echo_server(s);
+    std::vector<std::error_code> outcomes;
+    std::vector<reactor::ConnectionPtr> connections;
+    auto record = [&](reactor::ConnectionPtr c, std::error_code error) {
+        outcomes.push_back(error);
+        if (c) connections.push_back(std::move(c));
+    };
+    faults::arm(Call::epoll_ctl, {.error = ENOMEM, .times = 1, .fd = next_fd_number()});
+    reactor::connect(s, listener->address(), record);
+    BOOST_TEST(nettest::run_until(s, [&] { return outcomes.size() == 1; }, kGuard));
+    BOOST_TEST_REQUIRE(outcomes.size() == 1u);
+    BOOST_TEST(outcomes[0].value() == ENOMEM);
+    BOOST_TEST(connections.empty());
+    // Two addresses: the first cannot be watched, the second connects.
+    faults::arm(Call::epoll_ctl, {.error = ENOSPC, .times = 1, .fd = next_fd_number()});
+    reactor::connect(s, std::vector<reactor::Address>{listener->address(), listener->address()}, record);
+    BOOST_TEST(nettest::run_until(s, [&] { return outcomes.size() == 2; }, kGuard));
+    BOOST_TEST_REQUIRE(outcomes.size() == 2u);
+    BOOST_TEST(!outcomes[1]);
+    BOOST_TEST(connections.size() == 1u);
+    BOOST_TEST(reports.lines.empty());
+    for (auto& c : connections) c->close();
+    listener->close();
+    s.run();
+    CHECK_EMPTY(s);
+}
+
+// The kernel refuses to watch a UDP socket: its error callback hears it and
+// the socket closes, instead of staying open and deaf.
+BOOST_AUTO_TEST_CASE(unwatchable_udp_socket_reports_and_closes, *reactor_test::only_on(Backend::epoll)) {
+    faults::Disarm disarm;
+    Scheduler s(reactor_test::on(Backend::epoll));
+    Reports reports(s);
+    faults::arm(Call::epoll_ctl, {.error = ENOMEM, .times = 1, .fd = next_fd_number()});
+    auto sock = reactor::UdpSocket::bind(s, reactor::Address::parse("127.0.0.1", 0));
+    std::vector<int> errors;
+    sock->set_error_callback([&](reactor::UdpSocket&, std::error_code ec, const reactor::Address&) { errors.push_back(ec.value()); });
+    s.run();  // ends: the socket closed itself
+    BOOST_TEST(errors == (std::vector<int>{ENOMEM}));
+    BOOST_TEST(!sock->is_open());
+    BOOST_TEST(reports.lines.empty());
     CHECK_EMPTY(s);
 }

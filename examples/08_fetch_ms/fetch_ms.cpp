@@ -27,6 +27,7 @@
 #include <reactor/scheduler.hpp>
 
 #include "cli.hpp"
+#include "program.hpp"
 
 namespace {
 
@@ -35,10 +36,7 @@ using Seconds = std::chrono::duration<double>;
 // The longest line taken: a Stream's read_until limit (StreamOptions::limit).
 const std::size_t kMaxLine = futures::StreamOptions{}.limit;
 
-void say(const std::string& line) {
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
-}
+using examples::say;
 
 std::runtime_error too_long() { return std::runtime_error(fmt::format("a line longer than {} bytes", kMaxLine)); }
 
@@ -113,9 +111,7 @@ private:
     std::string line_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     examples::Cli cli("fetch_ms",
                       "Waits for a line on stdin, sleeps 3 s and returns the line; a timer says hello at 5 s.");
     double speed = 1;
@@ -161,4 +157,9 @@ int main(int argc, char** argv) {
     }
     sched.run();  // the hello timer is still pending
     if (interrupted) return examples::interrupted(cli);
+    return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("fetch_ms", run, argc, argv); }

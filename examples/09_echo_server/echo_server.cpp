@@ -55,7 +55,7 @@ int run(int argc, char** argv) {
     fmt::print("echo_server: {} connections, {} bytes echoed, {} aborted\n", listener->accepted(), echoed,
                lifetime.aborted());
     std::fflush(stdout);
-    return 0;
+    return lifetime.exit_status();
 }
 
 }  // namespace

@@ -158,7 +158,7 @@ int run(int argc, char** argv) {
     sched.run();
     fmt::print("chat_server: {} connections, {} aborted\n", listener->accepted(), lifetime.aborted());
     std::fflush(stdout);
-    return 0;
+    return lifetime.exit_status();
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ int run(int argc, char** argv) {
     sched.run();
     fmt::print("http_hello: {} connections, {} aborted\n", listener->accepted(), lifetime.aborted());
     std::fflush(stdout);
-    return 0;
+    return lifetime.exit_status();
 }
 
 }  // namespace

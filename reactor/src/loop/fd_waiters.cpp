@@ -98,24 +98,33 @@ void Scheduler::set_fd_owner(int fd, FdOwner& owner) {
 bool Scheduler::fd_number_closed(int fd) const { return ::fcntl(fd, F_GETFD) == -1 && errno == EBADF; }
 
 // An owned fd: the owner hears, from the run phase, unless it forgot the fd
-// first (forget_fd clears both fields, and this then does nothing).
+// first (forget_fd clears both fields, and this then does nothing). Its
+// waiters stayed registered (unwatched) until now: their callables may be
+// what keeps the owner alive (a connect in progress holds itself through
+// its waiter). They go after it has heard, if it has not removed them.
 void Scheduler::tell_owner_unwatchable(int fd) {
     if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
     FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
     if (w.owner == nullptr || w.unwatchable == 0) return;
     FdOwner* owner = std::exchange(w.owner, nullptr);
     const int error = std::exchange(w.unwatchable, 0);
+    const FdWaiters dropped = w;  // the owner may register new waiters on the same number: those stay
     owner->on_unwatchable(fd, std::error_code(error, std::generic_category()));
+    const FdWaiters& now = waiting_[static_cast<std::size_t>(fd)];
+    if (live(dropped.read) && now.read.slot == dropped.read.slot && now.read.gen == dropped.read.gen)
+        remove_waiter(fd, true);
+    if (live(dropped.write) && now.write.slot == dropped.write.slot && now.write.gen == dropped.write.gen)
+        remove_waiter(fd, false);
 }
 
 void Scheduler::drop_closed_fd(int fd, int error) {
     if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
     FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
     if (w.owner != nullptr) {
+        // The selector stops watching now; the waiters are removed once the
+        // owner has heard (tell_owner_unwatchable).
         const bool queued = w.unwatchable != 0;
         w.unwatchable = error;
-        remove_waiter(fd, true);
-        remove_waiter(fd, false);
         selector_->set_interest(fd, Interest::none);
         if (!queued) call_soon([this, fd] { tell_owner_unwatchable(fd); });
         return;

@@ -109,12 +109,23 @@ void Connector::begin() {
     int err = errno;
     if (err != EINPROGRESS && err != EINTR) return finish_later(errno_code(err));
     try {
-        // The waiter holds us: a pending connect needs no other owner.
+        // The waiter holds us: a pending connect needs no other owner. It
+        // stays registered until we have heard if the loop cannot watch the
+        // socket (see FdOwner), so that holds then too.
         sched_.write_wait(fd_, [self = shared_from_this()] { self->on_writable(); });
+        sched_.set_fd_owner(fd_, *this);  // close_socket forgets it before closing
     } catch (const std::invalid_argument&) {
         return finish_later(errno_code(EMFILE));  // select cannot watch this fd
     }
     waiting_ = true;
+}
+
+void Connector::on_unwatchable(int /*fd*/, std::error_code error) {
+    // Our waiter, which holds us, is still registered: forgetting the fd
+    // (close_socket) destroys it, and must not destroy us meanwhile.
+    auto self = shared_from_this();
+    waiting_ = false;
+    attempt_done(error.value());
 }
 
 void Connector::on_writable() {

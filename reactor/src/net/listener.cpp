@@ -137,6 +137,9 @@ void Listener::start_accepting() {
     sched_.add_reader(fd_, [this] { on_readable(); });
 }
 
+// Reported once, through the error callback if there is one (it sees a
+// listener that is no longer listening: that is how it tells this from
+// accept trouble), else through the exception handler.
 void Listener::on_unwatchable(int /*fd*/, std::error_code error) {
     if (fd_ < 0) return;
     auto keep_alive = shared_from_this();  // the error callback may drop the last reference
@@ -145,9 +148,13 @@ void Listener::on_unwatchable(int /*fd*/, std::error_code error) {
     ErrorContext ctx;
     ctx.message = fmt::format("listener {}: {} ({})", address_.to_string(), what, error.message());
     ctx.fd = fd_;
-    on_error_.invoke(*this, error, what);
+    auto on_error = on_error_.take();  // close() drops it
     close();
-    sched_.call_exception_handler(ctx);
+    if (on_error) {
+        on_error(*this, error, what);
+    } else {
+        sched_.call_exception_handler(ctx);
+    }
 }
 
 // Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.

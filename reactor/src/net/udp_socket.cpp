@@ -92,6 +92,7 @@ std::shared_ptr<UdpSocket> UdpSocket::bind(Scheduler& sched, const Address& loca
         throw detail::system_error(errno, fmt::format("reactor: bind {}", local.to_string()));
     Address bound = Address::local_of(fd.get());
     auto sock = std::make_shared<UdpSocket>(Passkey{}, sched, fd.release(), bound, options);
+    sched.set_fd_owner(sock->fd_, *sock);  // close() forgets the fd before closing it
     sched.add_reader(sock->fd_, [s = sock.get()] { s->on_readable(); });  // on throw, ~UdpSocket closes
     return sock;
 }
@@ -255,6 +256,12 @@ void UdpSocket::on_readable() {
         if (is_connected() && !(sender == peer_)) continue;
         on_datagram_.invoke(*this, std::string_view(buf, static_cast<std::size_t>(n)), sender);
     }
+}
+
+void UdpSocket::on_unwatchable(int /*fd*/, std::error_code error) {
+    auto keep_alive = shared_from_this();  // the error callback may drop the last reference
+    report(error.value(), Address{});
+    close();
 }
 
 void UdpSocket::report(int error, const Address& destination) {

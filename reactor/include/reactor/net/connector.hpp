@@ -25,13 +25,14 @@
 #include <vector>
 
 #include "reactor/net/address.hpp"
+#include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
 #include "reactor/net/connection.hpp"
 #include "reactor/thread_pool.hpp"
 
 namespace reactor {
 
-class Connector : public std::enable_shared_from_this<Connector> {
+class Connector : public std::enable_shared_from_this<Connector>, private FdOwner {
     struct Passkey {};
 
 public:
@@ -88,6 +89,9 @@ public:
     const std::string& host() const noexcept { return host_; }
 
 private:
+    // The loop cannot watch the connecting socket (epoll_ctl: ENOMEM,
+    // ENOSPC): this address failed with that error; the next is tried.
+    void on_unwatchable(int fd, std::error_code error) override;
     enum class State : std::uint8_t { resolving, connecting, done, cancelled };
 
     void arm_timeout();

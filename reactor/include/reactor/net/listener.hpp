@@ -44,9 +44,9 @@ public:
     // And the one trouble that stops it: the loop cannot watch the listening
     // socket (epoll_ctl: ENOMEM, ENOSPC). The listener closes itself
     // (is_listening() false, failure() says why; connections already
-    // accepted go on) and reports it once, through the callback and the
-    // exception handler both, since a server that stops accepting must be
-    // seen.
+    // accepted go on) and reports it once, through the callback if there is
+    // one (it then sees is_listening() false), else through the exception
+    // handler.
     using ErrorCallback = std::function<void(Listener&, std::error_code, std::string_view what)>;
 
     struct Options {

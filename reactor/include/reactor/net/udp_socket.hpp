@@ -31,11 +31,12 @@
 
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
+#include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
 
-class UdpSocket : public std::enable_shared_from_this<UdpSocket> {
+class UdpSocket : public std::enable_shared_from_this<UdpSocket>, private FdOwner {
     struct Passkey {};
 
 public:
@@ -111,6 +112,9 @@ public:
     std::uint64_t dropped() const noexcept { return dropped_; }
 
 private:
+    // The loop cannot watch the socket (epoll_ctl: ENOMEM, ENOSPC): the error
+    // callback (or the exception handler) hears it, and the socket closes.
+    void on_unwatchable(int fd, std::error_code error) override;
     struct Datagram {
         std::string data;
         Address to;  // AF_UNSPEC: the connected peer (sent without an address)
