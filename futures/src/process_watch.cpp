@@ -1,6 +1,21 @@
 // The two child watches (process_watch.hpp). Each reaps only its own pids,
 // with waitpid(pid, WNOHANG): a waitpid(-1) would steal the statuses of
 // children that other parts of the program wait for.
+//
+// A pidfd the loop cannot watch. PidfdWatch is the pidfd's reactor::FdOwner:
+// when the loop gives up on it (epoll_ctl failing with ENOMEM or ENOSPC, or
+// the number found closed behind our back: EBADF), the watch closes the
+// pidfd (not after EBADF: the number may be another file's by then) and
+// polls the child instead, waitpid(pid, WNOHANG) on a timer, 1 ms after it
+// hears and then at doubling intervals up to 50 ms. Nothing is lost: the
+// child is reaped and wait() gets its real status, only up to 50 ms later.
+// Polling is chosen over the SIGCHLD watch because it needs nothing that may
+// fail in the same conditions: no fd, no loop registration (the SIGCHLD
+// watch's keep-alive pipe would need another epoll_ctl, which fails as the
+// first did under ENOSPC), and no process-wide signal (which may belong to
+// another Scheduler). The timer is work (run() waits for the child as it
+// did for the pidfd), and close() or the Scheduler's destruction cancel it
+// and hand the child to a reaper thread, as for a pidfd.
 #include "process_watch.hpp"
 
 #include <fcntl.h>
@@ -17,8 +32,10 @@ extern "C" {
 #include <sys/syscall.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +44,9 @@ extern "C" {
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <reactor/fd_owner.hpp>
+#include <reactor/handle.hpp>
 
 #if !__has_include(<sys/pidfd.h>) && !defined(SYS_pidfd_open)
 #define SYS_pidfd_open 434  // the same on every architecture (new syscalls share one table)
@@ -95,7 +115,10 @@ int pidfd_refusal() noexcept {
 
 // One child: its pidfd becomes readable when it exits. Owns itself (self_)
 // from start() until it has reaped the child or its Scheduler is destroyed.
-class PidfdWatch final : public std::enable_shared_from_this<PidfdWatch>, private reactor::SchedulerObserver {
+// If the loop cannot watch the pidfd, polls the child (see the top of this file).
+class PidfdWatch final : public std::enable_shared_from_this<PidfdWatch>,
+                         private reactor::SchedulerObserver,
+                         private reactor::FdOwner {
 public:
     PidfdWatch(reactor::Scheduler& sched, pid_t pid, int pidfd, ExitCallback on_exit)
         : sched_(sched), pid_(pid), pidfd_(pidfd), on_exit_(std::move(on_exit)) {}
@@ -110,28 +133,64 @@ public:
     void start() {
         sched_.add_reader(pidfd_, [this] { on_ready(); });  // self_ keeps `this` alive while registered
         try {
+            sched_.set_fd_owner(pidfd_, *this);  // release_pidfd forgets it before closing
             sched_.add_observer(*this);
         } catch (...) {
-            sched_.remove_reader(pidfd_);
+            sched_.forget_fd(pidfd_);
             throw;
         }
         self_ = shared_from_this();
     }
 
 private:
+    static constexpr std::chrono::milliseconds kFirstPoll{1};
+    static constexpr std::chrono::milliseconds kLongestPoll{50};
+
     void on_ready() {
         int status = 0;
         pid_t r = try_reap(pid_, status);
         if (r == 0) return;  // readable before the exit was complete: wait again
-        const int error = r < 0 ? reap_failed(pid_, errno) : 0;
+        finish(status, r < 0 ? reap_failed(pid_, errno) : 0);
+    }
+
+    // The loop stopped watching the pidfd and ended our ownership (FdOwner):
+    // from now on the child is polled.
+    void on_unwatchable(int /*fd*/, std::error_code error) override {
+        if (error.value() == EBADF) {
+            pidfd_ = -1;  // closed behind our back: the number is not ours to close any more
+        } else {
+            release_pidfd();
+        }
+        // The first look is a timer too, not a call from here: the exit
+        // callback must not run (and perhaps spawn a child whose pidfd gets
+        // this number) while the loop is still tidying up after this report.
+        poll_every_ = kFirstPoll;
+        schedule_poll();
+    }
+
+    void schedule_poll() {
+        poll_timer_ = sched_.call_later(poll_every_, [this] { poll(); });
+        poll_every_ = std::min(poll_every_ * 2, kLongestPoll);
+    }
+
+    void poll() {
+        int status = 0;
+        pid_t r = try_reap(pid_, status);
+        if (r == 0) return schedule_poll();
+        finish(status, r < 0 ? reap_failed(pid_, errno) : 0);
+    }
+
+    void finish(int status, int error) {
         sched_.remove_observer(*this);
         release_pidfd();
+        poll_timer_.cancel();
         auto self = std::move(self_);  // `this` lives until this function returns
         auto on_exit = std::move(on_exit_);
         on_exit(status, error);
     }
 
     void release_pidfd() noexcept {
+        if (pidfd_ < 0) return;
         sched_.forget_fd(pidfd_);
         ::close(pidfd_);
         pidfd_ = -1;
@@ -149,6 +208,7 @@ private:
 
     void end_with_loop() noexcept {
         release_pidfd();
+        poll_timer_.cancel();
         reap_in_background(pid_);
         on_exit_ = nullptr;
         auto self = std::move(self_);  // freed as this returns
@@ -158,6 +218,8 @@ private:
     pid_t pid_;
     int pidfd_;
     ExitCallback on_exit_;
+    reactor::Handle poll_timer_;  // while polling
+    std::chrono::milliseconds poll_every_ = kFirstPoll;
     std::shared_ptr<PidfdWatch> self_;
 };
 

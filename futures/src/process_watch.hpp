@@ -1,9 +1,11 @@
 // Internal: watching child processes until they are reaped (see "Reaping" in
 // futures/process.hpp). Two mechanisms behind one interface: a pidfd per
 // child registered with the loop, or SIGCHLD and a per-Scheduler table of
-// children. Both own themselves until the child is reaped, and hand a child
-// still running to a reaper thread when the Scheduler is destroyed. Loop
-// thread only (the reaper threads touch nothing shared).
+// children (a pidfd the loop cannot watch is replaced by polling the child
+// with waitpid on a timer: see process_watch.cpp). Both own themselves until
+// the child is reaped, and hand a child still running to a reaper thread
+// when the Scheduler is destroyed. Loop thread only (the reaper threads touch
+// nothing shared).
 #pragma once
 
 #include <sys/types.h>

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -92,6 +93,7 @@ struct Real {
     decltype(&::posix_spawnp) posix_spawnp = next<decltype(::posix_spawnp)>("posix_spawnp");
     decltype(&::waitpid) waitpid = next<decltype(::waitpid)>("waitpid");
     decltype(&::wait4) wait4 = next<decltype(::wait4)>("wait4");
+    decltype(&::pthread_create) pthread_create = next<decltype(::pthread_create)>("pthread_create");
 };
 
 // Filled in when the library is loaded (a dynamic initializer runs before
@@ -116,7 +118,7 @@ constexpr Name kErrnos[] = {
 };
 constexpr std::string_view kCalls[] = {"epoll_wait", "poll",   "select", "epoll_ctl",  "epoll_create1", "eventfd",
                                        "accept4",    "recv",   "read",   "send",       "write",         "writev",
-                                       "pipe2",      "pidfd_open", "posix_spawn", "waitpid"};
+                                       "pipe2",      "pidfd_open", "posix_spawn", "waitpid",     "pthread_create"};
 static_assert(std::size(kCalls) == static_cast<std::size_t>(Call::count_));
 
 [[noreturn]] void bad_spec(std::string_view spec, const char* why) {
@@ -323,6 +325,15 @@ pid_t waitpid(pid_t pid, int* status, int options) {
 pid_t wait4(pid_t pid, int* status, int options, rusage* usage) noexcept {
     if (fail(Call::waitpid)) return -1;
     return real().wait4(pid, status, options, usage);
+}
+int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) noexcept {
+    const int saved = errno;
+    if (fail(Call::pthread_create)) {
+        const int error = errno;
+        errno = saved;
+        return error;
+    }
+    return real().pthread_create(thread, attr, start, arg);
 }
 
 }  // extern "C"

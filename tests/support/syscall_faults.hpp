@@ -40,6 +40,7 @@ enum class Call : int {
     pidfd_open,
     posix_spawn,  // posix_spawn, posix_spawnp (they return the error; errno is untouched)
     waitpid,      // waitpid, wait4
+    pthread_create,  // returns the error, errno untouched (std::thread then throws std::system_error)
     count_
 };
 

@@ -12,7 +12,11 @@
 // their owners). The exit is watched through a pidfd (pidfd_open, Linux 5.3
 // and later), registered with the loop; without pidfd support, through
 // SIGCHLD (Scheduler::add_signal_handler) and waitpid(pid, WNOHANG) for each
-// child of this Scheduler. The watch owns itself: dropping every Process
+// child of this Scheduler. If the loop cannot watch a child's pidfd
+// (epoll_ctl failing with ENOMEM or ENOSPC after spawn_process returned), the
+// watch closes it and polls the child with waitpid(pid, WNOHANG) on a timer
+// instead (1 ms, then doubling up to 50 ms): nothing is lost, the status only
+// comes up to 50 ms later. The watch owns itself: dropping every Process
 // handle early changes nothing, the child is still reaped when it exits (its
 // status then goes nowhere). A child being watched counts as work, so run()
 // returns only once every child it started has been reaped. If the Scheduler
@@ -108,7 +112,8 @@ public:
     // Never fails, except with std::system_error if waitpid fails: ECHILD if
     // something else in the program reaped the child first (a waitpid(-1)
     // elsewhere); any other errno (the kernel refusing) also fails it, and
-    // the child is then reaped by a background thread (see "Reaping").
+    // the child is then reaped by a background thread (see "Reaping"). EINTR
+    // is not a failure: the call is made again.
     [[nodiscard]] Future<int> wait() const;
     // The status if the child has been reaped, else none (asyncio's returncode).
     std::optional<int> exit_status() const;
