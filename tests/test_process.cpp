@@ -86,9 +86,11 @@ std::string read_all(reactor::Scheduler& sched, futures::Stream s) {
 bool gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 
 // No child of this process is left, running or zombie.
+// Looks without reaping (WNOWAIT): a waitpid(-1) here would reap a zombie
+// that a reaper thread is about to wait for.
 bool no_children() {
-    int status = 0;
-    return ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
+    siginfo_t info{};
+    return ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD;
 }
 
 // How many fds this process has open.

@@ -24,6 +24,7 @@
 
 #include <exception>
 #include <source_location>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 
@@ -119,11 +120,19 @@ template <class F>
     }
 }
 
-// Runs fn() on default_executor().
+// Runs fn() on default_executor(). The default pool is made on first use: if
+// it cannot start its threads (std::system_error, EAGAIN), the future fails
+// with that error, and the next call tries to make the pool again.
 template <class F>
 [[nodiscard]] Future<executor_result_t<F>> run_in_executor(
     reactor::Scheduler& sched, F&& fn, std::source_location where = std::source_location::current()) {
-    return run_in_executor(sched, default_executor(), std::forward<F>(fn), where);
+    reactor::ThreadPool* pool = nullptr;
+    try {
+        pool = &default_executor();
+    } catch (const std::system_error&) {
+        return make_exception_future<executor_result_t<F>>(sched, std::current_exception(), where);
+    }
+    return run_in_executor(sched, *pool, std::forward<F>(fn), where);
 }
 
 }  // namespace futures

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -56,8 +57,14 @@ ThreadPool::ThreadPool(std::size_t threads, std::size_t queue_capacity)
     workers_.reserve(thread_count_);
     try {
         for (std::size_t i = 0; i < thread_count_; ++i) workers_.emplace_back([this] { work_loop(); });
-    } catch (...) {
+    } catch (const std::system_error& e) {
+        const std::size_t started = workers_.size();
         shutdown();  // the threads already started
+        // std::thread says only "Resource temporarily unavailable": say what could not start.
+        throw std::system_error(e.code(), fmt::format("reactor: ThreadPool: cannot start worker thread {} of {}",
+                                                      started + 1, thread_count_));
+    } catch (...) {
+        shutdown();
         throw;
     }
 }
