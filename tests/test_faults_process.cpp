@@ -42,6 +42,7 @@
 #include <reactor/thread_pool.hpp>
 
 #include "support/backends.hpp"
+#include "support/exit_watches.hpp"
 #include "support/check_empty.hpp"
 #include "support/syscall_faults.hpp"
 
@@ -54,29 +55,14 @@ using reactor::Backend;
 using reactor::Scheduler;
 using reactor_test::backend_under_test;
 using reactor_test::on;
+using reactor_test::sigchld_testable;
+using reactor_test::watches;
 
 namespace {
 
 // Every wait in these cases is bounded by this, so a broken watch fails the
 // case instead of hanging it; generous for a loaded machine.
 constexpr auto kGuard = 20s;
-
-// ThreadSanitizer defers a signal that arrives while the thread is blocked in
-// select(2) until the call returns (see .ci/run), so a SIGCHLD could never
-// wake a select loop there: under TSan, SIGCHLD cases run on poll and epoll only.
-bool sigchld_testable() {
-#ifdef __SANITIZE_THREAD__
-    return backend_under_test() != Backend::select;
-#else
-    return true;
-#endif
-}
-
-std::vector<ExitWatch> watches() {
-    if (sigchld_testable()) return {ExitWatch::pidfd, ExitWatch::sigchld};
-    BOOST_TEST_MESSAGE("SIGCHLD watch not run: select under ThreadSanitizer");
-    return {ExitWatch::pidfd};
-}
 
 const char* name(ExitWatch watch) {
     switch (watch) {

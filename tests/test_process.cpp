@@ -31,6 +31,7 @@
 #include <futures/when_all.hpp>
 
 #include "support/backends.hpp"
+#include "support/exit_watches.hpp"
 #include "support/fds.hpp"
 #include "support/net_util.hpp"
 
@@ -39,25 +40,10 @@ using futures::ExitWatch;
 using futures::ProcessOptions;
 using futures::Stdio;
 using reactor_test::on;
+using reactor_test::sigchld_testable;
+using reactor_test::watches;
 
 namespace {
-
-// ThreadSanitizer defers a signal that arrives while the thread is blocked in
-// select(2) until the call returns (see .ci/run), so a SIGCHLD could never
-// wake a select loop there: under TSan, SIGCHLD cases run on poll and epoll only.
-bool sigchld_testable() {
-#ifdef __SANITIZE_THREAD__
-    return reactor_test::backend_under_test() != reactor::Backend::select;
-#else
-    return true;
-#endif
-}
-
-std::vector<ExitWatch> watches() {
-    if (sigchld_testable()) return {ExitWatch::pidfd, ExitWatch::sigchld};
-    BOOST_TEST_MESSAGE("SIGCHLD watch not run: select under ThreadSanitizer");
-    return {ExitWatch::pidfd};
-}
 
 ProcessOptions with(ExitWatch watch) {
     ProcessOptions o;

@@ -60,6 +60,16 @@ bool fail(Call call, int fd = -1) {
     return true;
 }
 
+// For the calls that return the error and leave errno alone (posix_spawn,
+// pthread_create): the error if this call is to fail, else 0.
+int fail_returning(Call call) {
+    const int saved = errno;
+    if (!fail(call)) return 0;
+    const int error = errno;
+    errno = saved;
+    return error;
+}
+
 // ---------------------------------------------------------------- the real functions
 
 template <class F>
@@ -300,22 +310,12 @@ int pidfd_open(pid_t pid, unsigned int flags) noexcept {
 }
 int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-    const int saved = errno;
-    if (fail(Call::posix_spawn)) {
-        const int error = errno;
-        errno = saved;
-        return error;
-    }
+    if (const int error = faults::fail_returning(Call::posix_spawn)) return error;
     return real().posix_spawn(pid, path, actions, attr, argv, envp);
 }
 int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                  const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-    const int saved = errno;
-    if (fail(Call::posix_spawn)) {
-        const int error = errno;
-        errno = saved;
-        return error;
-    }
+    if (const int error = faults::fail_returning(Call::posix_spawn)) return error;
     return real().posix_spawnp(pid, file, actions, attr, argv, envp);
 }
 pid_t waitpid(pid_t pid, int* status, int options) {
@@ -327,12 +327,7 @@ pid_t wait4(pid_t pid, int* status, int options, rusage* usage) noexcept {
     return real().wait4(pid, status, options, usage);
 }
 int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) noexcept {
-    const int saved = errno;
-    if (fail(Call::pthread_create)) {
-        const int error = errno;
-        errno = saved;
-        return error;
-    }
+    if (const int error = faults::fail_returning(Call::pthread_create)) return error;
     return real().pthread_create(thread, attr, start, arg);
 }
 
