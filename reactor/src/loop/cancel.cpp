@@ -1,6 +1,8 @@
-// Cancellation (STYLE 7): a Handle names a slot by (slot, generation); cancel
-// frees the slot and its callable now and leaves the queue entry behind, to be
-// skipped when reached. The sleeping heap is rebuilt once it is mostly dead.
+// Cancellation: a Handle names a slot by (slot, generation); cancel frees the
+// slot and its callable now (what the callable captured is released at once,
+// not when its time comes) and leaves the queue entry behind, to be skipped
+// when reached: removing it from the middle of a heap or a queue would cost
+// more than skipping it. The sleeping heap is rebuilt once it is mostly dead.
 // Loop thread only; a stale Handle is a harmless no-op.
 #include <algorithm>
 #include <cstddef>

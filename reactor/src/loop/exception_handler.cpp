@@ -1,6 +1,8 @@
-// The third error path (STYLE 13): a user callback threw, or a layer above
-// reports an error; the loop formats it and hands it to the installed handler,
-// never letting a failing handler unwind into the loop. Loop thread only.
+// Errors that have no caller to return to: a user callback threw, or a layer
+// above reports an error that has no owner to hear it (errors with an owner
+// reach it: a close reason, an error callback, a failed future). The loop
+// formats it and hands it to the installed handler, never letting a failing
+// handler unwind into the loop. Loop thread only.
 #include <cstdio>
 #include <exception>
 #include <string>
