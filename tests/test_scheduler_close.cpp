@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <futures/futures.hpp>
 #include <reactor/net/listener.hpp>
 
 #include "support/backends.hpp"
@@ -201,4 +202,32 @@ BOOST_AUTO_TEST_CASE(in_debug_mode_the_destructor_names_what_is_left_on_stderr) 
             BOOST_TEST(err == "");  // off by default: destruction says nothing
         }
     }
+}
+
+// close() ends a streams server's conversations by cancelling what they wait
+// for: the handler task ends cancelled, and nothing is reported as an
+// exception nobody retrieved (it used to fail the read with ECANCELED, and
+// say "Future exception was never retrieved" for each handler).
+BOOST_AUTO_TEST_CASE(close_cancels_a_streams_servers_conversations_without_a_report) {
+    reactor::Scheduler sched(on_backend());
+    std::vector<std::string> reports;
+    sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(reactor::describe(ctx)); });
+    std::vector<futures::Future<void>> conversations;
+    bool reading = false;
+    futures::StreamServer server =
+        futures::start_server(sched, reactor::Address::parse("127.0.0.1", 0), [&](futures::Stream s) {
+            reading = true;
+            futures::Future<void> f = s.read_until("\n").then([](std::string) {});
+            conversations.push_back(f);
+            return f;
+        });
+    const int client = nettest::connect_blocking(server.address().port());
+    BOOST_REQUIRE(client >= 0);
+    BOOST_REQUIRE(nettest::run_until(sched, [&] { return reading; }));
+    (void)sched.close();
+    ::close(client);
+    BOOST_REQUIRE(conversations.size() == 1u);
+    BOOST_TEST(conversations[0].cancelled());
+    for (const std::string& line : reports) BOOST_TEST(line.find("never retrieved") == std::string::npos, line);
+    BOOST_TEST(sched.live().empty());
 }

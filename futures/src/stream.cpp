@@ -139,7 +139,9 @@ std::system_error StreamCore::connection_error() const {
 void StreamCore::finish_drains(int error) {
     for (auto& f : std::exchange(drain_waiters_, {})) {
         if (f.done()) continue;  // cancelled by its owner
-        if (error != 0) {
+        if (error == ECANCELED) {
+            f.cancel();  // Scheduler::close(): see try_read
+        } else if (error != 0) {
             f.set_exception(connection_error());
         } else {
             f.set_result();
@@ -180,6 +182,15 @@ void StreamCore::try_read() {
     }
     }
     if (eof_) {
+        // Scheduler::close() ended the connection: what waited on it is
+        // cancelled, as close() cancels tasks, not failed (a conversation it
+        // ends is not an error nobody retrieved).
+        if (error_ == ECANCELED) {
+            Future<std::string> f = std::move(read_->future);
+            read_.reset();
+            f.cancel();
+            return;
+        }
         if (error_ != 0) return fail(connection_error());
         if (r.kind == ReadKind::some) return complete(0);
         std::string partial(in_.view());

@@ -92,6 +92,8 @@ public:
     [[nodiscard]] Future<std::string> read_until(std::string delimiter = "\n");
     // Reads after a connection reset or error fail with std::system_error.
     // Cancelling a pending read leaves the buffered bytes for the next read.
+    // Scheduler::close() cancels a pending read or drain (as it cancels
+    // tasks): a conversation it ends is cancelled, not failed.
     bool at_eof() const;           // EOF seen and nothing left in the buffer
     std::size_t buffered() const;  // bytes received and not read yet
 
