@@ -312,7 +312,7 @@ BOOST_AUTO_TEST_CASE(a_closed_queue_refuses_puts_and_drains_then_fails_gets) {
     (void)q.put(2);
     q.close();
     q.close();  // idempotent
-    BOOST_TEST(q.closed());
+    BOOST_TEST(q.is_closed());
     Future<void> late = q.put(3);
     BOOST_CHECK_THROW(late.result(), QueueClosed);
     BOOST_TEST(mentions(late.exception(), "put: the Queue created at"));

@@ -79,13 +79,13 @@ BOOST_AUTO_TEST_CASE(work_runs_on_a_worker_and_done_on_the_loop_thread) {
             BOOST_TEST((r.status == JobStatus::done));
             value = *r.value;
         });
-    BOOST_TEST(job.pending());
+    BOOST_TEST(job.is_pending());
     // The job is work: run() waits for the result instead of returning at once.
     run_bounded(s);
     BOOST_TEST(value == 42);
     BOOST_TEST((worker_id != loop_id));
     BOOST_TEST((done_id == loop_id));
-    BOOST_TEST(!job.pending());
+    BOOST_TEST(!job.is_pending());
     BOOST_TEST(!job.cancel());  // done already ran
     BOOST_TEST(s.empty());
 }
@@ -293,7 +293,7 @@ BOOST_AUTO_TEST_CASE(a_scheduler_destroyed_with_jobs_in_flight) {
         s.reset();
         BOOST_TEST(log->destroyed == 4);
         BOOST_TEST(pool.queued() == 0u);  // taken out of the queue
-        BOOST_TEST(!kept.pending());
+        BOOST_TEST(!kept.is_pending());
         kept = {};  // a handle must not outlive its Scheduler's use: drop it
     }
     gate.open();

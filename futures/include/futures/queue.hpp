@@ -122,7 +122,7 @@ public:
         putters_.fail_all(closed_error("put"));
     }
 
-    bool closed() const noexcept { return closed_; }
+    bool is_closed() const noexcept { return closed_; }
     std::size_t size() const noexcept { return items_.size(); }
     bool empty() const noexcept { return items_.empty(); }
     bool full() const noexcept { return items_.size() >= capacity_; }

@@ -195,7 +195,7 @@ public:
 
     explicit operator bool() const noexcept { return job_ != nullptr; }
     // True until `done` has run or been dropped.
-    bool pending() const noexcept { return job_ && job_->done_pending; }
+    bool is_pending() const noexcept { return job_ && job_->done_pending; }
     // Loop thread. If `done` has not run yet, it never will: it is destroyed
     // now. A job still queued is taken out of the queue and its work never
     // runs; one already running runs to the end on its worker (a thread
