@@ -33,11 +33,7 @@ inline std::ostream& operator<<(std::ostream& out, LiveItem::Kind kind) { return
 
 namespace {
 
-reactor::Scheduler::Options on_backend() {
-    reactor::Scheduler::Options o;
-    o.backend = reactor_test::backend_under_test();
-    return o;
-}
+reactor::Scheduler::Options on_backend() { return reactor_test::on(reactor_test::backend_under_test()); }
 
 // Keeps every report of the exception handler, as text.
 struct Reports {
