@@ -182,10 +182,11 @@ public:
     // A wait that fails transiently (ENOMEM, ENOBUFS, anything but EINTR,
     // EBADF, EINVAL, EFAULT) is reported (rate-limited) and retried after a
     // pause that doubles each time (1 ms, 2 ms, ... up to 100 ms); timers
-    // and ready callbacks run between the tries. A wait that fails with EBADF, EINVAL or EFAULT
-    // (the loop's own state is broken), or kWaitFailureLimit times in a row
-    // with the same error, makes run() (and run_once, run_forever, run_for)
-    // throw std::system_error naming the backend and the call.
+    // and ready callbacks run between the tries. A wait that fails with
+    // EBADF, EINVAL or EFAULT (the loop's own state is broken), or
+    // kWaitFailureLimit times in a row with the same error, makes run() (and
+    // run_once, run_forever, run_for) throw std::system_error naming the
+    // backend and the call; the loop may be run again.
     static constexpr unsigned kWaitFailureLimit = 16;
 
     // ---- signals (loop thread only) ----
@@ -474,7 +475,7 @@ private:
     // (Selector::may_report_closed_fds): checked before dispatch (move_ready_io).
     bool check_fds_before_dispatch_ = false;
     // The selector's wait failing (wait_failures.cpp): the error and how many
-    // times in a row, the pause before the next try, and the last report.
+    // times in a row it came, and the rate limit of its reports.
     int wait_error_ = 0;
     unsigned wait_failures_in_row_ = 0;
     TimePoint wait_reported_at_{};
