@@ -124,6 +124,27 @@ struct SilentListener {
 // (epoll_pwait where libc prefers it). Each example keeps its own backend.
 const std::string kSelectorWaits = "pselect6,ppoll,epoll_wait,epoll_pwait";
 
+// "listening on 127.0.0.1:PORT (epoll)": the port.
+std::uint16_t listening_port(testsupport::Child& child, const std::string& program) {
+    auto first = child.read_line(20s);
+    BOOST_REQUIRE_MESSAGE(first.has_value(), program << " printed nothing");
+    std::smatch m;
+    BOOST_REQUIRE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(epoll\))")));
+    return static_cast<std::uint16_t>(std::stoi(m[1]));
+}
+
+// One echo exchange as a client: what came back (empty after a reset).
+std::string echo_once(std::uint16_t port, const std::string& message) {
+    const int fd = nettest::connect_blocking(port);
+    if (fd < 0) return "connect failed";
+    nettest::send_all(fd, message);
+    ::shutdown(fd, SHUT_WR);
+    std::string back = nettest::recv_all(fd);
+    ::close(fd);
+    return back;
+}
+
+
 }  // namespace
 
 // EINVAL from the wait means the loop's own state is broken: run() throws.
@@ -163,11 +184,7 @@ BOOST_AUTO_TEST_CASE(a_server_whose_selector_fails_with_a_client_connected_exits
     // The wait fails from its 4th call on: after the listen, the accept and the client's first bytes.
     testsupport::Child child = under_strace("epoll_wait,epoll_pwait", "EINVAL", "4+", "echo_server",
                                             {"--port", "0", "--max-seconds", "30"});
-    auto first = child.read_line(20s);
-    BOOST_REQUIRE_MESSAGE(first.has_value(), "echo_server printed nothing");
-    std::smatch m;
-    BOOST_REQUIRE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(epoll\))")));
-    int fd = nettest::connect_blocking(static_cast<std::uint16_t>(std::stoi(m[1])));
+    int fd = nettest::connect_blocking(listening_port(child, "echo_server"));
     BOOST_REQUIRE(fd >= 0);
     nettest::send_all(fd, "hello\n");
     child.read_all(30s);
@@ -200,11 +217,7 @@ BOOST_AUTO_TEST_CASE(resolve_whose_pool_cannot_start_a_thread_exits_1, *needs_st
 BOOST_AUTO_TEST_CASE(echo_server_streams_counts_its_own_read_error_as_a_failure, *needs_strace()) {
     testsupport::Child child = under_strace("recvfrom", "EIO", "1", "echo_server_streams",
                                             {"--port", "0", "--exit-after", "1", "--max-seconds", "30"});
-    auto first = child.read_line(20s);
-    BOOST_REQUIRE_MESSAGE(first.has_value(), "echo_server_streams printed nothing");
-    std::smatch m;
-    BOOST_REQUIRE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(epoll\))")));
-    int fd = nettest::connect_blocking(static_cast<std::uint16_t>(std::stoi(m[1])));
+    int fd = nettest::connect_blocking(listening_port(child, "echo_server_streams"));
     BOOST_REQUIRE(fd >= 0);
     nettest::send_all(fd, "hello\n");
     nettest::recv_all(fd);  // until the server ends the connection
@@ -217,29 +230,6 @@ BOOST_AUTO_TEST_CASE(echo_server_streams_counts_its_own_read_error_as_a_failure,
     BOOST_TEST(stderr_lines(err).size() == 1u, err);
 }
 
-namespace {
-
-// "listening on 127.0.0.1:PORT (epoll)": the port.
-std::uint16_t listening_port(testsupport::Child& child, const std::string& program) {
-    auto first = child.read_line(20s);
-    BOOST_REQUIRE_MESSAGE(first.has_value(), program << " printed nothing");
-    std::smatch m;
-    BOOST_REQUIRE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(epoll\))")));
-    return static_cast<std::uint16_t>(std::stoi(m[1]));
-}
-
-// One echo exchange as a client: what came back (empty after a reset).
-std::string echo_once(std::uint16_t port, const std::string& message) {
-    const int fd = nettest::connect_blocking(port);
-    if (fd < 0) return "connect failed";
-    nettest::send_all(fd, message);
-    ::shutdown(fd, SHUT_WR);
-    std::string back = nettest::recv_all(fd);
-    ::close(fd);
-    return back;
-}
-
-}  // namespace
 
 // A transient failure of the wait (ENOMEM on its 3rd call) is ridden out:
 // one line on stderr says it is retried, the client is served, and the
