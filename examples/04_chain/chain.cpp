@@ -108,11 +108,7 @@ int run(int argc, char** argv) {
     reactor::Scheduler sched;
     // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
     // before the first line is printed, so whoever sees that line may interrupt.
-    bool interrupted = false;
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    examples::on_sigint(sched, [&] { sched.stop(); });
     Context cx{sched, speed};
     Future<void> program = pipeline(cx)
                                .then([&] { return recovery(cx); })

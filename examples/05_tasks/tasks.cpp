@@ -100,11 +100,7 @@ int run(int argc, char** argv) {
     reactor::Scheduler sched;
     // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
     // before the first line is printed, so whoever sees that line may interrupt.
-    bool interrupted = false;
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    examples::on_sigint(sched, [&] { sched.stop(); });
     futures::Future<void> main_task = futures::spawn(sched, Main(sched, speed));
     if (!futures::run_until(sched, main_task)) return examples::interrupted(cli);
     main_task.result();  // rethrows what it failed with, if it did

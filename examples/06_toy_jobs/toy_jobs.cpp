@@ -78,11 +78,7 @@ int run(int argc, char** argv) {
     reactor::Scheduler sched;
     // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
     // before the first line is printed, so whoever sees that line may interrupt.
-    bool interrupted = false;
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    examples::on_sigint(sched, [&] { sched.stop(); });
     Stopwatch clock(speed);
     std::vector<futures::Future<void>> jobs{
         futures::spawn(sched, Job(sched, clock, "A", Seconds(2))),
