@@ -140,21 +140,18 @@ void Listener::start_accepting() {
 // Reported once, through the error callback if there is one (it sees a
 // listener that is no longer listening: that is how it tells this from
 // accept trouble), else through the exception handler.
-void Listener::on_unwatchable(int /*fd*/, std::error_code error) {
+void Listener::on_unwatchable(int fd, std::error_code error) {
     if (fd_ < 0) return;
     auto keep_alive = shared_from_this();  // the error callback may drop the last reference
     failure_ = error;
-    const std::string what = "the loop cannot watch the listening socket; stopped listening";
-    ErrorContext ctx;
-    ctx.message = fmt::format("listener {}: {} ({})", address_.to_string(), what, error.message());
-    ctx.fd = fd_;
+    const std::string_view what = "the loop cannot watch the listening socket; stopped listening";
     auto on_error = on_error_.take();  // close() drops it
     close();
-    if (on_error) {
-        on_error(*this, error, what);
-    } else {
-        sched_.call_exception_handler(ctx);
-    }
+    if (on_error) return on_error(*this, error, what);
+    ErrorContext ctx;
+    ctx.message = fmt::format("listener {}: {} ({})", address_.to_string(), what, error.message());
+    ctx.fd = fd;
+    sched_.call_exception_handler(ctx);
 }
 
 // Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.
