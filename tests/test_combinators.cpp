@@ -1,5 +1,5 @@
 // Combinator and leaf-future tests: when_all (vector and tuple), when_any,
-// with_timeout, sleep/sleep_until on a fake clock, readable/writable on pipes.
+// with_timeout, sleep/sleep_until on a virtual clock, readable/writable on pipes.
 // The policy under test: the first error or cancellation decides, and every
 // input still pending is then cancelled; later errors are not lost.
 #define BOOST_TEST_MODULE combinators
@@ -17,9 +17,9 @@
 
 #include <futures/futures.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/fds.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -31,6 +31,8 @@ using futures_test::Reports;
 using reactor_test::Pipe;
 using futures_test::what;
 using Bag = std::vector<std::string>;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 // A sleep that then yields `value`.
 Future<int> value_after(reactor::Scheduler& s, reactor::Duration d, int value) {
@@ -46,7 +48,7 @@ Future<int> error_after(reactor::Scheduler& s, reactor::Duration d, std::string 
 BOOST_AUTO_TEST_SUITE(leaves)
 
 BOOST_AUTO_TEST_CASE(sleep_completes_at_its_deadline_never_before) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto start = loop.clock.now();
     std::vector<reactor::Duration> seen;
     Future<void> a = futures::sleep(loop.sched, 2s);
@@ -63,7 +65,7 @@ BOOST_AUTO_TEST_CASE(sleep_completes_at_its_deadline_never_before) {
 }
 
 BOOST_AUTO_TEST_CASE(sleep_accepts_any_duration_and_negative_means_now) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto start = loop.clock.now();
     Future<void> a = futures::sleep(loop.sched, std::chrono::duration<double>(0.25));
     Future<void> b = futures::sleep(loop.sched, -5s);
@@ -79,7 +81,7 @@ BOOST_AUTO_TEST_CASE(sleep_accepts_any_duration_and_negative_means_now) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_a_sleep_cancels_its_timer) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<void> s = futures::sleep(loop.sched, 1h);
     BOOST_TEST(loop.sched.timer_count() == 1u);
     BOOST_TEST(s.cancel());
@@ -90,7 +92,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_sleep_cancels_its_timer) {
 }
 
 BOOST_AUTO_TEST_CASE(readable_and_writable_on_a_pipe) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Pipe p;
     Bag bag;
     Future<void> r = futures::readable(loop.sched, p.r);
@@ -106,7 +108,7 @@ BOOST_AUTO_TEST_CASE(readable_and_writable_on_a_pipe) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_readable_removes_the_waiter) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Pipe p;
     Future<void> r = futures::readable(loop.sched, p.r);
     BOOST_TEST(loop.sched.waiter_count() == 1u);
@@ -117,7 +119,7 @@ BOOST_AUTO_TEST_CASE(cancelling_readable_removes_the_waiter) {
 }
 
 BOOST_AUTO_TEST_CASE(fd_closed_while_waited_on_cancels_the_future_and_is_reported) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     Pipe p;
     Future<void> r = futures::readable(loop.sched, p.r);
@@ -131,7 +133,7 @@ BOOST_AUTO_TEST_CASE(fd_closed_while_waited_on_cancels_the_future_and_is_reporte
 }
 
 BOOST_AUTO_TEST_CASE(a_replaced_fd_wait_cancels_the_older_future) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Pipe p;
     Future<void> first = futures::readable(loop.sched, p.r);
     Future<void> second = futures::readable(loop.sched, p.r);
@@ -143,7 +145,7 @@ BOOST_AUTO_TEST_CASE(a_replaced_fd_wait_cancels_the_older_future) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_fd_is_refused_at_once) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     BOOST_CHECK_THROW((void)futures::readable(loop.sched, -1), std::invalid_argument);
     BOOST_CHECK_THROW((void)futures::writable(loop.sched, -3), std::invalid_argument);
     CHECK_EMPTY(loop.sched);
@@ -154,7 +156,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(when_all_)
 
 BOOST_AUTO_TEST_CASE(values_in_input_order_once_the_last_is_done) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto start = loop.clock.now();
     Future<std::vector<int>> all = futures::when_all(std::vector<Future<int>>{
         value_after(loop.sched, 1s, 10), value_after(loop.sched, 3s, 30), value_after(loop.sched, 2s, 20)});
@@ -165,7 +167,7 @@ BOOST_AUTO_TEST_CASE(values_in_input_order_once_the_last_is_done) {
 }
 
 BOOST_AUTO_TEST_CASE(void_inputs_and_empty_vectors) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<void> all = futures::when_all(std::vector<Future<void>>{futures::sleep(loop.sched, 1s), futures::sleep(loop.sched, 2s)});
     Future<std::vector<int>> none = futures::when_all(loop.sched, std::vector<Future<int>>{});
     BOOST_TEST(none.done());
@@ -179,7 +181,7 @@ BOOST_AUTO_TEST_CASE(void_inputs_and_empty_vectors) {
 }
 
 BOOST_AUTO_TEST_CASE(first_error_wins_and_the_rest_are_cancelled) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto start = loop.clock.now();
     Future<int> slow = value_after(loop.sched, 10s, 1);
     Future<int> bad = error_after(loop.sched, 1s, "first");
@@ -195,7 +197,7 @@ BOOST_AUTO_TEST_CASE(first_error_wins_and_the_rest_are_cancelled) {
 }
 
 BOOST_AUTO_TEST_CASE(a_later_error_is_not_lost) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     {
         // Both fail in the same iteration: the second cannot be cancelled any more.
@@ -212,7 +214,7 @@ BOOST_AUTO_TEST_CASE(a_later_error_is_not_lost) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_input_cancels_the_result_and_cancelling_the_result_cancels_inputs) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     {
         Future<int> a(loop.sched), b(loop.sched);
         auto all = futures::when_all(std::vector<Future<int>>{a, b});
@@ -234,7 +236,7 @@ BOOST_AUTO_TEST_CASE(cancelled_input_cancels_the_result_and_cancelling_the_resul
 }
 
 BOOST_AUTO_TEST_CASE(variadic_form_gives_a_tuple) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto all = futures::when_all(value_after(loop.sched, 2s, 7), futures::sleep(loop.sched, 1s),
                                  futures::make_ready_future(loop.sched, std::string("s")));
     static_assert(std::is_same_v<decltype(all), Future<std::tuple<int, std::monostate, std::string>>>);
@@ -247,7 +249,7 @@ BOOST_AUTO_TEST_CASE(variadic_form_gives_a_tuple) {
 }
 
 BOOST_AUTO_TEST_CASE(variadic_form_fails_fast_too) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<void> slow = futures::sleep(loop.sched, 1h);
     auto all = futures::when_all(slow, error_after(loop.sched, 1s, "tuple error"));
     loop.sched.run();
@@ -261,7 +263,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(when_any_)
 
 BOOST_AUTO_TEST_CASE(first_to_finish_wins_the_rest_are_cancelled) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::vector<Future<int>> inputs{value_after(loop.sched, 3s, 3), value_after(loop.sched, 1s, 1),
                                     value_after(loop.sched, 2s, 2)};
     auto any = futures::when_any(inputs);
@@ -274,7 +276,7 @@ BOOST_AUTO_TEST_CASE(first_to_finish_wins_the_rest_are_cancelled) {
 }
 
 BOOST_AUTO_TEST_CASE(an_error_can_win_and_void_gives_the_index) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto bad = futures::when_any(std::vector<Future<int>>{value_after(loop.sched, 2s, 1), error_after(loop.sched, 1s, "fast failure")});
     auto idx = futures::when_any(std::vector<Future<void>>{futures::sleep(loop.sched, 5s), futures::sleep(loop.sched, 4s)});
     loop.sched.run();
@@ -289,7 +291,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(with_timeout_)
 
 BOOST_AUTO_TEST_CASE(fires_with_timeout_error_and_cancels_the_inner_future) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto start = loop.clock.now();
     Future<int> slow = value_after(loop.sched, 10s, 1);
     Future<int> bounded = futures::with_timeout(slow, 2s);
@@ -303,7 +305,7 @@ BOOST_AUTO_TEST_CASE(fires_with_timeout_error_and_cancels_the_inner_future) {
 }
 
 BOOST_AUTO_TEST_CASE(completes_like_the_inner_future_in_time_and_drops_the_timer) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto start = loop.clock.now();
     Future<int> fast = value_after(loop.sched, 1s, 5);
     Future<int> bounded = futures::with_timeout(fast, 1h);
@@ -316,7 +318,7 @@ BOOST_AUTO_TEST_CASE(completes_like_the_inner_future_in_time_and_drops_the_timer
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_the_result_cancels_inner_and_timer) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<void> inner = futures::sleep(loop.sched, 1h);
     Future<void> bounded = futures::with_timeout(inner, 1s);
     BOOST_TEST(loop.sched.timer_count() == 2u);
@@ -329,7 +331,7 @@ BOOST_AUTO_TEST_CASE(cancelling_the_result_cancels_inner_and_timer) {
 }
 
 BOOST_AUTO_TEST_CASE(bounds_an_fd_wait_and_removes_the_waiter) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Pipe p;
     Future<void> r = futures::readable(loop.sched, p.r);
     Future<void> bounded = futures::with_timeout(r, 100ms);

@@ -1,5 +1,5 @@
 // Connection deadlines (read, write and idle timeouts) on every backend, on
-// a fake clock: the loop's time moves only when it would sleep, so each
+// a virtual clock: the loop's time moves only when it would sleep, so each
 // deadline is checked to the nanosecond without real waiting. The peer is a
 // real socket (a socketpair end that no reactor code drives).
 #define BOOST_TEST_MODULE connection_deadlines
@@ -20,22 +20,24 @@
 #include <reactor/net/connection.hpp>
 
 #include "support/counting_new.hpp"
-#include "support/fake_clock.hpp"
 #include "support/fds.hpp"
 #include "support/tcp_echo.hpp"
+#include "support/virtual_time.hpp"
 
 
 using namespace std::chrono_literals;
 using namespace tcp_test;
-using reactor_test::FakeLoop;
+using reactor::testing::VirtualLoop;
+using reactor_test::TimeoutRecordingLoop;
+using reactor_test::backend_under_test;
 using reactor_test::SocketPair;
 
 namespace {
 
-// A connection on end `a` of a socketpair, on a fake-clock loop; records
+// A connection on end `a` of a socketpair, on a virtual-time loop; records
 // when and why it closed. Members in construction order.
 struct Rig {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop{backend_under_test()};
     SocketPair pair;
     reactor::TimePoint start = loop.clock.now();
     std::optional<reactor::CloseReason> reason;
@@ -52,8 +54,8 @@ struct Rig {
             closed_at = loop.clock.now();
         });
     }
-    // Runs the loop until `done`; the fake clock jumps over every sleep, and
-    // a loop that would wait forever throws (TestSelector), so this ends.
+    // Runs the loop until `done`; the virtual clock jumps over every sleep, and
+    // a loop that would wait forever throws (VirtualSelector), so this ends.
     template <class Pred>
     void run_until(Pred done) {
         for (int i = 0; i < 100000 && !done(); ++i) loop.sched.run_once();
@@ -63,7 +65,7 @@ struct Rig {
         run_until([&] { return reason.has_value(); });
     }
     reactor::Duration closed_after() const { return closed_at - start; }
-    // The peer sends at `at` (fake time from start).
+    // The peer sends at `at` (virtual time from start).
     void peer_sends_at(reactor::Duration at, std::string bytes) {
         loop.sched.call_at(start + at, [this, bytes] {
             BOOST_REQUIRE(::send(pair.b.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size()));
@@ -186,7 +188,7 @@ BOOST_AUTO_TEST_CASE(without_deadlines_the_loop_sets_no_timer) {
 }
 
 BOOST_AUTO_TEST_CASE(a_stream_read_fails_with_timed_out_at_its_read_deadline) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     SocketPair pair;
     futures::StreamOptions options;
     options.connection.read_timeout = 30s;
@@ -207,8 +209,8 @@ BOOST_AUTO_TEST_CASE(a_stream_read_fails_with_timed_out_at_its_read_deadline) {
 }
 
 BOOST_AUTO_TEST_CASE(receiving_with_deadlines_set_allocates_nothing_per_read) {
-    // A real clock here: the fake one's selector records every wait.
-    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    // A real loop here, not a Rig's: its selector records every wait (allocating).
+    reactor::Scheduler sched(on(backend_under_test()));
     SocketPair pair;
     auto conn = Connection::adopt(sched, ::dup(pair.a.get()), with(1h, 1h, 1h));
     pair.a = reactor_test::Fd();

@@ -21,8 +21,8 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -33,6 +33,8 @@ using futures::Status;
 using futures_test::Reports;
 using futures_test::what;
 using Bag = std::vector<std::string>;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 // The memory block behind a future (its state).
 template <class T>
@@ -45,7 +47,7 @@ const void* block_of(const Future<T>& f) {
 BOOST_AUTO_TEST_SUITE(state_machine)
 
 BOOST_AUTO_TEST_CASE(pending_future_refuses_to_be_read) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> f(loop.sched);
     BOOST_TEST(f.valid());
     BOOST_TEST(!f.done());
@@ -57,7 +59,7 @@ BOOST_AUTO_TEST_CASE(pending_future_refuses_to_be_read) {
 }
 
 BOOST_AUTO_TEST_CASE(set_result_then_result) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<std::string> f(loop.sched);
     f.set_result("hello");
     BOOST_TEST(f.done());
@@ -72,7 +74,7 @@ BOOST_AUTO_TEST_CASE(set_result_then_result) {
 }
 
 BOOST_AUTO_TEST_CASE(second_completion_is_an_invalid_state_error) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> f(loop.sched);
     f.set_result(1);
     BOOST_CHECK_THROW(f.set_result(2), InvalidStateError);
@@ -89,7 +91,7 @@ BOOST_AUTO_TEST_CASE(second_completion_is_an_invalid_state_error) {
 }
 
 BOOST_AUTO_TEST_CASE(invalid_state_error_names_the_future) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> f(loop.sched);
     const auto line = __LINE__ - 1;
     f.set_result(1);
@@ -104,7 +106,7 @@ BOOST_AUTO_TEST_CASE(invalid_state_error_names_the_future) {
 }
 
 BOOST_AUTO_TEST_CASE(failed_future_rethrows_the_same_exception) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> f(loop.sched);
     auto error = std::make_exception_ptr(std::runtime_error("boom"));
     f.set_exception(error);
@@ -116,7 +118,7 @@ BOOST_AUTO_TEST_CASE(failed_future_rethrows_the_same_exception) {
 }
 
 BOOST_AUTO_TEST_CASE(cancel_makes_result_throw_cancelled_error) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> f(loop.sched);
     BOOST_TEST(f.cancel());
     BOOST_TEST(f.cancelled());
@@ -127,7 +129,7 @@ BOOST_AUTO_TEST_CASE(cancel_makes_result_throw_cancelled_error) {
 }
 
 BOOST_AUTO_TEST_CASE(completing_with_cancelled_error_means_cancelled) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> f(loop.sched);
     f.set_exception(CancelledError("stopped by the user"));
     BOOST_TEST(f.cancelled());
@@ -146,7 +148,7 @@ BOOST_AUTO_TEST_CASE(empty_future_throws_on_use) {
 }
 
 BOOST_AUTO_TEST_CASE(copies_share_one_state) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> a(loop.sched);
     Future<int> b = a;
     BOOST_TEST((a == b));
@@ -158,7 +160,7 @@ BOOST_AUTO_TEST_CASE(copies_share_one_state) {
 }
 
 BOOST_AUTO_TEST_CASE(move_only_values) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<std::unique_ptr<int>> f(loop.sched);
     f.set_result(std::make_unique<int>(5));
     BOOST_TEST(*f.result() == 5);
@@ -167,7 +169,7 @@ BOOST_AUTO_TEST_CASE(move_only_values) {
 }
 
 BOOST_AUTO_TEST_CASE(derived_futures_complete_themselves) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> src(loop.sched);
     Future<int> derived = src.then([](int v) { return v; });
     BOOST_CHECK_THROW(derived.set_result(1), InvalidStateError);
@@ -181,7 +183,7 @@ BOOST_AUTO_TEST_CASE(derived_futures_complete_themselves) {
 }
 
 BOOST_AUTO_TEST_CASE(ready_and_exception_futures) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto r = futures::make_ready_future(loop.sched, std::string("x"));
     BOOST_TEST(r.result() == "x");
     auto v = futures::make_ready_future(loop.sched);
@@ -206,7 +208,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(done_callbacks)
 
 BOOST_AUTO_TEST_CASE(never_run_inside_set_result) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> f(loop.sched);
     f.add_done_callback([&] { bag.push_back("cb"); });
@@ -219,7 +221,7 @@ BOOST_AUTO_TEST_CASE(never_run_inside_set_result) {
 }
 
 BOOST_AUTO_TEST_CASE(never_run_inline_on_an_already_done_future) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> f(loop.sched);
     f.set_result(1);
@@ -232,7 +234,7 @@ BOOST_AUTO_TEST_CASE(never_run_inline_on_an_already_done_future) {
 
 BOOST_AUTO_TEST_CASE(run_in_registration_order_on_every_outcome) {
     for (Status outcome : {Status::done, Status::failed, Status::cancelled}) {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         Bag bag;
         Future<int> f(loop.sched);
         for (int i = 0; i < 5; ++i) f.add_done_callback([&bag, i] { bag.push_back(std::to_string(i)); });
@@ -248,7 +250,7 @@ BOOST_AUTO_TEST_CASE(run_in_registration_order_on_every_outcome) {
 }
 
 BOOST_AUTO_TEST_CASE(callback_receives_the_future) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> f(loop.sched);
     f.add_done_callback([&](Future<int>& self) { bag.push_back(std::to_string(self.result())); });
@@ -260,7 +262,7 @@ BOOST_AUTO_TEST_CASE(callback_receives_the_future) {
 }
 
 BOOST_AUTO_TEST_CASE(a_callback_may_add_callbacks) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> f(loop.sched);
     f.add_done_callback([&] {
@@ -277,7 +279,7 @@ BOOST_AUTO_TEST_CASE(a_callback_may_add_callbacks) {
 }
 
 BOOST_AUTO_TEST_CASE(remove_before_and_after_completion) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> f(loop.sched);
     auto a = f.add_done_callback([&] { bag.push_back("a"); });
@@ -295,7 +297,7 @@ BOOST_AUTO_TEST_CASE(remove_before_and_after_completion) {
 }
 
 BOOST_AUTO_TEST_CASE(removed_callback_releases_its_captures_at_once) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto token = std::make_shared<int>(0);
     Future<int> f(loop.sched);
     auto id = f.add_done_callback([token] {});
@@ -305,7 +307,7 @@ BOOST_AUTO_TEST_CASE(removed_callback_releases_its_captures_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(throwing_callback_goes_to_the_exception_handler) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     Bag bag;
     Future<int> f(loop.sched);
@@ -325,7 +327,7 @@ BOOST_AUTO_TEST_CASE(throwing_callback_goes_to_the_exception_handler) {
 // The callbacks registered before a completion share one ready-queue entry,
 // which runs them in order within that iteration.
 BOOST_AUTO_TEST_CASE(callbacks_of_one_completion_share_one_ready_entry) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> f(loop.sched);
     for (int i = 0; i < 3; ++i) f.add_done_callback([&bag, i] { bag.push_back(std::to_string(i)); });
@@ -339,7 +341,7 @@ BOOST_AUTO_TEST_CASE(callbacks_of_one_completion_share_one_ready_entry) {
 // A callback added to a future that is already done goes to the back of the
 // ready queue, behind whatever was scheduled before it.
 BOOST_AUTO_TEST_CASE(late_callbacks_queue_behind_earlier_work) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> f(loop.sched);
     f.set_result(1);
@@ -352,7 +354,7 @@ BOOST_AUTO_TEST_CASE(late_callbacks_queue_behind_earlier_work) {
 }
 
 BOOST_AUTO_TEST_CASE(a_callback_may_remove_a_later_one_of_its_batch) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> f(loop.sched);
     futures::CallbackId c;
@@ -375,7 +377,7 @@ BOOST_AUTO_TEST_CASE(a_callback_may_remove_a_later_one_of_its_batch) {
 BOOST_AUTO_TEST_CASE(callbacks_queued_when_the_scheduler_goes_are_released) {
     auto token = std::make_shared<int>(0);
     {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         Future<int> f(loop.sched);
         for (int i = 0; i < 3; ++i) f.add_done_callback([token] {});
         f.set_result(1);
@@ -386,7 +388,7 @@ BOOST_AUTO_TEST_CASE(callbacks_queued_when_the_scheduler_goes_are_released) {
 }
 
 BOOST_AUTO_TEST_CASE(empty_callback_is_refused) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> f(loop.sched);
     BOOST_CHECK_THROW(f.add_done_callback(reactor::Callback{}), std::invalid_argument);
 }
@@ -396,7 +398,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(never_retrieved)
 
 BOOST_AUTO_TEST_CASE(reported_when_the_last_handle_goes_naming_the_creation_site) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     unsigned line = 0;
     {
@@ -417,7 +419,7 @@ BOOST_AUTO_TEST_CASE(reported_when_the_last_handle_goes_naming_the_creation_site
 }
 
 BOOST_AUTO_TEST_CASE(not_reported_once_retrieved) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     {
         Future<int> a(loop.sched);
@@ -435,7 +437,7 @@ BOOST_AUTO_TEST_CASE(not_reported_once_retrieved) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_and_successful_futures_are_not_reported) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     {
         Future<int> a(loop.sched);
@@ -449,7 +451,7 @@ BOOST_AUTO_TEST_CASE(cancelled_and_successful_futures_are_not_reported) {
 }
 
 BOOST_AUTO_TEST_CASE(a_callback_that_ignores_the_error_does_not_retrieve_it) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     {
         Future<int> f(loop.sched);
@@ -470,7 +472,7 @@ BOOST_AUTO_TEST_SUITE(state_pool)
 using futures::detail::pooled_state_blocks;
 
 BOOST_AUTO_TEST_CASE(a_freed_state_is_reused_by_the_next_state_of_its_size) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<long> a(loop.sched);
     a.set_result(1);
     const void* block = block_of(a);
@@ -495,7 +497,7 @@ BOOST_AUTO_TEST_CASE(a_freed_state_is_reused_by_the_next_state_of_its_size) {
 // A state whose last handle went while a continuation still points back at it
 // (weakly, for cancellation) keeps its memory until that link goes.
 BOOST_AUTO_TEST_CASE(memory_held_by_a_weak_link_returns_to_the_pool_when_the_link_goes) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> src(loop.sched);
     Future<int> next = src.then([](int v) { return v; });
     const void* block = block_of(src);
@@ -517,7 +519,7 @@ BOOST_AUTO_TEST_CASE(big_and_over_aligned_states_bypass_the_pool) {
     struct alignas(64) Wide {
         char bytes[64];
     };
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     const std::size_t before = pooled_state_blocks();
     {
         Future<std::array<char, 1024>> big(loop.sched);
@@ -533,7 +535,7 @@ BOOST_AUTO_TEST_CASE(big_and_over_aligned_states_bypass_the_pool) {
 // memory: every value comes out right (and ASan sees no stale access).
 BOOST_AUTO_TEST_CASE(chains_and_fan_outs_run_right_on_reused_memory) {
     constexpr int kLength = 1000;
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     for (int round = 0; round < 3; ++round) {
         {
             Future<int> abandoned(loop.sched);

@@ -14,8 +14,8 @@
 
 #include <futures/futures.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -28,6 +28,8 @@ using futures::detail::WaitingState;
 using futures_test::Reports;
 using futures_test::Tracked;
 using futures_test::what;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 // sequence(a, b): completes like b once a is done and then b is; a's error or
 // cancellation skips b. One link, connected twice, one after the other.
@@ -65,7 +67,7 @@ Future<B> sequence(const Future<A>& a, const Future<B>& b,
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_link_wakes_its_owner_from_the_loop_and_can_be_connected_again) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> a(loop.sched);
     Future<int> b(loop.sched);
     Future<int> both = sequence(a, b);
@@ -80,7 +82,7 @@ BOOST_AUTO_TEST_CASE(a_link_wakes_its_owner_from_the_loop_and_can_be_connected_a
 }
 
 BOOST_AUTO_TEST_CASE(an_error_upstream_is_passed_on_and_counts_as_retrieved) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     Future<int> b(loop.sched);
     Future<int> both;
@@ -98,7 +100,7 @@ BOOST_AUTO_TEST_CASE(an_error_upstream_is_passed_on_and_counts_as_retrieved) {
 }
 
 BOOST_AUTO_TEST_CASE(cancellation_travels_along_the_link_to_what_it_leads_to_now) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     {
         Future<int> a(loop.sched);
         Future<int> b(loop.sched);
@@ -124,7 +126,7 @@ BOOST_AUTO_TEST_CASE(cancellation_travels_along_the_link_to_what_it_leads_to_now
 }
 
 BOOST_AUTO_TEST_CASE(a_link_keeps_its_owner_alive_until_woken_but_not_its_upstream) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> a(loop.sched);
     Future<int> b(loop.sched);
     (void)sequence(a, b);  // no handle left: a's waiter list holds the state
@@ -149,7 +151,7 @@ BOOST_AUTO_TEST_CASE(a_link_keeps_its_owner_alive_until_woken_but_not_its_upstre
 }
 
 BOOST_AUTO_TEST_CASE(death_cuts_the_link_and_destroys_the_payload_at_once) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> a(loop.sched);
     Future<int> b(loop.sched);
     Future<int> both = sequence(a, b);
@@ -164,7 +166,7 @@ BOOST_AUTO_TEST_CASE(death_cuts_the_link_and_destroys_the_payload_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(launch_frees_the_state_when_start_throws) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     struct Throwing final : State<int> {
         Throwing(reactor::Scheduler& sched, std::source_location where) : State<int>(sched, where, false) {}
         void start() { throw std::invalid_argument("no start"); }

@@ -25,15 +25,17 @@
 
 #include "../examples/12_http_hello/http_timeouts.hpp"
 #include "support/backends.hpp"
-#include "support/fake_clock.hpp"
 #include "support/net_util.hpp"
 #include "support/process.hpp"
+#include "support/virtual_time.hpp"
 
 using namespace std::chrono_literals;
 using namespace std::string_literals;
 using Ms = std::chrono::milliseconds;
 
 namespace {
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 // http_hello on a free port, run until it exits on its own (--exit-after) or
 // its --max-seconds safety net; the first line gives the port.
@@ -220,7 +222,7 @@ BOOST_AUTO_TEST_CASE(expect_100_continue_gets_100_then_the_body_is_read_and_the_
 
 BOOST_AUTO_TEST_CASE(header_timeout_ends_a_half_sent_head_with_408) {
     // That bytes trickling in do not extend a head's time is checked on the
-    // fake clock below: here a client still sending after the 408 would race
+    // virtual clock below: here a client still sending after the 408 would race
     // the reset its bytes provoke from the closed socket.
     HttpHello server({"--exit-after", "1", "--header-timeout", "1", "--idle-timeout", "60"});
     // The server's clock starts at the accept, so ours starts before the connect.
@@ -434,7 +436,7 @@ BOOST_AUTO_TEST_CASE(defaults_to_epoll_and_refuses_timeouts_out_of_range) {
 
 namespace {
 
-// ConnectionTimeouts on the fake clock: `script` runs actions at given times
+// ConnectionTimeouts on the virtual clock: `script` runs actions at given times
 // (seconds after the start); returns which deadline expired, and when.
 struct Expiry {
     http::ConnectionTimeouts::Expired what;
@@ -442,7 +444,7 @@ struct Expiry {
 };
 Expiry run_timeouts(std::vector<std::pair<int, std::function<void(http::ConnectionTimeouts&)>>> script,
                     http::Timeouts limits = {10s, 30s}) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     const auto start = loop.clock.now();
     std::optional<Expiry> expiry;
     http::ConnectionTimeouts timeouts(loop.sched, limits, [&](auto what) {
@@ -457,7 +459,7 @@ Expiry run_timeouts(std::vector<std::pair<int, std::function<void(http::Connecti
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(connection_timeouts_expire_exactly_when_due_on_the_fake_clock) {
+BOOST_AUTO_TEST_CASE(connection_timeouts_expire_exactly_when_due_on_the_virtual_clock) {
     using E = http::ConnectionTimeouts::Expired;
     auto received = [](http::ConnectionTimeouts& t) { t.received(); };
     auto head_begun = [](http::ConnectionTimeouts& t) {

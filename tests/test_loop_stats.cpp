@@ -2,8 +2,8 @@
 // lag percentiles over the recent window, and format_stats(). CTest runs the
 // suite once per selector backend.
 //
-// Every case runs on a FakeLoop (tests/support/fake_clock.hpp): the loop's
-// sleeps advance the fake clock by exactly what it asked for, so a timer
+// Every case runs on a VirtualLoop (tests/support/virtual_time.hpp): the loop's
+// sleeps advance the virtual clock by exactly what it asked for, so a timer
 // fires exactly at its deadline unless a callback advanced the clock past it
 // (a stall): latenesses are exact.
 #define BOOST_TEST_MODULE loop_stats
@@ -20,8 +20,8 @@
 #include <reactor/loop_stats.hpp>
 #include <reactor/scheduler.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/fds.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -29,11 +29,12 @@ using namespace std::chrono_literals;
 using reactor::Duration;
 using reactor::LagWindow;
 using reactor::LoopStats;
-using reactor_test::FakeLoop;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 // Timers late by exactly 1, 2, ..., n ms: all due before a stall of
 // n + 1 ms that the first callback makes, so they fire together after it.
-void fire_late_timers(FakeLoop& loop, int n) {
+void fire_late_timers(VirtualLoop& loop, int n) {
     for (int i = 1; i <= n; ++i) loop.sched.call_later(std::chrono::milliseconds(n + 1 - i), [] {});
     loop.sched.call_soon([&loop, n] { loop.clock.advance(std::chrono::milliseconds(n + 1)); });
     loop.sched.run();
@@ -44,7 +45,7 @@ void fire_late_timers(FakeLoop& loop, int n) {
 BOOST_AUTO_TEST_SUITE(counters)
 
 BOOST_AUTO_TEST_CASE(a_new_loop_counts_nothing) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     const LoopStats s = loop.sched.stats();
     BOOST_TEST(s.iterations == 0u);
     BOOST_TEST(s.callbacks_run == 0u);
@@ -57,7 +58,7 @@ BOOST_AUTO_TEST_CASE(a_new_loop_counts_nothing) {
 }
 
 BOOST_AUTO_TEST_CASE(iterations_and_callbacks) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     int chain = 0;
     std::function<void()> next = [&] {
         if (++chain < 5) loop.sched.call_soon(next);
@@ -74,7 +75,7 @@ BOOST_AUTO_TEST_CASE(iterations_and_callbacks) {
 }
 
 BOOST_AUTO_TEST_CASE(timers_and_fd_events) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     reactor_test::Pipe pipe;
     int ticks = 0;
     reactor::Handle tick;
@@ -95,7 +96,7 @@ BOOST_AUTO_TEST_CASE(timers_and_fd_events) {
 }
 
 BOOST_AUTO_TEST_CASE(what_is_pending_now) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     reactor_test::Pipe a, b;
     loop.sched.call_soon([] {});
     loop.sched.call_soon([] {});
@@ -132,7 +133,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(loop_lag)
 
 BOOST_AUTO_TEST_CASE(timers_on_time_have_no_lag) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     for (int i = 1; i <= 10; ++i) loop.sched.call_later(i * 100ms, [] {});
     loop.sched.run();
     const LoopStats s = loop.sched.stats();
@@ -142,7 +143,7 @@ BOOST_AUTO_TEST_CASE(timers_on_time_have_no_lag) {
 
 // Nearest-rank percentiles of the latenesses 1..100 ms.
 BOOST_AUTO_TEST_CASE(percentiles_of_the_latenesses) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     fire_late_timers(loop, 100);
     const LoopStats s = loop.sched.stats();
     BOOST_TEST(s.lag.samples == 100u);
@@ -153,7 +154,7 @@ BOOST_AUTO_TEST_CASE(percentiles_of_the_latenesses) {
 }
 
 BOOST_AUTO_TEST_CASE(one_sample) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     fire_late_timers(loop, 1);
     const LoopStats s = loop.sched.stats();
     BOOST_TEST(s.lag.samples == 1u);
@@ -164,7 +165,7 @@ BOOST_AUTO_TEST_CASE(one_sample) {
 
 // The window is the last kSize timers: an old stall ages out.
 BOOST_AUTO_TEST_CASE(an_old_stall_leaves_the_window) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     fire_late_timers(loop, 50);
     BOOST_TEST(loop.sched.stats().lag.max == Duration(50ms));
     for (std::size_t i = 1; i < LagWindow::kSize; ++i) loop.sched.call_later(i * 1ms, [] {});
@@ -186,7 +187,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(format)
 
 BOOST_AUTO_TEST_CASE(one_block_of_prefixed_lines) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     fire_late_timers(loop, 100);
     loop.sched.call_later(1s, [] {});
     const LoopStats s = loop.sched.stats();

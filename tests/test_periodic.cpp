@@ -2,7 +2,7 @@
 // errors, and that ticking allocates nothing. CTest runs the suite once per
 // selector backend.
 //
-// Every case runs on a FakeClock (tests/support/fake_clock.hpp): the loop's
+// Every case runs on a VirtualLoop (tests/support/virtual_time.hpp): the loop's
 // sleeps advance it by exactly what the loop asked for, and a "slow callback"
 // is one that advances it itself. Tick times are therefore exact.
 #define BOOST_TEST_MODULE periodic
@@ -23,7 +23,7 @@
 
 #include "support/check_empty.hpp"
 #include "support/counting_new.hpp"
-#include "support/fake_clock.hpp"
+#include "support/virtual_time.hpp"
 
 
 namespace {
@@ -35,7 +35,8 @@ using reactor::Handle;
 using reactor::Periodic;
 using reactor::Scheduler;
 using reactor::TimePoint;
-using reactor_test::FakeLoop;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 using Times = std::vector<Duration>;  // tick times, from the start of the case
 
 // Runs the loop until `ticks` holds n entries (every case's timer records
@@ -58,7 +59,7 @@ Times ms(std::initializer_list<long> values) {
 BOOST_AUTO_TEST_SUITE(fixed_rate)
 
 BOOST_AUTO_TEST_CASE(ticks_on_the_grid_of_its_start) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Times ticks;
@@ -76,7 +77,7 @@ BOOST_AUTO_TEST_CASE(ticks_on_the_grid_of_its_start) {
 
 // A slow callback does not shift the grid: the next tick keeps its time.
 BOOST_AUTO_TEST_CASE(a_slow_tick_does_not_move_the_next) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Times ticks;
@@ -96,7 +97,7 @@ BOOST_AUTO_TEST_CASE(a_slow_tick_does_not_move_the_next) {
 // Missed ticks are skipped, not run in a burst: after a tick that overran two
 // grid points, the next is the first grid point after it ended.
 BOOST_AUTO_TEST_CASE(missed_ticks_are_skipped_not_caught_up) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Times ticks;
@@ -115,7 +116,7 @@ BOOST_AUTO_TEST_CASE(missed_ticks_are_skipped_not_caught_up) {
 
 // The loop was late (another callback blocked it), not the tick itself.
 BOOST_AUTO_TEST_CASE(a_late_loop_skips_the_ticks_it_missed) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Times ticks;
@@ -129,7 +130,7 @@ BOOST_AUTO_TEST_CASE(a_late_loop_skips_the_ticks_it_missed) {
 
 // A tick that ends exactly on a grid point has not missed it.
 BOOST_AUTO_TEST_CASE(a_tick_ending_on_a_grid_point_keeps_it) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Times ticks;
@@ -152,7 +153,7 @@ BOOST_AUTO_TEST_SUITE(fixed_delay)
 
 // Each gap is counted from the end of the previous callback.
 BOOST_AUTO_TEST_CASE(counts_each_interval_from_the_end_of_the_last_tick) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Times ticks;
@@ -170,7 +171,7 @@ BOOST_AUTO_TEST_CASE(counts_each_interval_from_the_end_of_the_last_tick) {
 }
 
 BOOST_AUTO_TEST_CASE(a_late_loop_delays_every_later_tick) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Times ticks;
@@ -188,7 +189,7 @@ BOOST_AUTO_TEST_SUITE(lifetime)
 
 BOOST_AUTO_TEST_CASE(cancel_from_inside_its_callback_stops_it) {
     for (Periodic policy : {Periodic::fixed_rate, Periodic::fixed_delay}) {
-        FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         auto& s = loop.sched;
         Times ticks;
         Handle h;
@@ -212,7 +213,7 @@ BOOST_AUTO_TEST_CASE(cancel_from_inside_its_callback_stops_it) {
 }
 
 BOOST_AUTO_TEST_CASE(cancel_releases_the_callback_at_once) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     auto capture = std::make_shared<int>(0);
     std::weak_ptr<int> alive = capture;
@@ -226,7 +227,7 @@ BOOST_AUTO_TEST_CASE(cancel_releases_the_callback_at_once) {
 
 // Cancelled by an earlier callback of the batch it is due in: it does not run.
 BOOST_AUTO_TEST_CASE(cancelled_while_due_it_does_not_run) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int ticks = 0;
     Handle h;
@@ -238,7 +239,7 @@ BOOST_AUTO_TEST_CASE(cancelled_while_due_it_does_not_run) {
 }
 
 BOOST_AUTO_TEST_CASE(an_exception_goes_to_the_handler_and_ticking_goes_on) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     std::vector<std::string> reports;
     s.set_exception_handler([&](const ErrorContext& ctx) { reports.push_back(reactor::describe(ctx)); });
@@ -265,7 +266,7 @@ BOOST_AUTO_TEST_CASE(destroying_the_scheduler_releases_it) {
     auto capture = std::make_shared<int>(0);
     std::weak_ptr<int> alive = capture;
     {
-        FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         loop.sched.call_every(10ms, [c = std::move(capture)] {}, Periodic::fixed_delay);
         loop.sched.run_once();
     }
@@ -277,7 +278,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(bad_input)
 
 BOOST_AUTO_TEST_CASE(an_interval_that_is_not_positive_is_refused) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     BOOST_CHECK_THROW(s.call_every(0ms, [] {}, Periodic::fixed_rate), std::invalid_argument);
     BOOST_CHECK_THROW(s.call_every(-5s, [] {}, Periodic::fixed_delay), std::invalid_argument);
@@ -298,7 +299,7 @@ BOOST_AUTO_TEST_CASE(an_interval_that_is_not_positive_is_refused) {
 // A sub-tick interval rounds up to one tick; one beyond the clock's range
 // means "never again" rather than overflowing into the past.
 BOOST_AUTO_TEST_CASE(extreme_intervals_are_rounded_and_saturated) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Times ticks;
@@ -326,9 +327,8 @@ BOOST_AUTO_TEST_SUITE_END()
 // their working size, a thousand ticks allocate nothing.
 BOOST_AUTO_TEST_CASE(ticking_allocates_nothing) {
     for (Periodic policy : {Periodic::fixed_rate, Periodic::fixed_delay}) {
-        FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         auto& s = loop.sched;
-        loop.selector->timeouts.reserve(2000);  // the test selector's own record
         long ticks = 0;
         Handle h = s.call_every(1ms, [&ticks] { ++ticks; }, policy);
         for (int i = 0; i < 10; ++i) s.run_once();  // warm-up

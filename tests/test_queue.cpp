@@ -1,6 +1,6 @@
 // futures::Queue: FIFO order, fairness among waiting getters and putters,
 // cancelled or dropped waiters never taking (or adding) an item, back-pressure
-// of a bounded queue between tasks on a fake clock, close(), bad input, and
+// of a bounded queue between tasks on a virtual clock, close(), bad input, and
 // the end of a queue or of its Scheduler with waiters still parked.
 #define BOOST_TEST_MODULE queue
 #include <boost/test/unit_test.hpp>
@@ -14,8 +14,8 @@
 #include <futures/futures.hpp>
 #include <futures/queue.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -30,13 +30,15 @@ using futures_test::error_of;
 using futures_test::mentions;
 using futures_test::what;
 using Log = std::vector<std::string>;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 
 
 // Puts 1..n, logging "put i @s" as each put completes, s the seconds since it started.
 class Producer {
 public:
-    Producer(reactor_test::FakeLoop& loop, Queue<int>& q, int n, Log& log)
+    Producer(VirtualLoop& loop, Queue<int>& q, int n, Log& log)
         : loop_(&loop), q_(&q), n_(n), log_(&log), start_(loop.clock.now()) {}
     Step<void> resume() {
         if (i_ > 0) {
@@ -49,7 +51,7 @@ public:
     }
 
 private:
-    reactor_test::FakeLoop* loop_;
+    VirtualLoop* loop_;
     Queue<int>* q_;
     int n_;
     Log* log_;
@@ -61,7 +63,7 @@ private:
 // Gets n items, taking 1 s over each, logging "got i" when it gets one.
 class SlowConsumer {
 public:
-    SlowConsumer(reactor_test::FakeLoop& loop, Queue<int>& q, int n, Log& log)
+    SlowConsumer(VirtualLoop& loop, Queue<int>& q, int n, Log& log)
         : loop_(&loop), q_(&q), n_(n), log_(&log) {}
     Step<int> resume() {
         switch (state_) {
@@ -83,7 +85,7 @@ public:
 
 private:
     enum class State { getting, got, working };
-    reactor_test::FakeLoop* loop_;
+    VirtualLoop* loop_;
     Queue<int>* q_;
     int n_;
     Log* log_;
@@ -99,7 +101,7 @@ private:
 BOOST_AUTO_TEST_SUITE(order)
 
 BOOST_AUTO_TEST_CASE(unbounded_queue_keeps_fifo_order_and_never_blocks_a_put) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> q(loop.sched);
     BOOST_TEST(!q.bounded());
     std::vector<Future<void>> puts;
@@ -118,7 +120,7 @@ BOOST_AUTO_TEST_CASE(unbounded_queue_keeps_fifo_order_and_never_blocks_a_put) {
 }
 
 BOOST_AUTO_TEST_CASE(waiting_getters_are_served_in_the_order_they_came) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<std::string> q(loop.sched);
     Future<std::string> a = q.get(), b = q.get(), c = q.get();
     BOOST_TEST(q.waiting_getters() == 3u);
@@ -138,7 +140,7 @@ BOOST_AUTO_TEST_CASE(waiting_getters_are_served_in_the_order_they_came) {
 }
 
 BOOST_AUTO_TEST_CASE(move_only_items) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<std::unique_ptr<int>> q(loop.sched, 1);
     Future<std::unique_ptr<int>> g = q.get();
     (void)q.put(std::make_unique<int>(1));
@@ -158,7 +160,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(bounded)
 
 BOOST_AUTO_TEST_CASE(a_full_queue_parks_putters_and_admits_them_in_order) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> q(loop.sched, 2);
     BOOST_TEST(q.bounded());
     BOOST_TEST(q.capacity() == 2u);
@@ -183,7 +185,7 @@ BOOST_AUTO_TEST_CASE(a_full_queue_parks_putters_and_admits_them_in_order) {
 }
 
 BOOST_AUTO_TEST_CASE(a_slow_consumer_throttles_the_producer) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> q(loop.sched, 2);
     Log log;
     Future<void> producer = futures::spawn(loop.sched, Producer(loop, q, 5, log));
@@ -206,7 +208,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(cancellation)
 
 BOOST_AUTO_TEST_CASE(a_cancelled_getter_never_takes_an_item) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> q(loop.sched);
     Future<int> first = q.get(), second = q.get();
     BOOST_TEST(first.cancel());
@@ -220,7 +222,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_getter_never_takes_an_item) {
 }
 
 BOOST_AUTO_TEST_CASE(a_getter_whose_handles_were_all_dropped_never_takes_an_item) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> q(loop.sched);
     (void)q.get();  // nobody could ever read what it got
     BOOST_TEST(q.waiting_getters() == 0u);
@@ -232,7 +234,7 @@ BOOST_AUTO_TEST_CASE(a_getter_whose_handles_were_all_dropped_never_takes_an_item
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_a_task_waiting_in_get_leaves_the_item_to_the_next_getter) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> q(loop.sched);
     Log log;
     Future<int> a = futures::spawn(loop.sched, SlowConsumer(loop, q, 1, log));
@@ -249,7 +251,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_task_waiting_in_get_leaves_the_item_to_the_nex
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_putter_never_adds_its_item) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> q(loop.sched, 1);
     (void)q.put(1);
     Future<void> p2 = q.put(2), p3 = q.put(3);
@@ -264,7 +266,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_putter_never_adds_its_item) {
 }
 
 BOOST_AUTO_TEST_CASE(a_dropped_putter_destroys_its_item_and_never_adds_it) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     const long live = Tracked::live;
     {
         Queue<Tracked> q(loop.sched, 1);
@@ -285,7 +287,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(closing)
 
 BOOST_AUTO_TEST_CASE(close_wakes_every_waiter_with_queue_closed) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> empty(loop.sched);
     Future<int> g1 = empty.get(), g2 = empty.get();
     empty.close();
@@ -306,7 +308,7 @@ BOOST_AUTO_TEST_CASE(close_wakes_every_waiter_with_queue_closed) {
 }
 
 BOOST_AUTO_TEST_CASE(a_closed_queue_refuses_puts_and_drains_then_fails_gets) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Queue<int> q(loop.sched);
     (void)q.put(1);
     (void)q.put(2);
@@ -326,14 +328,14 @@ BOOST_AUTO_TEST_CASE(a_closed_queue_refuses_puts_and_drains_then_fails_gets) {
 }
 
 BOOST_AUTO_TEST_CASE(a_capacity_of_zero_is_refused) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     BOOST_CHECK_EXCEPTION(Queue<int>(loop.sched, 0), std::invalid_argument, [](const std::invalid_argument& e) {
         return std::string(e.what()).find("use Queue(sched) for an unbounded queue") != std::string::npos;
     });
 }
 
 BOOST_AUTO_TEST_CASE(destroying_the_queue_cancels_its_waiters_saying_so) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> g;
     {
         Queue<int> q(loop.sched);
@@ -361,7 +363,7 @@ BOOST_AUTO_TEST_CASE(a_scheduler_destroyed_first_releases_the_tasks_waiting_on_i
         }
     };
     {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         auto q = std::make_shared<Queue<int>>(loop.sched);
         (void)futures::spawn(loop.sched, Holder{q, {}, {}});
         q.reset();

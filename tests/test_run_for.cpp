@@ -1,5 +1,5 @@
 // Scheduler::run_for: a run bounded by the loop's clock. CTest runs the suite
-// once per selector backend. Every case runs on a FakeClock, so "the loop
+// once per selector backend. Every case runs on virtual time, so "the loop
 // slept until the bound" is an exact statement about the clock and the
 // timeouts the loop asked its selector for.
 #define BOOST_TEST_MODULE run_for
@@ -17,8 +17,8 @@
 #include <reactor/scheduler.hpp>
 
 #include "support/check_empty.hpp"
-#include "support/fake_clock.hpp"
 #include "support/fds.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -28,7 +28,9 @@ using reactor::Handle;
 using reactor::Periodic;
 using reactor::RunStatus;
 using reactor::TimePoint;
-using reactor_test::FakeLoop;
+using reactor::testing::VirtualLoop;
+using reactor_test::TimeoutRecordingLoop;
+using reactor_test::backend_under_test;
 using reactor_test::Pipe;
 using Bag = std::vector<std::string>;
 
@@ -47,7 +49,7 @@ inline std::ostream& boost_test_print_type(std::ostream& os, RunStatus status) {
 }  // namespace reactor
 
 BOOST_AUTO_TEST_CASE(with_no_work_it_returns_idle_at_once) {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop(backend_under_test());
     const TimePoint t0 = loop.clock.now();
     BOOST_TEST(loop.sched.run_for(1h) == RunStatus::idle);
     BOOST_TEST((loop.clock.now() == t0));
@@ -58,7 +60,7 @@ BOOST_AUTO_TEST_CASE(with_no_work_it_returns_idle_at_once) {
 // Timers inside the window run; the loop then sleeps to the bound, not to the
 // next timer, and what is left stays scheduled for the next run.
 BOOST_AUTO_TEST_CASE(runs_the_timers_inside_the_window_and_sleeps_to_its_end) {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Bag bag;
@@ -81,7 +83,7 @@ BOOST_AUTO_TEST_CASE(runs_the_timers_inside_the_window_and_sleeps_to_its_end) {
 
 // A timer due exactly at the bound is due: it runs, and the run is then idle.
 BOOST_AUTO_TEST_CASE(a_timer_due_at_the_bound_runs) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int runs = 0;
     s.call_later(100ms, [&] { ++runs; });
@@ -92,7 +94,7 @@ BOOST_AUTO_TEST_CASE(a_timer_due_at_the_bound_runs) {
 
 // An fd waiter is work: the loop waits for it until the bound, and keeps it.
 BOOST_AUTO_TEST_CASE(waits_for_io_until_the_bound) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Pipe p;
@@ -114,7 +116,7 @@ BOOST_AUTO_TEST_CASE(waits_for_io_until_the_bound) {
 }
 
 BOOST_AUTO_TEST_CASE(zero_runs_what_is_ready_without_waiting) {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Bag bag;
@@ -135,7 +137,7 @@ BOOST_AUTO_TEST_CASE(zero_runs_what_is_ready_without_waiting) {
 }
 
 BOOST_AUTO_TEST_CASE(stop_ends_it_after_the_iteration) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     s.call_later(10ms, [&] {
@@ -160,7 +162,7 @@ BOOST_AUTO_TEST_CASE(stop_ends_it_after_the_iteration) {
 
 // A periodic timer is work for ever: only the bound ends the run.
 BOOST_AUTO_TEST_CASE(a_periodic_timer_runs_until_the_bound) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int ticks = 0;
     Handle h = s.call_every(100ms, [&] { ++ticks; }, Periodic::fixed_rate);
@@ -176,7 +178,7 @@ BOOST_AUTO_TEST_CASE(a_periodic_timer_runs_until_the_bound) {
 // iteration's callbacks started, so the time they took was slept again: every
 // timer late by that much, and run_for past its end.
 BOOST_AUTO_TEST_CASE(time_spent_in_callbacks_is_not_slept_again) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Pipe p;
@@ -193,7 +195,7 @@ BOOST_AUTO_TEST_CASE(time_spent_in_callbacks_is_not_slept_again) {
 
 // A bound beyond the clock's range means no bound, not one in the past.
 BOOST_AUTO_TEST_CASE(a_huge_duration_means_no_bound) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     int runs = 0;
@@ -207,7 +209,7 @@ BOOST_AUTO_TEST_CASE(a_huge_duration_means_no_bound) {
 
 // The bound belongs to that one run: a later run_once sleeps to its timer.
 BOOST_AUTO_TEST_CASE(the_bound_does_not_outlive_the_run) {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop(backend_under_test());
     auto& s = loop.sched;
     s.call_later(1h, [] {});
     BOOST_TEST(s.run_for(10ms) == RunStatus::timed_out);
@@ -217,7 +219,7 @@ BOOST_AUTO_TEST_CASE(the_bound_does_not_outlive_the_run) {
 }
 
 BOOST_AUTO_TEST_CASE(from_inside_a_callback_it_is_refused) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     bool refused = false;
     s.call_soon([&] {

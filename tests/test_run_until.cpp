@@ -1,6 +1,6 @@
 // futures::run_until: running the loop until one future is done, with or
 // without a bound on the loop's clock. CTest runs the suite once per selector
-// backend. Every case runs on a FakeClock, so bounds are exact.
+// backend. Every case runs on virtual time, so bounds are exact.
 #define BOOST_TEST_MODULE run_until
 #include <boost/test/unit_test.hpp>
 
@@ -11,8 +11,8 @@
 
 #include <futures/futures.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -20,14 +20,15 @@ using namespace std::chrono_literals;
 using futures::Future;
 using futures::InvalidStateError;
 using reactor::TimePoint;
-using reactor_test::FakeLoop;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 using Bag = std::vector<std::string>;
 
 }  // namespace
 
 // The future completes; what was scheduled after it stays scheduled.
 BOOST_AUTO_TEST_CASE(runs_until_the_future_is_done_and_no_further) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Bag bag;
@@ -50,7 +51,7 @@ BOOST_AUTO_TEST_CASE(runs_until_the_future_is_done_and_no_further) {
 
 // The future's own error stays in the future: run_until only waits.
 BOOST_AUTO_TEST_CASE(a_failed_or_cancelled_future_is_done) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Future<void> failing(s);
     s.call_later(10ms, [&] { failing.set_exception(std::runtime_error("no")); });
@@ -65,7 +66,7 @@ BOOST_AUTO_TEST_CASE(a_failed_or_cancelled_future_is_done) {
 }
 
 BOOST_AUTO_TEST_CASE(the_bound_ends_the_run_with_the_future_pending) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Future<int> slow(s);
@@ -82,7 +83,7 @@ BOOST_AUTO_TEST_CASE(the_bound_ends_the_run_with_the_future_pending) {
 // Regression guard: the done-callback that ends run_until is removed with
 // it, so completing the future later does not stop an unrelated run.
 BOOST_AUTO_TEST_CASE(a_bounded_run_leaves_no_stop_behind) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     Future<void> f(s);
@@ -98,7 +99,7 @@ BOOST_AUTO_TEST_CASE(a_bounded_run_leaves_no_stop_behind) {
 }
 
 BOOST_AUTO_TEST_CASE(an_already_done_future_returns_at_once) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Future<int> done(s);
     done.set_result(1);
@@ -114,7 +115,7 @@ BOOST_AUTO_TEST_CASE(an_already_done_future_returns_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(stop_ends_the_run_with_the_future_pending) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Future<void> f(s);
     s.call_later(10ms, [&] { s.stop(); });
@@ -127,7 +128,7 @@ BOOST_AUTO_TEST_CASE(stop_ends_the_run_with_the_future_pending) {
 
 // Nothing is left that could complete the future: an error, not a hang.
 BOOST_AUTO_TEST_CASE(running_out_of_work_throws_invalid_state_error) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const int line = __LINE__ + 1;
     Future<int> orphan(s);
@@ -147,8 +148,8 @@ BOOST_AUTO_TEST_CASE(running_out_of_work_throws_invalid_state_error) {
 }
 
 BOOST_AUTO_TEST_CASE(a_future_of_another_scheduler_is_refused) {
-    FakeLoop loop;
-    FakeLoop other;
+    VirtualLoop loop(backend_under_test());
+    VirtualLoop other(backend_under_test());
     Future<void> elsewhere(other.sched);
     BOOST_CHECK_THROW(futures::run_until(loop.sched, elsewhere), std::invalid_argument);
     BOOST_CHECK_THROW(futures::run_until(loop.sched, elsewhere, 1s), std::invalid_argument);
@@ -159,7 +160,7 @@ BOOST_AUTO_TEST_CASE(a_future_of_another_scheduler_is_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(from_inside_a_callback_it_is_refused) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Future<void> f(s);
     bool refused = false;
@@ -179,7 +180,7 @@ BOOST_AUTO_TEST_CASE(from_inside_a_callback_it_is_refused) {
 
 // A task's join handle is a future like any other.
 BOOST_AUTO_TEST_CASE(waits_for_a_task) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     struct Sleeper {
         reactor::Scheduler* sched;

@@ -2,7 +2,7 @@
 // variants, the exception handler, call_soon_threadsafe and destruction.
 // CTest runs this suite once per selector backend (REACTOR_TEST_BACKEND).
 //
-// Timer tests run on a FakeClock (tests/support/fake_clock.hpp): the loop's
+// Timer tests run on a VirtualClock (tests/support/virtual_time.hpp): the loop's
 // sleeps advance it, so they are instant and exact. Each test records what
 // happened in a "bag" and asserts exact order and counts, and ends by checking
 // that the scheduler holds nothing (CHECK_EMPTY). fd waiters are covered in
@@ -31,10 +31,10 @@
 #include <reactor/scheduler.hpp>
 
 #include "support/backends.hpp"
-#include "support/fake_clock.hpp"
 #include "support/check_empty.hpp"
 #include "support/fds.hpp"
 #include "support/stderr_capture.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -45,7 +45,9 @@ using reactor::ErrorContext;
 using reactor::Handle;
 using reactor::Scheduler;
 using reactor::TimePoint;
-using reactor_test::FakeLoop;
+using reactor::testing::VirtualLoop;
+using reactor_test::TimeoutRecordingLoop;
+using reactor_test::backend_under_test;
 using reactor_test::Pipe;
 using Bag = std::vector<std::string>;
 
@@ -67,7 +69,7 @@ std::string what_of(const std::exception_ptr& e) {
 
 // CTest runs this suite once per backend: each run is really on its backend.
 BOOST_AUTO_TEST_CASE(suite_runs_on_the_backend_under_test) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Scheduler s(reactor_test::on(reactor_test::backend_under_test()));
     const char* named = std::getenv("REACTOR_TEST_BACKEND");
     const std::string expected = named && *named ? named : "select";
@@ -78,7 +80,7 @@ BOOST_AUTO_TEST_CASE(suite_runs_on_the_backend_under_test) {
 BOOST_AUTO_TEST_SUITE(ordering)
 
 BOOST_AUTO_TEST_CASE(call_soon_runs_fifo) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     std::vector<int> bag;
     for (int i = 0; i < 100; ++i) s.call_soon([&bag, i] { bag.push_back(i); });
@@ -91,7 +93,7 @@ BOOST_AUTO_TEST_CASE(call_soon_runs_fifo) {
 }
 
 BOOST_AUTO_TEST_CASE(equal_deadline_timers_fire_in_scheduling_order) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     std::vector<int> bag;
     const TimePoint deadline = loop.clock.now() + 10ms;
@@ -115,7 +117,7 @@ BOOST_AUTO_TEST_CASE(equal_deadline_timers_fire_in_scheduling_order) {
 }
 
 BOOST_AUTO_TEST_CASE(timers_fire_by_deadline_then_sequence) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     std::vector<std::pair<int, Duration>> bag;  // (id, now - t0 when it ran)
@@ -140,7 +142,7 @@ BOOST_AUTO_TEST_CASE(timers_fire_by_deadline_then_sequence) {
 // poll, then due timers (see the phase comment in reactor/src/loop/iteration.cpp). What any of
 // them schedules runs in the next iteration.
 BOOST_AUTO_TEST_CASE(ready_then_io_then_timers_in_one_iteration) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Pipe p;
     p.put();
@@ -170,7 +172,7 @@ BOOST_AUTO_TEST_CASE(ready_then_io_then_timers_in_one_iteration) {
 // A watched pipe makes every iteration consult the selector (with no fd to
 // watch, a zero-timeout poll is skipped: see the next test).
 BOOST_AUTO_TEST_CASE(timeout_is_zero_when_ready_else_until_earliest_live_deadline) {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop(backend_under_test());
     auto& s = loop.sched;
     auto& timeouts = loop.selector->timeouts;
     Pipe p;
@@ -198,7 +200,7 @@ BOOST_AUTO_TEST_CASE(timeout_is_zero_when_ready_else_until_earliest_live_deadlin
 // call_soon_threadsafe is still seen in a skipping iteration, and once an fd
 // is watched the zero-timeout poll happens again.
 BOOST_AUTO_TEST_CASE(zero_timeout_poll_is_skipped_when_no_fd_is_watched) {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop(backend_under_test());
     auto& s = loop.sched;
     auto& timeouts = loop.selector->timeouts;
     const std::size_t syncs = loop.selector->has_pending_changes() ? 1 : 0;
@@ -229,8 +231,8 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(timers)
 
-BOOST_AUTO_TEST_CASE(timer_never_fires_before_its_deadline_fake_clock) {
-    FakeLoop loop;
+BOOST_AUTO_TEST_CASE(timer_never_fires_before_its_deadline_virtual_clock) {
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int fired = 0;
     auto arm = [&](auto delay) {
@@ -271,7 +273,7 @@ BOOST_AUTO_TEST_CASE(timer_never_fires_before_its_deadline_real_clock) {
 }
 
 BOOST_AUTO_TEST_CASE(negative_delay_counts_as_zero_and_keeps_fifo) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     Bag bag;
@@ -290,7 +292,7 @@ BOOST_AUTO_TEST_CASE(negative_delay_counts_as_zero_and_keeps_fifo) {
 }
 
 BOOST_AUTO_TEST_CASE(call_at_fires_at_the_time_point_and_past_ones_at_once) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     std::vector<std::pair<std::string, Duration>> bag;
@@ -309,7 +311,7 @@ BOOST_AUTO_TEST_CASE(call_at_fires_at_the_time_point_and_past_ones_at_once) {
 // Outside the loop the cached now() may be arbitrarily old: a delay scheduled
 // there counts from the clock as it is, or the timer would fire early.
 BOOST_AUTO_TEST_CASE(delays_outside_the_loop_count_from_the_current_clock) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     s.call_soon([] {});
     s.run();  // the loop's cache now holds t0
@@ -333,7 +335,7 @@ BOOST_AUTO_TEST_CASE(delays_outside_the_loop_count_from_the_current_clock) {
 // at most once per iteration (on first use), so timers armed in one batch
 // share one time base.
 BOOST_AUTO_TEST_CASE(delays_inside_callbacks_count_from_cached_now) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     std::vector<Duration> fired_at;
     const TimePoint t0 = loop.clock.now();
@@ -355,7 +357,7 @@ BOOST_AUTO_TEST_CASE(delays_inside_callbacks_count_from_cached_now) {
 // Regression: a delay beyond the clock's range (seconds::max() as "never", a
 // huge floating-point duration) used to overflow into the past and fire at once.
 BOOST_AUTO_TEST_CASE(huge_delay_means_never_not_now) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int fired = 0;
     std::vector<Handle> handles;
@@ -380,7 +382,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(cancel)
 
 BOOST_AUTO_TEST_CASE(cancel_returns_true_once_then_false) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int ran = 0;
     Handle soon = s.call_soon([&] { ++ran; });
@@ -406,7 +408,7 @@ BOOST_AUTO_TEST_CASE(cancel_returns_true_once_then_false) {
 // Regression: empty() must not count a cancelled entry still sitting in the
 // ready queue (it is removed lazily) as work.
 BOOST_AUTO_TEST_CASE(cancelled_call_soon_leaves_scheduler_empty_before_running) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Handle h = s.call_soon([] { BOOST_FAIL("cancelled callback ran"); });
     BOOST_TEST(!s.empty());
@@ -417,7 +419,7 @@ BOOST_AUTO_TEST_CASE(cancelled_call_soon_leaves_scheduler_empty_before_running) 
 }
 
 BOOST_AUTO_TEST_CASE(cancel_after_run_or_from_itself_is_false) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Handle self;
     bool cancel_from_itself = true;
@@ -439,7 +441,7 @@ BOOST_AUTO_TEST_CASE(cancel_after_run_or_from_itself_is_false) {
 // A handle is a (slot, generation) value: once its callback ran, a new callback
 // reusing the slot is not reachable through it.
 BOOST_AUTO_TEST_CASE(stale_handle_does_not_cancel_slot_reuser) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int ran = 0;
     Handle old = s.call_soon([&] { ++ran; });
@@ -454,7 +456,7 @@ BOOST_AUTO_TEST_CASE(stale_handle_does_not_cancel_slot_reuser) {
 }
 
 BOOST_AUTO_TEST_CASE(cancel_releases_captures_at_once) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     auto token = std::make_shared<int>(0);
     Handle soon = s.call_soon([token] {});
@@ -471,7 +473,7 @@ BOOST_AUTO_TEST_CASE(cancel_releases_captures_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(timer_cancelled_by_earlier_callback_of_same_batch_does_not_run) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     auto token = std::make_shared<int>(0);
@@ -498,7 +500,7 @@ BOOST_AUTO_TEST_CASE(timer_cancelled_by_earlier_callback_of_same_batch_does_not_
 }
 
 BOOST_AUTO_TEST_CASE(call_soon_cancelled_by_earlier_callback_of_same_batch_does_not_run) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     Handle victim;
@@ -523,7 +525,7 @@ BOOST_AUTO_TEST_CASE(call_soon_cancelled_by_earlier_callback_of_same_batch_does_
 // Cancelling most of a big heap purges it; the survivors still fire in
 // (deadline, sequence) order, each exactly at its deadline.
 BOOST_AUTO_TEST_CASE(mass_cancellation_purges_and_survivors_fire_in_order) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     constexpr int kTimers = 10'000;
     const TimePoint t0 = loop.clock.now();
@@ -565,7 +567,7 @@ BOOST_AUTO_TEST_CASE(mass_cancellation_purges_and_survivors_fire_in_order) {
 // The purge (a heap rebuild) may happen inside a callback, while the batch
 // that callback belongs to is running.
 BOOST_AUTO_TEST_CASE(mass_cancellation_from_inside_a_callback) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     std::vector<Handle> handles;
     std::vector<int> bag;
@@ -594,7 +596,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(snapshot)
 
 BOOST_AUTO_TEST_CASE(self_rescheduling_call_soon_runs_once_per_iteration) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int runs = 0;
     bool keep_going = true;
@@ -616,7 +618,7 @@ BOOST_AUTO_TEST_CASE(self_rescheduling_call_soon_runs_once_per_iteration) {
 }
 
 BOOST_AUTO_TEST_CASE(self_rescheduling_call_soon_does_not_starve_io) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Pipe p;
     int spins = 0;
@@ -646,7 +648,7 @@ BOOST_AUTO_TEST_CASE(self_rescheduling_call_soon_does_not_starve_io) {
 // libuv's "busy loop with zero timeout timers": due timers are moved out
 // before any runs, so one re-armed with zero delay waits for the next poll.
 BOOST_AUTO_TEST_CASE(zero_delay_timer_rearming_itself_does_not_starve_io) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Pipe p;
     int ticks = 0;
@@ -681,7 +683,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(running)
 
 BOOST_AUTO_TEST_CASE(run_returns_when_there_is_no_work) {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop(backend_under_test());
     auto& s = loop.sched;
     s.run();  // nothing at all: returns at once, never blocks
     BOOST_TEST(loop.selector->timeouts.empty());
@@ -699,7 +701,7 @@ BOOST_AUTO_TEST_CASE(run_returns_when_there_is_no_work) {
 }
 
 BOOST_AUTO_TEST_CASE(run_forever_until_stop_from_a_callback) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const TimePoint t0 = loop.clock.now();
     int ticks = 0;
@@ -723,7 +725,7 @@ BOOST_AUTO_TEST_CASE(run_forever_until_stop_from_a_callback) {
 // stop() makes run() return after the current iteration: the rest of the
 // batch still runs, what the batch scheduled waits for the next run.
 BOOST_AUTO_TEST_CASE(stop_from_a_callback_finishes_the_current_iteration) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     s.call_soon([&] {
@@ -744,7 +746,7 @@ BOOST_AUTO_TEST_CASE(stop_from_a_callback_finishes_the_current_iteration) {
 // run() returned at once without running anything, and the next run_once()
 // polled instead of waiting for its timer.
 BOOST_AUTO_TEST_CASE(stop_inside_run_once_does_not_leak_into_later_runs) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     s.call_soon([&] {
@@ -764,7 +766,7 @@ BOOST_AUTO_TEST_CASE(stop_inside_run_once_does_not_leak_into_later_runs) {
 }
 
 BOOST_AUTO_TEST_CASE(run_once_is_exactly_one_iteration) {
-    FakeLoop loop;
+    TimeoutRecordingLoop loop(backend_under_test());
     auto& s = loop.sched;
     auto& timeouts = loop.selector->timeouts;
     const std::size_t syncs = loop.selector->has_pending_changes() ? 1 : 0;  // see the test above
@@ -795,7 +797,7 @@ BOOST_AUTO_TEST_CASE(run_once_is_exactly_one_iteration) {
 // throws std::logic_error, which the callback's exception boundary reports,
 // and the outer loop carries on unharmed.
 BOOST_AUTO_TEST_CASE(running_the_loop_from_inside_a_callback_is_refused) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     std::vector<std::string> errors;
@@ -879,7 +881,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(exceptions)
 
 BOOST_AUTO_TEST_CASE(throwing_callback_is_reported_and_the_loop_continues) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     std::vector<ErrorContext> reports;
@@ -913,7 +915,7 @@ BOOST_AUTO_TEST_CASE(throwing_callback_is_reported_and_the_loop_continues) {
 }
 
 BOOST_AUTO_TEST_CASE(default_handler_prints_one_line_on_stderr) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int after = 0;
     s.call_soon([] { throw std::runtime_error("kaboom-4711"); });
@@ -935,7 +937,7 @@ BOOST_AUTO_TEST_CASE(default_handler_prints_one_line_on_stderr) {
 }
 
 BOOST_AUTO_TEST_CASE(empty_handler_restores_the_default) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int custom = 0;
     s.set_exception_handler([&](const ErrorContext&) { ++custom; });
@@ -953,7 +955,7 @@ BOOST_AUTO_TEST_CASE(empty_handler_restores_the_default) {
 }
 
 BOOST_AUTO_TEST_CASE(throwing_handler_does_not_unwind_the_loop) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     Bag bag;
     s.set_exception_handler([&](const ErrorContext&) {
@@ -1046,7 +1048,7 @@ BOOST_AUTO_TEST_CASE(post_wakes_a_loop_blocked_with_nothing_to_do) {
 }
 
 BOOST_AUTO_TEST_CASE(post_from_the_loop_thread_is_work) {
-    FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     int ran = 0;
     s.call_soon_threadsafe([&] { ++ran; });
@@ -1066,7 +1068,7 @@ BOOST_AUTO_TEST_CASE(destructor_releases_pending_captures) {
     auto token = std::make_shared<int>(0);
     Pipe p;
     {
-        FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         auto& s = loop.sched;
         s.call_soon([token] {});
         s.call_later(1h, [token] {});
@@ -1101,7 +1103,7 @@ struct SchedulesOnDestruction {
 BOOST_AUTO_TEST_CASE(destructor_survives_captures_that_schedule) {
     auto token = std::make_shared<int>(0);
     {
-        FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         loop.sched.call_later(1h, SchedulesOnDestruction(&loop.sched, token));
         loop.sched.call_soon(SchedulesOnDestruction(&loop.sched, token));
         BOOST_TEST(token.use_count() == 3);

@@ -1,6 +1,6 @@
 // when_all_settled (every outcome, never failing fast), as_completed
 // (completion order) and shield (cancellation that stops at the shield), on a
-// fake clock.
+// virtual clock.
 #define BOOST_TEST_MODULE settled_combinators
 #include <boost/test/unit_test.hpp>
 
@@ -14,8 +14,8 @@
 #include <futures/shield.hpp>
 #include <futures/when_all_settled.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -26,6 +26,8 @@ using futures::Status;
 using futures::Step;
 using futures_test::Reports;
 using futures_test::what;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 Future<int> value_after(reactor::Scheduler& s, reactor::Duration d, int value) {
     return futures::sleep(s, d).then([value] { return value; });
@@ -35,12 +37,12 @@ Future<int> error_after(reactor::Scheduler& s, reactor::Duration d, std::string 
     return futures::sleep(s, d).then([message]() -> int { throw std::runtime_error(message); });
 }
 
-reactor::Duration since(reactor_test::FakeLoop& loop, reactor::TimePoint start) { return loop.clock.now() - start; }
+reactor::Duration since(VirtualLoop& loop, reactor::TimePoint start) { return loop.clock.now() - start; }
 
 // Reads the outputs of as_completed in order, noting each value (or error) and when.
 class InOrder {
 public:
-    InOrder(reactor_test::FakeLoop& loop, std::vector<Future<int>> outs, std::vector<std::string>& seen)
+    InOrder(VirtualLoop& loop, std::vector<Future<int>> outs, std::vector<std::string>& seen)
         : loop_(&loop), outs_(std::move(outs)), seen_(&seen), start_(loop.clock.now()) {}
     Step<void> resume() {
         if (next_ > 0) {
@@ -53,7 +55,7 @@ public:
     }
 
 private:
-    reactor_test::FakeLoop* loop_;
+    VirtualLoop* loop_;
     std::vector<Future<int>> outs_;
     std::vector<std::string>* seen_;
     reactor::TimePoint start_;
@@ -65,7 +67,7 @@ private:
 BOOST_AUTO_TEST_SUITE(when_all_settled)
 
 BOOST_AUTO_TEST_CASE(collects_every_outcome_in_input_order_without_failing_fast) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     auto start = loop.clock.now();
     Future<int> slow = value_after(loop.sched, 3s, 3);
@@ -90,7 +92,7 @@ BOOST_AUTO_TEST_CASE(collects_every_outcome_in_input_order_without_failing_fast)
 }
 
 BOOST_AUTO_TEST_CASE(empty_void_and_bad_inputs) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto none = futures::when_all_settled(loop.sched, std::vector<Future<void>>{});
     BOOST_TEST(none.done());
     BOOST_TEST(none.result().empty());
@@ -106,7 +108,7 @@ BOOST_AUTO_TEST_CASE(empty_void_and_bad_inputs) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_it_cancels_the_inputs_still_pending) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> done = futures::make_ready_future(loop.sched, 1);
     Future<int> pending = value_after(loop.sched, 10s, 2);
     auto all = futures::when_all_settled(std::vector<Future<int>>{done, pending});
@@ -123,7 +125,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(as_completed)
 
 BOOST_AUTO_TEST_CASE(outputs_complete_in_the_order_the_inputs_do) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::vector<Future<int>> in{value_after(loop.sched, 3s, 30), error_after(loop.sched, 2s, "two"),
                                 value_after(loop.sched, 1s, 10)};
     std::vector<std::string> seen;
@@ -134,7 +136,7 @@ BOOST_AUTO_TEST_CASE(outputs_complete_in_the_order_the_inputs_do) {
 }
 
 BOOST_AUTO_TEST_CASE(inputs_already_done_come_first_in_input_order) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::vector<Future<int>> in{value_after(loop.sched, 1s, 3), futures::make_ready_future(loop.sched, 1),
                                 futures::make_ready_future(loop.sched, 2)};
     auto out = futures::as_completed(in);
@@ -147,7 +149,7 @@ BOOST_AUTO_TEST_CASE(inputs_already_done_come_first_in_input_order) {
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_output_leaves_its_outcome_to_the_next_and_cancels_no_input) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::vector<Future<int>> in{value_after(loop.sched, 1s, 1), value_after(loop.sched, 2s, 2)};
     auto out = futures::as_completed(in);
     BOOST_TEST(out[0].cancel());
@@ -160,8 +162,8 @@ BOOST_AUTO_TEST_CASE(a_cancelled_output_leaves_its_outcome_to_the_next_and_cance
 }
 
 BOOST_AUTO_TEST_CASE(bad_inputs_are_refused) {
-    reactor_test::FakeLoop loop;
-    reactor_test::FakeLoop other;
+    VirtualLoop loop(backend_under_test());
+    VirtualLoop other(backend_under_test());
     BOOST_CHECK_THROW((void)futures::as_completed(std::vector<Future<int>>{}), std::invalid_argument);
     BOOST_CHECK_THROW((void)futures::as_completed(std::vector<Future<int>>{Future<int>()}),
                       futures::InvalidStateError);
@@ -178,7 +180,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(shield)
 
 BOOST_AUTO_TEST_CASE(completes_like_the_work_it_shields) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto ok = futures::shield(value_after(loop.sched, 1s, 7));
     auto bad = futures::shield(error_after(loop.sched, 1s, "bad"));
     Future<int> inner = value_after(loop.sched, 1s, 0);
@@ -193,7 +195,7 @@ BOOST_AUTO_TEST_CASE(completes_like_the_work_it_shields) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_the_shield_leaves_the_work_running) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto start = loop.clock.now();
     Future<int> work = value_after(loop.sched, 2s, 42);
     Future<int> shielded = futures::shield(work);
@@ -212,7 +214,7 @@ BOOST_AUTO_TEST_CASE(cancelling_the_shield_leaves_the_work_running) {
 
 BOOST_AUTO_TEST_CASE(without_a_shield_the_same_timeout_cancels_the_work) {
     // The control case: it shows the test above would catch a shield that did nothing.
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> work = value_after(loop.sched, 2s, 42);
     Future<int> bounded = futures::with_timeout(work, 1s);
     BOOST_REQUIRE(futures::run_until(loop.sched, bounded, 1min));

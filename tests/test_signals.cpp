@@ -27,8 +27,8 @@
 
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
-#include "support/fake_clock.hpp"
 #include "support/net_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -38,6 +38,7 @@ using reactor::RunStatus;
 using reactor::Scheduler;
 using reactor_test::backend_under_test;
 using reactor_test::on;
+using reactor::testing::VirtualLoop;
 
 // The flags a program sets. The C library adds one of its own (SA_RESTORER,
 // for its return trampoline) to whatever it installs, so a SIG_DFL put back
@@ -323,7 +324,7 @@ BOOST_AUTO_TEST_CASE(removing_drops_a_delivery_not_yet_run) {
 // A server's run() ends once its listener and connections are gone, though
 // its SIGINT handler is still registered.
 BOOST_AUTO_TEST_CASE(a_handler_is_not_work) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto& s = loop.sched;
     const auto t0 = loop.clock.now();
     s.add_signal_handler(SIGUSR1, [] {});

@@ -1,7 +1,7 @@
 // futures::Event, Semaphore (with its Permit) and Lock: FIFO fairness, a
 // cancelled or dropped waiter never taking a permit or the lock, a permit
 // handed to a waiter that lets it go unread passing on to the next waiter,
-// tasks coordinating through them on a fake clock, bad input, and their end
+// tasks coordinating through them on a virtual clock, bad input, and their end
 // with waiters still parked.
 #define BOOST_TEST_MODULE sync
 #include <boost/test/unit_test.hpp>
@@ -19,8 +19,8 @@
 #include <futures/lock.hpp>
 #include <futures/semaphore.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -35,6 +35,8 @@ using futures_test::error_of;
 using futures_test::mentions;
 using futures_test::what;
 using Log = std::vector<std::string>;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 
 // Takes a permit (from a Semaphore or a Lock), holds it for 1 s of work, lets go.
@@ -102,7 +104,7 @@ private:
 BOOST_AUTO_TEST_SUITE(event)
 
 BOOST_AUTO_TEST_CASE(set_wakes_every_waiter_in_order_and_stays_set_until_cleared) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Event e(loop.sched);
     Log log;
     auto a = futures::spawn(loop.sched, EventWaiter(e, "a", log));
@@ -126,7 +128,7 @@ BOOST_AUTO_TEST_CASE(set_wakes_every_waiter_in_order_and_stays_set_until_cleared
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_or_dropped_wait_is_forgotten) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Event e(loop.sched);
     Future<void> cancelled = e.wait();
     (void)e.wait();  // dropped at once
@@ -142,7 +144,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_or_dropped_wait_is_forgotten) {
 }
 
 BOOST_AUTO_TEST_CASE(destroying_the_event_cancels_its_waiters_saying_so) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<void> w;
     {
         Event e(loop.sched);
@@ -159,14 +161,14 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(semaphore)
 
 BOOST_AUTO_TEST_CASE(no_permits_is_refused) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     BOOST_CHECK_EXCEPTION(Semaphore(loop.sched, 0), std::invalid_argument, [](const std::invalid_argument& e) {
         return std::string(e.what()).find("at least 1 permit") != std::string::npos;
     });
 }
 
 BOOST_AUTO_TEST_CASE(permits_are_handed_out_then_waited_for_in_fifo_order) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Semaphore sem(loop.sched, 2);
     Future<Permit> a = sem.acquire(), b = sem.acquire();
     BOOST_TEST(a.done());
@@ -194,7 +196,7 @@ BOOST_AUTO_TEST_CASE(permits_are_handed_out_then_waited_for_in_fifo_order) {
 }
 
 BOOST_AUTO_TEST_CASE(a_cancelled_waiter_never_takes_a_permit) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Semaphore sem(loop.sched, 1);
     std::optional<Permit> held = sem.try_acquire();
     BOOST_REQUIRE(held.has_value());
@@ -209,7 +211,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_waiter_never_takes_a_permit) {
 }
 
 BOOST_AUTO_TEST_CASE(a_permit_handed_to_a_waiter_that_lets_it_go_unread_goes_to_the_next) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Semaphore sem(loop.sched, 1);
     std::optional<Permit> held = sem.try_acquire();
     // The permit comes back at 1 s, in the same batch of timers as the
@@ -229,7 +231,7 @@ BOOST_AUTO_TEST_CASE(a_permit_handed_to_a_waiter_that_lets_it_go_unread_goes_to_
 }
 
 BOOST_AUTO_TEST_CASE(tasks_never_exceed_the_permits_and_enter_in_order) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Semaphore sem(loop.sched, 2);
     Log log;
     int inside = 0, most = 0;
@@ -247,7 +249,7 @@ BOOST_AUTO_TEST_CASE(tasks_never_exceed_the_permits_and_enter_in_order) {
 }
 
 BOOST_AUTO_TEST_CASE(a_permit_may_outlive_its_semaphore) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::optional<Permit> permit;
     Future<Permit> waiter;
     {
@@ -268,7 +270,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(lock)
 
 BOOST_AUTO_TEST_CASE(tasks_hold_the_lock_one_at_a_time_in_order) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Lock lock(loop.sched);
     Log log;
     int inside = 0, most = 0;
@@ -283,7 +285,7 @@ BOOST_AUTO_TEST_CASE(tasks_hold_the_lock_one_at_a_time_in_order) {
 }
 
 BOOST_AUTO_TEST_CASE(try_acquire_and_a_cancelled_wait) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Lock lock(loop.sched);
     std::optional<Permit> hold = lock.try_acquire();
     BOOST_REQUIRE(hold.has_value());
@@ -327,7 +329,7 @@ BOOST_AUTO_TEST_CASE(a_scheduler_destroyed_first_releases_the_tasks_waiting_for_
     auto alive = std::make_shared<int>(0);
     std::optional<Permit> hold;
     {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         auto lock = std::make_shared<Lock>(loop.sched);
         hold = lock->try_acquire();
         (void)futures::spawn(loop.sched, Waiting{lock, alive, {}});

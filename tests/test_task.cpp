@@ -12,8 +12,8 @@
 
 #include <futures/futures.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -26,6 +26,8 @@ using futures_test::Reports;
 using futures_test::Tracked;
 using futures_test::what;
 using Bag = std::vector<std::string>;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 // Sleeps `ticks` times for 1 s, logging each wake-up; returns the tick count.
 class Ticker {
@@ -116,7 +118,7 @@ struct Once {
 BOOST_AUTO_TEST_SUITE(protocol)
 
 BOOST_AUTO_TEST_CASE(runs_until_its_final_value_resumed_by_the_futures_it_returns) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     auto start = loop.clock.now();
     Future<int> task = futures::spawn(loop.sched, Ticker(loop.sched, bag, "t", 3));
@@ -129,7 +131,7 @@ BOOST_AUTO_TEST_CASE(runs_until_its_final_value_resumed_by_the_futures_it_return
 }
 
 BOOST_AUTO_TEST_CASE(two_tasks_interleave) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     auto a = futures::spawn(loop.sched, Ticker(loop.sched, bag, "a", 2));
     auto b = futures::spawn(loop.sched, Ticker(loop.sched, bag, "b", 2));
@@ -139,7 +141,7 @@ BOOST_AUTO_TEST_CASE(two_tasks_interleave) {
 }
 
 BOOST_AUTO_TEST_CASE(tasks_join_tasks) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> child = futures::spawn(loop.sched, Ticker(loop.sched, bag, "child", 2));
     Future<int> parent = futures::spawn(loop.sched, Waiter(loop.sched, child, bag));
@@ -149,7 +151,7 @@ BOOST_AUTO_TEST_CASE(tasks_join_tasks) {
 }
 
 BOOST_AUTO_TEST_CASE(void_and_move_only_results) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<void> v = futures::spawn(loop.sched, Once<void>{futures::finished});
     Future<std::unique_ptr<int>> p = futures::spawn(loop.sched, Once<std::unique_ptr<int>>{std::make_unique<int>(4)});
     Future<std::string> s = futures::spawn(loop.sched, Once<std::string>{"text"});
@@ -161,7 +163,7 @@ BOOST_AUTO_TEST_CASE(void_and_move_only_results) {
 }
 
 BOOST_AUTO_TEST_CASE(awaiting_a_done_future_still_resumes_from_the_loop) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> ready = futures::make_ready_future(loop.sched, 1);
     auto w = Waiter(loop.sched, ready, bag);
@@ -174,7 +176,7 @@ BOOST_AUTO_TEST_CASE(awaiting_a_done_future_still_resumes_from_the_loop) {
 }
 
 BOOST_AUTO_TEST_CASE(machine_is_destroyed_when_the_task_ends) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> task = futures::spawn(loop.sched, Ticker(loop.sched, bag, "t", 1));
     BOOST_TEST(Tracked::live == 1);
@@ -185,7 +187,7 @@ BOOST_AUTO_TEST_CASE(machine_is_destroyed_when_the_task_ends) {
 }
 
 BOOST_AUTO_TEST_CASE(misused_steps_fail_the_task_clearly) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> empty = futures::spawn(loop.sched, Once<int>{Future<int>()});
     loop.sched.run();
     BOOST_CHECK_EXCEPTION(empty.result(), InvalidStateError,
@@ -207,7 +209,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(errors)
 
 BOOST_AUTO_TEST_CASE(awaited_error_is_rethrown_by_result_and_fails_the_task) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> src(loop.sched);
     Future<int> task = futures::spawn(loop.sched, Waiter(loop.sched, src, bag));
@@ -223,7 +225,7 @@ BOOST_AUTO_TEST_CASE(exception_from_the_first_resume_fails_the_task) {
     struct Throws {
         Step<int> resume() { throw std::runtime_error("at once"); }
     };
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> task = futures::spawn(loop.sched, Throws{});
     loop.sched.run();
     BOOST_TEST(what(task.exception()) == "at once");
@@ -234,7 +236,7 @@ BOOST_AUTO_TEST_CASE(unjoined_background_task_error_is_reported_naming_the_spawn
     struct Throws {
         Step<void> resume() { throw std::runtime_error("background failure"); }
     };
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     futures::spawn(loop.sched, Throws{});  // handle dropped: a background task
     const auto line = __LINE__ - 1;
@@ -250,7 +252,7 @@ BOOST_AUTO_TEST_CASE(joined_task_error_is_not_reported) {
     struct Throws {
         Step<int> resume() { throw std::runtime_error("joined"); }
     };
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     BOOST_CHECK_THROW(futures::run_until_complete(loop.sched, Throws{}), std::runtime_error);
     loop.sched.run();
@@ -263,7 +265,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(cancellation)
 
 BOOST_AUTO_TEST_CASE(cancel_cancels_the_awaited_future_and_the_machine_lets_it_out) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<void> timer = futures::sleep(loop.sched, 1h);
     Future<int> awaited = timer.then([] { return 1; });
@@ -281,7 +283,7 @@ BOOST_AUTO_TEST_CASE(cancel_cancels_the_awaited_future_and_the_machine_lets_it_o
 }
 
 BOOST_AUTO_TEST_CASE(machine_may_catch_cancellation_clean_up_and_return) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> awaited(loop.sched);
     Future<int> task =
@@ -295,7 +297,7 @@ BOOST_AUTO_TEST_CASE(machine_may_catch_cancellation_clean_up_and_return) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_before_its_first_resume_it_never_runs) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> task = futures::spawn(loop.sched, Ticker(loop.sched, bag, "t", 1));
     BOOST_TEST(task.cancel());
@@ -339,7 +341,7 @@ BOOST_AUTO_TEST_CASE(cancel_when_the_awaited_future_is_already_done_reaches_the_
         Future<int> ready_;
         Future<void> sleep_;
     };
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> task = futures::spawn(loop.sched, TwoWaits(loop.sched, bag));
     loop.sched.run_once();  // waiting on a future that is already done
@@ -351,7 +353,7 @@ BOOST_AUTO_TEST_CASE(cancel_when_the_awaited_future_is_already_done_reaches_the_
 }
 
 BOOST_AUTO_TEST_CASE(cancel_pending_when_the_machine_returns_ends_the_task_cancelled) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> task = futures::spawn(loop.sched, Waiter(loop.sched, futures::make_ready_future(loop.sched, 1), bag));
     loop.sched.run_once();
@@ -362,7 +364,7 @@ BOOST_AUTO_TEST_CASE(cancel_pending_when_the_machine_returns_ends_the_task_cance
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_a_parent_cancels_the_child_it_joins) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> child = futures::spawn(loop.sched, Ticker(loop.sched, bag, "child", 5));
     Future<int> parent = futures::spawn(loop.sched, Waiter(loop.sched, child, bag));
@@ -380,7 +382,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(run_until_complete_)
 
 BOOST_AUTO_TEST_CASE(returns_the_value_or_rethrows) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     BOOST_TEST(futures::run_until_complete(loop.sched, Ticker(loop.sched, bag, "main", 2)) == 2);
     BOOST_TEST(futures::run_until_complete(loop.sched, futures::sleep(loop.sched, 1s).then([] { return 7; })) == 7);
@@ -391,7 +393,7 @@ BOOST_AUTO_TEST_CASE(returns_the_value_or_rethrows) {
 }
 
 BOOST_AUTO_TEST_CASE(returns_when_its_future_is_done_leaving_the_rest_scheduled) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     auto slow = futures::spawn(loop.sched, Ticker(loop.sched, bag, "slow", 5));
     BOOST_TEST(futures::run_until_complete(loop.sched, futures::sleep(loop.sched, 2s).then([] { return 1; })) == 1);
@@ -402,7 +404,7 @@ BOOST_AUTO_TEST_CASE(returns_when_its_future_is_done_leaving_the_rest_scheduled)
 }
 
 BOOST_AUTO_TEST_CASE(a_future_nothing_can_complete_is_an_error_not_a_hang) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> never(loop.sched);
     BOOST_CHECK_EXCEPTION(futures::run_until_complete(loop.sched, never), InvalidStateError, [](const auto& e) {
         return std::string(e.what()).find("ran out of work") != std::string::npos;
@@ -416,7 +418,7 @@ BOOST_AUTO_TEST_CASE(a_future_nothing_can_complete_is_an_error_not_a_hang) {
 
 BOOST_AUTO_TEST_CASE(pending_background_tasks_are_freed_with_the_scheduler) {
     {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         Bag bag;
         futures::spawn(loop.sched, Ticker(loop.sched, bag, "forever", 1000));
         loop.sched.run_once();
@@ -449,7 +451,7 @@ private:
 BOOST_AUTO_TEST_CASE(tasks_joining_tasks_are_freed_with_the_scheduler_without_resuming) {
     Bag bag;
     {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         Future<int> child = futures::spawn(loop.sched, Ticker(loop.sched, bag, "child", 1000));
         Future<int> parent = futures::spawn(loop.sched, Joiner(child));
         futures::spawn(loop.sched, Joiner(parent));  // background: only its waiters hold it

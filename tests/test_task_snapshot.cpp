@@ -14,8 +14,8 @@
 
 #include <futures/futures.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -23,6 +23,8 @@ using namespace std::chrono_literals;
 using futures::Future;
 using futures::Step;
 using futures_test::Tracked;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -86,7 +88,7 @@ struct Anonymous {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(all_tasks_shows_spawn_line_state_and_what_each_waits_on) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::vector<std::string> log;
     Future<void> gate(loop.sched);
     const auto gate_line = std::source_location::current().line() - 1;
@@ -120,7 +122,7 @@ BOOST_AUTO_TEST_CASE(all_tasks_shows_spawn_line_state_and_what_each_waits_on) {
 BOOST_AUTO_TEST_CASE(live_lists_tasks_and_close_cancels_them_running_their_cleanup) {
     std::vector<std::string> log;
     {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         std::vector<std::string> reports;
         loop.sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
         Future<void> gate(loop.sched);
@@ -143,7 +145,7 @@ BOOST_AUTO_TEST_CASE(live_lists_tasks_and_close_cancels_them_running_their_clean
 BOOST_AUTO_TEST_CASE(destruction_frees_tasks_waiting_on_a_future_nobody_completes) {
     std::vector<std::string> log;
     {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         Future<void> gate(loop.sched);
         // The machine holds `gate`, whose waiter list holds the task: a cycle
         // that no timer's cancellation reaches.
@@ -159,7 +161,7 @@ BOOST_AUTO_TEST_CASE(destruction_frees_tasks_waiting_on_a_future_nobody_complete
 }
 
 BOOST_AUTO_TEST_CASE(live_lists_a_pending_hand_made_future_with_its_line) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     const auto line = std::source_location::current().line();
     Future<int> answer(loop.sched);  // line + 1
     Future<int> doubled = answer.then([](int x) { return 2 * x; });
@@ -177,7 +179,7 @@ BOOST_AUTO_TEST_CASE(live_lists_a_pending_hand_made_future_with_its_line) {
 }
 
 BOOST_AUTO_TEST_CASE(close_cancels_a_pending_hand_made_future_and_leaves_an_empty_loop) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::vector<std::string> reports;
     loop.sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
     Future<int> answer(loop.sched);
@@ -203,7 +205,7 @@ BOOST_AUTO_TEST_CASE(close_cancels_a_pending_hand_made_future_and_leaves_an_empt
 
 BOOST_AUTO_TEST_CASE(close_cancels_a_task_first_then_the_hand_made_future_it_waits_on) {
     std::vector<std::string> log;
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::vector<std::string> reports;
     loop.sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
     Future<void> gate(loop.sched);

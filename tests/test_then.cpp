@@ -14,8 +14,8 @@
 
 #include <futures/futures.hpp>
 
-#include "support/fake_clock.hpp"
 #include "support/futures_util.hpp"
+#include "support/virtual_time.hpp"
 
 namespace {
 
@@ -27,6 +27,8 @@ using futures_test::Reports;
 using futures_test::Tracked;
 using futures_test::what;
 using Bag = std::vector<std::string>;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
 
 std::uintptr_t stack_address() {
     int marker = 0;
@@ -38,7 +40,7 @@ std::uintptr_t stack_address() {
 BOOST_AUTO_TEST_SUITE(values)
 
 BOOST_AUTO_TEST_CASE(chain_of_values_runs_from_the_loop) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> src(loop.sched);
     Future<std::string> out = src.then([&](int v) {
@@ -60,7 +62,7 @@ BOOST_AUTO_TEST_CASE(chain_of_values_runs_from_the_loop) {
 }
 
 BOOST_AUTO_TEST_CASE(void_sources_and_void_results) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<void> src(loop.sched);
     Future<void> done = src.then([&] { bag.push_back("void -> void"); });
@@ -75,7 +77,7 @@ BOOST_AUTO_TEST_CASE(void_sources_and_void_results) {
 }
 
 BOOST_AUTO_TEST_CASE(returned_future_is_flattened) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> src(loop.sched);
     auto start = loop.clock.now();
     Future<std::string> out = src.then([&](int v) {
@@ -90,7 +92,7 @@ BOOST_AUTO_TEST_CASE(returned_future_is_flattened) {
 }
 
 BOOST_AUTO_TEST_CASE(value_is_moved_to_the_only_reader_and_copied_for_shared_ones) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     {
         Future<std::unique_ptr<int>> src(loop.sched);
         Future<int> out = src.then([](std::unique_ptr<int> p) { return *p + 1; });
@@ -121,7 +123,7 @@ BOOST_AUTO_TEST_CASE(value_is_moved_to_the_only_reader_and_copied_for_shared_one
 }
 
 BOOST_AUTO_TEST_CASE(continuation_captures_are_released_once_it_ran) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     auto token = std::make_shared<int>(0);
     Future<int> src(loop.sched);
     Future<int> out = src.then([token](int v) { return v; });
@@ -137,7 +139,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(errors)
 
 BOOST_AUTO_TEST_CASE(error_skips_continuations_and_reaches_catch_error) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> src(loop.sched);
     Future<int> out = src.then([&](int v) {
@@ -164,7 +166,7 @@ BOOST_AUTO_TEST_CASE(error_skips_continuations_and_reaches_catch_error) {
 }
 
 BOOST_AUTO_TEST_CASE(exception_thrown_by_a_continuation_fails_the_result) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> src(loop.sched);
     Future<int> out = src.then([](int) -> int { throw std::logic_error("bad input"); });
     src.set_result(1);
@@ -175,7 +177,7 @@ BOOST_AUTO_TEST_CASE(exception_thrown_by_a_continuation_fails_the_result) {
 }
 
 BOOST_AUTO_TEST_CASE(catch_error_only_catches_the_declared_type) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> src(loop.sched);
     Future<int> out = src.catch_error([&](const std::out_of_range&) {
@@ -194,7 +196,7 @@ BOOST_AUTO_TEST_CASE(catch_error_only_catches_the_declared_type) {
 }
 
 BOOST_AUTO_TEST_CASE(catch_error_with_exception_ptr_catches_anything_and_may_return_a_future) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> src(loop.sched);
     Future<int> out = src.catch_error([&](std::exception_ptr e) {
         BOOST_TEST(what(e) == "first");
@@ -207,7 +209,7 @@ BOOST_AUTO_TEST_CASE(catch_error_with_exception_ptr_catches_anything_and_may_ret
 }
 
 BOOST_AUTO_TEST_CASE(catch_error_passes_values_through_and_can_rethrow) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> ok(loop.sched);
     Future<int> a = ok.catch_error([](std::exception_ptr) { return -1; });
     Future<int> bad(loop.sched);
@@ -227,7 +229,7 @@ BOOST_AUTO_TEST_CASE(catch_error_passes_values_through_and_can_rethrow) {
 }
 
 BOOST_AUTO_TEST_CASE(catch_error_does_not_see_cancellation) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> src(loop.sched);
     Future<int> out = src.catch_error([&](std::exception_ptr) {
@@ -242,7 +244,7 @@ BOOST_AUTO_TEST_CASE(catch_error_does_not_see_cancellation) {
 }
 
 BOOST_AUTO_TEST_CASE(an_error_passed_down_is_reported_once_by_the_last_holder) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     {
         Future<int> src(loop.sched);
@@ -260,7 +262,7 @@ BOOST_AUTO_TEST_CASE(an_error_passed_down_is_reported_once_by_the_last_holder) {
 }
 
 BOOST_AUTO_TEST_CASE(continuation_returning_an_empty_future_fails_its_result) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> src(loop.sched);
     Future<int> out = src.then([](int) { return Future<int>(); });
     src.set_result(1);
@@ -270,7 +272,7 @@ BOOST_AUTO_TEST_CASE(continuation_returning_an_empty_future_fails_its_result) {
 }
 
 BOOST_AUTO_TEST_CASE(exception_after_own_future_was_cancelled_is_reported_not_lost) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     Future<int> src(loop.sched);
     Future<int> out;
@@ -291,7 +293,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(finally_)
 
 BOOST_AUTO_TEST_CASE(runs_on_success_failure_and_cancellation_and_passes_the_outcome_on) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> ok(loop.sched), bad(loop.sched), gone(loop.sched);
     Future<int> a = ok.finally([&] { bag.push_back("ok"); });
@@ -309,7 +311,7 @@ BOOST_AUTO_TEST_CASE(runs_on_success_failure_and_cancellation_and_passes_the_out
 }
 
 BOOST_AUTO_TEST_CASE(runs_even_when_its_own_future_was_cancelled) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<void> timer = futures::sleep(loop.sched, 10s);
     Future<void> out = timer.finally([&] { bag.push_back("cleanup"); });
@@ -321,7 +323,7 @@ BOOST_AUTO_TEST_CASE(runs_even_when_its_own_future_was_cancelled) {
 }
 
 BOOST_AUTO_TEST_CASE(waits_for_a_returned_future_and_its_error_wins) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> src(loop.sched);
     auto start = loop.clock.now();
@@ -345,7 +347,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(cancellation)
 
 BOOST_AUTO_TEST_CASE(cancelled_source_skips_continuation_and_cancels_result) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<int> src(loop.sched);
     Future<int> out = src.then([&](int v) {
@@ -360,7 +362,7 @@ BOOST_AUTO_TEST_CASE(cancelled_source_skips_continuation_and_cancels_result) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_a_derived_future_cancels_what_it_waits_on) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Bag bag;
     Future<void> timer = futures::sleep(loop.sched, 5s);
     Future<int> out = timer.then([&] {
@@ -379,7 +381,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_derived_future_cancels_what_it_waits_on) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_after_flattening_cancels_the_inner_future) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<void> inner;
     Future<int> src(loop.sched);
     Future<void> out = src.then([&](int) {
@@ -398,7 +400,7 @@ BOOST_AUTO_TEST_CASE(cancelling_after_flattening_cancels_the_inner_future) {
 }
 
 BOOST_AUTO_TEST_CASE(cancel_travels_up_a_long_chain_without_recursion) {
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<void> head = futures::sleep(loop.sched, 1s);
     Future<void> tail = head;
     for (int i = 0; i < 200000; ++i) tail = tail.then([] {});
@@ -416,7 +418,7 @@ BOOST_AUTO_TEST_SUITE(long_chains)
 // the ready queue on a fresh stack; then everything they held is freed.
 BOOST_AUTO_TEST_CASE(million_long_chain_completes_on_a_flat_stack_and_frees_everything) {
     constexpr int kLength = 1'000'000;
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     std::uintptr_t lowest = UINTPTR_MAX, highest = 0;
     {
         Future<long> src(loop.sched);
@@ -441,7 +443,7 @@ BOOST_AUTO_TEST_CASE(million_long_chain_completes_on_a_flat_stack_and_frees_ever
 
 BOOST_AUTO_TEST_CASE(million_long_error_propagation) {
     constexpr int kLength = 1'000'000;
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Future<int> src(loop.sched);
     Future<int> tail = src;
     for (int i = 0; i < kLength; ++i) tail = tail.then([](int v) { return v + 1; });
@@ -457,7 +459,7 @@ BOOST_AUTO_TEST_CASE(million_long_error_propagation) {
 // a million states deep.
 BOOST_AUTO_TEST_CASE(abandoned_pending_chain_is_freed_without_recursion) {
     constexpr int kLength = 1'000'000;
-    reactor_test::FakeLoop loop;
+    VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
     {
         Future<int> src(loop.sched);
@@ -472,7 +474,7 @@ BOOST_AUTO_TEST_CASE(abandoned_pending_chain_is_freed_without_recursion) {
 
 BOOST_AUTO_TEST_CASE(pending_chain_is_freed_with_the_scheduler) {
     {
-        reactor_test::FakeLoop loop;
+        VirtualLoop loop(backend_under_test());
         Future<void> tail = futures::sleep(loop.sched, 1h);
         for (int i = 0; i < 1000; ++i) tail = tail.then([t = Tracked()] {});
         tail = Future<void>();  // only the timer holds the chain now

@@ -2,8 +2,9 @@
 // touches the loop is written once and run whole once per backend: CTest
 // runs test_x[select], test_x[poll] and test_x[epoll] (tests/CMakeLists.txt),
 // telling each which through REACTOR_TEST_BACKEND. This is the suite's only
-// per-backend mechanism: a case reads backend_under_test(), or gets it
-// through FakeLoop or on(), and never loops over backends itself.
+// per-backend mechanism: a case reads backend_under_test() (a VirtualLoop is
+// made with it, support/virtual_time.hpp; a Scheduler with on()), and never
+// loops over backends itself.
 #pragma once
 
 #include <cstdlib>
