@@ -71,7 +71,7 @@ struct Loop {
     // The new file behind a reused number is watched: `fired` comes true,
     // nothing was reported, and nothing is left registered.
     void expect_new_file_fires(const bool& fired) {
-        BOOST_TEST(nettest::run_until(s, [&] { return fired; }, kGuard));
+        BOOST_TEST(reactor_test::run_until(s, [&] { return fired; }, kGuard));
         BOOST_TEST(reports.fds.empty());
         CHECK_EMPTY(s);
     }
@@ -162,7 +162,7 @@ BOOST_FIXTURE_TEST_CASE(number_closed_between_runs_without_remove_and_reused, Lo
         s.remove_reader(number);
     });
     b.put();
-    BOOST_TEST(nettest::run_until(s, [&] { return new_file_fired; }, kGuard));
+    BOOST_TEST(reactor_test::run_until(s, [&] { return new_file_fired; }, kGuard));
     BOOST_TEST(old_reader_calls == 0);
     BOOST_TEST(reports.fds.empty());
     CHECK_EMPTY(s);
@@ -216,7 +216,7 @@ void closed_duplicated_fd_is_reported_while_busy(bool busy_with_callbacks) {
     p.r.close();  // no remove_reader, no forget_fd: `keep` holds the file open
     closed = true;
     std::chrono::steady_clock::duration took{};
-    BOOST_TEST_REQUIRE(nettest::run_until(s, [&] {
+    BOOST_TEST_REQUIRE(reactor_test::run_until(s, [&] {
         if (!reported && !reports.fds.empty()) {
             reported = true;
             took = std::chrono::steady_clock::now() - closed_at;
@@ -285,7 +285,7 @@ BOOST_FIXTURE_TEST_CASE(number_closed_after_use_and_registered_again_is_reported
     }
     bool ran = false;
     s.read_wait(number, [&] { ran = true; });
-    BOOST_TEST(nettest::run_until(s, [&] { return !reports.fds.empty(); }, kGuard));
+    BOOST_TEST(reactor_test::run_until(s, [&] { return !reports.fds.empty(); }, kGuard));
     BOOST_TEST_REQUIRE(reports.fds.size() == 1u);
     BOOST_TEST(reports.fds[0] == number);
     BOOST_TEST(!ran);

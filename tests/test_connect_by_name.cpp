@@ -73,7 +73,7 @@ struct BusyPool {
         sched.run();
     }
     Scheduler& sched;
-    testsupport::Gate gate;
+    reactor_test::Gate gate;
     bool opened = false;
     ThreadPool pool;
     reactor::Job blocker;

@@ -29,7 +29,15 @@
 #include "support/net_util.hpp"
 #include "support/tcp_echo.hpp"
 
-using namespace tcp_test;  // with the usings of the TCP suites (support/tcp_echo.hpp)
+using namespace std::chrono_literals;
+using reactor::CloseKind;
+using reactor::CloseReason;
+using reactor::Connection;
+using reactor::ConnectionPtr;
+using reactor_test::any_loopback;
+using reactor_test::EchoServer;
+using reactor_test::LoadClient;
+using reactor_test::on;
 
 BOOST_AUTO_TEST_CASE(echo_200_clients_1000_messages_every_byte_back_in_order) {
     const reactor::Backend backend = reactor_test::backend_under_test();
@@ -37,12 +45,12 @@ BOOST_AUTO_TEST_CASE(echo_200_clients_1000_messages_every_byte_back_in_order) {
     constexpr int kMessages = 1000;
     reactor::Scheduler sched(on(backend));
     EchoServer server(sched);
-    const std::string pool = nettest::random_bytes(1 << 20, 42);
+    const std::string pool = reactor_test::random_bytes(1 << 20, 42);
     std::vector<std::unique_ptr<LoadClient>> clients;
     for (int i = 0; i < kClients; ++i)
         clients.push_back(std::make_unique<LoadClient>(sched, server.port(), 1000 + i, kMessages, pool));
 
-    bool all_closed = nettest::run_until(sched, [&] {
+    bool all_closed = reactor_test::run_until(sched, [&] {
         for (auto& c : clients)
             if (!c->closed) return false;
         return server.open == 0 && server.closes.size() == kClients;
@@ -86,7 +94,7 @@ BOOST_AUTO_TEST_CASE(half_close_peer_eof_then_reply_then_shutdown) {
         c->write_eof();
         BOOST_TEST(!c->write("too late"));  // no writes after write_eof
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 4; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 4; }));
     BOOST_TEST(server_got == "question");
     BOOST_TEST(client_got == "reply to: question");
     BOOST_TEST(bag[0] == "server eof");
@@ -102,7 +110,7 @@ BOOST_AUTO_TEST_CASE(half_close_peer_eof_then_reply_then_shutdown) {
 BOOST_AUTO_TEST_CASE(write_eof_waits_for_buffered_output_and_reading_goes_on) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
-    const std::string big = nettest::random_bytes(4 << 20, 7);
+    const std::string big = reactor_test::random_bytes(4 << 20, 7);
     ConnectionPtr server_conn;
     std::string server_got;
     bool server_closed = false;
@@ -117,9 +125,9 @@ BOOST_AUTO_TEST_CASE(write_eof_waits_for_buffered_output_and_reading_goes_on) {
         c->write(big);
         c->write_eof();
     });
-    int fd = nettest::connect_blocking(listener->address().port());
+    int fd = reactor_test::connect_blocking(listener->address().port());
     BOOST_REQUIRE(fd >= 0);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn != nullptr; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_conn != nullptr; }));
     // 4 MiB cannot fit in the kernel buffers of a peer that has not read yet:
     // the shutdown is still pending behind buffered output.
     BOOST_TEST(server_conn->buffered() > 0u);
@@ -139,14 +147,14 @@ BOOST_AUTO_TEST_CASE(write_eof_waits_for_buffered_output_and_reading_goes_on) {
             sched.remove_reader(fd);
         }
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return client_eof; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client_eof; }));
     BOOST_TEST(client_got.size() == big.size());
     BOOST_TEST((client_got == big));
     // The server's reading half is still open after its write_eof.
-    BOOST_TEST(nettest::send_all(fd, "ack"));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_got == "ack"; }));
+    BOOST_TEST(reactor_test::send_all(fd, "ack"));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_got == "ack"; }));
     ::shutdown(fd, SHUT_WR);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_closed; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_closed; }));
     ::close(fd);
     server_conn.reset();
     listener.reset();
@@ -170,15 +178,15 @@ BOOST_AUTO_TEST_CASE(peer_reset_mid_write_reaches_close_callback) {
         });
         c->write(std::string(16 << 20, 'z'));  // far more than the kernel buffers hold
     });
-    int fd = nettest::connect_blocking(listener->address().port());
+    int fd = reactor_test::connect_blocking(listener->address().port());
     BOOST_REQUIRE(fd >= 0);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return high; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return high; }));
     BOOST_TEST(server_conn->buffered() > 0u);
     // The peer resets: SO_LINGER 0 then close() sends RST.
     linger lg{1, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     ::close(fd);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return reason.has_value(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason.has_value(); }));
     BOOST_TEST(reason->kind == CloseKind::reset);
     BOOST_TEST((reason->error == ECONNRESET || reason->error == EPIPE), "error " << reason->error);
     BOOST_TEST(writes_after_close == 1u);
@@ -198,7 +206,7 @@ BOOST_AUTO_TEST_CASE(slow_reader_triggers_high_water_and_pause) {
     // reads again everything drains, and every byte comes back in order.
     reactor::Scheduler sched(on(backend));
     EchoServer server(sched);
-    const std::string pool = nettest::random_bytes(1 << 20, 3);
+    const std::string pool = reactor_test::random_bytes(1 << 20, 3);
     std::vector<std::string> bag;
     std::string sent, got;
     ConnectionPtr client;
@@ -228,11 +236,11 @@ BOOST_AUTO_TEST_CASE(slow_reader_triggers_high_water_and_pause) {
         });
         pump();
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !bag.empty(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !bag.empty(); }));
     BOOST_TEST(bag == std::vector<std::string>{"client high"});
     BOOST_TEST(server.events == std::vector<std::string>{"high"}, "the server paused first");
     client->resume_reading();
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return client_closed && server.open == 0; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client_closed && server.open == 0; }));
     BOOST_TEST(bag == (std::vector<std::string>{"client high", "client low", "client eof"}));
     BOOST_TEST(server.events == (std::vector<std::string>{"high", "low"}));
     BOOST_TEST(got.size() == sent.size());
@@ -263,9 +271,9 @@ BOOST_AUTO_TEST_CASE(write_returns_false_when_its_high_water_callback_aborted) {
         accepted = c->write(std::string(16 << 20, 'h'));
         bag.push_back("write returned");
     });
-    int fd = nettest::connect_blocking(listener->address().port());
+    int fd = reactor_test::connect_blocking(listener->address().port());
     BOOST_REQUIRE(fd >= 0);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 3; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 3; }));
     BOOST_REQUIRE(accepted.has_value());
     BOOST_TEST(!*accepted, "the abort in the high-water callback discarded the data");
     BOOST_TEST(bag == (std::vector<std::string>{"high open", "write returned", "close local"}));
@@ -283,7 +291,7 @@ BOOST_AUTO_TEST_CASE(write_returns_false_when_its_high_water_callback_aborted) {
 BOOST_AUTO_TEST_CASE(write_returns_true_when_its_high_water_callback_closed_gracefully) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
-    const std::string big = nettest::random_bytes(16 << 20, 5);
+    const std::string big = reactor_test::random_bytes(16 << 20, 5);
     std::optional<bool> accepted;
     std::optional<CloseReason> server_reason;
     ConnectionPtr server_conn;
@@ -294,9 +302,9 @@ BOOST_AUTO_TEST_CASE(write_returns_true_when_its_high_water_callback_closed_grac
         accepted = c->write(big);
         BOOST_TEST((c->state() == Connection::State::closing));
     });
-    int fd = nettest::connect_blocking(listener->address().port());
+    int fd = reactor_test::connect_blocking(listener->address().port());
     BOOST_REQUIRE(fd >= 0);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return accepted.has_value(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return accepted.has_value(); }));
     BOOST_TEST(*accepted);
     // Read everything to EOF on the loop: a blocking reader would stall the flush.
     std::string got;
@@ -311,7 +319,7 @@ BOOST_AUTO_TEST_CASE(write_returns_true_when_its_high_water_callback_closed_grac
             sched.remove_reader(fd);
         }
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return eof && server_reason.has_value(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return eof && server_reason.has_value(); }));
     BOOST_TEST(got.size() == big.size());
     BOOST_TEST((got == big));
     BOOST_TEST(server_reason->to_string() == "local");
@@ -354,9 +362,9 @@ BOOST_AUTO_TEST_CASE(addresses_outlive_the_socket_into_the_close_callback) {
     });
     // Both ends adopted (the server's accept and the client's connect
     // callback come in either order); only then does the client reset.
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn && client_conn; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_conn && client_conn; }));
     client_conn->abort();
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.reason && client.reason; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.reason && client.reason; }));
     BOOST_TEST(client.reason->to_string() == "local");
     BOOST_TEST(server.reason->kind == CloseKind::reset, server.reason->to_string());
     BOOST_TEST(client.peer_open == listener->address());
@@ -398,7 +406,7 @@ BOOST_AUTO_TEST_CASE(write_to_closed_peer_does_not_raise_sigpipe) {
         c->set_close_callback([&](Connection&, const CloseReason& r) { reason = r; });
         pump();
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return reason.has_value(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason.has_value(); }));
     BOOST_TEST(reason->kind == CloseKind::reset, reason->to_string());
     BOOST_TEST(writes >= 1);
     client.reset();
@@ -410,7 +418,7 @@ BOOST_AUTO_TEST_CASE(write_to_closed_peer_does_not_raise_sigpipe) {
 BOOST_AUTO_TEST_CASE(close_flushes_buffered_output_first) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
-    const std::string big = nettest::random_bytes(3 << 20, 11);
+    const std::string big = reactor_test::random_bytes(3 << 20, 11);
     std::optional<CloseReason> server_reason;
     auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
         c->set_close_callback([&](Connection&, const CloseReason& r) { server_reason = r; });
@@ -427,7 +435,7 @@ BOOST_AUTO_TEST_CASE(close_flushes_buffered_output_first) {
         c->set_data_callback([&](Connection&, std::string_view d) { got += d; });
         c->set_close_callback([&](Connection&, const CloseReason& r) { client_reason = r; });
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_reason && client_reason; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_reason && client_reason; }));
     BOOST_TEST(server_reason->to_string() == "local");
     BOOST_TEST(client_reason->to_string() == "eof");
     BOOST_TEST(got.size() % big.size() == 0u);
@@ -450,12 +458,12 @@ BOOST_AUTO_TEST_CASE(abort_discards_output_and_the_peer_sees_a_reset) {
         BOOST_REQUIRE(!ec);
         c->set_close_callback([&](Connection&, const CloseReason& r) { client_reason = r; });
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn != nullptr; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_conn != nullptr; }));
     server_conn->write(std::string(8 << 20, 'a'));
     server_conn->abort();
     server_conn->abort();  // idempotent
     BOOST_TEST(server_conn->buffered() == 0u);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_reason && client_reason; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_reason && client_reason; }));
     BOOST_TEST(server_reason->to_string() == "local");
     BOOST_TEST(client_reason->kind == CloseKind::reset, client_reason->to_string());
     server_conn.reset();
@@ -470,13 +478,13 @@ BOOST_AUTO_TEST_CASE(drain_callback_after_immediate_and_after_buffered_writes) {
     std::vector<std::string> bag;
     ConnectionPtr server_conn;
     auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) { server_conn = c; });
-    int fd = nettest::connect_blocking(listener->address().port());
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn != nullptr; }));
+    int fd = reactor_test::connect_blocking(listener->address().port());
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_conn != nullptr; }));
     server_conn->set_drain_callback([&](Connection& c) { bag.push_back(fmt::format("drain {}", c.buffered())); });
     server_conn->write("small");
     BOOST_TEST(bag.empty());  // never from inside write()
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 1; }));
-    BOOST_TEST(nettest::recv_exactly(fd, 5) == "small");
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 1; }));
+    BOOST_TEST(reactor_test::recv_exactly(fd, 5) == "small");
 
     const std::size_t big = 8 << 20;
     server_conn->write(std::string(big, 'b'));
@@ -488,7 +496,7 @@ BOOST_AUTO_TEST_CASE(drain_callback_after_immediate_and_after_buffered_writes) {
         ssize_t n = ::recv(fd, buf, sizeof buf, 0);
         if (n > 0) got += static_cast<std::size_t>(n);
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 2 && got == big; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 2 && got == big; }));
     BOOST_TEST(bag == (std::vector<std::string>{"drain 0", "drain 0"}));
     sched.remove_reader(fd);
     server_conn->close();
@@ -509,9 +517,9 @@ BOOST_AUTO_TEST_CASE(pause_reading_holds_data_until_resume) {
         c->pause_reading();
         c->set_data_callback([&](Connection&, std::string_view d) { got += d; });
     });
-    int fd = nettest::connect_blocking(listener->address().port());
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server_conn != nullptr; }));
-    BOOST_TEST(nettest::send_all(fd, "held"));
+    int fd = reactor_test::connect_blocking(listener->address().port());
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_conn != nullptr; }));
+    BOOST_TEST(reactor_test::send_all(fd, "held"));
     BOOST_TEST(!server_conn->is_reading());
     // Nothing is registered for this connection while it is paused, so once
     // the listener is gone the loop has nothing to wait for: run() returns
@@ -520,9 +528,9 @@ BOOST_AUTO_TEST_CASE(pause_reading_holds_data_until_resume) {
     sched.run();
     BOOST_TEST(got == "");
     server_conn->resume_reading();
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == "held"; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got == "held"; }));
     ::close(fd);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !server_conn->is_open(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !server_conn->is_open(); }));
     server_conn.reset();
     listener.reset();
     sched.run();
@@ -548,9 +556,9 @@ BOOST_AUTO_TEST_CASE(callbacks_may_close_and_drop_the_last_reference) {
         c->set_close_callback([&](Connection&, const CloseReason&) { ++closed; });
     });
     std::vector<int> fds;
-    for (int i = 0; i < 5; ++i) fds.push_back(nettest::connect_blocking(listener->address().port()));
-    for (int fd : fds) nettest::send_all(fd, "hi");
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return closed == 5; }));
+    for (int i = 0; i < 5; ++i) fds.push_back(reactor_test::connect_blocking(listener->address().port()));
+    for (int fd : fds) reactor_test::send_all(fd, "hi");
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed == 5; }));
     BOOST_TEST(registry.empty());
     for (int fd : fds) ::close(fd);
     listener.reset();
@@ -562,7 +570,7 @@ BOOST_AUTO_TEST_CASE(callbacks_may_close_and_drop_the_last_reference) {
         c->abort();
         once.reset();
     });
-    int fd1 = nettest::connect_blocking(once->address().port());
+    int fd1 = reactor_test::connect_blocking(once->address().port());
     sched.run();
     BOOST_TEST(accepted == 1);
     BOOST_TEST(once == nullptr);
@@ -590,12 +598,12 @@ BOOST_AUTO_TEST_CASE(callbacks_may_replace_themselves_while_running) {
             c.close();
         });
     });
-    int fd = nettest::connect_blocking(listener->address().port());
-    nettest::send_all(fd, "a");
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 1; }));
-    nettest::send_all(fd, "b");
+    int fd = reactor_test::connect_blocking(listener->address().port());
+    reactor_test::send_all(fd, "a");
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 1; }));
+    reactor_test::send_all(fd, "b");
     ::shutdown(fd, SHUT_WR);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return bag.size() == 3; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 3; }));
     BOOST_TEST(bag == (std::vector<std::string>{"first a 1000", "second b", "eof"}));
     ::close(fd);
     listener.reset();

@@ -26,7 +26,9 @@
 
 
 using namespace std::chrono_literals;
-using namespace tcp_test;
+using reactor::Connection;
+using reactor::ConnectionPtr;
+using reactor_test::on;
 using reactor::testing::VirtualLoop;
 using reactor_test::TimeoutRecordingLoop;
 using reactor_test::backend_under_test;

@@ -19,7 +19,10 @@
 #include "support/net_util.hpp"
 #include "support/tcp_echo.hpp"
 
-using namespace tcp_test;
+using reactor::Connection;
+using reactor::ConnectionPtr;
+using reactor_test::any_loopback;
+using reactor_test::on;
 
 namespace {
 
@@ -41,8 +44,8 @@ struct LoggingServer {
     // Connects `n` blocking clients and runs the loop until all are accepted.
     std::vector<int> connect_clients(int n) {
         std::vector<int> fds;
-        for (int i = 0; i < n; ++i) fds.push_back(nettest::connect_blocking(port()));
-        BOOST_REQUIRE(nettest::run_until(sched, [&] { return listener->connections().size() == fds.size(); }));
+        for (int i = 0; i < n; ++i) fds.push_back(reactor_test::connect_blocking(port()));
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return listener->connections().size() == fds.size(); }));
         return fds;
     }
 };
@@ -67,13 +70,13 @@ BOOST_AUTO_TEST_CASE(wait_closed_runs_after_the_listener_and_the_last_connection
     BOOST_TEST(s.listener->connections().size() == 2u);  // closing the listener leaves them open
 
     ::close(clients[0]);
-    BOOST_REQUIRE(nettest::run_until(s.sched, [&] { return s.events.size() == 1u; }));
+    BOOST_REQUIRE(reactor_test::run_until(s.sched, [&] { return s.events.size() == 1u; }));
     spin_once(s.sched);
     BOOST_TEST(!all_closed);  // one connection is still open
     BOOST_TEST(s.listener->connections().size() == 1u);
 
     ::close(clients[1]);
-    BOOST_REQUIRE(nettest::run_until(s.sched, [&] { return all_closed; }));
+    BOOST_REQUIRE(reactor_test::run_until(s.sched, [&] { return all_closed; }));
     BOOST_TEST(s.events == (std::vector<std::string>{"closed eof", "closed eof", "all closed"}));
     s.listener.reset();
     s.sched.run();
@@ -88,7 +91,7 @@ BOOST_AUTO_TEST_CASE(wait_closed_waits_for_the_listener_itself_to_close) {
     BOOST_TEST(!all_closed);  // no connection, but still listening
     s.listener->close();
     BOOST_TEST(!all_closed);  // never synchronously
-    BOOST_REQUIRE(nettest::run_until(s.sched, [&] { return all_closed; }));
+    BOOST_REQUIRE(reactor_test::run_until(s.sched, [&] { return all_closed; }));
 
     bool again = false;  // closed and empty already: runs on the next iteration
     s.listener->wait_closed([&] { again = true; });
@@ -107,9 +110,9 @@ BOOST_AUTO_TEST_CASE(close_all_flushes_output_then_closes_every_connection) {
     s.listener->wait_closed([&] { all_closed = true; });
     s.listener->close();
     s.listener->connections().close_all();
-    BOOST_REQUIRE(nettest::run_until(s.sched, [&] { return all_closed; }));
+    BOOST_REQUIRE(reactor_test::run_until(s.sched, [&] { return all_closed; }));
     for (int fd : clients) {
-        BOOST_TEST(nettest::recv_all(fd) == "");  // EOF, not a reset
+        BOOST_TEST(reactor_test::recv_all(fd) == "");  // EOF, not a reset
         ::close(fd);
     }
     BOOST_TEST(s.events == (std::vector<std::string>(3, "closed local")));
@@ -124,7 +127,7 @@ BOOST_AUTO_TEST_CASE(abort_all_resets_every_connection_and_discards_its_output) 
     s.listener->close();
     s.listener->connections().abort_all();
     BOOST_TEST(s.listener->connections().empty());  // aborting closes now
-    BOOST_REQUIRE(nettest::run_until(s.sched, [&] { return all_closed; }));
+    BOOST_REQUIRE(reactor_test::run_until(s.sched, [&] { return all_closed; }));
     for (int fd : clients) {
         char c;
         errno = 0;
@@ -144,7 +147,7 @@ BOOST_AUTO_TEST_CASE(wait_closed_still_runs_when_the_listener_is_destroyed_first
     spin_once(s.sched);
     BOOST_TEST(!all_closed);
     ::close(clients[0]);
-    BOOST_REQUIRE(nettest::run_until(s.sched, [&] { return all_closed; }));
+    BOOST_REQUIRE(reactor_test::run_until(s.sched, [&] { return all_closed; }));
     s.sched.run();
     BOOST_TEST(s.sched.empty());
 }
@@ -153,8 +156,8 @@ BOOST_AUTO_TEST_CASE(a_connection_added_to_another_set_leaves_the_first) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     auto mine = reactor::ConnectionSet::create(sched);
     auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) { mine->add(c); });
-    int fd = nettest::connect_blocking(listener->address().port());
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return mine->size() == 1u; }));
+    int fd = reactor_test::connect_blocking(listener->address().port());
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return mine->size() == 1u; }));
     BOOST_TEST(listener->connections().empty());
     mine->add(nullptr);  // ignored
     BOOST_TEST(mine->size() == 1u);
@@ -164,10 +167,10 @@ BOOST_AUTO_TEST_CASE(a_connection_added_to_another_set_leaves_the_first) {
     mine->when_empty([&] { mine_empty = true; });
     listener->wait_closed([&] { listener_done = true; });
     listener->close();
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return listener_done; }));  // it has no member left
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return listener_done; }));  // it has no member left
     BOOST_TEST(!mine_empty);
     ::close(fd);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return mine_empty; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return mine_empty; }));
     BOOST_TEST(mine->empty());
     listener.reset();
     sched.run();

@@ -24,7 +24,10 @@
 #include "support/net_util.hpp"
 #include "support/tcp_echo.hpp"
 
-using namespace tcp_test;  // with the usings of the TCP suites (support/tcp_echo.hpp)
+using namespace std::chrono_literals;
+using reactor::ConnectionPtr;
+using reactor_test::EchoServer;
+using reactor_test::on;
 
 BOOST_AUTO_TEST_CASE(connect_refused_reaches_the_callback) {
     const reactor::Backend backend = reactor_test::backend_under_test();

@@ -93,23 +93,23 @@ BOOST_AUTO_TEST_CASE(the_twenty_second_demo_runs_in_virtual_time_line_by_line) {
     };
     sched.call_at(reactor::testing::VirtualClock::kStart + 2500ms, [&] {
         hold = v.loop.hold_time();
-        client.fd = nettest::connect_blocking(v.demo.port());
+        client.fd = reactor_test::connect_blocking(v.demo.port());
         BOOST_REQUIRE(client.fd >= 0);
         // "spl" then "it\n": without this, Nagle keeps "it\n" back until the
         // server's delayed ACK of "spl" (the hold would wait for it, for real).
         int one = 1;
         BOOST_REQUIRE(::setsockopt(client.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0);
         me = reactor::Address::local_of(client.fd).to_string();
-        BOOST_REQUIRE(nettest::send_all(client.fd, "hello\nworld\r\n"));
+        BOOST_REQUIRE(reactor_test::send_all(client.fd, "hello\nworld\r\n"));
         client.expect("Got: hello\nGot: world\n", [&] {
             // Half a line: no answer until the rest comes, a second later.
-            BOOST_REQUIRE(nettest::send_all(client.fd, "spl"));
+            BOOST_REQUIRE(reactor_test::send_all(client.fd, "spl"));
             hold.release();
         });
     });
     sched.call_at(reactor::testing::VirtualClock::kStart + 3500ms, [&] {
         hold = v.loop.hold_time();
-        BOOST_REQUIRE(nettest::send_all(client.fd, "it\n"));
+        BOOST_REQUIRE(reactor_test::send_all(client.fd, "it\n"));
         client.expect("Got: hello\nGot: world\nGot: split\n", [&] { ::close(client.fd); });
     });
     v.demo.start();
@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(bad_settings_and_a_taken_port_are_refused_clearly) {
 
 BOOST_AUTO_TEST_CASE(the_program_counts_down_from_one_and_exits_zero) {
     const std::string backend(reactor::to_string(reactor_test::backend_under_test()));
-    testsupport::Run r = testsupport::run_example("countdown", {"--from", "1", "--backend", backend});
+    reactor_test::Run r = reactor_test::run_example("countdown", {"--from", "1", "--backend", backend});
     BOOST_TEST(r.code == 0);
     BOOST_REQUIRE(r.out.size() == 3u);
     BOOST_TEST(r.out[0].starts_with("listening on 127.0.0.1:"));
@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(the_program_counts_down_from_one_and_exits_zero) {
 }
 
 BOOST_AUTO_TEST_CASE(help_explains_the_options_and_exits_zero) {
-    testsupport::Child child(testsupport::example_path("countdown"), {"--help"});
+    reactor_test::Child child(reactor_test::example_path("countdown"), {"--help"});
     std::string out = child.read_all(5s);
     BOOST_TEST(child.wait(5s) == 0);
     for (const char* word : {"--port", "--from", "--speed", "--backend", "Down", "Up", "Got:"})
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(help_explains_the_options_and_exits_zero) {
 BOOST_AUTO_TEST_CASE(bad_options_are_rejected_clearly) {
     for (const std::vector<std::string>& args : {std::vector<std::string>{"--speed", "fast"}, {"--speed", "nan"},
                                                   {"--from", "0"}, {"--port", "70000"}, {"--backend", "kqueue"}}) {
-        testsupport::Child child(testsupport::example_path("countdown"), args);
+        reactor_test::Child child(reactor_test::example_path("countdown"), args);
         std::string err = child.read_stderr(5s);
         BOOST_TEST(child.wait(5s) == 2, args[0]);
         BOOST_TEST(err.find("countdown: " + args[0]) == 0u, err);  // names the option
@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(bad_options_are_rejected_clearly) {
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_stops_the_countdown_with_one_line_and_exit_130) {
-    testsupport::Run r = testsupport::interrupt_after_first_line("countdown", {"--port", "0"});
+    reactor_test::Run r = reactor_test::interrupt_after_first_line("countdown", {"--port", "0"});
     BOOST_TEST(r.code == 130);
     BOOST_REQUIRE(!r.out.empty());
     BOOST_TEST(r.out.front().starts_with("listening on 127.0.0.1:"));

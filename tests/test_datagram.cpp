@@ -35,9 +35,9 @@ using futures::Datagram;
 using futures::DatagramSocket;
 using futures::Future;
 using futures::Step;
-using futures_test::error_of;
-using futures_test::mentions;
-using futures_test::what;
+using reactor_test::error_of;
+using reactor_test::mentions;
+using reactor_test::what;
 using reactor::Address;
 using reactor_test::on;
 

@@ -56,7 +56,7 @@ const Strace& strace() {
             s.unusable = "strace is not installed";
             return s;
         }
-        testsupport::Child probe(s.path, {"-f", "-o", "/dev/null", "true"});
+        reactor_test::Child probe(s.path, {"-f", "-o", "/dev/null", "true"});
         probe.close_stdin();
         std::string err = probe.read_stderr(10s);
         if (probe.wait(10s) != 0) s.unusable = "strace cannot trace here (ptrace refused?): " + err;
@@ -81,7 +81,7 @@ boost::unit_test::precondition needs_strace() {
 // `when`-th call on (strace's syntax: "3" is the third call only, "1+" every
 // call). strace exits with its tracee's status, and dies of its signal (so
 // 128 + 6 for SIGABRT).
-testsupport::Child under_strace(const std::string& syscalls, const std::string& error, const std::string& when,
+reactor_test::Child under_strace(const std::string& syscalls, const std::string& error, const std::string& when,
                                 const std::string& example, std::vector<std::string> args) {
     // LeakSanitizer cannot run under ptrace (it stops the process at exit
     // with a fatal error): in a sanitizer build the traced example runs
@@ -89,16 +89,16 @@ testsupport::Child under_strace(const std::string& syscalls, const std::string& 
     std::vector<std::string> argv{"-f", "-o", "/dev/null", "-E", "ASAN_OPTIONS=detect_leaks=0",
                                   "-e", "trace=" + syscalls,
                                   "-e", "inject=" + syscalls + ":error=" + error + ":when=" + when,
-                                  testsupport::example_path(example)};
+                                  reactor_test::example_path(example)};
     argv.insert(argv.end(), args.begin(), args.end());
-    return testsupport::Child(strace().path, argv);
+    return reactor_test::Child(strace().path, argv);
 }
 
-std::vector<std::string> stderr_lines(const std::string& err) { return testsupport::lines_of(err); }
+std::vector<std::string> stderr_lines(const std::string& err) { return reactor_test::lines_of(err); }
 
 // The end every failing example must have: exit 1 (never 134: SIGABRT) and
 // exactly one stderr line naming the program.
-void expect_one_line_and_exit_1(testsupport::Child& child, const std::string& program, const std::string& err) {
+void expect_one_line_and_exit_1(reactor_test::Child& child, const std::string& program, const std::string& err) {
     const int code = child.wait(30s);
     BOOST_TEST(code != 128 + 6, program << " ended in SIGABRT; stderr: " << err);
     BOOST_TEST(code == 1, program << ": exit status " << code << "; stderr: " << err);
@@ -129,7 +129,7 @@ struct SilentListener {
 const std::string kSelectorWaits = "pselect6,ppoll,epoll_wait,epoll_pwait";
 
 // "listening on 127.0.0.1:PORT (epoll)": the port.
-std::uint16_t listening_port(testsupport::Child& child, const std::string& program) {
+std::uint16_t listening_port(reactor_test::Child& child, const std::string& program) {
     auto first = child.read_line(20s);
     BOOST_REQUIRE_MESSAGE(first.has_value(), program << " printed nothing");
     std::smatch m;
@@ -139,11 +139,11 @@ std::uint16_t listening_port(testsupport::Child& child, const std::string& progr
 
 // One echo exchange as a client: what came back (empty after a reset).
 std::string echo_once(std::uint16_t port, const std::string& message) {
-    const int fd = nettest::connect_blocking(port);
+    const int fd = reactor_test::connect_blocking(port);
     if (fd < 0) return "connect failed";
-    nettest::send_all(fd, message);
+    reactor_test::send_all(fd, message);
     ::shutdown(fd, SHUT_WR);
-    std::string back = nettest::recv_all(fd);
+    std::string back = reactor_test::recv_all(fd);
     ::close(fd);
     return back;
 }
@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(no_example_ends_in_sigabrt_when_the_selector_fails, *needs_
         {"slow_callback", {"--block-ms", "1", "--rounds", "1"}},
     };
     for (const auto& [program, args] : programs) {
-        testsupport::Child child = under_strace(kSelectorWaits, "EINVAL", "1+", program, args);
+        reactor_test::Child child = under_strace(kSelectorWaits, "EINVAL", "1+", program, args);
         child.close_stdin();
         child.read_all(30s);
         std::string err = child.read_stderr(10s);
@@ -186,11 +186,11 @@ BOOST_AUTO_TEST_CASE(no_example_ends_in_sigabrt_when_the_selector_fails, *needs_
 // A server with clients: the failure still ends it with one line and exit 1.
 BOOST_AUTO_TEST_CASE(a_server_whose_selector_fails_with_a_client_connected_exits_1, *needs_strace()) {
     // The wait fails from its 4th call on: after the listen, the accept and the client's first bytes.
-    testsupport::Child child = under_strace("epoll_wait,epoll_pwait", "EINVAL", "4+", "echo_server",
+    reactor_test::Child child = under_strace("epoll_wait,epoll_pwait", "EINVAL", "4+", "echo_server",
                                             {"--port", "0", "--max-seconds", "30"});
-    int fd = nettest::connect_blocking(listening_port(child, "echo_server"));
+    int fd = reactor_test::connect_blocking(listening_port(child, "echo_server"));
     BOOST_REQUIRE(fd >= 0);
-    nettest::send_all(fd, "hello\n");
+    reactor_test::send_all(fd, "hello\n");
     child.read_all(30s);
     std::string err = child.read_stderr(10s);
     expect_one_line_and_exit_1(child, "echo_server", err);
@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(a_server_whose_selector_fails_with_a_client_connected_exits
 
 // Reaping the child fails: the exit future fails, and main says so.
 BOOST_AUTO_TEST_CASE(run_command_whose_wait_for_the_child_fails_exits_1, *needs_strace()) {
-    testsupport::Child child = under_strace("wait4", "ECHILD", "1+", "run_command", {"--", "/bin/echo", "hi"});
+    reactor_test::Child child = under_strace("wait4", "ECHILD", "1+", "run_command", {"--", "/bin/echo", "hi"});
     child.close_stdin();
     std::string out = child.read_all(30s);
     std::string err = child.read_stderr(10s);
@@ -209,7 +209,7 @@ BOOST_AUTO_TEST_CASE(run_command_whose_wait_for_the_child_fails_exits_1, *needs_
 
 // The pool cannot start a thread: the lookup's future fails, and main says so.
 BOOST_AUTO_TEST_CASE(resolve_whose_pool_cannot_start_a_thread_exits_1, *needs_strace()) {
-    testsupport::Child child = under_strace("clone,clone3", "EAGAIN", "1+", "resolve", {"::1", "127.0.0.1"});
+    reactor_test::Child child = under_strace("clone,clone3", "EAGAIN", "1+", "resolve", {"::1", "127.0.0.1"});
     child.close_stdin();
     child.read_all(30s);
     std::string err = child.read_stderr(10s);
@@ -219,12 +219,12 @@ BOOST_AUTO_TEST_CASE(resolve_whose_pool_cannot_start_a_thread_exits_1, *needs_st
 // recv fails on the server's side: a failure of ours, said on stderr and
 // counted as such; the client did not reset anything.
 BOOST_AUTO_TEST_CASE(echo_server_streams_counts_its_own_read_error_as_a_failure, *needs_strace()) {
-    testsupport::Child child = under_strace("recvfrom", "EIO", "1", "echo_server_streams",
+    reactor_test::Child child = under_strace("recvfrom", "EIO", "1", "echo_server_streams",
                                             {"--port", "0", "--exit-after", "1", "--max-seconds", "30"});
-    int fd = nettest::connect_blocking(listening_port(child, "echo_server_streams"));
+    int fd = reactor_test::connect_blocking(listening_port(child, "echo_server_streams"));
     BOOST_REQUIRE(fd >= 0);
-    nettest::send_all(fd, "hello\n");
-    nettest::recv_all(fd);  // until the server ends the connection
+    reactor_test::send_all(fd, "hello\n");
+    reactor_test::recv_all(fd);  // until the server ends the connection
     ::close(fd);
     std::string out = child.read_all(30s);
     std::string err = child.read_stderr(10s);
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(echo_server_streams_counts_its_own_read_error_as_a_failure,
 // one line on stderr says it is retried, the client is served, and the
 // server ends as asked, with status 0.
 BOOST_AUTO_TEST_CASE(a_server_rides_out_a_transient_selector_failure, *needs_strace()) {
-    testsupport::Child child = under_strace("epoll_wait,epoll_pwait", "ENOMEM", "3", "echo_server",
+    reactor_test::Child child = under_strace("epoll_wait,epoll_pwait", "ENOMEM", "3", "echo_server",
                                             {"--port", "0", "--exit-after", "1", "--max-seconds", "30"});
     const std::uint16_t port = listening_port(child, "echo_server");
     BOOST_TEST(echo_once(port, "still here\n") == "still here\n");
@@ -254,7 +254,7 @@ BOOST_AUTO_TEST_CASE(a_server_rides_out_a_transient_selector_failure, *needs_str
 // 3rd call, after the wake-up fd and the listener): that client sees a
 // reset at once, not a hang, and the next client is served.
 BOOST_AUTO_TEST_CASE(an_unwatchable_connection_is_reset_and_the_next_served, *needs_strace()) {
-    testsupport::Child child = under_strace("epoll_ctl", "ENOMEM", "3", "echo_server",
+    reactor_test::Child child = under_strace("epoll_ctl", "ENOMEM", "3", "echo_server",
                                             {"--port", "0", "--exit-after", "2", "--max-seconds", "30"});
     const std::uint16_t port = listening_port(child, "echo_server");
     const auto start = std::chrono::steady_clock::now();
@@ -271,7 +271,7 @@ BOOST_AUTO_TEST_CASE(an_unwatchable_connection_is_reset_and_the_next_served, *ne
 // the server says so in one line and exits 1, instead of claiming to listen
 // and never accepting.
 BOOST_AUTO_TEST_CASE(a_server_whose_listener_cannot_be_watched_exits_1, *needs_strace()) {
-    testsupport::Child child = under_strace("epoll_ctl", "ENOSPC", "2", "echo_server",
+    reactor_test::Child child = under_strace("epoll_ctl", "ENOSPC", "2", "echo_server",
                                             {"--port", "0", "--max-seconds", "30"});
     child.read_all(30s);
     std::string err = child.read_stderr(10s);

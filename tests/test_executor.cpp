@@ -35,7 +35,7 @@ using reactor::ThreadPool;
 using reactor_test::backend_under_test;
 using reactor_test::on;
 
-using testsupport::Gate;
+using reactor_test::Gate;
 
 template <class T>
 void run_until_done(Scheduler& s, const Future<T>& f) {
@@ -115,14 +115,14 @@ BOOST_AUTO_TEST_CASE(cancelled_while_queued_the_function_never_runs) {
     std::promise<void> started;
     Future<void> blocker = run_in_executor(s, pool, [&] { started.set_value(); gate.wait(); });
     std::atomic<bool> ran{false};
-    futures_test::Tracked::live = 0;
-    Future<int> f = run_in_executor(s, pool, [&ran, t = futures_test::Tracked()] { ran = true; return 1; });
+    reactor_test::Tracked::live = 0;
+    Future<int> f = run_in_executor(s, pool, [&ran, t = reactor_test::Tracked()] { ran = true; return 1; });
     started.get_future().wait();
     BOOST_TEST(pool.queued() == 1u);
     BOOST_TEST(f.cancel());
     BOOST_TEST(f.cancelled());
     BOOST_TEST(pool.queued() == 0u);
-    BOOST_TEST(futures_test::Tracked::live == 0);  // the function is destroyed at once, unrun
+    BOOST_TEST(reactor_test::Tracked::live == 0);  // the function is destroyed at once, unrun
     gate.open();
     run_until_done(s, blocker);
     s.run_for(60s);
@@ -238,10 +238,10 @@ BOOST_AUTO_TEST_CASE(a_scheduler_destroyed_with_jobs_in_flight) {
     Gate gate;
     std::promise<void> started;
     std::atomic<int> ran{0};
-    futures_test::Tracked::live = 0;
+    reactor_test::Tracked::live = 0;
     {
         Scheduler s(on(backend_under_test()));
-        Future<int> running = run_in_executor(s, pool, [&, t = futures_test::Tracked()] {
+        Future<int> running = run_in_executor(s, pool, [&, t = reactor_test::Tracked()] {
             started.set_value();
             gate.wait();
             ++ran;
@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(a_scheduler_destroyed_with_jobs_in_flight) {
         });
         std::vector<Future<int>> queued;
         for (int i = 0; i < 3; ++i)
-            queued.push_back(run_in_executor(s, pool, [&ran, t = futures_test::Tracked()] { ++ran; return 2; }));
+            queued.push_back(run_in_executor(s, pool, [&ran, t = reactor_test::Tracked()] { ++ran; return 2; }));
         // A task waiting on one of them is freed too.
         auto waiter = futures::spawn(s, Summer(s, pool, 0, 5));
         s.run_for(0s);
@@ -258,7 +258,7 @@ BOOST_AUTO_TEST_CASE(a_scheduler_destroyed_with_jobs_in_flight) {
     gate.open();
     pool.shutdown();
     BOOST_TEST(ran == 1);
-    BOOST_TEST(futures_test::Tracked::live == 0);
+    BOOST_TEST(reactor_test::Tracked::live == 0);
 }
 
 // Scheduler::live() names a job by the run_in_executor line; close() ends

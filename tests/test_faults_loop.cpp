@@ -33,6 +33,8 @@
 #include "support/net_util.hpp"
 #include "support/syscall_faults.hpp"
 
+namespace faults = reactor_test::faults;  // the fault-injection library (support/syscall_faults.hpp)
+
 using namespace std::chrono_literals;
 using faults::Call;
 using reactor::Backend;
@@ -117,12 +119,12 @@ reactor::ListenerPtr echo_server(Scheduler& s) {
 struct Client {
     Client(Scheduler& s, std::uint16_t port, std::string message)
         : thread([this, &s, port, message] {
-              const int fd = nettest::connect_blocking(port);
+              const int fd = reactor_test::connect_blocking(port);
               if (fd < 0) {
                   result = "connect failed";
               } else {
                   // The first error the client sees, sending or receiving.
-                  if (!nettest::send_all(fd, message)) error = errno;
+                  if (!reactor_test::send_all(fd, message)) error = errno;
                   ::shutdown(fd, SHUT_WR);
                   char buf[256];
                   ssize_t n;
@@ -273,7 +275,7 @@ BOOST_AUTO_TEST_CASE(failed_wakeup_write_from_a_post_is_not_sticky) {
     s.call_later(100ms, [] {});
     std::thread([&] { s.call_soon_threadsafe([&] { ++posts_run; }); }).join();
     BOOST_TEST(faults::injected(Call::write) == 1u);
-    BOOST_TEST(nettest::run_until(s, [&] { return posts_run == 1; }, kGuard));
+    BOOST_TEST(reactor_test::run_until(s, [&] { return posts_run == 1; }, kGuard));
     // The second post wakes a loop that sleeps with nothing else to wake it
     // (run_forever, no timer): its write is tried, and works.
     std::thread poster([&] {
@@ -348,7 +350,7 @@ BOOST_AUTO_TEST_CASE(unwatchable_connection_is_aborted_and_the_next_is_served,
         faults::arm(Call::epoll_ctl, {.error = error, .times = faults::kForever, .fd = next_accepted_number()});
         {
             Client refused(s, listener->address().port(), "hello");
-            BOOST_TEST(nettest::run_until(s, [&] { return refused.done && reasons.size() == 1; }, kGuard));
+            BOOST_TEST(reactor_test::run_until(s, [&] { return refused.done && reasons.size() == 1; }, kGuard));
             BOOST_TEST(refused.result == "");
             BOOST_TEST((refused.error == ECONNRESET || refused.error == EPIPE));  // a reset, seen sending or receiving
         }
@@ -360,7 +362,7 @@ BOOST_AUTO_TEST_CASE(unwatchable_connection_is_aborted_and_the_next_is_served,
         faults::disarm_all();
         {
             Client served(s, listener->address().port(), "hello");
-            BOOST_TEST(nettest::run_until(s, [&] { return served.done && reasons.size() == 2; }, kGuard));
+            BOOST_TEST(reactor_test::run_until(s, [&] { return served.done && reasons.size() == 2; }, kGuard));
             BOOST_TEST(served.result == "hello");
         }
         listener->close();
@@ -442,7 +444,7 @@ BOOST_AUTO_TEST_CASE(accept_failures_pause_accepting_and_lose_no_client) {
         faults::arm(Call::accept4, {.error = error, .times = 2, .fd = listener->fd()});
         {
             Client client(s, listener->address().port(), "through the backlog");
-            BOOST_TEST(nettest::run_until(s, [&] { return client.done.load(); }, kGuard));
+            BOOST_TEST(reactor_test::run_until(s, [&] { return client.done.load(); }, kGuard));
             BOOST_TEST(client.result == "through the backlog");
         }
         BOOST_TEST(faults::injected(Call::accept4) == 2u);
@@ -468,18 +470,18 @@ BOOST_AUTO_TEST_CASE(receive_failure_closes_only_that_connection) {
                                                       c->set_data_callback([](reactor::Connection& c, std::string_view d) { c.write(d); });
                                                       c->set_close_callback([&](reactor::Connection&, reactor::CloseReason r) { reasons.push_back(r); });
                                                   });
-        const int victim = nettest::connect_blocking(listener->address().port());
-        BOOST_TEST(nettest::run_until(s, [&] { return first != nullptr; }, kGuard));
+        const int victim = reactor_test::connect_blocking(listener->address().port());
+        BOOST_TEST(reactor_test::run_until(s, [&] { return first != nullptr; }, kGuard));
         faults::arm(Call::recv, {.error = error, .times = 1, .fd = first->fd()});
-        nettest::send_all(victim, "x");
-        BOOST_TEST(nettest::run_until(s, [&] { return reasons.size() == 1; }, kGuard));
+        reactor_test::send_all(victim, "x");
+        BOOST_TEST(reactor_test::run_until(s, [&] { return reasons.size() == 1; }, kGuard));
         BOOST_TEST_REQUIRE(reasons.size() == 1u);
         BOOST_TEST(reasons[0].error == error);
         BOOST_TEST((reasons[0].kind == (error == ECONNRESET ? reactor::CloseKind::reset : reactor::CloseKind::error)));
         ::close(victim);
         {
             Client other(s, listener->address().port(), "still serving");
-            BOOST_TEST(nettest::run_until(s, [&] { return other.done.load(); }, kGuard));
+            BOOST_TEST(reactor_test::run_until(s, [&] { return other.done.load(); }, kGuard));
             BOOST_TEST(other.result == "still serving");
         }
         first.reset();
@@ -507,7 +509,7 @@ BOOST_AUTO_TEST_CASE(send_failure_closes_only_that_connection) {
     faults::arm(Call::writev, {.error = EIO, .times = faults::kForever, .fd = accepted});
     {
         Client victim(s, listener->address().port(), "lost");
-        BOOST_TEST(nettest::run_until(s, [&] { return victim.done && reasons.size() == 1; }, kGuard));
+        BOOST_TEST(reactor_test::run_until(s, [&] { return victim.done && reasons.size() == 1; }, kGuard));
         BOOST_TEST(victim.result == "");
     }
     BOOST_TEST(faults::injected(Call::send) + faults::injected(Call::writev) >= 1u);
@@ -517,7 +519,7 @@ BOOST_AUTO_TEST_CASE(send_failure_closes_only_that_connection) {
     faults::disarm_all();
     {
         Client other(s, listener->address().port(), "still serving");
-        BOOST_TEST(nettest::run_until(s, [&] { return other.done.load(); }, kGuard));
+        BOOST_TEST(reactor_test::run_until(s, [&] { return other.done.load(); }, kGuard));
         BOOST_TEST(other.result == "still serving");
     }
     listener->close();
@@ -543,14 +545,14 @@ BOOST_AUTO_TEST_CASE(unwatchable_connecting_socket_fails_the_connect,
     };
     faults::arm(Call::epoll_ctl, {.error = ENOMEM, .times = 1, .fd = next_fd_number()});
     reactor::connect(s, listener->address(), record);
-    BOOST_TEST(nettest::run_until(s, [&] { return outcomes.size() == 1; }, kGuard));
+    BOOST_TEST(reactor_test::run_until(s, [&] { return outcomes.size() == 1; }, kGuard));
     BOOST_TEST_REQUIRE(outcomes.size() == 1u);
     BOOST_TEST(outcomes[0].value() == ENOMEM);
     BOOST_TEST(connections.empty());
     // Two addresses: the first cannot be watched, the second connects.
     faults::arm(Call::epoll_ctl, {.error = ENOSPC, .times = 1, .fd = next_fd_number()});
     reactor::connect(s, std::vector<reactor::Address>{listener->address(), listener->address()}, record);
-    BOOST_TEST(nettest::run_until(s, [&] { return outcomes.size() == 2; }, kGuard));
+    BOOST_TEST(reactor_test::run_until(s, [&] { return outcomes.size() == 2; }, kGuard));
     BOOST_TEST_REQUIRE(outcomes.size() == 2u);
     BOOST_TEST(!outcomes[1]);
     BOOST_TEST(connections.size() == 1u);

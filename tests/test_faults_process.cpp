@@ -46,6 +46,8 @@
 #include "support/check_empty.hpp"
 #include "support/syscall_faults.hpp"
 
+namespace faults = reactor_test::faults;  // the fault-injection library (support/syscall_faults.hpp)
+
 using namespace std::chrono_literals;
 using faults::Call;
 using futures::ExitWatch;

@@ -22,10 +22,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using testsupport::lines_of;
-using testsupport::Run;
+using reactor_test::lines_of;
+using reactor_test::Run;
 
-using testsupport::run_example;
+using reactor_test::run_example;
 
 // The number captured by `re` (one group) in `line`; -1 if it does not match.
 double number_in(const std::string& line, const std::string& re) {
@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_CASE(tasks_interleave_and_main_joins_both) {
 BOOST_AUTO_TEST_CASE(fetch_ms_waits_for_a_line_then_sleeps_while_the_timer_says_hello) {
     // --speed 50: the nap ends 60 ms after the line is read, hello comes at
     // 100 ms (usually last; see check_fetch_ms_output), and nothing else.
-    testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50"});
+    reactor_test::Child child(reactor_test::example_path("fetch_ms"), {"--speed", "50"});
     child.write_stdin("ping\n");
     check_fetch_ms_output(lines_of(child.read_all(20s)), "ping", "a line on a pipe");
     BOOST_TEST(child.read_stderr(5s) == "");
@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(fetch_ms_waits_for_a_line_then_sleeps_while_the_timer_says_
 }
 
 BOOST_AUTO_TEST_CASE(fetch_ms_waits_as_long_as_stdin_is_silent) {
-    testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50"});
+    reactor_test::Child child(reactor_test::example_path("fetch_ms"), {"--speed", "50"});
     // Nothing typed: only the timer speaks, at 100 ms.
     BOOST_TEST(child.read_line(10s).value_or("<none>") == "hello");
     child.write_stdin("late\n");
@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(fetch_ms_with_no_input_at_all) {
 }
 
 BOOST_AUTO_TEST_CASE(fetch_ms_returns_a_last_line_without_its_newline) {
-    testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50"});
+    reactor_test::Child child(reactor_test::example_path("fetch_ms"), {"--speed", "50"});
     child.write_stdin("no newline");
     child.close_stdin();  // end of input: the bytes before it are the line
     check_fetch_ms_output(lines_of(child.read_all(20s)), "no newline", "a last line without its newline");
@@ -130,8 +130,8 @@ namespace {
 // of the example: the kinds of stdin are where backends differ (epoll cannot
 // watch a regular file or /dev/null). The suite itself runs once.
 Run fetch_ms_with_stdin(const std::string& redirection, const std::string& backend) {
-    testsupport::Child child("/bin/sh", {"-c", "exec \"$0\" --speed 50 --backend " + backend + " " + redirection,
-                                         testsupport::example_path("fetch_ms")});
+    reactor_test::Child child("/bin/sh", {"-c", "exec \"$0\" --speed 50 --backend " + backend + " " + redirection,
+                                         reactor_test::example_path("fetch_ms")});
     Run r;
     r.out = lines_of(child.read_all(20s));
     r.err = child.read_stderr(5s);
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(fetch_ms_refuses_a_stdin_it_cannot_read_with_one_line) {
         BOOST_TEST(dir.err.find("is a directory") != std::string::npos, dir.err);
     }
     // The same limit for a line coming through the stream, from a pipe.
-    testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50"});
+    reactor_test::Child child(reactor_test::example_path("fetch_ms"), {"--speed", "50"});
     child.write_stdin(std::string(70000, 'y'));
     child.close_stdin();
     BOOST_TEST(child.read_stderr(20s) == "fetch_ms: stdin: a line longer than 65536 bytes\n");
@@ -216,8 +216,8 @@ BOOST_AUTO_TEST_CASE(fetch_ms_gives_stdin_back_blocking) {
         int pipe_fds[2];
         BOOST_REQUIRE(::pipe(pipe_fds) == 0);  // inherited: no close-on-exec
         const int reader = pipe_fds[0], writer = pipe_fds[1];
-        testsupport::Child child("/bin/sh", {"-c", fmt::format("exec \"$0\" --speed 50 0<&{0} {0}<&- {1}>&-", reader, writer),
-                                             testsupport::example_path("fetch_ms")});
+        reactor_test::Child child("/bin/sh", {"-c", fmt::format("exec \"$0\" --speed 50 0<&{0} {0}<&- {1}>&-", reader, writer),
+                                             reactor_test::example_path("fetch_ms")});
         BOOST_TEST(child.read_line(10s).value_or("<none>") == "hello");  // the run is under way
         BOOST_TEST((::fcntl(reader, F_GETFL) & O_NONBLOCK) != 0);
         if (interrupt) {
@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(fetch_ms_takes_a_backend) {
     BOOST_TEST(bad.err.starts_with("fetch_ms: --backend"), bad.err);
     // Each backend reads a line from a pipe like the default one.
     for (const std::string& backend : kFetchBackends) {
-        testsupport::Child child(testsupport::example_path("fetch_ms"), {"--speed", "50", "--backend", backend});
+        reactor_test::Child child(reactor_test::example_path("fetch_ms"), {"--speed", "50", "--backend", backend});
         child.write_stdin("via " + backend + "\n");
         check_fetch_ms_output(lines_of(child.read_all(20s)), "via " + backend, backend + ", a pipe");
         BOOST_TEST(child.wait(10s) == 0, backend);
@@ -323,7 +323,7 @@ BOOST_AUTO_TEST_CASE(ctrl_c_stops_the_run_with_one_line_and_exit_130) {
         // fetch_ms prints nothing before its input: its first line is the
         // hello timer (sped up), while it still waits for stdin forever.
         const std::string speed = name == "fetch_ms" ? "10" : "0.1";
-        Run r = testsupport::interrupt_after_first_line(name, {"--speed", speed});
+        Run r = reactor_test::interrupt_after_first_line(name, {"--speed", speed});
         BOOST_TEST(r.code == 130, name);
         BOOST_REQUIRE(!r.out.empty());
         BOOST_TEST(r.out.back() == name + ": interrupted", name);

@@ -25,9 +25,9 @@ using futures::Status;
 using futures::detail::Access;
 using futures::detail::State;
 using futures::detail::WaitingState;
-using futures_test::Reports;
-using futures_test::Tracked;
-using futures_test::what;
+using reactor_test::Reports;
+using reactor_test::Tracked;
+using reactor_test::what;
 using reactor::testing::VirtualLoop;
 using reactor_test::backend_under_test;
 

@@ -40,10 +40,10 @@ using reactor_test::backend_under_test;
 // http_hello on a free port, run until it exits on its own (--exit-after) or
 // its --max-seconds safety net; the first line gives the port.
 struct HttpHello {
-    testsupport::Child child;
+    reactor_test::Child child;
     std::uint16_t port = 0;
 
-    explicit HttpHello(std::vector<std::string> args) : child(testsupport::example_path("http_hello"), with(args)) {
+    explicit HttpHello(std::vector<std::string> args) : child(reactor_test::example_path("http_hello"), with(args)) {
         auto first = child.read_line(10s);
         BOOST_REQUIRE_MESSAGE(first.has_value(), "http_hello printed nothing");
         std::smatch m;
@@ -105,9 +105,9 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 // One connection, one request, everything until the server closes.
 Received ask(const HttpHello& server, const std::string& request) {
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
-    nettest::send_all(fd, request);
+    reactor_test::send_all(fd, request);
     Received r = read_to_eof(fd);
     ::close(fd);
     return r;
@@ -117,9 +117,9 @@ Received ask(const HttpHello& server, const std::string& request) {
 
 BOOST_AUTO_TEST_CASE(answers_pipelined_requests_on_one_keep_alive_connection) {
     HttpHello server({"--exit-after", "1"});
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
-    BOOST_TEST(nettest::send_all(fd,
+    BOOST_TEST(reactor_test::send_all(fd,
                                  "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
                                  "HEAD /2 HTTP/1.1\r\nHost: x\r\n\r\n"
                                  "POST /3 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
@@ -179,13 +179,13 @@ BOOST_AUTO_TEST_CASE(every_ambiguous_or_malformed_request_gets_its_error_and_a_c
 // the smuggling cases above do not try.
 BOOST_AUTO_TEST_CASE(an_error_after_answered_requests_gets_400_and_a_close) {
     HttpHello server({"--exit-after", "4"});
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
-    BOOST_TEST(nettest::send_all(fd, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    BOOST_TEST(reactor_test::send_all(fd, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"));
     Received first = read_until(fd, [](const std::string& d) { return d.ends_with("Hello, world!"); });
     BOOST_TEST(first.data.starts_with("HTTP/1.1 200 OK\r\n"), first.data);
     BOOST_TEST(first.data.find("Connection: close") == std::string::npos, first.data);
-    BOOST_TEST(nettest::send_all(fd, "THIS IS NOT HTTP\r\n\r\n"));
+    BOOST_TEST(reactor_test::send_all(fd, "THIS IS NOT HTTP\r\n\r\n"));
     Received bad = read_to_eof(fd);
     BOOST_TEST(bad.eof);
     BOOST_TEST(bad.data.starts_with("HTTP/1.1 400 Bad Request\r\n"), bad.data);
@@ -202,16 +202,16 @@ BOOST_AUTO_TEST_CASE(an_error_after_answered_requests_gets_400_and_a_close) {
 
 BOOST_AUTO_TEST_CASE(expect_100_continue_gets_100_then_the_body_is_read_and_the_next_request_answered) {
     HttpHello server({"--exit-after", "1"});
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
     // As curl does for a large upload: the head, then wait for 100 Continue.
-    const std::string body = nettest::random_bytes(300000, 12);  // larger than one read
-    BOOST_TEST(nettest::send_all(fd, "POST /upload HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+    const std::string body = reactor_test::random_bytes(300000, 12);  // larger than one read
+    BOOST_TEST(reactor_test::send_all(fd, "POST /upload HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
                                          std::to_string(body.size()) + "\r\n\r\n"));
     const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     Received interim = read_until(fd, [&](const std::string& d) { return d.size() >= kContinue.size(); });
     BOOST_TEST(interim.data == kContinue);  // and no answer yet: the body has not come
-    BOOST_TEST(nettest::send_all(fd, body + "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"));
+    BOOST_TEST(reactor_test::send_all(fd, body + "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"));
     Received both = read_until(fd, [](const std::string& d) { return count(d, "Hello, world!") == 2; });
     BOOST_TEST(count(both.data, "HTTP/1.1 200 OK\r\n") == 2u, both.data);
     BOOST_TEST(both.data.find("Connection: close") == std::string::npos);  // still open
@@ -227,9 +227,9 @@ BOOST_AUTO_TEST_CASE(header_timeout_ends_a_half_sent_head_with_408) {
     HttpHello server({"--exit-after", "1", "--header-timeout", "1", "--idle-timeout", "60"});
     // The server's clock starts at the accept, so ours starts before the connect.
     auto start = std::chrono::steady_clock::now();
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
-    BOOST_TEST(nettest::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n"));  // the empty line never comes
+    BOOST_TEST(reactor_test::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n"));  // the empty line never comes
     Received r = read_to_eof(fd, 30s);
     double took = seconds_since(start);
     BOOST_TEST(r.eof);
@@ -243,9 +243,9 @@ BOOST_AUTO_TEST_CASE(header_timeout_ends_a_half_sent_head_with_408) {
 BOOST_AUTO_TEST_CASE(idle_and_silent_connections_are_closed_without_a_word) {
     HttpHello server({"--exit-after", "2", "--header-timeout", "1", "--idle-timeout", "1"});
     // A keep-alive connection that goes quiet after its answer.
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
-    BOOST_TEST(nettest::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    BOOST_TEST(reactor_test::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
     Received answer = read_until(fd, [](const std::string& d) { return d.ends_with("Hello, world!"); });
     BOOST_TEST(answer.data.starts_with("HTTP/1.1 200 OK\r\n"), answer.data);
     auto start = std::chrono::steady_clock::now();
@@ -255,7 +255,7 @@ BOOST_AUTO_TEST_CASE(idle_and_silent_connections_are_closed_without_a_word) {
     BOOST_TEST(seconds_since(start) < 20.0);
     ::close(fd);
     // A connection that never sends a byte owes its first head within the header timeout.
-    fd = nettest::connect_blocking(server.port);
+    fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
     Received silent = read_to_eof(fd, 30s);
     BOOST_TEST(silent.eof);
@@ -270,9 +270,9 @@ BOOST_AUTO_TEST_CASE(idle_and_silent_connections_are_closed_without_a_word) {
 BOOST_AUTO_TEST_CASE(body_timeout_ends_a_trickling_body_with_408_or_a_close) {
     HttpHello server({"--exit-after", "2", "--body-timeout", "1", "--header-timeout", "60", "--idle-timeout", "60"});
     auto start = std::chrono::steady_clock::now();  // before the head: the server's clock starts later
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
-    BOOST_TEST(nettest::send_all(fd, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"));
+    BOOST_TEST(reactor_test::send_all(fd, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"));
     // One byte every 200 ms, for at most 10 s, until the server answers or closes.
     Received r;
     bool ended = false;
@@ -382,7 +382,7 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_beyond_the_high_water_mark_are_all_answe
     std::string requests;
     for (int i = 0; i < kRequests; ++i) requests += "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     requests += "GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
     std::string_view left = requests;
     std::string received;
@@ -413,13 +413,13 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_beyond_the_high_water_mark_are_all_answe
 }
 
 BOOST_AUTO_TEST_CASE(defaults_to_epoll_and_refuses_timeouts_out_of_range) {
-    testsupport::Child plain(testsupport::example_path("http_hello"), {"--port", "0", "--max-seconds", "30"});
+    reactor_test::Child plain(reactor_test::example_path("http_hello"), {"--port", "0", "--max-seconds", "30"});
     auto first = plain.read_line(10s);
     BOOST_REQUIRE(first.has_value());
     BOOST_TEST(std::regex_match(*first, std::regex(R"(listening on 127\.0\.0\.1:\d+ \(epoll\))")), *first);
     for (const char* option : {"--header-timeout", "--idle-timeout"}) {
         for (const char* value : {"0", "-1", "86401", "soon", "1.5"}) {
-            testsupport::Child bad(testsupport::example_path("http_hello"), {"--port", "0", option, value});
+            reactor_test::Child bad(reactor_test::example_path("http_hello"), {"--port", "0", option, value});
             std::string err = bad.read_stderr(10s);
             BOOST_TEST(bad.wait(10s) == 2, option << " " << value);
             BOOST_TEST(err.starts_with(std::string("http_hello: ") + option), err);
@@ -427,7 +427,7 @@ BOOST_AUTO_TEST_CASE(defaults_to_epoll_and_refuses_timeouts_out_of_range) {
         }
     }
     for (const char* value : {"-1", "86401", "soon", "1.5"}) {  // 0 turns it off
-        testsupport::Child bad(testsupport::example_path("http_hello"), {"--port", "0", "--body-timeout", value});
+        reactor_test::Child bad(reactor_test::example_path("http_hello"), {"--port", "0", "--body-timeout", value});
         std::string err = bad.read_stderr(10s);
         BOOST_TEST(bad.wait(10s) == 2, "--body-timeout " << value);
         BOOST_TEST(err.starts_with("http_hello: --body-timeout"), err);

@@ -18,10 +18,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using testsupport::lines_of;
-using testsupport::Run;
+using reactor_test::lines_of;
+using reactor_test::Run;
 
-using testsupport::run_example;
+using reactor_test::run_example;
 
 std::string backend_name() { return std::string(reactor::to_string(reactor_test::backend_under_test())); }
 
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(a_missing_or_malformed_value_names_the_option) {
 // line and exits 130 (not killed by the signal: that would print nothing).
 BOOST_AUTO_TEST_CASE(ctrl_c_stops_the_run_with_one_line_and_exit_130) {
     for (const std::string name : {"hello", "fd_waiters"}) {
-        Run r = testsupport::interrupt_after_first_line(name, {"--speed", "0.1"});  // surely before the end
+        Run r = reactor_test::interrupt_after_first_line(name, {"--speed", "0.1"});  // surely before the end
         BOOST_TEST(r.code == 130, name);
         BOOST_REQUIRE(!r.out.empty());
         BOOST_TEST(r.out.back() == name + ": interrupted", name);

@@ -21,7 +21,11 @@
 #include "support/net_util.hpp"
 #include "support/tcp_echo.hpp"
 
-using namespace tcp_test;  // with the usings of the TCP suites (support/tcp_echo.hpp)
+using namespace std::chrono_literals;
+using reactor::Connection;
+using reactor::ConnectionPtr;
+using reactor_test::any_loopback;
+using reactor_test::on;
 
 BOOST_AUTO_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cleanly) {
     const reactor::Backend backend = reactor_test::backend_under_test();
@@ -47,8 +51,8 @@ BOOST_AUTO_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cle
         });
     });
     sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx.message); });
-    int fd = nettest::connect_blocking(listener->address().port());
-    nettest::send_all(fd, "ping");
+    int fd = reactor_test::connect_blocking(listener->address().port());
+    reactor_test::send_all(fd, "ping");
     // Fill every fd below FD_SETSIZE, so the accepted socket lands above it.
     std::vector<int> fillers;
     for (;;) {
@@ -57,14 +61,14 @@ BOOST_AUTO_TEST_CASE(connection_whose_fd_the_backend_cannot_watch_is_refused_cle
         fillers.push_back(f);
         if (f >= FD_SETSIZE - 1) break;
     }
-    bool done = nettest::run_until(sched, [&] { return !reports.empty() || !served.empty(); }, 5s);
+    bool done = reactor_test::run_until(sched, [&] { return !reports.empty() || !served.empty(); }, 5s);
     for (int f : fillers) ::close(f);
     BOOST_REQUIRE(done);
     if (backend == reactor::Backend::select) {
         BOOST_REQUIRE(reports.size() == 1u);
         BOOST_TEST(reports[0].find("FD_SETSIZE") != std::string::npos, reports[0]);
         BOOST_TEST(listener->refused() == 1u);
-        BOOST_TEST(nettest::recv_all(fd) == "");  // closed on us
+        BOOST_TEST(reactor_test::recv_all(fd) == "");  // closed on us
     } else {
         BOOST_TEST(served == "ping");
         BOOST_TEST(listener->accepted() == 1u);
@@ -99,7 +103,7 @@ BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
         });
         c->write("six!");
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == "six!"; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got == "six!"; }));
     listener.reset();
     sched.run();
     BOOST_TEST(sched.empty());
@@ -116,7 +120,7 @@ bool fail_accepts(reactor::Scheduler& sched, const reactor::Listener& listener, 
     tight.rlim_cur = static_cast<rlim_t>(lowest_free);
     if (::setrlimit(RLIMIT_NOFILE, &tight) != 0) return false;
     // The watchdog of run_until is a timer, not an fd, so this is safe.
-    bool reached = nettest::run_until(sched, [&] { return listener.accept_failures() >= failures; }, 10s);
+    bool reached = reactor_test::run_until(sched, [&] { return listener.accept_failures() >= failures; }, 10s);
     ::setrlimit(RLIMIT_NOFILE, &saved);
     return reached;
 }
@@ -140,9 +144,9 @@ BOOST_AUTO_TEST_CASE(emfile_pauses_accepting_reports_and_recovers) {
         });
     }, lopt);
     listener->set_error_callback([&](reactor::Listener&, std::error_code ec, std::string_view) { errors.push_back(ec); });
-    int fd = nettest::connect_blocking(listener->address().port());  // waits in the backlog
+    int fd = reactor_test::connect_blocking(listener->address().port());  // waits in the backlog
     BOOST_REQUIRE(fd >= 0);
-    nettest::send_all(fd, "late");
+    reactor_test::send_all(fd, "late");
 
     // No fd can be allocated any more: accept fails with EMFILE.
     BOOST_REQUIRE(fail_accepts(sched, *listener, 1));
@@ -150,8 +154,8 @@ BOOST_AUTO_TEST_CASE(emfile_pauses_accepting_reports_and_recovers) {
     BOOST_TEST(errors[0].value() == EMFILE);
     BOOST_TEST(listener->accepted() == 0u);
     // After the pause the waiting client is accepted and served.
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == "late"; }));
-    BOOST_TEST(nettest::recv_all(fd) == "");  // closed by the server
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got == "late"; }));
+    BOOST_TEST(reactor_test::recv_all(fd) == "");  // closed by the server
     ::close(fd);
     listener.reset();
     sched.run();
@@ -173,9 +177,9 @@ BOOST_AUTO_TEST_CASE(repeated_accept_failures_reach_the_exception_handler_rate_l
             c.close();
         });
     }, lopt);
-    int fd = nettest::connect_blocking(listener->address().port());  // waits in the backlog
+    int fd = reactor_test::connect_blocking(listener->address().port());  // waits in the backlog
     BOOST_REQUIRE(fd >= 0);
-    nettest::send_all(fd, "late");
+    reactor_test::send_all(fd, "late");
 
     BOOST_REQUIRE(fail_accepts(sched, *listener, 6));
     BOOST_REQUIRE(reports.size() == 1u);  // the first failure only, not one per pause
@@ -183,7 +187,7 @@ BOOST_AUTO_TEST_CASE(repeated_accept_failures_reach_the_exception_handler_rate_l
     BOOST_TEST(reports[0].find(std::strerror(EMFILE)) != std::string::npos);
 
     // Accepting works again: one more report counts the failures left out.
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == "late"; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got == "late"; }));
     BOOST_REQUIRE(reports.size() == 2u);
     const std::string left_out = std::to_string(listener->accept_failures() - 1) + " more times";
     BOOST_TEST(reports[1].find("accepting again") != std::string::npos, reports[1]);

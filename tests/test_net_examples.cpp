@@ -34,11 +34,11 @@ namespace net_examples_test {
 // Starts an example server on the backend under test and reads its port
 // from the first stdout line, which also names that backend.
 struct Server {
-    testsupport::Child child;
+    reactor_test::Child child;
     std::uint16_t port = 0;
 
     Server(const std::string& name, reactor::Backend backend, std::vector<std::string> args)
-        : child(testsupport::example_path(name), with_backend(std::move(args), backend)) {
+        : child(reactor_test::example_path(name), with_backend(std::move(args), backend)) {
         port = read_first_line(child, name, std::string(reactor::to_string(backend)));
     }
 
@@ -48,7 +48,7 @@ struct Server {
     }
 
     // "listening on 127.0.0.1:PORT (BACKEND)": checks BACKEND, returns PORT.
-    static std::uint16_t read_first_line(testsupport::Child& child, const std::string& name, const std::string& backend) {
+    static std::uint16_t read_first_line(reactor_test::Child& child, const std::string& name, const std::string& backend) {
         auto first = child.read_line(10s);
         BOOST_REQUIRE_MESSAGE(first.has_value(), name << " printed nothing");
         std::smatch m;
@@ -89,11 +89,11 @@ std::string read_response(int fd, std::string& leftover, bool has_body = true) {
 bool served(const std::string& name, int fd) {
     if (name == "http_hello") {
         std::string leftover;
-        return nettest::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") &&
+        return reactor_test::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") &&
                read_response(fd, leftover).ends_with("Hello, world!");
     }
     const std::string ping = "still there?\n";
-    return nettest::send_all(fd, ping) && nettest::recv_exactly(fd, ping.size()) == ping;
+    return reactor_test::send_all(fd, ping) && reactor_test::recv_exactly(fd, ping.size()) == ping;
 }
 
 // The servers served() speaks to; chat_server has its own case.
@@ -102,10 +102,10 @@ const std::vector<std::string> kAll{"echo_server", "echo_server_streams", "http_
 
 // A connection the server has surely accepted (it answered, or greeted).
 int accepted_connection(const std::string& name, std::uint16_t port) {
-    int fd = nettest::connect_blocking(port);
+    int fd = reactor_test::connect_blocking(port);
     BOOST_REQUIRE(fd >= 0);
     if (name == "chat_server")
-        BOOST_REQUIRE(nettest::recv_line(fd).starts_with("* you are #"));
+        BOOST_REQUIRE(reactor_test::recv_line(fd).starts_with("* you are #"));
     else
         BOOST_REQUIRE_MESSAGE(served(name, fd), name);
     return fd;
@@ -158,11 +158,11 @@ BOOST_AUTO_TEST_CASE(echo_server_binary_returns_every_byte_in_order) {
     reactor::Scheduler::Options opt;
     opt.backend = backend;
     reactor::Scheduler sched(std::move(opt));
-    const std::string pool = nettest::random_bytes(1 << 16, 9);
-    std::vector<std::unique_ptr<tcp_test::LoadClient>> clients;
+    const std::string pool = reactor_test::random_bytes(1 << 16, 9);
+    std::vector<std::unique_ptr<reactor_test::LoadClient>> clients;
     for (int i = 0; i < 20; ++i)
-        clients.push_back(std::make_unique<tcp_test::LoadClient>(sched, server.port, 77 + i, 200, pool, 2048));
-    testsupport::Child load(testsupport::example_path("echo_client"),
+        clients.push_back(std::make_unique<reactor_test::LoadClient>(sched, server.port, 77 + i, 200, pool, 2048));
+    reactor_test::Child load(reactor_test::example_path("echo_client"),
                             {"--port", std::to_string(server.port), "--connections", "10", "--messages", "300",
                              "--size", "1000", "--window", "3", "--backend", std::string(reactor::to_string(backend))});
     sched.run();
@@ -193,9 +193,9 @@ BOOST_AUTO_TEST_CASE(servers_name_their_backend_on_the_first_line_and_default_to
         for (const std::string& backend : {chosen, std::string()}) {
             std::vector<std::string> args{"--port", "0", "--exit-after", "1", "--max-seconds", "60"};
             if (!backend.empty()) args.insert(args.end(), {"--backend", backend});
-            testsupport::Child child(testsupport::example_path(name), args);
+            reactor_test::Child child(reactor_test::example_path(name), args);
             const std::uint16_t port = Server::read_first_line(child, name, backend.empty() ? by_default : backend);
-            int fd = nettest::connect_blocking(port);  // the one client --exit-after waits for
+            int fd = reactor_test::connect_blocking(port);  // the one client --exit-after waits for
             BOOST_TEST(fd >= 0, name);
             ::close(fd);
             child.read_all(10s);
@@ -207,12 +207,12 @@ BOOST_AUTO_TEST_CASE(servers_name_their_backend_on_the_first_line_and_default_to
 BOOST_AUTO_TEST_CASE(echo_server_binary_half_close) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     Server server("echo_server", backend, {"--exit-after", "1"});
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
-    const std::string payload = nettest::random_bytes(300000, 1);
-    BOOST_TEST(nettest::send_all(fd, payload));
+    const std::string payload = reactor_test::random_bytes(300000, 1);
+    BOOST_TEST(reactor_test::send_all(fd, payload));
     ::shutdown(fd, SHUT_WR);  // the server echoes the rest, then closes
-    BOOST_TEST((nettest::recv_all(fd) == payload));
+    BOOST_TEST((reactor_test::recv_all(fd) == payload));
     ::close(fd);
     server.child.read_all(10s);
     BOOST_TEST(server.child.wait(10s) == 0);
@@ -221,18 +221,18 @@ BOOST_AUTO_TEST_CASE(echo_server_binary_half_close) {
 BOOST_AUTO_TEST_CASE(echo_server_streams_binary_echoes_like_echo_server) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     Server server("echo_server_streams", backend, {"--exit-after", "11", "--max-seconds", "60"});
-    testsupport::Child load(testsupport::example_path("echo_client"),
+    reactor_test::Child load(reactor_test::example_path("echo_client"),
                             {"--port", std::to_string(server.port), "--connections", "10", "--messages", "300",
                              "--size", "3000", "--window", "2", "--backend", std::string(reactor::to_string(backend))});
     std::string load_out = load.read_all(30s);
     BOOST_TEST(load.wait(30s) == 0, load_out);
     BOOST_TEST(load_out.find(": OK (0 failed)") != std::string::npos, load_out);
     // The eleventh client half-closes: everything comes back, then EOF.
-    int fd = nettest::connect_blocking(server.port);
-    const std::string payload = nettest::random_bytes(200000, 2);
-    BOOST_TEST(nettest::send_all(fd, payload));
+    int fd = reactor_test::connect_blocking(server.port);
+    const std::string payload = reactor_test::random_bytes(200000, 2);
+    BOOST_TEST(reactor_test::send_all(fd, payload));
     ::shutdown(fd, SHUT_WR);
-    BOOST_TEST((nettest::recv_all(fd) == payload));
+    BOOST_TEST((reactor_test::recv_all(fd) == payload));
     ::close(fd);
     std::string rest = server.child.read_all(30s);
     BOOST_TEST(server.child.wait(10s) == 0);
@@ -242,17 +242,17 @@ BOOST_AUTO_TEST_CASE(echo_server_streams_binary_echoes_like_echo_server) {
 BOOST_AUTO_TEST_CASE(chat_server_broadcasts_lines_to_the_others) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     Server server("chat_server", backend, {"--exit-after", "2"});
-    int a = nettest::connect_blocking(server.port);
-    const auto line = nettest::recv_line;
+    int a = reactor_test::connect_blocking(server.port);
+    const auto line = reactor_test::recv_line;
     BOOST_TEST(line(a) == "* you are #1; 0 other(s) here");
-    int b = nettest::connect_blocking(server.port);
+    int b = reactor_test::connect_blocking(server.port);
     BOOST_TEST(line(b) == "* you are #2; 1 other(s) here");
     BOOST_TEST(line(a) == "* #2 joined");
-    nettest::send_all(b, "hello there\r\nsplit ");
-    nettest::send_all(b, "line\n");
+    reactor_test::send_all(b, "hello there\r\nsplit ");
+    reactor_test::send_all(b, "line\n");
     BOOST_TEST(line(a) == "#2: hello there");
     BOOST_TEST(line(a) == "#2: split line");
-    nettest::send_all(a, "hi b\n");
+    reactor_test::send_all(a, "hi b\n");
     BOOST_TEST(line(b) == "#1: hi b");
     ::close(b);
     BOOST_TEST(line(a) == "* #2 left");
@@ -263,15 +263,15 @@ BOOST_AUTO_TEST_CASE(chat_server_broadcasts_lines_to_the_others) {
 
 BOOST_AUTO_TEST_CASE(examples_explain_themselves_and_refuse_bad_options) {
     for (const char* name : {"echo_server", "echo_server_streams", "chat_server", "http_hello", "echo_client"}) {
-        testsupport::Child help(testsupport::example_path(name), {"--help"});
+        reactor_test::Child help(reactor_test::example_path(name), {"--help"});
         std::string usage = help.read_all(10s);
         BOOST_TEST(help.wait(10s) == 0);
         BOOST_TEST(usage.find("--backend") != std::string::npos, name);
-        testsupport::Child bad(testsupport::example_path(name), {"--backend", "kqueue"});
+        reactor_test::Child bad(reactor_test::example_path(name), {"--backend", "kqueue"});
         BOOST_TEST(bad.wait(10s) == 2, name);
     }
     for (const char* name : {"echo_server", "echo_server_streams", "chat_server", "http_hello"}) {
-        testsupport::Child help(testsupport::example_path(name), {"--help"});
+        reactor_test::Child help(reactor_test::example_path(name), {"--help"});
         std::string usage = help.read_all(10s);
         help.wait(10s);
         BOOST_TEST(usage.find("--exit-after") != std::string::npos, name);
@@ -286,7 +286,7 @@ BOOST_AUTO_TEST_CASE(servers_refuse_a_negative_or_non_finite_max_seconds) {
     // before anything listens.
     for (const char* name : {"echo_server", "echo_server_streams", "chat_server", "http_hello"}) {
         for (const char* value : {"-1", "nan", "inf", "-inf", "soon", ""}) {
-            testsupport::Child bad(testsupport::example_path(name), {"--port", "0", "--max-seconds", value});
+            reactor_test::Child bad(reactor_test::example_path(name), {"--port", "0", "--max-seconds", value});
             std::string err = bad.read_stderr(10s);
             BOOST_TEST(bad.wait(10s) == 2, name << " --max-seconds '" << value << "'");
             BOOST_TEST(err.find(std::string(name) + ": --max-seconds: must be a number of seconds, 0 or more") == 0u,
@@ -298,7 +298,7 @@ BOOST_AUTO_TEST_CASE(servers_refuse_a_negative_or_non_finite_max_seconds) {
                                                       std::vector<std::string>{"--drain-seconds", "nan"},
                                                       std::vector<std::string>{"--port", "65536"},
                                                       std::vector<std::string>{"--host", "not-an-address"}}) {
-            testsupport::Child bad(testsupport::example_path(name), args);
+            reactor_test::Child bad(reactor_test::example_path(name), args);
             std::string err = bad.read_stderr(10s);
             BOOST_TEST(bad.wait(10s) == 2, name << " " << args[0]);
             BOOST_TEST(err.starts_with(std::string(name) + ": " + args[0]), err);  // names the option
@@ -308,7 +308,7 @@ BOOST_AUTO_TEST_CASE(servers_refuse_a_negative_or_non_finite_max_seconds) {
 
 BOOST_AUTO_TEST_CASE(echo_client_and_the_echo_servers_agree_on_a_default_port) {
     auto default_port = [](const char* name) {
-        testsupport::Child help(testsupport::example_path(name), {"--help"});
+        reactor_test::Child help(reactor_test::example_path(name), {"--help"});
         std::string usage = help.read_all(10s);
         help.wait(10s);
         std::smatch m;
@@ -331,7 +331,7 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_accepting_and_serves_open_connections_until_t
         const auto signalled = std::chrono::steady_clock::now();
         BOOST_REQUIRE(::kill(server.child.pid(), SIGTERM) == 0);
         expect_drain_line(server, name, "SIGTERM", 1);
-        int late = nettest::connect_blocking(server.port);
+        int late = reactor_test::connect_blocking(server.port);
         BOOST_TEST(late < 0, name << ": accepted a client after SIGTERM");
         if (late >= 0) ::close(late);
         BOOST_TEST(served(name, fd), name << ": an open connection was not served during the drain");
@@ -347,13 +347,13 @@ BOOST_AUTO_TEST_CASE(chat_server_lets_members_talk_during_the_drain) {
     Server server("chat_server", reactor_test::backend_under_test(), {"--drain-seconds", "30", "--max-seconds", "60"});
     int a = accepted_connection("chat_server", server.port);
     int b = accepted_connection("chat_server", server.port);
-    BOOST_TEST(nettest::recv_line(a) == "* #2 joined");
+    BOOST_TEST(reactor_test::recv_line(a) == "* #2 joined");
     BOOST_REQUIRE(::kill(server.child.pid(), SIGTERM) == 0);
     expect_drain_line(server, "chat_server", "SIGTERM", 2);
-    nettest::send_all(b, "bye all\n");
-    BOOST_TEST(nettest::recv_line(a) == "#2: bye all");
+    reactor_test::send_all(b, "bye all\n");
+    BOOST_TEST(reactor_test::recv_line(a) == "#2: bye all");
     ::close(b);
-    BOOST_TEST(nettest::recv_line(a) == "* #2 left");
+    BOOST_TEST(reactor_test::recv_line(a) == "* #2 left");
     ::close(a);
     BOOST_TEST(expect_summary_and_exit_0(server, "chat_server").find("chat_server: 2 connections, 0 aborted") !=
                std::string::npos);
@@ -417,7 +417,7 @@ BOOST_AUTO_TEST_CASE(sigterm_with_no_client_exits_at_once) {
 BOOST_AUTO_TEST_CASE(echo_server_streams_counts_a_client_that_resets_during_drain) {
     Server server("echo_server_streams", reactor_test::backend_under_test(),
                   {"--exit-after", "1", "--max-seconds", "60"});
-    int fd = nettest::connect_blocking(server.port);
+    int fd = reactor_test::connect_blocking(server.port);
     BOOST_REQUIRE(fd >= 0);
     // Send until the server stops reading (its echoes fill both socket
     // buffers, drain() waits, reading pauses): no progress for a while.
@@ -453,7 +453,7 @@ BOOST_AUTO_TEST_CASE(echo_client_on_ctrl_c_prints_its_summary_marked_interrupted
     BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
     BOOST_REQUIRE(::listen(listener, 4) == 0);
     BOOST_REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    testsupport::Child client(testsupport::example_path("echo_client"),
+    reactor_test::Child client(reactor_test::example_path("echo_client"),
                               {"--port", std::to_string(ntohs(addr.sin_port)), "--connections", "1", "--max-seconds",
                                "60", "--backend", std::string(reactor::to_string(reactor_test::backend_under_test()))});
     pollfd p{listener, POLLIN, 0};
@@ -492,11 +492,11 @@ bool ended_within(int fd, std::chrono::milliseconds limit) {
 
 // The one-line proof that a fresh client is served within `limit`.
 bool fresh_client_served(const std::string& name, std::uint16_t port, std::chrono::milliseconds limit) {
-    int fd = nettest::connect_blocking(port);
+    int fd = reactor_test::connect_blocking(port);
     if (fd < 0) return false;
     timeval tv{static_cast<time_t>(limit.count() / 1000), 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    bool ok = name == "chat_server" ? nettest::recv_line(fd).starts_with("* you are #") : served(name, fd);
+    bool ok = name == "chat_server" ? reactor_test::recv_line(fd).starts_with("* you are #") : served(name, fd);
     ::close(fd);
     return ok;
 }
@@ -510,7 +510,7 @@ BOOST_AUTO_TEST_CASE(idle_timeout_closes_a_silent_connection) {
     for (const std::string& name : kIdleTimeoutServers) {
         Server server(name, backend, {"--idle-timeout", "1", "--exit-after", "2", "--max-seconds", "60"});
         const auto start = std::chrono::steady_clock::now();  // before the accept: the server's clock starts later
-        int fd = nettest::connect_blocking(server.port);
+        int fd = reactor_test::connect_blocking(server.port);
         BOOST_REQUIRE(fd >= 0);
         BOOST_TEST(ended_within(fd, 15s), name << ": a silent connection still open after 15 s");
         BOOST_TEST(seconds_since(start) >= 1.0, name << ": closed before its idle timeout");
@@ -529,7 +529,7 @@ BOOST_AUTO_TEST_CASE(idle_timeout_ends_a_client_that_never_reads) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     for (const std::string& name : {std::string("echo_server"), std::string("echo_server_streams")}) {
         Server server(name, backend, {"--idle-timeout", "1", "--exit-after", "1", "--max-seconds", "60"});
-        int fd = nettest::connect_blocking(server.port);
+        int fd = reactor_test::connect_blocking(server.port);
         BOOST_REQUIRE(fd >= 0);
         const std::string chunk(1 << 16, 'x');
         std::size_t sent = 0;
@@ -566,14 +566,14 @@ BOOST_AUTO_TEST_CASE(a_normal_client_is_served_behind_a_flood_of_silent_ones) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     for (const std::string& name : kIdleTimeoutServers) {
         // `ulimit -n 64` in a shell that then becomes the server.
-        std::vector<std::string> args{"-c", "ulimit -n 64 && exec \"$0\" \"$@\"", testsupport::example_path(name),
+        std::vector<std::string> args{"-c", "ulimit -n 64 && exec \"$0\" \"$@\"", reactor_test::example_path(name),
                                       "--port", "0", "--backend", std::string(reactor::to_string(backend)),
                                       "--idle-timeout", "1", "--max-seconds", "60"};
-        testsupport::Child child("/bin/sh", args);
+        reactor_test::Child child("/bin/sh", args);
         const std::uint16_t port = Server::read_first_line(child, name, std::string(reactor::to_string(backend)));
         std::vector<int> silent;
         for (int i = 0; i < 80; ++i) {
-            int fd = nettest::connect_blocking(port);  // completes in the backlog even when not accepted
+            int fd = reactor_test::connect_blocking(port);  // completes in the backlog even when not accepted
             BOOST_REQUIRE(fd >= 0);
             silent.push_back(fd);
         }
@@ -591,7 +591,7 @@ BOOST_AUTO_TEST_CASE(a_normal_client_is_served_behind_a_flood_of_silent_ones) {
 BOOST_AUTO_TEST_CASE(idle_timeout_refuses_bad_values) {
     for (const std::string& name : kIdleTimeoutServers) {
         for (const char* value : {"-1", "nan", "soon"}) {
-            testsupport::Child bad(testsupport::example_path(name), {"--port", "0", "--idle-timeout", value});
+            reactor_test::Child bad(reactor_test::example_path(name), {"--port", "0", "--idle-timeout", value});
             std::string err = bad.read_stderr(10s);
             BOOST_TEST(bad.wait(10s) == 2, name << " --idle-timeout " << value);
             BOOST_TEST(err.starts_with(name + ": --idle-timeout"), err);

@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(reactor_pipe_carries_bytes_and_eof_in_order) {
     BOOST_TEST(pipe.write_end->write("pipe"));
     pipe.write_end->write_eof();  // closes the write end: the reader sees EOF
     BOOST_TEST(!pipe.write_end->write("late"));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return reader_closed && writer_closed; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reader_closed && writer_closed; }));
     BOOST_TEST(got == "hello pipe");
     BOOST_TEST(reader_closed->kind == CloseKind::eof);
     BOOST_TEST(writer_closed->kind == CloseKind::eof);
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(reactor_pipe_carries_bytes_and_eof_in_order) {
 BOOST_AUTO_TEST_CASE(stream_moves_more_than_the_pipe_buffer_with_backpressure) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     auto [reader, writer] = futures::open_pipe(sched);
-    const std::string payload = nettest::random_bytes(3 * 1024 * 1024 + 17, 7);  // pipe buffers hold 64 KiB
+    const std::string payload = reactor_test::random_bytes(3 * 1024 * 1024 + 17, 7);  // pipe buffers hold 64 KiB
     BOOST_TEST(writer.write(payload));
     auto drained = writer.drain();  // above the high-water mark: waits for the reader
     BOOST_TEST(!drained.done());
@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(reader_gone_is_a_reset_not_a_sigpipe) {
         pipe.write_end->set_close_callback([&](Connection&, const CloseReason& r) { closed = r; });
         pipe.read_end->abort();
         BOOST_TEST(!pipe.write_end->write("to nobody"));  // EPIPE straight away
-        BOOST_REQUIRE(nettest::run_until(sched, [&] { return closed.has_value(); }));
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed.has_value(); }));
         BOOST_TEST(closed->kind == CloseKind::reset);
         BOOST_TEST(closed->error == EPIPE);
     }
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(reader_gone_is_a_reset_not_a_sigpipe) {
         std::optional<CloseReason> closed;
         pipe.write_end->set_close_callback([&](Connection&, const CloseReason& r) { closed = r; });
         pipe.read_end->abort();
-        BOOST_REQUIRE(nettest::run_until(sched, [&] { return closed.has_value(); }));
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed.has_value(); }));
         BOOST_TEST(closed->kind == CloseKind::reset);
         BOOST_TEST(closed->error == EPIPE);
     }
@@ -310,7 +310,7 @@ BOOST_AUTO_TEST_CASE(a_terminal_reads_and_writes, *needs_a_terminal()) {
     auto tty = futures::Stream::adopt(sched, slave);  // a character device, read-write
     BOOST_TEST(tty.write("to the screen"));
     std::string shown;
-    BOOST_REQUIRE(nettest::run_until(sched, [&] {
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
         char buf[64];
         ssize_t n = ::read(master, buf, sizeof buf);
         if (n > 0) shown.append(buf, static_cast<std::size_t>(n));

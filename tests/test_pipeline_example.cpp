@@ -13,8 +13,8 @@
 
 namespace {
 
-using testsupport::Run;
-using testsupport::run_example;
+using reactor_test::Run;
+using reactor_test::run_example;
 using Lines = std::vector<std::string>;
 
 }  // namespace
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(help_and_bad_options) {
 
 BOOST_AUTO_TEST_CASE(ctrl_c_stops_the_run_with_one_line_and_exit_130) {
     // Slowed down (5 s of work per item), so the signal surely comes before the end.
-    Run r = testsupport::interrupt_after_first_line("pipeline", {"--speed", "0.1"});
+    Run r = reactor_test::interrupt_after_first_line("pipeline", {"--speed", "0.1"});
     BOOST_TEST(r.code == 130);
     BOOST_REQUIRE(!r.out.empty());
     BOOST_TEST(r.out.back() == "pipeline: interrupted");

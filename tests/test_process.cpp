@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(cat_moves_megabytes_both_ways) {
         ProcessOptions o = with(watch);
         o.stdin_mode = o.stdout_mode = Stdio::pipe;
         auto cat = futures::spawn_process(sched, {"/bin/cat"}, o);
-        const std::string payload = nettest::random_bytes(4 * 1024 * 1024 + 3, 11);  // pipes hold 64 KiB
+        const std::string payload = reactor_test::random_bytes(4 * 1024 * 1024 + 3, 11);  // pipes hold 64 KiB
         auto in = cat.stdin_pipe();
         BOOST_TEST(in.write(payload));  // buffered: flows while stdout is read
         in.write_eof();

@@ -14,8 +14,8 @@
 
 namespace {
 
-using testsupport::Run;
-using testsupport::run_example;
+using reactor_test::Run;
+using reactor_test::run_example;
 using Lines = std::vector<std::string>;
 
 }  // namespace
@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(help_and_bad_arguments) {
 
 // Ctrl-C between rounds: one last line and exit 130.
 BOOST_AUTO_TEST_CASE(ctrl_c_stops_it_with_one_line_and_exit_130) {
-    Run r = testsupport::interrupt_after_first_line("resolve", {"--count", "1000", "--interval", "10", "::1"});
+    Run r = reactor_test::interrupt_after_first_line("resolve", {"--count", "1000", "--interval", "10", "::1"});
     BOOST_TEST(r.code == 130);
     BOOST_REQUIRE(!r.out.empty());
     BOOST_TEST(r.out.back() == "resolve: interrupted");

@@ -15,8 +15,8 @@
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
-using testsupport::Run;
-using testsupport::run_example;
+using reactor_test::Run;
+using reactor_test::run_example;
 
 namespace {
 
@@ -52,10 +52,10 @@ BOOST_AUTO_TEST_CASE(a_long_output_keeps_every_line_in_order) {
 }
 
 BOOST_AUTO_TEST_CASE(stdin_is_passed_through) {
-    testsupport::Child child(testsupport::example_path("run_command"), {"--", "/bin/cat"});
+    reactor_test::Child child(reactor_test::example_path("run_command"), {"--", "/bin/cat"});
     child.write_stdin("typed line\n");
     child.close_stdin();
-    auto lines = testsupport::lines_of(child.read_all(20s));
+    auto lines = reactor_test::lines_of(child.read_all(20s));
     BOOST_TEST(child.wait(10s) == 0);
     BOOST_REQUIRE(lines.size() == 3u);
     BOOST_TEST(lines[1] == "out: typed line");
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(help_and_bad_command_lines) {
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_terminates_the_child_and_exits_130) {
-    Run r = testsupport::interrupt_after_first_line("run_command", {"--", "sleep", "30"});
+    Run r = reactor_test::interrupt_after_first_line("run_command", {"--", "sleep", "30"});
     BOOST_TEST(r.code == 130);
     BOOST_REQUIRE_MESSAGE(r.out.size() == 2u, r.err);
     const int child = pid_in(r.out[0]);

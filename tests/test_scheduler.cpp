@@ -51,7 +51,7 @@ using reactor_test::backend_under_test;
 using reactor_test::Pipe;
 using Bag = std::vector<std::string>;
 
-using testsupport::StderrCapture;
+using reactor_test::StderrCapture;
 
 std::string what_of(const std::exception_ptr& e) {
     try {

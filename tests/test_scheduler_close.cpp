@@ -45,7 +45,7 @@ struct Reports {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-using testsupport::StderrCapture;
+using reactor_test::StderrCapture;
 
 }  // namespace
 
@@ -154,14 +154,14 @@ BOOST_AUTO_TEST_CASE(open_connections_close_with_scheduler_closed_and_their_call
     Reports reports(sched);
     std::vector<std::string> closes;
     reactor::ListenerPtr listener =
-        reactor::Listener::listen(sched, tcp_test::any_loopback(), [&](const reactor::ConnectionPtr& c) {
+        reactor::Listener::listen(sched, reactor_test::any_loopback(), [&](const reactor::ConnectionPtr& c) {
             c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) {
                 closes.push_back(why.to_string());
             });
         });
-    int a = nettest::connect_blocking(listener->address().port());
-    int b = nettest::connect_blocking(listener->address().port());
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return listener->connections().size() == 2u; }));
+    int a = reactor_test::connect_blocking(listener->address().port());
+    int b = reactor_test::connect_blocking(listener->address().port());
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return listener->connections().size() == 2u; }));
     std::vector<LiveItem> items = sched.live();
     int connections = 0;
     for (const LiveItem& item : items) connections += item.kind == LiveItem::Kind::connection;
@@ -217,9 +217,9 @@ BOOST_AUTO_TEST_CASE(close_cancels_a_streams_servers_conversations_without_a_rep
             conversations.push_back(f);
             return f;
         });
-    const int client = nettest::connect_blocking(server.address().port());
+    const int client = reactor_test::connect_blocking(server.address().port());
     BOOST_REQUIRE(client >= 0);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return reading; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reading; }));
     (void)sched.close();
     ::close(client);
     BOOST_REQUIRE(conversations.size() == 1u);

@@ -23,11 +23,11 @@ using namespace std::chrono_literals;
 namespace {
 
 struct Server {
-    testsupport::Child child;
+    reactor_test::Child child;
     std::uint16_t port = 0;
 
     explicit Server(const std::string& name)
-        : child(testsupport::example_path(name),
+        : child(reactor_test::example_path(name),
                 {"--port", "0", "--max-seconds", "60", "--backend",
                  std::string(reactor::to_string(reactor_test::backend_under_test()))}) {
         auto first = child.read_line(10s);
@@ -41,9 +41,9 @@ struct Server {
 
 // One exchange in the server's protocol: the connection is accepted and served.
 bool exchange(const std::string& name, int fd) {
-    if (name == "chat_server") return nettest::recv_line(fd).starts_with("* you are #");
+    if (name == "chat_server") return reactor_test::recv_line(fd).starts_with("* you are #");
     if (name == "http_hello") {
-        if (!nettest::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) return false;
+        if (!reactor_test::send_all(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) return false;
         std::string got;
         while (got.find("Hello, world!") == std::string::npos) {
             char buf[4096];
@@ -54,7 +54,7 @@ bool exchange(const std::string& name, int fd) {
         return true;
     }
     const std::string ping = "ping\n";
-    return nettest::send_all(fd, ping) && nettest::recv_exactly(fd, ping.size()) == ping;
+    return reactor_test::send_all(fd, ping) && reactor_test::recv_exactly(fd, ping.size()) == ping;
 }
 
 struct Snapshot {
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(every_server_prints_its_loop_stats_and_carries_on) {
     for (const std::string& name : kServers) {
         BOOST_TEST_CONTEXT(name) {
             Server server(name);
-            int fd = nettest::connect_blocking(server.port);
+            int fd = reactor_test::connect_blocking(server.port);
             BOOST_REQUIRE(fd >= 0);
             BOOST_REQUIRE(exchange(name, fd));
 

@@ -24,8 +24,8 @@ using futures::CancelledError;
 using futures::Future;
 using futures::Status;
 using futures::Step;
-using futures_test::Reports;
-using futures_test::what;
+using reactor_test::Reports;
+using reactor_test::what;
 using reactor::testing::VirtualLoop;
 using reactor_test::backend_under_test;
 

@@ -4,7 +4,7 @@
 //
 // Every case leaves each signal's disposition as it found it (checked with
 // sigaction, never by letting a signal kill the process) and the loop empty.
-// Deliveries are awaited with a bounded loop (nettest::run_until), so a lost
+// Deliveries are awaited with a bounded loop (reactor_test::run_until), so a lost
 // signal fails the case instead of hanging it; nothing asserts on time.
 #define BOOST_TEST_MODULE signals
 #include <boost/test/unit_test.hpp>
@@ -87,7 +87,7 @@ void foreign_handler(int) { ++g_foreign_calls; }
 // Runs the loop until `done()`, for at most a generous real-time bound.
 template <class Pred>
 bool deliver(Scheduler& s, Pred done) {
-    return nettest::run_until(s, done, 10s);
+    return reactor_test::run_until(s, done, 10s);
 }
 
 }  // namespace

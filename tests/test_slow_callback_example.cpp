@@ -16,14 +16,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using testsupport::Child;
-using testsupport::lines_of;
-using testsupport::Run;
+using reactor_test::Child;
+using reactor_test::lines_of;
+using reactor_test::Run;
 
 // Runs slow_callback through env(1), which sets or unsets REACTOR_DEBUG.
 Run run_with_env(const std::vector<std::string>& env_args, const std::vector<std::string>& args) {
     std::vector<std::string> argv = env_args;
-    argv.push_back(testsupport::example_path("slow_callback"));
+    argv.push_back(reactor_test::example_path("slow_callback"));
     argv.insert(argv.end(), args.begin(), args.end());
     Child child("/usr/bin/env", argv);
     Run r;
@@ -96,14 +96,14 @@ BOOST_AUTO_TEST_CASE(the_debug_flag_does_the_same) {
 }
 
 BOOST_AUTO_TEST_CASE(help_and_bad_options) {
-    Run help = testsupport::run_example("slow_callback", {"--help"});
+    Run help = reactor_test::run_example("slow_callback", {"--help"});
     BOOST_TEST(help.code == 0);
     BOOST_REQUIRE(!help.out.empty());
     BOOST_TEST(help.out[0].find("what debug mode reports") != std::string::npos);
     for (const std::vector<std::string>& bad : {std::vector<std::string>{"--block-ms", "0"},
                                                 std::vector<std::string>{"--rounds", "x"},
                                                 std::vector<std::string>{"--nope"}}) {
-        Run r = testsupport::run_example("slow_callback", bad);
+        Run r = reactor_test::run_example("slow_callback", bad);
         BOOST_TEST(r.code == 2, bad[0]);
         BOOST_TEST(r.err.find(bad[0]) != std::string::npos, r.err);
         BOOST_TEST(r.out.empty());
@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(help_and_bad_options) {
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_stops_it) {
-    Run r = testsupport::interrupt_after_first_line("slow_callback", {"--rounds", "100", "--block-ms", "50"});
+    Run r = reactor_test::interrupt_after_first_line("slow_callback", {"--rounds", "100", "--block-ms", "50"});
     BOOST_TEST(r.code == 130);
     BOOST_REQUIRE(!r.out.empty());
     BOOST_TEST(r.out.back() == "slow_callback: interrupted");

@@ -86,7 +86,7 @@ public:
                     state_ = State::closing;
                     return closed_ = stream_.wait_closed();
                 }
-                sent_ = nettest::random_bytes(1 + rng_() % 3000, rng_());
+                sent_ = reactor_test::random_bytes(1 + rng_() % 3000, rng_());
                 stream_.write(sent_);
                 state_ = State::checking;
                 return echo_ = stream_.read_exactly(sent_.size());
@@ -123,8 +123,8 @@ futures::StreamServer echo_server(reactor::Scheduler& sched, const reactor::Addr
 // A raw peer connected to a stream server: returns the peer fd once the
 // server has the stream (set by the handler).
 int accept_one(reactor::Scheduler& sched, futures::StreamServer& server, Stream& out) {
-    int fd = nettest::connect_blocking(server.address().port());
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return out.valid(); }));
+    int fd = reactor_test::connect_blocking(server.address().port());
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return out.valid(); }));
     return fd;
 }
 
@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit) {
         opt);
     int fd = accept_one(sched, server, stream);
 
-    nettest::send_all(fd, "line one\nline two\r\nhead");
+    reactor_test::send_all(fd, "line one\nline two\r\nhead");
     BOOST_TEST(futures::run_until_complete(sched, stream.read_until()) == "line one\n");
     BOOST_TEST(futures::run_until_complete(sched, stream.read_until("\r\n")) == "line two\r\n");
     BOOST_TEST(futures::run_until_complete(sched, stream.read_exactly(4)) == "head");
@@ -170,21 +170,21 @@ BOOST_AUTO_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit) {
 
     // A delimiter split across two arrivals is still found.
     auto split = stream.read_until("--");
-    nettest::send_all(fd, "ab-");
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return stream.buffered() == 3; }));
+    reactor_test::send_all(fd, "ab-");
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return stream.buffered() == 3; }));
     BOOST_TEST(!split.done());
-    nettest::send_all(fd, "-cd");
+    reactor_test::send_all(fd, "-cd");
     BOOST_TEST(futures::run_until_complete(sched, split) == "ab--");
 
     // Longer than the limit (16) without a delimiter: LimitOverrunError, and
     // the bytes stay in the buffer.
-    nettest::send_all(fd, std::string(20, 'x'));
+    reactor_test::send_all(fd, std::string(20, 'x'));
     auto over = stream.read_until();
     BOOST_CHECK_THROW(futures::run_until_complete(sched, over), futures::LimitOverrunError);
     BOOST_TEST(futures::run_until_complete(sched, stream.read_exactly(22)) == "cd" + std::string(20, 'x'));
 
     // EOF in the middle: IncompleteReadError carries what there was.
-    nettest::send_all(fd, "tail");
+    reactor_test::send_all(fd, "tail");
     ::shutdown(fd, SHUT_WR);
     try {
         futures::run_until_complete(sched, stream.read_exactly(10));
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit) {
     BOOST_TEST(stream.write("bye"));
     stream.close();
     futures::run_until_complete(sched, stream.wait_closed());
-    BOOST_TEST(nettest::recv_all(fd) == "bye");
+    BOOST_TEST(reactor_test::recv_all(fd) == "bye");
     ::close(fd);
     server.close();
     stream = Stream();
@@ -220,9 +220,9 @@ BOOST_AUTO_TEST_CASE(one_read_at_a_time_and_cancelled_reads_keep_the_bytes) {
     int fd = accept_one(sched, server, stream);
     auto first = stream.read_exactly(6);
     BOOST_CHECK_THROW((void)stream.read(), futures::InvalidStateError);
-    nettest::send_all(fd, "abc");
+    reactor_test::send_all(fd, "abc");
     BOOST_TEST(first.cancel());
-    nettest::send_all(fd, "def");
+    reactor_test::send_all(fd, "def");
     BOOST_TEST(futures::run_until_complete(sched, stream.read_exactly(6)) == "abcdef");
     ::close(fd);
     BOOST_TEST(futures::run_until_complete(sched, stream.read()) == "");
@@ -264,7 +264,7 @@ BOOST_AUTO_TEST_CASE(drain_waits_for_a_slow_reader_then_completes) {
         if (n > 0) got += static_cast<std::size_t>(n);
     });
     futures::run_until_complete(sched, drained);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got == written; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got == written; }));
     sched.remove_reader(fd);
 
     // Reset by the peer while a drain waits: the drain fails, reads fail.
@@ -361,14 +361,14 @@ BOOST_AUTO_TEST_CASE(abort_clients_ends_every_conversation) {
     reactor::Scheduler sched;
     auto server = echo_server(sched);
     std::vector<int> fds;
-    for (int i = 0; i < 3; ++i) fds.push_back(nettest::connect_blocking(server.address().port()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 3; }));
+    for (int i = 0; i < 3; ++i) fds.push_back(reactor_test::connect_blocking(server.address().port()));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.active() == 3; }));
     server.close();
     server.abort_clients();
     sched.run();
     BOOST_TEST(server.active() == 0u);
     for (int fd : fds) {
-        BOOST_TEST(nettest::recv_all(fd) == "");
+        BOOST_TEST(reactor_test::recv_all(fd) == "");
         ::close(fd);
     }
     BOOST_TEST(sched.empty());
@@ -378,15 +378,15 @@ BOOST_AUTO_TEST_CASE(wait_closed_is_done_once_closed_and_the_last_client_has_lef
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     auto server = echo_server(sched);
     std::vector<int> fds;
-    for (int i = 0; i < 2; ++i) fds.push_back(nettest::connect_blocking(server.address().port()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 2; }));
+    for (int i = 0; i < 2; ++i) fds.push_back(reactor_test::connect_blocking(server.address().port()));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.active() == 2; }));
     Future<void> closed = server.wait_closed();
     server.close();
     ::close(fds[0]);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 1; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.active() == 1; }));
     BOOST_TEST(!closed.done());  // one client is still connected
     ::close(fds[1]);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return closed.done(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed.done(); }));
     BOOST_TEST(!closed.failed());
     BOOST_TEST(server.active() == 0u);
     sched.run();
@@ -397,23 +397,23 @@ BOOST_AUTO_TEST_CASE(serve_until_stops_accepting_and_ends_early_when_every_clien
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     auto server = echo_server(sched);
     const auto port = server.address().port();
-    int fd = nettest::connect_blocking(port);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 1; }));
+    int fd = reactor_test::connect_blocking(port);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.active() == 1; }));
     Future<void> stop(sched);
     Future<void> finished = server.serve_until(stop, std::chrono::hours(1));
     stop.set_result();
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !server.is_serving(); }));
-    BOOST_TEST(nettest::connect_blocking(port) < 0);  // no longer accepting
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !server.is_serving(); }));
+    BOOST_TEST(reactor_test::connect_blocking(port) < 0);  // no longer accepting
     BOOST_TEST(!finished.done());
-    nettest::send_all(fd, "still served");  // the conversation in progress goes on
-    BOOST_REQUIRE(nettest::run_until(sched, [&] {
+    reactor_test::send_all(fd, "still served");  // the conversation in progress goes on
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
         char peek[16];
         return ::recv(fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT) == 12;
     }));
-    BOOST_TEST(nettest::recv_exactly(fd, 12) == "still served");
+    BOOST_TEST(reactor_test::recv_exactly(fd, 12) == "still served");
     ::close(fd);
     // Long before the hour of drain time: the last client left.
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return finished.done(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return finished.done(); }));
     BOOST_TEST(!finished.failed());
     sched.run();
     BOOST_TEST(sched.empty());
@@ -423,13 +423,13 @@ BOOST_AUTO_TEST_CASE(serve_until_aborts_the_clients_left_when_the_drain_time_is_
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     auto server = echo_server(sched);
     std::vector<int> fds;
-    for (int i = 0; i < 2; ++i) fds.push_back(nettest::connect_blocking(server.address().port()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return server.active() == 2; }));
+    for (int i = 0; i < 2; ++i) fds.push_back(reactor_test::connect_blocking(server.address().port()));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.active() == 2; }));
     Future<void> stop(sched);
     Future<void> finished = server.serve_until(stop, std::chrono::milliseconds(20));
     stop.cancel();  // any completion stops the server, cancellation too
     server = {};    // dropping the last handle does not cut the shutdown short
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return finished.done(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return finished.done(); }));
     BOOST_TEST(!finished.failed());
     for (int fd : fds) {
         char c;

@@ -22,7 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 using futures::Future;
 using futures::Step;
-using futures_test::Tracked;
+using reactor_test::Tracked;
 using reactor::testing::VirtualLoop;
 using reactor_test::backend_under_test;
 

@@ -32,7 +32,7 @@ using reactor_test::backend_under_test;
 using reactor_test::on;
 
 // Opened once by the test; workers wait on it.
-using testsupport::Gate;
+using reactor_test::Gate;
 
 // A `done` that records how it ended, and checks it is only ever run or
 // destroyed on the loop thread.

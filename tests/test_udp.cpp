@@ -3,7 +3,7 @@
 // once per family ("family = IPv6" in its failures); its IPv6 sample is
 // skipped, saying so, where there is no IPv6 loopback.
 // Every case ends with the scheduler empty (CHECK_EMPTY). Nothing sleeps: a
-// case waits for the loop with nettest::run_until (bounded by a watchdog
+// case waits for the loop with reactor_test::run_until (bounded by a watchdog
 // timer) or, when a packet must have reached the kernel before the next step,
 // for the kernel with a bounded poll(2).
 #define BOOST_TEST_MODULE udp
@@ -131,7 +131,7 @@ BOOST_DATA_TEST_CASE(round_trip_datagrams_keep_their_boundaries, kFamilies, fami
     });
     const std::vector<std::string> sent{"one", "", "three", std::string(60000, 'x')};
     for (const auto& d : sent) BOOST_TEST(client->send_to(d, server->local_address()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got.size() == sent.size(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got.size() == sent.size(); }));
     // Loopback does not reorder; every datagram arrives whole.
     BOOST_TEST(got[0] == "ONE");
     BOOST_TEST(got[1] == "");
@@ -162,12 +162,12 @@ BOOST_DATA_TEST_CASE(kernel_refusal_is_reported_once, kFamilies, family) {
     sock->set_datagram_callback(record_into(got));
     BOOST_TEST(!sock->send_to(std::string(too_big, 'x'), sock->local_address()));
     BOOST_TEST(errors.empty());
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !errors.empty(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !errors.empty(); }));
     BOOST_TEST(errors[0].code.value() == EMSGSIZE);
     BOOST_TEST((errors[0].destination == sock->local_address()));
     // A datagram to itself gets the socket read again (error queue included).
     BOOST_TEST(sock->send_to("marker", sock->local_address()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !got.empty(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !got.empty(); }));
     BOOST_TEST(got == std::vector<std::string>{"marker"});
     BOOST_TEST(errors.size() == 1u);
     sock->close();
@@ -189,7 +189,7 @@ BOOST_DATA_TEST_CASE(connected_socket_gets_econnrefused_naming_its_peer, kFamili
     std::vector<SeenError> errors;
     sock->set_error_callback(record_into(errors));
     BOOST_TEST(sock->send("anyone there?"));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !errors.empty(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !errors.empty(); }));
     BOOST_TEST(errors.size() == 1u);
     BOOST_TEST((errors[0].code == std::errc::connection_refused));
     BOOST_TEST((errors[0].destination == dead));
@@ -210,7 +210,7 @@ void unconnected_socket_is_refused(const Address& local, const Address& dead, co
     live->set_datagram_callback(record_into(got));
     BOOST_TEST(sock->send_to("anyone there?", dead));
     BOOST_TEST(sock->send_to("hello", live->local_address()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !errors.empty() && !got.empty(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !errors.empty() && !got.empty(); }));
     BOOST_TEST(errors.size() == 1u);
     BOOST_TEST((errors[0].code == std::errc::connection_refused));
     BOOST_CHECK_MESSAGE(errors[0].destination == dead, errors[0].destination.to_string() << " != " << dead.to_string());
@@ -249,13 +249,13 @@ BOOST_DATA_TEST_CASE(refusal_does_not_cost_the_next_datagram, kFamilies, family)
     BOOST_TEST(sock->send_to("nobody", dead));
     BOOST_REQUIRE(wait_for_kernel(sock->fd(), 0));  // the port-unreachable is now pending on sock
     BOOST_TEST(sock->send_to("somebody", live->local_address()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !got.empty() && !errors.empty(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !got.empty() && !errors.empty(); }));
     BOOST_TEST(got == std::vector<std::string>{"somebody"});
     BOOST_TEST((errors[0].code == std::errc::connection_refused));
     BOOST_TEST((errors[0].destination == dead));
     // One more exchange, so that a duplicate report would have arrived.
     BOOST_TEST(sock->send_to("again", live->local_address()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got.size() == 2; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got.size() == 2; }));
     BOOST_TEST(errors.size() == 1u);
     sock.reset();
     live.reset();
@@ -280,7 +280,7 @@ BOOST_AUTO_TEST_CASE(error_queue_is_read_when_recvfrom_reports_nothing) {
     BOOST_REQUIRE(::getsockopt(sock->fd(), SOL_SOCKET, SO_ERROR, &pending, &len) == 0);
     BOOST_TEST(pending == ECONNREFUSED);
     BOOST_TEST(wait_for_kernel(sock->fd(), 0));  // still POLLERR: the queue entry
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !errors.empty(); }, 5s));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !errors.empty(); }, 5s));
     BOOST_TEST(errors.size() == 1u);
     BOOST_TEST((errors[0].code == std::errc::connection_refused));
     BOOST_TEST((errors[0].destination == dead));
@@ -319,7 +319,7 @@ BOOST_DATA_TEST_CASE(connected_socket_hears_only_its_peer, kFamilies, family) {
     BOOST_TEST(stranger->send_to("late", client->local_address()));
     BOOST_TEST(client->send("ping"));
     BOOST_TEST(client->send_to("pong", server->local_address()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return got.size() == 2 && !stranger_errors.empty(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got.size() == 2 && !stranger_errors.empty(); }));
     BOOST_TEST(got == (std::vector<std::string>{"re: ping", "re: pong"}));
     for (const auto& a : senders) BOOST_TEST((a == server->local_address()));
     BOOST_TEST(stranger_errors.size() == 1u);
@@ -363,7 +363,7 @@ BOOST_DATA_TEST_CASE(misuse_throws_and_sends_nothing, kFamilies, family) {
     // have been, reaches the bystander alone: loopback delivers in order.
     BOOST_TEST(sock->send("fine"));
     BOOST_TEST(peer->send_to("marker", bystander->local_address()));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return !peer_got.empty() && !bystander_got.empty(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !peer_got.empty() && !bystander_got.empty(); }));
     BOOST_TEST(peer_got == std::vector<std::string>{"fine"});
     BOOST_TEST(bystander_got == std::vector<std::string>{"marker"});
     BOOST_TEST(errors.empty());
@@ -404,7 +404,7 @@ BOOST_AUTO_TEST_CASE(close_from_inside_the_error_callback_and_drop_the_last_refe
     BOOST_REQUIRE(::getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &len) == 0);
     BOOST_TEST(sock->send_to("2", dead));
     BOOST_REQUIRE(wait_for_kernel(fd, 0));
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return calls > 0; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return calls > 0; }));
     sched.run();
     BOOST_TEST(calls == 1);
     BOOST_TEST(handled == 0);
@@ -428,9 +428,9 @@ BOOST_AUTO_TEST_CASE(burst_larger_than_the_socket_buffer_is_queued_or_counted) {
     std::size_t accepted = 0;
     for (int i = 0; i < 4000; ++i) accepted += sender->send_to(std::string(1024, 'd'), receiver->local_address());
     BOOST_TEST(accepted + sender->dropped() == 4000u);
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return sender->queued_bytes() == 0; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return sender->queued_bytes() == 0; }));
     // The receiver may lose datagrams (that is UDP); it must not get more.
-    nettest::run_until(sched, [&] { return received == accepted; }, 500ms);
+    reactor_test::run_until(sched, [&] { return received == accepted; }, 500ms);
     BOOST_TEST(received <= accepted);
     BOOST_TEST(received > 0u);
     sender.reset();
@@ -451,7 +451,7 @@ BOOST_AUTO_TEST_CASE(close_from_inside_the_datagram_callback_and_drop_the_last_r
     });
     peer->send_to("1", sock->local_address());
     peer->send_to("2", sock->local_address());
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return calls > 0; }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return calls > 0; }));
     peer.reset();
     sched.run();
     BOOST_TEST(calls == 1);

@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(round_trip_through_a_socket_file) {
     BOOST_TEST(listener->address().to_string() == "unix:" + path);
     BOOST_TEST(exists(path));
 
-    const std::string payload = nettest::random_bytes(1 << 20, 5);
+    const std::string payload = reactor_test::random_bytes(1 << 20, 5);
     std::string got;
     std::optional<CloseReason> reason;
     reactor::connect_unix(sched, path, [&](ConnectionPtr c, std::error_code ec) {
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(round_trip_through_a_socket_file) {
         c->set_close_callback([&](Connection&, const CloseReason& r) { reason = r; });
         c->write(payload);
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return reason.has_value(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason.has_value(); }));
     BOOST_TEST((got == payload));
     BOOST_TEST(reason->to_string() == "local");
     listener->close();
@@ -96,7 +96,7 @@ BOOST_AUTO_TEST_CASE(abstract_socket_and_half_close) {
         c->write("hello");
         c->write_eof();
     });
-    BOOST_REQUIRE(nettest::run_until(sched, [&] { return reason.has_value(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason.has_value(); }));
     BOOST_TEST(reply == "got 5 bytes");
     BOOST_TEST(reason->to_string() == "eof");
     listener.reset();

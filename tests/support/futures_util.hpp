@@ -11,7 +11,7 @@
 #include <reactor/scheduler.hpp>
 #include "support/check_empty.hpp"
 
-namespace futures_test {
+namespace reactor_test {
 
 // Counts live instances, to prove that captures, payloads and continuations
 // are freed (Tracked::live is back to where it was).
@@ -61,5 +61,5 @@ inline bool mentions(const std::exception_ptr& e, const std::string& text) {
     return what(e).find(text) != std::string::npos;
 }
 
-}  // namespace futures_test
+}  // namespace reactor_test
 

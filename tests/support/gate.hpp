@@ -1,4 +1,4 @@
-// testsupport::Gate: a one-time latch between the test thread and a worker.
+// reactor_test::Gate: a one-time latch between the test thread and a worker.
 // A job that waits on it holds its worker until the test opens it, which is
 // how the thread-pool suites fill a pool or a queue without depending on
 // timing.
@@ -6,7 +6,7 @@
 
 #include <future>
 
-namespace testsupport {
+namespace reactor_test {
 
 struct Gate {
     std::promise<void> promise;
@@ -15,4 +15,4 @@ struct Gate {
     void wait() const { opened.wait(); }
 };
 
-}  // namespace testsupport
+}  // namespace reactor_test

@@ -18,14 +18,12 @@
 
 #include <reactor/scheduler.hpp>
 
-namespace nettest {
-
-using namespace std::chrono_literals;
+namespace reactor_test {
 
 // Runs loop iterations until done() or `timeout`; returns done(). A watchdog
 // timer bounds the wait, so run_once() cannot block forever.
 template <class Pred>
-bool run_until(reactor::Scheduler& sched, Pred done, std::chrono::milliseconds timeout = 20s) {
+bool run_until(reactor::Scheduler& sched, Pred done, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
     bool expired = false;
     auto watchdog = sched.call_later(timeout, [&] { expired = true; });
     while (!done() && !expired) sched.run_once();
@@ -110,4 +108,4 @@ inline std::string random_bytes(std::size_t n, std::uint32_t seed) {
     return out;
 }
 
-}  // namespace nettest
+}  // namespace reactor_test

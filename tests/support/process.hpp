@@ -1,4 +1,4 @@
-// testsupport::Child: runs a program (usually one of the examples) with its
+// reactor_test::Child: runs a program (usually one of the examples) with its
 // stdin, stdout and stderr on pipes, so tests can talk to it and check what it
 // prints. Every wait is bounded; the destructor kills a child still running.
 // Not thread-safe; one Child per test.
@@ -23,7 +23,7 @@
 
 #include <fmt/format.h>
 
-namespace testsupport {
+namespace reactor_test {
 
 // Absolute path of a built example program.
 inline std::string example_path(const std::string& name) { return std::string(EXAMPLES_DIR) + "/" + name; }
@@ -198,4 +198,4 @@ inline Run interrupt_after_first_line(const std::string& name, const std::vector
     return r;
 }
 
-}  // namespace testsupport
+}  // namespace reactor_test

@@ -1,4 +1,4 @@
-// testsupport::StderrCapture: redirects this process's stderr (fd 2) to a
+// reactor_test::StderrCapture: redirects this process's stderr (fd 2) to a
 // temporary file until finish() (or destruction), for tests of what the
 // library writes there (debug-mode reports, the default exception handler).
 // Use inside a Boost.Test case.
@@ -11,7 +11,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-namespace testsupport {
+namespace reactor_test {
 
 class StderrCapture {
 public:
@@ -53,4 +53,4 @@ private:
     int saved_ = -1;
 };
 
-}  // namespace testsupport
+}  // namespace reactor_test

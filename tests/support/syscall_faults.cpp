@@ -27,7 +27,7 @@ extern "C" {  // glibc 2.36's header lacks the C++ guard
 #include <cstring>
 #include <string_view>
 
-namespace faults {
+namespace reactor_test::faults {
 namespace {
 
 struct State {
@@ -214,13 +214,14 @@ std::string library_path() {
     return info.dli_fname;
 }
 
-}  // namespace faults
+}  // namespace reactor_test::faults
 
 // ---------------------------------------------------------------- the wrappers
 
-using faults::Call;
-using faults::fail;
-using faults::real;
+using reactor_test::faults::Call;
+using reactor_test::faults::fail;
+using reactor_test::faults::fail_returning;
+using reactor_test::faults::real;
 
 extern "C" {
 
@@ -310,12 +311,12 @@ int pidfd_open(pid_t pid, unsigned int flags) noexcept {
 }
 int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-    if (const int error = faults::fail_returning(Call::posix_spawn)) return error;
+    if (const int error = fail_returning(Call::posix_spawn)) return error;
     return real().posix_spawn(pid, path, actions, attr, argv, envp);
 }
 int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                  const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-    if (const int error = faults::fail_returning(Call::posix_spawn)) return error;
+    if (const int error = fail_returning(Call::posix_spawn)) return error;
     return real().posix_spawnp(pid, file, actions, attr, argv, envp);
 }
 pid_t waitpid(pid_t pid, int* status, int options) {
@@ -327,7 +328,7 @@ pid_t wait4(pid_t pid, int* status, int options, rusage* usage) noexcept {
     return real().wait4(pid, status, options, usage);
 }
 int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) noexcept {
-    if (const int error = faults::fail_returning(Call::pthread_create)) return error;
+    if (const int error = fail_returning(Call::pthread_create)) return error;
     return real().pthread_create(thread, attr, start, arg);
 }
 

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string>
 
-namespace faults {
+namespace reactor_test::faults {
 
 enum class Call : int {
     epoll_wait,  // epoll_wait, epoll_pwait, epoll_pwait2
@@ -78,4 +78,4 @@ inline constexpr const char* kEnvironment = "REACTOR_FAULTS";
 // The shared library's path, for LD_PRELOAD (set by tests/CMakeLists.txt).
 std::string library_path();
 
-}  // namespace faults
+}  // namespace reactor_test::faults

@@ -24,15 +24,7 @@ inline std::ostream& boost_test_print_type(std::ostream& os, CloseKind k) { retu
 inline std::ostream& boost_test_print_type(std::ostream& os, Connection::State s) { return os << to_string(s); }
 }  // namespace reactor
 
-// A named namespace: the test-case lambdas capture these types.
-namespace tcp_test {
-
-using namespace std::chrono_literals;
-using reactor::CloseKind;
-using reactor::CloseReason;
-using reactor::Connection;
-using reactor::ConnectionPtr;
-using reactor_test::on;
+namespace reactor_test {
 
 inline reactor::Address any_loopback() { return reactor::Address::loopback_v4(0); }
 
@@ -40,7 +32,7 @@ inline reactor::Address any_loopback() { return reactor::Address::loopback_v4(0)
 // the echoes wait above the high mark and resumes at the low mark.
 struct EchoServer {
     reactor::ListenerPtr listener;
-    std::vector<CloseReason> closes;
+    std::vector<reactor::CloseReason> closes;
     std::vector<std::string> events;  // "high", "low" in order
     std::size_t open = 0;
 
@@ -49,18 +41,18 @@ struct EchoServer {
         lopt.connection = copt;
         listener = reactor::Listener::listen(
             sched, any_loopback(),
-            [this](const ConnectionPtr& c) {
+            [this](const reactor::ConnectionPtr& c) {
                 ++open;
-                c->set_data_callback([](Connection& c, std::string_view d) { c.write(d); });
-                c->set_high_water_callback([this](Connection& c) {
+                c->set_data_callback([](reactor::Connection& c, std::string_view d) { c.write(d); });
+                c->set_high_water_callback([this](reactor::Connection& c) {
                     events.push_back("high");
                     c.pause_reading();
                 });
-                c->set_low_water_callback([this](Connection& c) {
+                c->set_low_water_callback([this](reactor::Connection& c) {
                     events.push_back("low");
                     c.resume_reading();
                 });
-                c->set_close_callback([this](Connection&, const CloseReason& r) {
+                c->set_close_callback([this](reactor::Connection&, const reactor::CloseReason& r) {
                     --open;
                     closes.push_back(r);
                 });
@@ -80,15 +72,16 @@ public:
     LoadClient(reactor::Scheduler& sched, std::uint16_t port, std::uint32_t seed, int messages, const std::string& pool,
                std::size_t max_message = 512)
         : rng_(seed), messages_(messages), max_message_(max_message), pool_(pool) {
-        reactor::connect(sched, reactor::Address::loopback_v4(port), [this](ConnectionPtr c, std::error_code ec) {
+        const reactor::Address server = reactor::Address::loopback_v4(port);
+        reactor::connect(sched, server, [this](reactor::ConnectionPtr c, std::error_code ec) {
             if (ec) {
                 failure = "connect: " + ec.message();
                 closed = true;
                 return;
             }
             conn_ = c;
-            c->set_data_callback([this](Connection& c, std::string_view d) { on_data(c, d); });
-            c->set_close_callback([this](Connection&, const CloseReason& r) {
+            c->set_data_callback([this](reactor::Connection& c, std::string_view d) { on_data(c, d); });
+            c->set_close_callback([this](reactor::Connection&, const reactor::CloseReason& r) {
                 reason = r;
                 closed = true;
                 conn_.reset();
@@ -98,7 +91,7 @@ public:
     }
 
     bool closed = false;
-    CloseReason reason;
+    reactor::CloseReason reason;
     std::string failure;
     std::size_t bytes_echoed = 0;
     int completed = 0;
@@ -117,7 +110,7 @@ private:
         conn_->write(msg);
     }
 
-    void on_data(Connection& c, std::string_view d) {
+    void on_data(reactor::Connection& c, std::string_view d) {
         if (d.size() > expected_.size() || std::memcmp(d.data(), expected_.data(), d.size()) != 0) {
             failure = "echoed bytes differ from the bytes sent";
             return c.abort();
@@ -136,11 +129,11 @@ private:
     int messages_;
     std::size_t max_message_;
     const std::string& pool_;
-    ConnectionPtr conn_;
+    reactor::ConnectionPtr conn_;
     reactor::ByteBuffer expected_;
     std::deque<std::size_t> ends_;
     std::size_t sent_bytes_ = 0;
     int sent_ = 0;
 };
 
-}  // namespace tcp_test
+}  // namespace reactor_test
