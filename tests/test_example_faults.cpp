@@ -16,8 +16,6 @@
 #define BOOST_TEST_MODULE example_faults
 #include <boost/test/unit_test.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -107,23 +105,6 @@ void expect_one_line_and_exit_1(reactor_test::Child& child, const std::string& p
     if (!lines.empty()) BOOST_TEST(lines.front().starts_with(program + ": "), program << ": stderr: " << err);
 }
 
-// A listener on 127.0.0.1 that never accepts: somewhere for echo_client to connect.
-struct SilentListener {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    std::uint16_t port = 0;
-    SilentListener() {
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof addr;
-        BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-        BOOST_REQUIRE(::listen(fd, 16) == 0);
-        BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-        port = ntohs(addr.sin_port);
-    }
-    ~SilentListener() { ::close(fd); }
-};
-
 // Every selector's wait: select runs pselect6, poll ppoll, epoll epoll_wait
 // (epoll_pwait where libc prefers it). Each example keeps its own backend.
 const std::string kSelectorWaits = "pselect6,ppoll,epoll_wait,epoll_pwait";
@@ -154,7 +135,7 @@ std::string echo_once(std::uint16_t port, const std::string& message) {
 // EINVAL from the wait means the loop's own state is broken: run() throws.
 // Every program of the series catches it in main (examples/program.hpp).
 BOOST_AUTO_TEST_CASE(no_example_ends_in_sigabrt_when_the_selector_fails, *needs_strace()) {
-    SilentListener nobody;
+    reactor_test::SilentListener nobody;  // somewhere for echo_client to connect
     const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
         {"hello", {"--speed", "100"}},
         {"fd_waiters", {"--speed", "100"}},

@@ -8,8 +8,6 @@
 // in test_http_hello.cpp.
 #define BOOST_TEST_MODULE net_examples
 #include <boost/test/unit_test.hpp>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -155,9 +153,7 @@ BOOST_AUTO_TEST_CASE(echo_server_binary_returns_every_byte_in_order) {
     // 20 verified clients in this process, plus the echo_client example with
     // 10 more: the server stops accepting after those 30 and then exits.
     Server server("echo_server", backend, {"--exit-after", "30", "--max-seconds", "60"});
-    reactor::Scheduler::Options opt;
-    opt.backend = backend;
-    reactor::Scheduler sched(std::move(opt));
+    reactor::Scheduler sched(reactor_test::on(backend));
     const std::string pool = reactor_test::random_bytes(1 << 16, 9);
     std::vector<std::unique_ptr<reactor_test::LoadClient>> clients;
     for (int i = 0; i < 20; ++i)
@@ -445,20 +441,13 @@ BOOST_AUTO_TEST_CASE(echo_server_streams_counts_a_client_that_resets_during_drai
 // test plays a server that accepts and never answers, so only the signal can
 // end the run; the accept proves the client's handler is installed.
 BOOST_AUTO_TEST_CASE(echo_client_on_ctrl_c_prints_its_summary_marked_interrupted) {
-    int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    BOOST_REQUIRE(::listen(listener, 4) == 0);
-    BOOST_REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    reactor_test::SilentListener server;
     reactor_test::Child client(reactor_test::example_path("echo_client"),
-                              {"--port", std::to_string(ntohs(addr.sin_port)), "--connections", "1", "--max-seconds",
-                               "60", "--backend", std::string(reactor::to_string(reactor_test::backend_under_test()))});
-    pollfd p{listener, POLLIN, 0};
+                               {"--port", std::to_string(server.port), "--connections", "1", "--max-seconds", "60",
+                                "--backend", std::string(reactor::to_string(reactor_test::backend_under_test()))});
+    pollfd p{server.fd, POLLIN, 0};
     BOOST_REQUIRE(::poll(&p, 1, 10000) == 1);
-    int silent = ::accept(listener, nullptr, nullptr);
+    int silent = ::accept(server.fd, nullptr, nullptr);
     BOOST_REQUIRE(silent >= 0);
     BOOST_REQUIRE(::kill(client.pid(), SIGINT) == 0);
     std::string out = client.read_all(20s);
@@ -467,7 +456,6 @@ BOOST_AUTO_TEST_CASE(echo_client_on_ctrl_c_prints_its_summary_marked_interrupted
     BOOST_TEST(out.find(": FAILED (") != std::string::npos, out);
     BOOST_TEST(out.find(" failed, interrupted)") != std::string::npos, out);
     ::close(silent);
-    ::close(listener);
 }
 
 // ---- --idle-timeout ----

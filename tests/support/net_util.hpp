@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/test/unit_test.hpp>
+
 #include <reactor/scheduler.hpp>
 
 namespace reactor_test {
@@ -99,6 +101,32 @@ inline std::string recv_line(int fd) {
     if (line.ends_with('\r')) line.pop_back();
     return line;
 }
+
+// A listening IPv4 TCP socket on 127.0.0.1 (a port the kernel picks) that
+// nothing accepts from: somewhere for a program under test to connect (the
+// kernel completes the handshake), which the test may accept from by hand
+// (fd) or leave alone. Closed on destruction.
+struct SilentListener {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::uint16_t port = 0;
+
+    SilentListener() {
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        BOOST_REQUIRE(fd >= 0);
+        BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        BOOST_REQUIRE(::listen(fd, 16) == 0);
+        BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+        port = ntohs(addr.sin_port);
+    }
+    ~SilentListener() {
+        if (fd >= 0) ::close(fd);
+    }
+    SilentListener(const SilentListener&) = delete;
+    SilentListener& operator=(const SilentListener&) = delete;
+};
 
 // Deterministic pseudo-random bytes (seeded), for payloads that catch reordering.
 inline std::string random_bytes(std::size_t n, std::uint32_t seed) {
