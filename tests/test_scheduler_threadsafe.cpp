@@ -1,0 +1,115 @@
+// call_soon_threadsafe: posts from other threads run once each, in each
+// thread's order, on the loop thread; a post wakes a loop blocked with nothing
+// to do; a post from the loop thread itself counts as work. The loop here is a
+// real one (but in the last case): other threads meet it for real.
+//
+// Each case ends by checking that the scheduler holds nothing (CHECK_EMPTY).
+// CTest runs the suite once per selector backend (REACTOR_TEST_BACKEND).
+#define BOOST_TEST_MODULE scheduler_threadsafe
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <reactor/scheduler.hpp>
+
+#include "support/backends.hpp"
+#include "support/check_empty.hpp"
+#include "support/virtual_time.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using reactor::Clock;
+using reactor::Handle;
+using reactor::Scheduler;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
+using reactor_test::on;
+
+}  // namespace
+
+// ============================================================ threads
+
+BOOST_AUTO_TEST_SUITE(threadsafe)
+
+BOOST_AUTO_TEST_CASE(four_threads_times_ten_thousand_posts_run_once_each_in_order) {
+    Scheduler s(on(backend_under_test()));
+    constexpr int kThreads = 4;
+    constexpr int kPerThread = 10'000;
+    std::array<std::vector<int>, kThreads> seen;  // touched by the loop thread only
+    int total = 0;
+    const auto loop_thread = std::this_thread::get_id();
+    bool all_on_loop_thread = true;
+    // A safety net so a lost post fails the test instead of hanging it.
+    bool timed_out = false;
+    Handle guard = s.call_later(10s, [&] {
+        timed_out = true;
+        s.stop();
+    });
+
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kPerThread; ++i) {
+                s.call_soon_threadsafe([&, t, i] {
+                    seen[static_cast<std::size_t>(t)].push_back(i);
+                    if (std::this_thread::get_id() != loop_thread) all_on_loop_thread = false;
+                    if (++total == kThreads * kPerThread) s.stop();
+                });
+            }
+        });
+    }
+    s.run_forever();
+    for (auto& th : threads) th.join();
+    BOOST_TEST(!timed_out);
+    BOOST_TEST(total == kThreads * kPerThread);
+    BOOST_TEST(all_on_loop_thread);
+    for (int t = 0; t < kThreads; ++t) {
+        const auto& v = seen[static_cast<std::size_t>(t)];
+        BOOST_TEST_CONTEXT("thread " << t) {
+            BOOST_TEST(v.size() == static_cast<std::size_t>(kPerThread));
+            BOOST_TEST(std::is_sorted(v.begin(), v.end()));
+            BOOST_TEST((std::adjacent_find(v.begin(), v.end()) == v.end()));  // no duplicates
+        }
+    }
+    BOOST_TEST(guard.cancel());
+    CHECK_EMPTY(s);
+}
+
+BOOST_AUTO_TEST_CASE(post_wakes_a_loop_blocked_with_nothing_to_do) {
+    Scheduler s(on(backend_under_test()));
+    std::atomic<bool> posted{false};
+    const auto start = Clock::now();
+    std::thread poster([&] {
+        std::this_thread::sleep_for(30ms);
+        posted = true;
+        s.call_soon_threadsafe([&] { s.stop(); });
+    });
+    s.run_forever();  // no timers, no waiters: blocks in select until the post
+    const auto elapsed = Clock::now() - start;
+    poster.join();
+    BOOST_TEST(posted.load());
+    BOOST_TEST((elapsed >= 30ms));
+    BOOST_TEST((elapsed < 1s));  // woken by the eventfd, not by some timeout
+    const double ms = std::chrono::duration<double, std::milli>(elapsed).count();
+    BOOST_TEST_MESSAGE("woken after " << ms << " ms");
+    CHECK_EMPTY(s);
+}
+
+BOOST_AUTO_TEST_CASE(post_from_the_loop_thread_is_work) {
+    VirtualLoop loop(backend_under_test());
+    auto& s = loop.sched;
+    int ran = 0;
+    s.call_soon_threadsafe([&] { ++ran; });
+    BOOST_TEST(!s.empty());  // posted counts as work: run() must not return early
+    s.run();
+    BOOST_TEST(ran == 1);
+    CHECK_EMPTY(s);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
