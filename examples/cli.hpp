@@ -17,10 +17,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <futures/run.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/selector.hpp>
 
@@ -85,10 +87,9 @@ inline CLI::Option* add_backend_option(CLI::App& app, reactor::Backend& backend)
 
 // Ctrl-C in the examples that are not servers (servers drain, then exit 0:
 // server_support.hpp). SIGINT ends the run, through the loop, never in signal
-// context: `interrupt` runs on the loop thread (stopping the loop, or
-// cancelling the main task); main then says so on one line and exits 130, the
-// shell's code for a program ended by SIGINT, so a script can tell an
-// interrupted run from a finished one.
+// context: the handler runs on the loop thread; main then says so on one line
+// and exits 130, the shell's code for a program ended by SIGINT, so a script
+// can tell an interrupted run from a finished one.
 inline constexpr int kInterrupted = 130;
 inline void on_sigint(reactor::Scheduler& sched, std::function<void()> interrupt) {
     sched.add_signal_handler(SIGINT, std::move(interrupt));
@@ -98,6 +99,51 @@ inline int interrupted(const CLI::App& cli) {
     std::fflush(stdout);
     return kInterrupted;
 }
+
+// Ctrl-C for a program whose run only has to stop (nothing to abort or
+// kill first), in one place rather than pasted into every main(). Killed
+// outright by SIGINT, a program would end in the middle of a callback, with
+// nothing said and no destructor run; this way the handler stops the loop,
+// the run (run_until(), run()) returns between two callbacks, and main()
+// prints "<program>: interrupted" and returns 130 instead of going on:
+//
+//   reactor::Scheduler sched;
+//   examples::CtrlC ctrl_c(sched, cli);  // before the first line: whoever sees it may interrupt
+//   ...
+//   if (auto status = ctrl_c.run_until(main_task)) return *status;
+//   main_task.result();
+class CtrlC {
+public:
+    // Installs the SIGINT handler; declared after the Scheduler, so it lives
+    // as long as the loop can run.
+    CtrlC(reactor::Scheduler& sched, const CLI::App& cli) : sched_(sched), cli_(cli) {
+        on_sigint(sched, [this] {
+            pressed_ = true;
+            sched_.stop();
+        });
+    }
+    CtrlC(const CtrlC&) = delete;
+    CtrlC& operator=(const CtrlC&) = delete;
+
+    // futures::run_until(sched, done). Nothing if `done` finished with no
+    // Ctrl-C; else the line is printed and the status to return is here.
+    template <class T>
+    [[nodiscard]] std::optional<int> run_until(const futures::Future<T>& done) {
+        bool finished = futures::run_until(sched_, done);
+        return finished && !pressed_ ? std::nullopt : std::optional(interrupted(cli_));
+    }
+
+    // sched.run(): the same, for a run that ends when nothing is left.
+    [[nodiscard]] std::optional<int> run() {
+        sched_.run();
+        return pressed_ ? std::optional(interrupted(cli_)) : std::nullopt;
+    }
+
+private:
+    reactor::Scheduler& sched_;
+    const CLI::App& cli_;
+    bool pressed_ = false;
+};
 
 // Scheduler options for --backend: reactor::Scheduler sched(examples::on(backend)).
 inline reactor::Scheduler::Options on(reactor::Backend backend) {

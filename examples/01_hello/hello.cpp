@@ -37,13 +37,9 @@ int run(int argc, char** argv) {
     using Seconds = std::chrono::duration<double>;
 
     reactor::Scheduler sched;
-    // Ctrl-C stops the loop (cli.hpp). Installed before the first line is
+    // Ctrl-C stops the run (cli.hpp). Installed before the first line is
     // printed, so whoever sees that line may interrupt.
-    bool interrupted = false;
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    examples::CtrlC ctrl_c(sched, cli);
     const reactor::TimePoint start = sched.now();
     auto elapsed = [&] { return Seconds(sched.now() - start).count() * speed; };
 
@@ -64,8 +60,8 @@ int run(int argc, char** argv) {
     never.cancel();  // true: it was pending, and now it never runs
     say("main: three timers and one call_soon scheduled; one timer cancelled");
 
-    sched.run();
-    if (interrupted) return examples::interrupted(cli);
+    // sched.run(); and if Ctrl-C stopped it, "hello: interrupted" and 130.
+    if (auto status = ctrl_c.run()) return *status;
     say("run() returned: nothing ready, nothing sleeping");
     return 0;
 }

@@ -63,13 +63,9 @@ int run(int argc, char** argv) {
     }
     const int in = fds[0], out = fds[1];
     reactor::Scheduler sched(examples::on(backend));
-    // Ctrl-C stops the loop (cli.hpp). Installed before the first line is
+    // Ctrl-C stops the run (cli.hpp). Installed before the first line is
     // printed, so whoever sees that line may interrupt.
-    bool interrupted = false;
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    examples::CtrlC ctrl_c(sched, cli);
 
     // The writer: each call sends the next ping; the fourth closes the pipe.
     int sent = 0;
@@ -114,8 +110,7 @@ int run(int argc, char** argv) {
     say("read_wait: armed (one-shot)");
     sched.call_later(second, write_next);
 
-    sched.run();
-    if (interrupted) return examples::interrupted(cli);
+    if (auto status = ctrl_c.run()) return *status;  // sched.run(), then: was it Ctrl-C?
     say("run() returned: no waiter and no timer left");
     return 0;
 }

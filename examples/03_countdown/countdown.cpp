@@ -44,13 +44,9 @@ int run(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched(examples::on(backend));
-    // Ctrl-C stops the loop (cli.hpp). Installed before the first line is
+    // Ctrl-C stops the run (cli.hpp). Installed before the first line is
     // printed, so whoever sees that line may interrupt.
-    bool interrupted = false;
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    examples::CtrlC ctrl_c(sched, cli);
     // Each line flushed at once: whoever reads the output reads it live.
     auto print = [](std::string_view line) {
         fmt::print("{}\n", line);
@@ -64,8 +60,7 @@ int run(int argc, char** argv) {
         return 1;
     }
     demo->start();
-    sched.run();
-    return interrupted ? examples::interrupted(cli) : 0;
+    return ctrl_c.run().value_or(0);
 }
 
 }  // namespace

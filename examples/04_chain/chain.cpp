@@ -106,15 +106,15 @@ int run(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
-    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
-    // before the first line is printed, so whoever sees that line may interrupt.
-    examples::on_sigint(sched, [&] { sched.stop(); });
+    // Ctrl-C stops the run (cli.hpp). Installed before the first line is
+    // printed, so whoever sees that line may interrupt.
+    examples::CtrlC ctrl_c(sched, cli);
     Context cx{sched, speed};
     Future<void> program = pipeline(cx)
                                .then([&] { return recovery(cx); })
                                .then([&] { return gather(cx); })
                                .then([&] { return timeout(cx); });
-    if (!futures::run_until(sched, program)) return examples::interrupted(cli);
+    if (auto status = ctrl_c.run_until(program)) return *status;
     program.result();  // rethrows what the chain failed with, if it did
     say(fmt::format("done after {:.2f}s", cx.elapsed()));
     return 0;

@@ -98,11 +98,11 @@ int run(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
-    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
-    // before the first line is printed, so whoever sees that line may interrupt.
-    examples::on_sigint(sched, [&] { sched.stop(); });
+    // Ctrl-C stops the run (cli.hpp). Installed before the first line is
+    // printed, so whoever sees that line may interrupt.
+    examples::CtrlC ctrl_c(sched, cli);
     futures::Future<void> main_task = futures::spawn(sched, Main(sched, speed));
-    if (!futures::run_until(sched, main_task)) return examples::interrupted(cli);
+    if (auto status = ctrl_c.run_until(main_task)) return *status;
     main_task.result();  // rethrows what it failed with, if it did
     return 0;
 }

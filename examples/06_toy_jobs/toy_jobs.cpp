@@ -76,9 +76,9 @@ int run(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
-    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
-    // before the first line is printed, so whoever sees that line may interrupt.
-    examples::on_sigint(sched, [&] { sched.stop(); });
+    // Ctrl-C stops the run (cli.hpp). Installed before the first line is
+    // printed, so whoever sees that line may interrupt.
+    examples::CtrlC ctrl_c(sched, cli);
     Stopwatch clock(speed);
     std::vector<futures::Future<void>> jobs{
         futures::spawn(sched, Job(sched, clock, "A", Seconds(2))),
@@ -86,7 +86,7 @@ int run(int argc, char** argv) {
         futures::spawn(sched, Job(sched, clock, "C", Seconds(3))),
     };
     futures::Future<void> all = futures::when_all(jobs);
-    if (!futures::run_until(sched, all)) return examples::interrupted(cli);
+    if (auto status = ctrl_c.run_until(all)) return *status;
     all.result();  // rethrows what a job failed with, if one did
     say(fmt::format("total: {:.2f}s (the jobs add up to 6 s)", clock.seconds()));
     return 0;

@@ -128,13 +128,9 @@ int run(int argc, char** argv) {
         return 1;
     }
     reactor::Scheduler sched(examples::on(backend));
-    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
-    // before the first line is printed, so whoever sees that line may interrupt.
-    bool interrupted = false;
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    // Ctrl-C stops the run (cli.hpp). Installed before the first line is
+    // printed, so whoever sees that line may interrupt.
+    examples::CtrlC ctrl_c(sched, cli);
     // stdin as a stream: a pipe, a terminal, /dev/null (always ready, on every
     // backend). A regular file is read directly instead (first_line_of_file);
     // anything else (a directory) is refused by open_stdio, naming its type.
@@ -148,16 +144,14 @@ int run(int argc, char** argv) {
     sched.call_later(Seconds(5) / speed, [] { say("hello"); });
     if (::isatty(STDIN_FILENO)) fmt::print(stderr, "type a line and press Enter:\n");
     futures::Future<std::string> fetch = futures::spawn(sched, FetchLine(sched, std::move(input), Seconds(3) / speed));
-    if (!futures::run_until(sched, fetch)) return examples::interrupted(cli);
+    if (auto status = ctrl_c.run_until(fetch)) return *status;
     try {
         say(fmt::format("fetch_ms returned \"{}\"", fetch.result()));
     } catch (const std::exception& e) {
         fmt::print(stderr, "fetch_ms: stdin: {}\n", e.what());
         return 1;
     }
-    sched.run();  // the hello timer is still pending
-    if (interrupted) return examples::interrupted(cli);
-    return 0;
+    return ctrl_c.run().value_or(0);  // the hello timer is still pending
 }
 
 }  // namespace

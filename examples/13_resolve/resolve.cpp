@@ -109,13 +109,13 @@ int run(int argc, char** argv) {
     if (family == "ipv6") settings.options.family = AF_INET6;
 
     reactor::Scheduler sched(examples::on(backend));
-    // Installed before the first line, so whoever sees that line may interrupt.
-    examples::on_sigint(sched, [&] { sched.stop(); });
+    // Ctrl-C stops the run (cli.hpp); installed before the first line, so whoever sees it may interrupt.
+    examples::CtrlC ctrl_c(sched, cli);
     fmt::print("resolving {} host{} concurrently\n", settings.hosts.size(), settings.hosts.size() == 1 ? "" : "s");
     std::fflush(stdout);
     futures::Future<int> main_task = futures::spawn(sched, Main(sched, settings));
     // Interrupted: the lookups still on the pool are dropped with the loop.
-    if (!futures::run_until(sched, main_task)) return examples::interrupted(cli);
+    if (auto status = ctrl_c.run_until(main_task)) return *status;
     return main_task.result() == 0 ? 0 : 1;
 }
 

@@ -135,13 +135,9 @@ int run(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;
-    bool interrupted = false;
-    // Ctrl-C stops the loop; run_until then returns false (cli.hpp). Installed
-    // before the first line is printed, so whoever sees that line may interrupt.
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    // Ctrl-C stops the run (cli.hpp). Installed before the first line is
+    // printed, so whoever sees that line may interrupt.
+    examples::CtrlC ctrl_c(sched, cli);
     // Declared after the Scheduler, so destroyed first: an interrupted run's
     // tasks still waiting on it are cancelled, then freed with the loop.
     Queue<int> queue(sched, capacity);
@@ -150,7 +146,7 @@ int run(int argc, char** argv) {
     Future<int> producer = futures::spawn(sched, Producer(queue, items));
     Future<int> consumer = futures::spawn(sched, Consumer(sched, queue, Seconds(work / speed)));
     auto both = futures::when_all(producer, consumer);
-    if (!futures::run_until(sched, both) || interrupted) return examples::interrupted(cli);
+    if (auto status = ctrl_c.run_until(both)) return *status;
     auto [waits, processed] = both.result();
     say(fmt::format("pipeline: {} items processed in {:.2f}s; the producer waited {} times for room", processed,
                     Seconds(sched.now() - start).count(), waits));

@@ -53,11 +53,7 @@ int run(int argc, char** argv) {
     reactor::Scheduler::Options options;
     options.debug = debug;  // REACTOR_DEBUG=1 turns it on as well
     reactor::Scheduler sched(std::move(options));
-    bool interrupted = false;
-    examples::on_sigint(sched, [&] {
-        interrupted = true;
-        sched.stop();
-    });
+    examples::CtrlC ctrl_c(sched, cli);  // Ctrl-C stops the run (cli.hpp)
     say(sched.debug() ? "debug mode on: slow callbacks and late timers are reported on stderr"
                       : "debug mode off: nothing is reported (REACTOR_DEBUG=1 or --debug turns it on)");
 
@@ -71,8 +67,7 @@ int run(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(block_ms));  // the mistake debug mode catches
     };
     sched.call_soon([&] { round(1); });
-    sched.run();
-    if (interrupted) return examples::interrupted(cli);
+    if (auto status = ctrl_c.run()) return *status;
     say("done; the loop's stats:");
     fmt::print("{}", reactor::format_stats(sched.stats(), "slow_callback: "));
     return 0;
