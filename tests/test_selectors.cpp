@@ -61,14 +61,11 @@ int free_high_fd() {
 // A Scheduler on `backend`. For epoll the selector is built here with a short
 // idle check, so closed-fd tests need not wait the default second.
 reactor::Scheduler::Options options_for(Backend backend, reactor::EpollSelector** epoll = nullptr) {
+    if (backend != Backend::epoll) return reactor_test::on(backend);
     reactor::Scheduler::Options options;
-    if (backend == Backend::epoll) {
-        auto sel = std::make_unique<reactor::EpollSelector>(reactor::EpollSelector::Options{20ms});
-        if (epoll) *epoll = sel.get();
-        options.selector = std::move(sel);
-    } else {
-        options.backend = backend;
-    }
+    auto sel = std::make_unique<reactor::EpollSelector>(reactor::EpollSelector::Options{20ms});
+    if (epoll) *epoll = sel.get();
+    options.selector = std::move(sel);
     return options;
 }
 

@@ -1,6 +1,7 @@
-// Test support for the futures suites: a recorder for the Scheduler's
-// exception handler, the "the loop holds nothing" check every test ends with,
-// and a type that counts its live instances.
+// Test support for the futures suites (and any case that checks an error): a
+// recorder for the Scheduler's exception handler, what() of an exception_ptr
+// and of a future's error, the "the loop holds nothing" check every test ends
+// with (CHECK_EMPTY), and a type that counts its live instances.
 #pragma once
 
 #include <exception>
