@@ -20,6 +20,18 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The producer of a future (a futures::Promise: a stream's pending read, a
+// child's exit watch...) went away without completing it: the future is
+// cancelled with this error, whose what() names the future's line ("broken
+// promise: the stream read created at app.cpp:42 will never complete"). A
+// CancelledError, so it is a cancellation (catch it first to tell it apart),
+// never reported as an exception nobody retrieved. See futures/promise.hpp.
+class BrokenPromise : public CancelledError {
+public:
+    BrokenPromise() : CancelledError("broken promise") {}
+    using CancelledError::CancelledError;
+};
+
 // with_timeout() gave up waiting.
 class TimeoutError : public std::runtime_error {
 public:

@@ -1,4 +1,4 @@
-// The whole futures layer in one include: Future<T> and then-chaining,
+// The whole futures layer in one include: Future<T> and then-chaining, Promise<T>,
 // leaf futures (sleep, readable, writable), combinators, state-machine tasks,
 // the task toolkit (queues, events, semaphores, locks), streams and datagrams.
 #pragma once
@@ -13,6 +13,7 @@
 #include "futures/leaves.hpp"
 #include "futures/lock.hpp"
 #include "futures/process.hpp"
+#include "futures/promise.hpp"
 #include "futures/queue.hpp"
 #include "futures/resolve.hpp"
 #include "futures/run.hpp"
