@@ -1,5 +1,6 @@
-// Process handles: the exit status and its futures, and signals, which are
-// sent only while the child is known not to be reaped (so never to a reused pid).
+// Process handles: the exit status and its futures (each through a Promise
+// with the caller's line), and signals, which are sent only while the child
+// is known not to be reaped (so never to a reused pid).
 #include "futures/process.hpp"
 
 #include <signal.h>
@@ -13,6 +14,7 @@
 
 #include "futures/errors.hpp"
 #include "futures/leaves.hpp"
+#include "futures/promise.hpp"
 #include "process_core.hpp"
 
 namespace futures {
@@ -39,13 +41,18 @@ void ExitState::complete(int wait_status, int err) {
     error = err;
     status = err == 0 ? exit_status_of(wait_status) : 0;
     auto ready = std::move(waiters);
-    for (auto& f : ready) {
-        if (f.done()) continue;  // cancelled by its holder
+    for (auto& p : ready) {
+        if (!p.is_pending()) continue;  // cancelled by its holder
         if (err != 0)
-            f.set_exception(wait_error(err));
+            p.set_exception(wait_error(err));
         else
-            f.set_result(status);
+            p.set_value(status);
     }
+}
+
+void ExitState::watch_lost() noexcept {
+    lost = true;
+    auto broken = std::move(waiters);  // they break as `broken` goes, naming their wait() lines
 }
 
 }  // namespace detail
@@ -60,13 +67,17 @@ Stream Process::stdin_pipe() const { return core().in; }
 Stream Process::stdout_pipe() const { return core().out; }
 Stream Process::stderr_pipe() const { return core().err; }
 
-Future<int> Process::wait() const {
+Future<int> Process::wait(std::source_location where) const {
     detail::ExitState& exit = core().exit();
     if (exit.reaped && exit.error != 0)
-        return make_exception_future<int>(exit.sched, detail::wait_error(exit.error));
-    if (exit.reaped) return make_ready_future(exit.sched, exit.status);
-    std::erase_if(exit.waiters, [](const Future<int>& f) { return f.done(); });  // cancelled ones
-    return exit.waiters.emplace_back(exit.sched);
+        return make_exception_future<int>(exit.sched, detail::wait_error(exit.error), where);
+    if (exit.reaped) return make_ready_future(exit.sched, exit.status, where);
+    Promise<int> promise(exit.sched, where, "process wait");
+    Future<int> f = promise.get_future();
+    if (exit.lost) return f;  // nobody will ever know the status: `promise` breaks as it goes
+    std::erase_if(exit.waiters, [](const Promise<int>& p) { return !p.is_pending(); });  // cancelled ones
+    exit.waiters.push_back(std::move(promise));
+    return f;
 }
 
 std::optional<int> Process::exit_status() const {

@@ -195,7 +195,8 @@ void kill_and_reap(pid_t pid) noexcept {
 
 }  // namespace
 
-Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, ProcessOptions options) {
+Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, ProcessOptions options,
+                      std::source_location where) {
     check_args(argv, options);
     const std::vector<int> pass = checked_pass_fds(std::move(options.pass_fds));
     const detail::WatchKind kind = detail::choose_watch(options.watch);
@@ -248,11 +249,13 @@ Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, 
                                 fmt::format("spawn_process: cannot run '{}'", argv.front()));
     }
 
-    auto exit = std::make_shared<detail::ExitState>(sched);
+    auto exit = std::make_shared<detail::ExitState>(sched, where);
     try {
-        // automatic: falls back to SIGCHLD if pidfd_open turns out to be refused
+        // automatic: falls back to SIGCHLD if pidfd_open turns out to be refused.
+        // The ticket tells the exit state if the watch drops the callback unrun.
         detail::watch_child(sched, pid, kind, options.watch == ExitWatch::automatic,
-                            [exit](int status, int error) { exit->complete(status, error); });
+                            [ticket = std::make_shared<detail::ExitTicket>(exit)](
+                                int status, int error) { ticket->exit->complete(status, error); });
     } catch (...) {
         kill_and_reap(pid);
         throw;  // `reservation` gives SIGCHLD back

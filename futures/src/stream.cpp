@@ -1,7 +1,8 @@
 // A Stream and its core: reads complete futures from the buffered bytes,
 // writes go to the connection, and the core's flow control pauses reading
 // while too much waits unread. The handle only forwards to the core (see
-// stream_core.hpp for who owns what). Loop thread only.
+// stream_core.hpp for who owns what), with the caller's line: each future
+// a Stream returns is made through a Promise carrying it. Loop thread only.
 #include "futures/stream.hpp"
 
 #include <algorithm>
@@ -30,11 +31,10 @@ namespace detail {
 
 // ---------------------------------------------------------------- StreamCore
 
+// The promises (read_, drain_waiters_, close_waiters_) break as the members
+// go: nobody can complete them any more.
 StreamCore::~StreamCore() {
     if (conn_->is_open()) conn_->close();  // the last handle went: finish politely
-    if (read_) read_->future.cancel();     // nobody can complete it any more
-    for (auto& f : drain_waiters_) f.cancel();
-    for (auto& f : close_waiters_) f.cancel();
 }
 
 void StreamCore::attach() {
@@ -52,38 +52,73 @@ void StreamCore::attach() {
     conn_->set_low_water_callback([weak](reactor::Connection&) {
         if (auto self = weak.lock()) self->finish_drains(0);
     });
-    conn_->set_close_callback([weak](reactor::Connection&, const reactor::CloseReason& r) {
+    // The close callback carries a sentinel: destroyed, it tells the core
+    // whether the connection dropped the callback unrun (its Scheduler being
+    // destroyed: reactor::Connection closes nothing then, it only lets go).
+    // Shared by the callback's copies, never copied itself.
+    struct DropSentinel {
+        explicit DropSentinel(std::weak_ptr<StreamCore> c) noexcept : core(std::move(c)) {}
+        DropSentinel(const DropSentinel&) = delete;
+        DropSentinel& operator=(const DropSentinel&) = delete;
+        ~DropSentinel() {
+            if (auto self = core.lock()) self->on_callbacks_dropped();
+        }
+        std::weak_ptr<StreamCore> core;
+    };
+    conn_->set_close_callback([weak, sentinel = std::make_shared<DropSentinel>(weak)](
+                                  reactor::Connection&, const reactor::CloseReason& r) {
+        (void)sentinel;  // carried, not used
         if (auto self = weak.lock()) self->on_closed(r);
     });
 }
 
-Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter) {
-    if (read_ && !read_->future.done()) throw InvalidStateError("stream: another read is already pending");
-    read_.emplace(PendingRead{kind, n, std::move(delimiter), Future<std::string>(sched_), 0});
-    Future<std::string> f = read_->future;
+void StreamCore::on_callbacks_dropped() noexcept {
+    if (closed_) return;  // the close callback ran: everything is complete
+    closed_ = true;
+    eof_ = true;
+    read_.reset();
+    drain_waiters_.clear();
+    close_waiters_.clear();
+}
+
+Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter,
+                                           std::source_location where) {
+    if (read_ && read_->promise.is_pending()) {
+        const std::source_location other = read_->promise.where();
+        throw InvalidStateError(fmt::format("stream: another read is already pending (the one made at {}:{})",
+                                            other.file_name(), other.line()));
+    }
+    read_.emplace(PendingRead{kind, n, std::move(delimiter), Promise<std::string>(sched_, where, "stream read"), 0});
+    Future<std::string> f = read_->promise.get_future();
     try_read();
     return f;
 }
 
-Future<void> StreamCore::drain() {
-    if (error_ != 0) return make_exception_future<void>(sched_, connection_error());
-    if (closed_ || !conn_->above_high_water()) return make_ready_future(sched_);
-    return drain_waiters_.emplace_back(sched_);
+Future<void> StreamCore::drain(std::source_location where) {
+    if (error_ != 0) return make_exception_future<void>(sched_, connection_error(), where);
+    if (closed_ || !conn_->above_high_water()) return make_ready_future(sched_, where);
+    std::erase_if(drain_waiters_, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
+    return drain_waiters_.emplace_back(sched_, where, "stream drain").get_future();
 }
 
 void StreamCore::close() {
     closing_ = true;
+    const bool was_closed = connection_closed();
     conn_->close();
+    if (!was_closed && connection_closed()) closed_with(0);  // nothing to flush: closed now
 }
 
 void StreamCore::abort() {
     closing_ = true;
+    const bool was_closed = connection_closed();
     conn_->abort();
+    if (!was_closed) closed_with(0);
 }
 
-Future<void> StreamCore::wait_closed() {
-    if (closed_) return make_ready_future(sched_);
-    return close_waiters_.emplace_back(sched_);
+Future<void> StreamCore::wait_closed(std::source_location where) {
+    if (closed_) return make_ready_future(sched_, where);
+    std::erase_if(close_waiters_, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
+    return close_waiters_.emplace_back(sched_, where, "wait for the stream to close").get_future();
 }
 
 void StreamCore::on_data(std::string_view d) {
@@ -102,13 +137,18 @@ void StreamCore::on_eof() {
     try_read();
 }
 
-void StreamCore::on_closed(const reactor::CloseReason& reason) {
+void StreamCore::on_closed(const reactor::CloseReason& reason) { closed_with(error_of(reason)); }
+
+bool StreamCore::connection_closed() const { return conn_->state() == reactor::Connection::State::closed; }
+
+void StreamCore::closed_with(int error) {
+    if (closed_) return;  // close() or abort() already did (see stream_core.hpp)
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
-    error_ = error_of(reason);
+    error_ = error;
     finish_drains(error_);
-    for (auto& f : std::exchange(close_waiters_, {}))
-        if (!f.done()) f.set_result();
+    for (auto& p : std::exchange(close_waiters_, {}))
+        if (p.is_pending()) p.set_value();
     try_read();
 }
 
@@ -137,21 +177,21 @@ std::system_error StreamCore::connection_error() const {
 }
 
 void StreamCore::finish_drains(int error) {
-    for (auto& f : std::exchange(drain_waiters_, {})) {
-        if (f.done()) continue;  // cancelled by its owner
+    for (auto& p : std::exchange(drain_waiters_, {})) {
+        if (!p.is_pending()) continue;  // cancelled by its owner
         if (error == ECANCELED) {
-            f.cancel();  // Scheduler::close(): see try_read
+            p.cancel();  // Scheduler::close(): see try_read
         } else if (error != 0) {
-            f.set_exception(connection_error());
+            p.set_exception(connection_error());
         } else {
-            f.set_result();
+            p.set_value();
         }
     }
 }
 
 void StreamCore::try_read() {
     if (!read_) return;
-    if (read_->future.done()) {  // cancelled by its owner: the bytes stay for the next read
+    if (!read_->promise.is_pending()) {  // cancelled by its owner: the bytes stay for the next read
         read_.reset();
         return;
     }
@@ -186,9 +226,9 @@ void StreamCore::try_read() {
         // cancelled, as close() cancels tasks, not failed (a conversation it
         // ends is not an error nobody retrieved).
         if (error_ == ECANCELED) {
-            Future<std::string> f = std::move(read_->future);
+            Promise<std::string> p = std::move(read_->promise);
             read_.reset();
-            f.cancel();
+            p.cancel();
             return;
         }
         if (error_ != 0) return fail(connection_error());
@@ -208,20 +248,20 @@ void StreamCore::try_read() {
 void StreamCore::complete(std::size_t n) {
     std::string bytes(in_.data(), n);
     in_.consume(n);
-    Future<std::string> f = std::move(read_->future);
+    Promise<std::string> p = std::move(read_->promise);
     read_.reset();
     if (paused_ && in_.size() <= options_.limit) {
         paused_ = false;
         conn_->resume_reading();
     }
-    f.set_result(std::move(bytes));
+    p.set_value(std::move(bytes));
 }
 
 template <class E>
 void StreamCore::fail(E error) {
-    Future<std::string> f = std::move(read_->future);
+    Promise<std::string> p = std::move(read_->promise);
     read_.reset();
-    f.set_exception(std::move(error));
+    p.set_exception(std::move(error));
 }
 
 }  // namespace detail
@@ -246,26 +286,28 @@ detail::StreamCore& Stream::core() const {
     return *core_;
 }
 
-Future<std::string> Stream::read(std::size_t max) { return core().start_read(detail::StreamCore::ReadKind::some, max, {}); }
-
-Future<std::string> Stream::read_exactly(std::size_t n) {
-    return core().start_read(detail::StreamCore::ReadKind::exactly, n, {});
+Future<std::string> Stream::read(std::size_t max, std::source_location where) {
+    return core().start_read(detail::StreamCore::ReadKind::some, max, {}, where);
 }
 
-Future<std::string> Stream::read_until(std::string delimiter) {
+Future<std::string> Stream::read_exactly(std::size_t n, std::source_location where) {
+    return core().start_read(detail::StreamCore::ReadKind::exactly, n, {}, where);
+}
+
+Future<std::string> Stream::read_until(std::string delimiter, std::source_location where) {
     if (delimiter.empty()) throw std::invalid_argument("Stream::read_until: empty delimiter");
-    return core().start_read(detail::StreamCore::ReadKind::until, 0, std::move(delimiter));
+    return core().start_read(detail::StreamCore::ReadKind::until, 0, std::move(delimiter), where);
 }
 
 bool Stream::at_eof() const { return core().at_eof(); }
 std::size_t Stream::buffered() const { return core().buffered(); }
 bool Stream::write(std::string_view data) { return core().write(data); }
-Future<void> Stream::drain() { return core().drain(); }
+Future<void> Stream::drain(std::source_location where) { return core().drain(where); }
 void Stream::write_eof() { core().write_eof(); }
 void Stream::close() { core().close(); }
 void Stream::abort() { core().abort(); }
 bool Stream::is_closing() const { return core().is_closing(); }
-Future<void> Stream::wait_closed() { return core().wait_closed(); }
+Future<void> Stream::wait_closed(std::source_location where) { return core().wait_closed(where); }
 void Stream::set_read_timeout(reactor::Duration d) { core().connection().set_read_timeout(d); }
 void Stream::set_write_timeout(reactor::Duration d) { core().connection().set_write_timeout(d); }
 void Stream::set_idle_timeout(reactor::Duration d) { core().connection().set_idle_timeout(d); }

@@ -1,6 +1,8 @@
 // start_server and the StreamServer handle: each accepted connection becomes a
 // Stream handed to the user's handler; the stream is closed when the future
-// the handler returned completes. Loop thread only.
+// the handler returned completes. What the server reports or returns names
+// the user's line (start_server's, wait_closed's, serve_until's), never one
+// here. Loop thread only.
 #include "stream_server.hpp"
 
 #include <exception>
@@ -13,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "futures/leaves.hpp"
+#include "futures/promise.hpp"
 #include "futures/resolve.hpp"
 
 namespace futures {
@@ -43,6 +46,8 @@ void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
         reactor::ErrorContext ctx;
         ctx.message = fmt::format("stream server {}: the handler threw", listener_->address().to_string());
         ctx.exception = std::current_exception();
+        ctx.origin = where_;  // the start_server call
+        ctx.origin_known = true;
         sched_.call_exception_handler(ctx);
         return;
     }
@@ -51,7 +56,7 @@ void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
         if (auto self = weak.lock()) self->active_.erase(key);
     };
     if (!conversation.valid()) return finished();
-    conversation.add_done_callback(std::move(finished));
+    conversation.add_done_callback(std::move(finished), where_);
 }
 
 void ServerCore::abort_clients() {
@@ -60,43 +65,55 @@ void ServerCore::abort_clients() {
     listener_->connections().abort_all();  // and those whose conversation ended but still flush
 }
 
-Future<void> ServerCore::wait_closed() {
-    Future<void> closed(sched_);
+// The listener holds the promise (shared: its waiters are std::functions)
+// until it is closed and its connections are gone; if it drops the waiter
+// unrun, the promise breaks and the future is cancelled.
+Future<void> ServerCore::wait_closed(std::source_location where) {
+    auto closed = std::make_shared<Promise<void>>(sched_, where, "wait for the stream server to close");
+    Future<void> f = closed->get_future();
     listener_->wait_closed([closed] {
-        if (!closed.done()) closed.set_result();  // unless cancelled by its holder
+        if (closed->is_pending()) closed->set_value();  // unless cancelled by its holder
     });
-    return closed;
+    return f;
 }
 
 // Holds the core (and so the listener) until shutdown is over: a server
-// handle dropped meanwhile does not cut the drain short.
-Future<void> ServerCore::serve_until(Future<void> stop, reactor::Duration drain) {
-    Future<void> finished(sched_);
-    stop.add_done_callback([self = shared_from_this(), finished, drain] {
-        self->close();
-        Future<void> closed = self->wait_closed();
-        reactor::Handle deadline = self->sched_.call_later(drain, [self] { self->abort_clients(); });
-        closed.add_done_callback([self, finished, deadline]() mutable {
-            deadline.cancel();
-            if (!finished.done()) finished.set_result();
-        });
-    });
-    return finished;
+// handle dropped meanwhile does not cut the drain short. The steps' own
+// futures and callbacks name the user's serve_until line too.
+Future<void> ServerCore::serve_until(Future<void> stop, reactor::Duration drain, std::source_location where) {
+    auto finished = std::make_shared<Promise<void>>(sched_, where, "stream server's serve_until");
+    Future<void> f = finished->get_future();
+    stop.add_done_callback(
+        [self = shared_from_this(), finished, drain, where] {
+            self->close();
+            Future<void> closed = self->wait_closed(where);
+            reactor::Handle deadline = self->sched_.call_later(drain, [self] { self->abort_clients(); }, where);
+            // Cancelled (the listener dropped its waiter unrun): `finished`
+            // breaks as the last copy of this callback goes.
+            closed.add_done_callback(
+                [finished, deadline](Future<void>& c) mutable {
+                    deadline.cancel();
+                    if (finished->is_pending() && !c.cancelled()) finished->set_value();
+                },
+                where);
+        },
+        where);
+    return f;
 }
 
 }  // namespace detail
 
 StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address, StreamServer::Handler handler,
-                          StreamOptions options) {
+                          StreamOptions options, std::source_location where) {
     if (!handler) throw std::invalid_argument("start_server: empty handler");
     StreamServer server;
-    server.core_ = std::make_shared<detail::ServerCore>(sched, std::move(handler), options);
+    server.core_ = std::make_shared<detail::ServerCore>(sched, std::move(handler), options, where);
     server.core_->listen(address);
     return server;
 }
 
 Future<StreamServer> start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
-                                  StreamServer::Handler handler, StreamOptions options) {
+                                  StreamServer::Handler handler, StreamOptions options, std::source_location where) {
     if (!handler) throw std::invalid_argument("start_server: empty handler");
     std::optional<reactor::Address> numeric;
     try {
@@ -106,15 +123,17 @@ Future<StreamServer> start_server(reactor::Scheduler& sched, std::string_view ho
     }
     if (numeric) {
         try {
-            return make_ready_future(sched, start_server(sched, *numeric, std::move(handler), options));
+            return make_ready_future(sched, start_server(sched, *numeric, std::move(handler), options, where), where);
         } catch (const std::system_error&) {
-            return make_exception_future<StreamServer>(sched, std::current_exception());
+            return make_exception_future<StreamServer>(sched, std::current_exception(), where);
         }
     }
-    return resolve(sched, host, port)
-        .then([&sched, handler = std::move(handler), options](std::vector<reactor::Address> addresses) mutable {
-            return start_server(sched, addresses.front(), std::move(handler), options);
-        });
+    return resolve(sched, host, port, where)
+        .then(
+            [&sched, handler = std::move(handler), options, where](std::vector<reactor::Address> addresses) mutable {
+                return start_server(sched, addresses.front(), std::move(handler), options, where);
+            },
+            where);
 }
 
 const reactor::Address& StreamServer::address() const {
@@ -133,14 +152,14 @@ void StreamServer::close_clients() {
 void StreamServer::abort_clients() {
     if (core_) core_->abort_clients();
 }
-Future<void> StreamServer::wait_closed() {
+Future<void> StreamServer::wait_closed(std::source_location where) {
     if (!core_) throw InvalidStateError("futures: empty StreamServer");
-    return core_->wait_closed();
+    return core_->wait_closed(where);
 }
-Future<void> StreamServer::serve_until(Future<void> stop, reactor::Duration drain) {
+Future<void> StreamServer::serve_until(Future<void> stop, reactor::Duration drain, std::source_location where) {
     if (!core_) throw InvalidStateError("futures: empty StreamServer");
     if (!stop.valid()) throw std::invalid_argument("serve_until: empty stop future");
-    return core_->serve_until(std::move(stop), drain);
+    return core_->serve_until(std::move(stop), drain, where);
 }
 
 }  // namespace futures

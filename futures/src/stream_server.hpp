@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <unordered_map>
 #include <utility>
 
@@ -20,8 +21,10 @@ namespace futures::detail {
 
 class ServerCore : public std::enable_shared_from_this<ServerCore> {
 public:
-    ServerCore(reactor::Scheduler& sched, StreamServer::Handler handler, const StreamOptions& options)
-        : sched_(sched), handler_(std::move(handler)), options_(options) {}
+    // `where`: the user's start_server call, which names the server.
+    ServerCore(reactor::Scheduler& sched, StreamServer::Handler handler, const StreamOptions& options,
+               std::source_location where)
+        : sched_(sched), handler_(std::move(handler)), options_(options), where_(where) {}
 
     // Binds and starts accepting; once, right after construction. Throws
     // like reactor::Listener::listen.
@@ -34,8 +37,8 @@ public:
     std::uint64_t accepted() const { return listener_->accepted(); }
     void close_clients() { listener_->connections().close_all(); }
     void abort_clients();
-    Future<void> wait_closed();
-    Future<void> serve_until(Future<void> stop, reactor::Duration drain);
+    Future<void> wait_closed(std::source_location where);
+    Future<void> serve_until(Future<void> stop, reactor::Duration drain, std::source_location where);
 
 private:
     void on_accept(const reactor::ConnectionPtr& conn);
@@ -43,6 +46,7 @@ private:
     reactor::Scheduler& sched_;
     StreamServer::Handler handler_;
     StreamOptions options_;
+    std::source_location where_;
     reactor::ListenerPtr listener_;
     // Keyed by the stream's core: an entry goes when its conversation ends.
     std::unordered_map<StreamCore*, Stream> active_;

@@ -19,7 +19,8 @@
 //     Scheduler is destroyed before the result is back (the result is dropped).
 // fn runs on another thread: it must not touch the loop, its futures or
 // anything else that is loop-thread only, and it is destroyed on the worker
-// (or where the job is cancelled). Loop thread only.
+// (or where the job is cancelled). The future's origin() and the job's line
+// in Scheduler::live() are `where`, the caller's line. Loop thread only.
 #pragma once
 
 #include <exception>
@@ -45,6 +46,8 @@ inline reactor::ThreadPool& default_executor() { return reactor::default_thread_
 
 namespace detail {
 
+// The producer end of a pool job's future. Not a futures::Promise: the
+// future must also reach back, cancelling it cancels the job (cancel_step).
 template <class R>
 class ExecutorState final : public State<R> {
 public:

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -113,8 +114,12 @@ public:
     // something else in the program reaped the child first (a waitpid(-1)
     // elsewhere); any other errno (the kernel refusing) also fails it, and
     // the child is then reaped by a background thread (see "Reaping"). EINTR
-    // is not a failure: the call is made again.
-    [[nodiscard]] Future<int> wait() const;
+    // is not a failure: the call is made again. The future carries `where`
+    // (your line) as its origin, for futures::all_tasks() and reports. If
+    // the exit can no longer be known (Scheduler::close() or the Scheduler's
+    // destruction handed the child to a reaper thread), it is cancelled with
+    // a futures::BrokenPromise naming that line; so is a wait() made after.
+    [[nodiscard]] Future<int> wait(std::source_location where = std::source_location::current()) const;
     // The status if the child has been reaped, else none (asyncio's returncode).
     std::optional<int> exit_status() const;
 
@@ -126,7 +131,7 @@ public:
     bool kill() const { return send_signal(9); }        // SIGKILL
 
 private:
-    friend Process spawn_process(reactor::Scheduler&, std::vector<std::string>, ProcessOptions);
+    friend Process spawn_process(reactor::Scheduler&, std::vector<std::string>, ProcessOptions, std::source_location);
     explicit Process(std::shared_ptr<detail::ProcessCore> core) : core_(std::move(core)) {}
     detail::ProcessCore& core() const;
     std::shared_ptr<detail::ProcessCore> core_;
@@ -145,9 +150,10 @@ private:
 // std::system_error naming the program if it cannot be run (ENOENT, EACCES...)
 // or naming the call if a pipe, /dev/null or the exit watch cannot be set up
 // (EMFILE...); std::logic_error if SIGCHLD is needed and another Scheduler
-// holds it.
+// holds it. `where` (your line) is kept as the child's spawn site.
 [[nodiscard]] Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv,
-                                    ProcessOptions options = {});
+                                    ProcessOptions options = {},
+                                    std::source_location where = std::source_location::current());
 
 // A waitpid(2) status as exit_status encodes it: the exit code, or -signal.
 int exit_status_of(int wait_status) noexcept;

@@ -8,6 +8,17 @@
 // read still pending is cancelled. One read may be pending at a time. Futures
 // complete through the loop like all futures (never inside the call that made
 // them). Loop thread only.
+//
+// The line. Every call that returns a future (read, read_exactly,
+// read_until, drain, wait_closed, open_connection, start_server by host,
+// StreamServer::wait_closed and serve_until) takes a trailing
+// std::source_location, the caller's line by default, and the future
+// carries it as its origin(): futures::all_tasks(), Scheduler::live() and
+// error reports name the line of your call, never one in the library. The
+// stream completes them through a futures::Promise (futures/promise.hpp):
+// if the stream goes (its last handle dropped) or its Scheduler is
+// destroyed while one is pending, it is cancelled with a
+// futures::BrokenPromise naming that line.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -81,15 +93,18 @@ public:
 
     // ---- reading (one pending read at a time, else InvalidStateError) ----
     // Up to `max` bytes as soon as any are there; "" at EOF.
-    [[nodiscard]] Future<std::string> read(std::size_t max = 64 * 1024);
+    [[nodiscard]] Future<std::string> read(std::size_t max = 64 * 1024,
+                                           std::source_location where = std::source_location::current());
     // Exactly n bytes; IncompleteReadError if EOF comes first.
-    [[nodiscard]] Future<std::string> read_exactly(std::size_t n);
+    [[nodiscard]] Future<std::string> read_exactly(std::size_t n,
+                                                   std::source_location where = std::source_location::current());
     // Up to and including `delimiter` (non-empty); LimitOverrunError past the
     // limit. The end of input fails it with IncompleteReadError (never a short
     // or empty result): its `partial` holds the bytes after the last delimiter
     // (a last line without its '\n', or "" when there were none), consumed;
     // `expected` is empty. A line reader catches it (docs/networking.md).
-    [[nodiscard]] Future<std::string> read_until(std::string delimiter = "\n");
+    [[nodiscard]] Future<std::string> read_until(std::string delimiter = "\n",
+                                                 std::source_location where = std::source_location::current());
     // Reads after a connection reset or error fail with std::system_error.
     // Cancelling a pending read leaves the buffered bytes for the next read.
     // Scheduler::close() cancels a pending read or drain (as it cancels
@@ -104,7 +119,7 @@ public:
     // Done at once unless the buffered output is above the high-water mark;
     // then done once it has drained to the low mark. Fails with
     // std::system_error if the connection is reset meanwhile.
-    [[nodiscard]] Future<void> drain();
+    [[nodiscard]] Future<void> drain(std::source_location where = std::source_location::current());
     // Sends EOF after the buffered output; reading continues.
     void write_eof();
 
@@ -118,8 +133,9 @@ public:
     void set_read_timeout(reactor::Duration d);
     void set_write_timeout(reactor::Duration d);
     void set_idle_timeout(reactor::Duration d);
-    // Done once the connection is closed (never fails).
-    [[nodiscard]] Future<void> wait_closed();
+    // Done once the connection is closed (never fails; cancelled if the
+    // stream or its Scheduler goes first).
+    [[nodiscard]] Future<void> wait_closed(std::source_location where = std::source_location::current());
 
     // As of the connection's start, kept for its whole life: still valid
     // once the stream is closed or reset (see reactor::Connection).
@@ -151,7 +167,8 @@ struct PipeStreams {
 // full list is in reactor/net/connector.hpp).
 // Cancelling it (e.g. with_timeout) abandons the attempt.
 [[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address& address,
-                                             StreamOptions options = {});
+                                             StreamOptions options = {},
+                                             std::source_location where = std::source_location::current());
 // `host` numeric, or a name: a name is looked up with futures::resolve
 // (futures/resolve.hpp: getaddrinfo on the default thread pool, the loop is
 // not blocked; a failed lookup fails the future with its std::system_error,
@@ -159,7 +176,8 @@ struct PipeStreams {
 // tried in turn until one connects (the future fails with the last error), as
 // asyncio does. Cancelling the future cancels the lookup or the attempt.
 [[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
-                                             StreamOptions options = {});
+                                             StreamOptions options = {},
+                                             std::source_location where = std::source_location::current());
 
 // A listening server whose handler gets one Stream per client. A handle:
 // copies share the server; it keeps listening until close() (or until the
@@ -190,22 +208,27 @@ public:
     // ---- graceful shutdown (asyncio's Server.wait_closed and serve_forever) ----
     // Done once the server is closed and every connection it accepted has
     // closed. Never fails.
-    [[nodiscard]] Future<void> wait_closed();
+    [[nodiscard]] Future<void> wait_closed(std::source_location where = std::source_location::current());
     // Serves until `stop` completes (done, failed or cancelled: a signal, a
     // request, a timer), then closes the server, gives the connections still
     // open `drain` to finish by themselves, aborts the rest, and is done once
     // every one has closed. Never fails.
-    [[nodiscard]] Future<void> serve_until(Future<void> stop, reactor::Duration drain);
+    [[nodiscard]] Future<void> serve_until(Future<void> stop, reactor::Duration drain,
+                                           std::source_location where = std::source_location::current());
 
 private:
-    friend StreamServer start_server(reactor::Scheduler&, const reactor::Address&, Handler, StreamOptions);
+    friend StreamServer start_server(reactor::Scheduler&, const reactor::Address&, Handler, StreamOptions,
+                                     std::source_location);
     std::shared_ptr<detail::ServerCore> core_;
 };
 
 // Binds and starts accepting (port 0 allowed; Unix addresses too). Throws
 // std::system_error (e.g. EADDRINUSE) like reactor::Listener::listen.
+// `where` (your line) names the server: a handler that throws is reported
+// with it.
 [[nodiscard]] StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address,
-                                        StreamServer::Handler handler, StreamOptions options = {});
+                                        StreamServer::Handler handler, StreamOptions options = {},
+                                        std::source_location where = std::source_location::current());
 // By host, as asyncio's start_server(host=...): a future, because a name is
 // looked up off the loop thread (futures::resolve, on the default thread
 // pool). A numeric host ("127.0.0.1", "::1") binds at once and the future is
@@ -216,6 +239,7 @@ private:
 // Listener's (EADDRINUSE...). Cancelling the future before it is done cancels
 // the lookup. An empty handler throws std::invalid_argument at once.
 [[nodiscard]] Future<StreamServer> start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
-                                                StreamServer::Handler handler, StreamOptions options = {});
+                                                StreamServer::Handler handler, StreamOptions options = {},
+                                                std::source_location where = std::source_location::current());
 
 }  // namespace futures
