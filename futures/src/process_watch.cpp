@@ -10,10 +10,8 @@
 // hears and then at doubling intervals up to 50 ms. Nothing is lost: the
 // child is reaped and wait() gets its real status, only up to 50 ms later.
 // Polling is chosen over the SIGCHLD watch because it needs nothing that may
-// fail in the same conditions: no fd, no loop registration (the SIGCHLD
-// watch's keep-alive pipe would need another epoll_ctl, which fails as the
-// first did under ENOSPC), and no process-wide signal (which may belong to
-// another Scheduler). The timer is work (run() waits for the child as it
+// fail in the same conditions: no fd, no loop registration, and no
+// process-wide signal (which may belong to another Scheduler). The timer is work (run() waits for the child as it
 // did for the pidfd), and close() or the Scheduler's destruction cancel it
 // and hand the child to a reaper thread, as for a pidfd.
 #include "process_watch.hpp"
@@ -38,15 +36,18 @@ extern "C" {
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <system_error>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <reactor/fd_owner.hpp>
 #include <reactor/handle.hpp>
+#include <reactor/intrusive_list.hpp>
+#include <reactor/loop_service.hpp>
+#include <reactor/work_hold.hpp>
 
 #if !__has_include(<sys/pidfd.h>) && !defined(SYS_pidfd_open)
 #define SYS_pidfd_open 434  // the same on every architecture (new syscalls share one table)
@@ -113,15 +114,35 @@ int pidfd_refusal() noexcept {
 
 // ---------------------------------------------------------------- pidfd
 
+class PidfdWatch;
+
+// The pidfd watches of one loop. They own themselves (a watch is freed once
+// it reaped its child); the service only ends those still watching when the
+// loop ends: Scheduler::close() and the loop's abandonment alike hand each
+// child, not killed, to a reaper thread, its status to nobody (close()
+// cancels the pending wait() futures), and close the pidfd now.
+class PidfdWatches final : public reactor::LoopService {
+public:
+    explicit PidfdWatches(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
+    void add(PidfdWatch& watch) noexcept { watching_.push_back(watch); }
+    void close() override { end_all(); }
+    void abandon() noexcept override { end_all(); }
+
+private:
+    void end_all() noexcept;
+    reactor::IntrusiveList<PidfdWatch> watching_;
+};
+
 // One child: its pidfd becomes readable when it exits. Owns itself (self_)
-// from start() until it has reaped the child or its Scheduler is destroyed.
-// If the loop cannot watch the pidfd, polls the child (see the top of this file).
+// from start() until it has reaped the child or the loop ends it. If the
+// loop cannot watch the pidfd, polls the child (see the top of this file).
+// Listed by Scheduler::live() as its fd's owner, by the line that spawned it.
 class PidfdWatch final : public std::enable_shared_from_this<PidfdWatch>,
-                         private reactor::SchedulerObserver,
+                         private reactor::ListMember<PidfdWatch>,
                          private reactor::FdOwner {
 public:
-    PidfdWatch(reactor::Scheduler& sched, pid_t pid, int pidfd, ExitCallback on_exit)
-        : sched_(sched), pid_(pid), pidfd_(pidfd), on_exit_(std::move(on_exit)) {}
+    PidfdWatch(reactor::Scheduler& sched, pid_t pid, int pidfd, ExitCallback on_exit, std::source_location where)
+        : sched_(sched), pid_(pid), pidfd_(pidfd), on_exit_(std::move(on_exit)), where_(where) {}
     PidfdWatch(const PidfdWatch&) = delete;
     PidfdWatch& operator=(const PidfdWatch&) = delete;
     ~PidfdWatch() {
@@ -131,18 +152,30 @@ public:
     // Throws if the pidfd cannot be watched (select: fd >= FD_SETSIZE); the
     // caller's shared_ptr then frees the watch, closing the pidfd.
     void start() {
-        sched_.add_reader(pidfd_, [this] { on_ready(); });  // self_ keeps `this` alive while registered
+        sched_.add_reader(pidfd_, [this] { on_ready(); }, where_);  // self_ keeps `this` alive while registered
         try {
             sched_.set_fd_owner(pidfd_, *this);  // release_pidfd forgets it before closing
-            sched_.add_observer(*this);
         } catch (...) {
             sched_.forget_fd(pidfd_);
             throw;
         }
+        sched_.service<PidfdWatches>().add(*this);
         self_ = shared_from_this();
     }
 
+    // The loop ends (PidfdWatches): the child, not killed, goes to a reaper
+    // thread, and its status nowhere.
+    void end_with_loop() noexcept {
+        unlink();
+        release_pidfd();
+        poll_timer_.cancel();
+        reap_in_background(pid_);
+        on_exit_ = nullptr;
+        auto self = std::move(self_);  // freed as this returns
+    }
+
 private:
+    friend class reactor::IntrusiveList<PidfdWatch>;
     static constexpr std::chrono::milliseconds kFirstPoll{1};
     static constexpr std::chrono::milliseconds kLongestPoll{50};
 
@@ -168,8 +201,13 @@ private:
         schedule_poll();
     }
 
+    void describe(int /*fd*/, std::vector<reactor::LiveItem>& out) const override {
+        out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::process, fmt::format("pid {}, watched by a pidfd", pid_),
+                                        where_, true});
+    }
+
     void schedule_poll() {
-        poll_timer_ = sched_.call_later(poll_every_, [this] { poll(); });
+        poll_timer_ = sched_.call_later(poll_every_, [this] { poll(); }, where_);
         poll_every_ = std::min(poll_every_ * 2, kLongestPoll);
     }
 
@@ -181,7 +219,7 @@ private:
     }
 
     void finish(int status, int error) {
-        sched_.remove_observer(*this);
+        unlink();
         release_pidfd();
         poll_timer_.cancel();
         auto self = std::move(self_);  // `this` lives until this function returns
@@ -196,101 +234,75 @@ private:
         pidfd_ = -1;
     }
 
-    // Scheduler::close() ends the watch as destruction does: the child, not
-    // killed, goes to a reaper thread, and its status nowhere (close()
-    // cancels the pending wait() futures). The pidfd is closed now, not with
-    // the Scheduler.
-    void on_scheduler_closing() override {
-        sched_.remove_observer(*this);
-        end_with_loop();
-    }
-    void on_scheduler_destroyed() noexcept override { end_with_loop(); }
-
-    void end_with_loop() noexcept {
-        release_pidfd();
-        poll_timer_.cancel();
-        reap_in_background(pid_);
-        on_exit_ = nullptr;
-        auto self = std::move(self_);  // freed as this returns
-    }
-
     reactor::Scheduler& sched_;
     pid_t pid_;
     int pidfd_;
     ExitCallback on_exit_;
+    std::source_location where_;
     reactor::Handle poll_timer_;  // while polling
     std::chrono::milliseconds poll_every_ = kFirstPoll;
     std::shared_ptr<PidfdWatch> self_;
 };
 
+void PidfdWatches::end_all() noexcept {
+    while (PidfdWatch* w = watching_.front()) w->end_with_loop();  // unlinks it
+}
+
 // ---------------------------------------------------------------- SIGCHLD
 
-// The children of one Scheduler watched through SIGCHLD. Made on first use,
-// freed with the Scheduler. The handler is installed only while children are
-// watched (or one is about to be spawned), so SIGCHLD is held no longer than needed.
-class SigchldWatch final : private reactor::SchedulerObserver {
+// The children of one loop watched through SIGCHLD: a service, made on first
+// use. The handler is installed only while children are watched (or one is
+// about to be spawned), so SIGCHLD is held no longer than needed. Each child
+// holds work (run() waits for it as for a pidfd), listed by live() with the
+// line that spawned it.
+class SigchldWatch final : public reactor::LoopService {
 public:
-    static SigchldWatch& of(reactor::Scheduler& sched) {
-        std::lock_guard lock(table_mutex());
-        auto& slot = table()[&sched];
-        if (!slot) slot.reset(new SigchldWatch(sched));
-        return *slot;
-    }
-    static SigchldWatch* find(reactor::Scheduler& sched) noexcept {
-        std::lock_guard lock(table_mutex());
-        auto it = table().find(&sched);
-        return it == table().end() ? nullptr : it->second.get();
-    }
+    explicit SigchldWatch(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
 
     void reserve() {
         if (installed_) return;
-        sched_.add_signal_handler(SIGCHLD, [this] { poll(); });  // may throw: another Scheduler holds it
+        scheduler().add_signal_handler(SIGCHLD, [this] { poll(); });  // may throw: another Scheduler holds it
         installed_ = true;
     }
 
     void release_if_idle() noexcept {
         if (!children_.empty() || !installed_) return;
-        sched_.remove_signal_handler(SIGCHLD);
+        scheduler().remove_signal_handler(SIGCHLD);
         installed_ = false;
     }
 
     // Throws (and adds nothing) if SIGCHLD is held by another Scheduler
-    // (std::logic_error), or if the keep-alive pipe cannot be made or watched.
-    void add(pid_t pid, ExitCallback on_exit) {
+    // (std::logic_error).
+    void add(pid_t pid, ExitCallback on_exit, std::source_location where) {
         reserve();
-        if (keepalive_[0] < 0) {
-            if (::pipe2(keepalive_, O_CLOEXEC) != 0)
-                throw std::system_error(errno, std::generic_category(), "spawn_process: pipe2");
-        }
-        // A reader on a pipe nobody writes to: never ready, but it is work,
-        // so run() waits for the children as it does for a pidfd.
-        if (children_.empty()) sched_.add_reader(keepalive_[0], [] {});
+        Child& child = children_[pid];
         try {
-            children_.emplace(pid, std::move(on_exit));
+            child.on_exit = std::move(on_exit);
+            child.hold = scheduler().hold_work(reactor::LiveItem::Kind::process, "watched through SIGCHLD", where);
             // The child may have exited before the handler was there to hear it.
-            sched_.call_soon([this] { poll(); });
+            scheduler().call_soon([this] { poll(); });
         } catch (...) {
             children_.erase(pid);
-            if (children_.empty()) sched_.remove_reader(keepalive_[0]);
             throw;
         }
     }
 
-    ~SigchldWatch() {
-        for (int fd : keepalive_)
-            if (fd >= 0) ::close(fd);
-    }
+    // Scheduler::close() and the loop's abandonment: the children still
+    // running go to reaper threads (close() cancels their wait() futures);
+    // SIGCHLD is given back. The watch stays, empty, for the next spawn.
+    void close() override { end_all(); }
+    void abandon() noexcept override { end_all(); }
 
 private:
-    explicit SigchldWatch(reactor::Scheduler& sched) : sched_(sched) { sched_.add_observer(*this); }
+    struct Child {
+        ExitCallback on_exit;
+        reactor::WorkHold hold;
+    };
 
-    static std::mutex& table_mutex() {
-        static std::mutex m;
-        return m;
-    }
-    static std::unordered_map<reactor::Scheduler*, std::unique_ptr<SigchldWatch>>& table() {
-        static std::unordered_map<reactor::Scheduler*, std::unique_ptr<SigchldWatch>> t;
-        return t;
+    void end_all() noexcept {
+        for (auto& child : children_) reap_in_background(child.first);
+        children_.clear();
+        release_if_idle();
     }
 
     // SIGCHLD coalesces: one delivery may stand for several exits, so every
@@ -305,42 +317,14 @@ private:
                 continue;
             }
             const int error = r < 0 ? reap_failed(it->first, errno) : 0;
-            exited.emplace_back(std::move(it->second), std::pair{status, error});
+            exited.emplace_back(std::move(it->second.on_exit), std::pair{status, error});
             it = children_.erase(it);
         }
-        if (children_.empty() && !exited.empty()) {
-            sched_.remove_reader(keepalive_[0]);
-            release_if_idle();
-        }
+        if (!exited.empty()) release_if_idle();
         for (auto& [on_exit, outcome] : exited) on_exit(outcome.first, outcome.second);  // may spawn again
     }
 
-    // Scheduler::close(): as at destruction, the children still running go
-    // to reaper threads (close() cancels their wait() futures); SIGCHLD is
-    // given back. The watch stays, empty, for the next spawn.
-    void on_scheduler_closing() override {
-        for (auto& child : children_) reap_in_background(child.first);
-        if (!children_.empty()) sched_.remove_reader(keepalive_[0]);
-        children_.clear();
-        release_if_idle();
-    }
-
-    void on_scheduler_destroyed() noexcept override {
-        for (auto& child : children_) reap_in_background(child.first);
-        children_.clear();
-        // The Scheduler gives SIGCHLD back itself as it goes.
-        std::unique_ptr<SigchldWatch> self;
-        {
-            std::lock_guard lock(table_mutex());
-            auto it = table().find(&sched_);
-            self = std::move(it->second);
-            table().erase(it);
-        }
-    }  // `self` frees this last
-
-    reactor::Scheduler& sched_;
-    std::map<pid_t, ExitCallback> children_;
-    int keepalive_[2] = {-1, -1};
+    std::map<pid_t, Child> children_;
     bool installed_ = false;
 };
 
@@ -358,14 +342,15 @@ WatchKind choose_watch(ExitWatch requested) {
     return pidfd_refusal() != 0 ? WatchKind::sigchld : WatchKind::pidfd;
 }
 
-void reserve_sigchld(reactor::Scheduler& sched) { SigchldWatch::of(sched).reserve(); }
+void reserve_sigchld(reactor::Scheduler& sched) { sched.service<SigchldWatch>().reserve(); }
 
 void release_sigchld_if_idle(reactor::Scheduler& sched) noexcept {
-    if (auto* watch = SigchldWatch::find(sched)) watch->release_if_idle();
+    if (auto* watch = sched.find_service<SigchldWatch>()) watch->release_if_idle();
 }
 
-void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, bool may_fall_back, ExitCallback on_exit) {
-    if (kind == WatchKind::sigchld) return SigchldWatch::of(sched).add(pid, std::move(on_exit));
+void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, bool may_fall_back, ExitCallback on_exit,
+                 std::source_location where) {
+    if (kind == WatchKind::sigchld) return sched.service<SigchldWatch>().add(pid, std::move(on_exit), where);
     const int pidfd = open_pidfd(pid);
     if (pidfd < 0) {
         const int error = errno;
@@ -374,11 +359,11 @@ void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, bool may_
         if (!may_fall_back)
             throw std::system_error(error, std::generic_category(), "spawn_process: pidfd_open is not available");
         // The child may have exited already: add() polls once on the loop.
-        return SigchldWatch::of(sched).add(pid, std::move(on_exit));
+        return sched.service<SigchldWatch>().add(pid, std::move(on_exit), where);
     }
     std::shared_ptr<PidfdWatch> watch;
     try {
-        watch = std::make_shared<PidfdWatch>(sched, pid, pidfd, std::move(on_exit));
+        watch = std::make_shared<PidfdWatch>(sched, pid, pidfd, std::move(on_exit), where);
     } catch (...) {
         ::close(pidfd);
         throw;

@@ -2,15 +2,16 @@
 // futures/process.hpp). Two mechanisms behind one interface: a pidfd per
 // child registered with the loop, or SIGCHLD and a per-Scheduler table of
 // children (a pidfd the loop cannot watch is replaced by polling the child
-// with waitpid on a timer: see process_watch.cpp). Both own themselves until
-// the child is reaped, and hand a child still running to a reaper thread
-// when the Scheduler is destroyed. Loop thread only (the reaper threads touch
-// nothing shared).
+// with waitpid on a timer: see process_watch.cpp). Both are services of the
+// loop (reactor::LoopService): they keep the child until it is reaped, and
+// hand a child still running to a reaper thread when the loop is closed or
+// destroyed. Loop thread only (the reaper threads touch nothing shared).
 #pragma once
 
 #include <sys/types.h>
 
 #include <functional>
+#include <source_location>
 
 #include <reactor/scheduler.hpp>
 
@@ -40,10 +41,13 @@ void release_sigchld_if_idle(reactor::Scheduler& sched) noexcept;
 // `on_exit` on the loop thread. With kind pidfd and `may_fall_back`, a
 // pidfd_open refused (ENOSYS, EPERM, EACCES) is remembered and the child is
 // watched through SIGCHLD instead. Throws std::system_error naming the call
-// if pidfd_open or the SIGCHLD watch's pipe2 fails (EMFILE...), and
+// if pidfd_open fails (EMFILE...), and
 // std::logic_error if SIGCHLD is needed and another Scheduler holds it; the
 // caller then still owns the child, and nothing of the watch is left.
-void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, bool may_fall_back, ExitCallback on_exit);
+// `where` is the user's line that spawned the child: Scheduler::live() lists
+// the watched child by it.
+void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, bool may_fall_back, ExitCallback on_exit,
+                 std::source_location where = {});
 
 // Kills nothing: waits for `pid` on a detached thread (blocking waitpid), so
 // a child outliving its Scheduler never stays a zombie. Best effort: if no

@@ -12,39 +12,11 @@
 
 namespace futures::detail {
 
-class TaskRegistry final : public reactor::SchedulerObserver {
+class TaskRegistry final : public reactor::LoopService {
 public:
-    // The registry of `sched`, made on first use.
-    static TaskRegistry& of(reactor::Scheduler& sched) {
-        for (TaskRegistry* r : registries()) {
-            if (r->sched_ == &sched) return *r;
-        }
-        auto* r = new TaskRegistry(sched);
-        registries().push_back(r);
-        sched.add_observer(*r);
-        return *r;
-    }
-    // Null if `sched` never had a task.
-    static TaskRegistry* find(reactor::Scheduler& sched) noexcept {
-        for (TaskRegistry* r : registries()) {
-            if (r->sched_ == &sched) return r;
-        }
-        return nullptr;
-    }
+    explicit TaskRegistry(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
 
-    void add(LiveHook& t) noexcept {
-        t.registry_ = this;
-        t.prev_ = tail_;
-        t.next_ = nullptr;
-        (tail_ ? tail_->next_ : head_) = &t;
-        tail_ = &t;
-    }
-    void remove(LiveHook& t) noexcept {
-        (t.prev_ ? t.prev_->next_ : head_) = t.next_;
-        (t.next_ ? t.next_->prev_ : tail_) = t.prev_;
-        t.prev_ = t.next_ = nullptr;
-        t.registry_ = nullptr;
-    }
+    void add(LiveHook& t) noexcept { hooks_.push_back(t); }
 
     enum class Which : unsigned char { tasks, hand_made, all };
 
@@ -52,29 +24,29 @@ public:
     // oldest first: what is done to them may complete and free others.
     std::vector<Ref<StateBase>> pending(Which which) const {
         std::vector<Ref<StateBase>> out;
-        for (LiveHook* t = head_; t; t = t->next_) {
-            StateBase& s = t->task_state();
-            const bool wanted = which == Which::all || t->is_task() == (which == Which::tasks);
+        hooks_.for_each([&](LiveHook& t) {
+            StateBase& s = t.task_state();
+            const bool wanted = which == Which::all || t.is_task() == (which == Which::tasks);
             if (s.alive() && s.pending() && wanted) out.emplace_back(&s);
-        }
+        });
         return out;
     }
 
     std::vector<TaskInfo> snapshot() const {
         std::vector<TaskInfo> out;
-        for (LiveHook* t = head_; t; t = t->next_) {
-            StateBase& s = t->task_state();
-            if (!s.alive() || !s.pending() || !t->is_task()) continue;
+        hooks_.for_each([&](LiveHook& t) {
+            StateBase& s = t.task_state();
+            if (!s.alive() || !s.pending() || !t.is_task()) return;
             TaskInfo info;
             info.spawned_at = s.origin();
-            info.started = t->started();
-            if (t->has_machine_state()) info.state = std::string(t->machine_state());
-            if (StateBase* up = t->awaited()) {
+            info.started = t.started();
+            if (t.has_machine_state()) info.state = std::string(t.machine_state());
+            if (StateBase* up = t.awaited()) {
                 info.waiting_on_kind = std::string(up->kind());
                 info.waiting_on = up->origin();
             }
             out.push_back(std::move(info));
-        }
+        });
         return out;
     }
 
@@ -85,68 +57,37 @@ public:
     // set_result then throws InvalidStateError, as on any done future).
     // Tasks go first so that a task waiting on such a future is cancelled
     // as a task (the future with it), not woken by the future's cancellation.
-    void on_scheduler_closing() override {
+    void close() override {
         for (Ref<StateBase>& s : pending(Which::tasks)) s->cancel();
         for (Ref<StateBase>& s : pending(Which::hand_made)) s->cancel();
     }
 
-    // ~Scheduler: nothing may run any more. Every pending task loses its
-    // machine unrun and is cancelled, and so is every pending hand-made
-    // future, which frees tasks that wait on one another or on a future
-    // nobody will complete (the cycles a machine holding its awaited future
-    // makes). Then the registry goes.
-    void on_scheduler_destroyed() noexcept override {
+    // Nothing of these may run any more (close()'s last phases, ~Scheduler).
+    // Every pending task loses its machine unrun and is cancelled, and so is
+    // every pending hand-made future, which frees tasks that wait on one
+    // another or on a future nobody will complete (the cycles a machine
+    // holding its awaited future makes). The registry stays for the next
+    // run of the loop.
+    void abandon() noexcept override {
         for (Ref<StateBase>& s : pending(Which::all)) s->wakeup_lost();
-        auto& all = registries();
-        all.erase(std::remove(all.begin(), all.end(), this), all.end());
-        for (LiveHook* t = head_; t;) {
-            LiveHook* next = t->next_;
-            t->registry_ = nullptr;
-            t->prev_ = t->next_ = nullptr;
-            t = next;
-        }
-        delete this;
     }
 
     void describe(std::vector<reactor::LiveItem>& out) const override {
-        for (LiveHook* t = head_; t; t = t->next_) {
-            const StateBase& s = t->task_state();
-            if (t->is_task() || !s.alive() || !s.pending()) continue;
-            reactor::LiveItem item;
-            item.kind = reactor::LiveItem::Kind::future;
-            item.detail = "pending, to be completed by hand";
-            item.where = s.origin();
-            item.where_known = true;
-            out.push_back(std::move(item));
-        }
-        for (const TaskInfo& info : snapshot()) {
-            reactor::LiveItem item;
-            item.kind = reactor::LiveItem::Kind::task;
-            item.detail = info.to_string();
-            item.where = info.spawned_at;
-            item.where_known = true;
-            out.push_back(std::move(item));
-        }
+        hooks_.for_each([&](LiveHook& t) {
+            const StateBase& s = t.task_state();
+            if (t.is_task() || !s.alive() || !s.pending()) return;
+            out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::future, "pending, to be completed by hand",
+                                            s.origin(), true});
+        });
+        for (const TaskInfo& info : snapshot())
+            out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::task, info.to_string(), info.spawned_at, true});
     }
 
 private:
-    explicit TaskRegistry(reactor::Scheduler& sched) : sched_(&sched) {}
-
-    static std::vector<TaskRegistry*>& registries() {
-        thread_local std::vector<TaskRegistry*> all;  // usually one: a thread runs one loop
-        return all;
-    }
-
-    reactor::Scheduler* sched_;
-    LiveHook* head_ = nullptr;
-    LiveHook* tail_ = nullptr;
+    reactor::IntrusiveList<LiveHook> hooks_;  // oldest first; a state leaves as it is destroyed
 };
 
-void LiveHook::join(reactor::Scheduler& sched) { TaskRegistry::of(sched).add(*this); }
-
-void LiveHook::leave() noexcept {
-    if (registry_) registry_->remove(*this);
-}
+void LiveHook::join(reactor::Scheduler& sched) { sched.service<TaskRegistry>().add(*this); }
 
 }  // namespace futures::detail
 
@@ -163,7 +104,7 @@ std::string TaskInfo::to_string() const {
 }
 
 std::vector<TaskInfo> all_tasks(reactor::Scheduler& sched) {
-    detail::TaskRegistry* r = detail::TaskRegistry::find(sched);
+    const auto* r = sched.find_service<detail::TaskRegistry>();
     return r ? r->snapshot() : std::vector<TaskInfo>{};
 }
 

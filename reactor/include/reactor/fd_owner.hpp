@@ -3,6 +3,9 @@
 #pragma once
 
 #include <system_error>
+#include <vector>
+
+#include "reactor/live_item.hpp"
 
 namespace reactor {
 
@@ -22,9 +25,17 @@ namespace reactor {
 //    expected to close (a Connection aborts with that error, a Listener
 //    stops listening and reports it). An fd without an owner is reported to
 //    the exception handler, as before.
+// Scheduler::live() does not list an owned fd's waiters one by one: it asks
+// the owner, once per fd, to describe itself (a listener, a connect in
+// progress). By default an owner adds nothing, for an owner listed by a
+// service already (a connection, by the connections of its loop).
 class FdOwner {
 public:
     virtual void on_unwatchable(int fd, std::error_code error) = 0;
+    virtual void describe(int fd, std::vector<LiveItem>& out) const {
+        (void)fd;
+        (void)out;
+    }
 
 protected:
     FdOwner() = default;

@@ -1,5 +1,7 @@
 // reactor::LiveItem: one thing still alive on a Scheduler (a timer, an fd
-// waiter, a connection, a task, a pending future...), named by the line that created it. What
+// waiter, a connection, a task, a pending future...), named by the line that
+// created it: the user's line, never one inside the library where the user's
+// is known. What
 // Scheduler::live() lists and Scheduler::close() reports: libuv's tests end
 // every case with such a check, and so can a user's program.
 #pragma once
@@ -20,11 +22,16 @@ struct LiveItem {
         writer,          // an fd waiter, write direction
         posted,          // call_soon_threadsafe, not yet taken in by the loop
         signal_handler,  // add_signal_handler (not work, but alive)
+        hold,            // a WorkHold (Scheduler::hold_work)
+        listener,        // a Listener accepting connections
+        connecting,      // a connect in progress (reactor::connect)
         connection,      // an open Connection (it owns itself)
+        udp_socket,      // a UdpSocket receiving
+        process,         // a child process watched until it is reaped
         task,            // a futures task not yet complete
-        future,          // a futures Future(sched) not yet completed by hand
+        future,          // a future nothing else names: Future(sched) not yet completed by hand, a parked Queue::get
         job,             // a ThreadPool job whose result has not come back yet
-        other,           // anything else an observer describes
+        other,           // anything else a service describes
     };
 
     Kind kind = Kind::other;

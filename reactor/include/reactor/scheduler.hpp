@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "reactor/callback.hpp"
@@ -32,14 +34,12 @@
 #include "reactor/fd_owner.hpp"
 #include "reactor/handle.hpp"
 #include "reactor/loop_stats.hpp"
-#include "reactor/scheduler_observer.hpp"
+#include "reactor/live_item.hpp"
+#include "reactor/loop_service.hpp"
 #include "reactor/selector.hpp"
+#include "reactor/work_hold.hpp"
 
 namespace reactor {
-
-namespace detail {
-class LoopPort;
-}  // namespace detail
 
 // How a periodic timer (Scheduler::call_every) keeps time when a tick runs
 // late (the loop was busy, or the callback itself was slow).
@@ -290,33 +290,61 @@ public:
     // Delivers ctx to the handler (used by the loop and by layers above it).
     void call_exception_handler(const ErrorContext& ctx) noexcept;
 
-    // ---- objects that must end with the loop (see SchedulerObserver) ----
-    // Adding an observer already added, or removing one not added, does nothing.
-    void add_observer(SchedulerObserver& observer);
-    void remove_observer(SchedulerObserver& observer) noexcept;
+    // ---- work the loop cannot see, and state that ends with the loop ----
+    // A hold that keeps run() going while it lives (see WorkHold), listed by
+    // live() with `where`. Loop thread only.
+    [[nodiscard]] WorkHold hold_work(std::source_location where = std::source_location::current()) {
+        return hold_work(LiveItem::Kind::hold, "", where);
+    }
+    // The same, described as `kind` and `what` (a string that outlives the
+    // hold): for layers that hold work on a user's behalf (a thread-pool
+    // job, a child process), naming the user's line.
+    [[nodiscard]] WorkHold hold_work(LiveItem::Kind kind, const char* what, std::source_location where);
+
+    // The loop's service of type S (see LoopService), made with S(*this) on
+    // first use. Loop thread only.
+    template <class S>
+    S& service() {
+        static_assert(std::is_base_of_v<LoopService, S>, "a service derives from reactor::LoopService");
+        if (LoopService* found = find_service(typeid(S))) return static_cast<S&>(*found);
+        return static_cast<S&>(add_service(typeid(S), std::unique_ptr<LoopService>(new S(*this))));
+    }
+    // Null if the loop has no service S (yet).
+    template <class S>
+    S* find_service() const noexcept {
+        return static_cast<S*>(find_service(typeid(S)));
+    }
 
     // ---- the end (loop thread only, never from inside a callback: std::logic_error) ----
     // Ends everything on this loop while the program's objects are still
-    // alive: the orderly shutdown the destructor cannot do. In order:
-    //  1. what is alive (live(), signal handlers aside: they are not work) is
-    //     reported through the exception handler, one line per item, then a
+    // alive: the orderly shutdown the destructor cannot do. In phases
+    // (shutdown.cpp):
+    //  1. report: what is alive (live(), signal handlers aside: they are not
+    //     work) goes to the exception handler, one line per item, then a
     //     summary line (nothing if nothing is alive);
-    //  2. observers end: open connections abort and their close callbacks run
-    //     with CloseKind::scheduler_closed; futures tasks are cancelled, then
-    //     pending hand-made futures (futures::Future(sched));
-    //  3. what is ready then runs (those close callbacks, the tasks' last
-    //     resume()s, and whatever they schedule ready), for a bounded number
-    //     of iterations that never wait for I/O or time;
-    //  4. everything still scheduled (timers, fd waiters, posted callbacks,
-    //     signal handlers, callbacks scheduled in step 3) is destroyed unrun,
-    //     and the futures waiting on it are cancelled.
-    // Returns what step 1 reported. The Scheduler is then empty and may be used
-    // again. The destructor does step 4 only (see ~Scheduler).
+    //  2. close: every service, newest first, ends what it keeps in order:
+    //     open connections abort and queue their close callbacks with
+    //     CloseKind::scheduler_closed; futures tasks are cancelled, then
+    //     pending hand-made futures; thread-pool jobs are cancelled; child
+    //     processes are handed to reaper threads; work holds are released;
+    //  3. run: what is ready then runs (those close callbacks, the tasks'
+    //     last resume()s, and whatever they make ready), for a bounded
+    //     number of iterations that never wait for I/O or time;
+    //  4. abandon: every service, newest first, ends silently what is still
+    //     kept (a connection opened by a close callback in phase 3);
+    //  5. drop: everything still scheduled (timers, fd waiters, posted
+    //     callbacks, signal handlers, callbacks scheduled since phase 3) is
+    //     destroyed unrun, and the futures waiting on it are cancelled.
+    // Returns what phase 1 reported. The Scheduler is then empty and may be
+    // used again; its services stay. The destructor does phases 4 and 5 only,
+    // then destroys the services (see ~Scheduler). docs/scheduler.md, "What
+    // outlives what", says what this means for each kind of object.
     std::vector<LiveItem> close();
     // Everything alive now: ready callbacks, timers, fd waiters, posted
-    // callbacks, signal handlers, and what observers keep (connections,
-    // futures tasks, pending hand-made futures), each with the line that
-    // created it where known.
+    // callbacks, signal handlers, work holds, and what services keep
+    // (connections, listeners, tasks, pending hand-made futures, thread-pool
+    // jobs, child processes), each listed once, with the line that created
+    // it: the user's line where the object was made on the user's behalf.
     std::vector<LiveItem> live() const;
 
     // ---- introspection (tests, debugging) ----
@@ -332,7 +360,7 @@ public:
 
 private:
     friend class Handle;
-    friend class detail::LoopPort;  // holds work: see held_work_
+    friend class WorkHold;
     class RunGuard;
 
     // periodic: armed in the sleeping heap; periodic_due: in the ready queue
@@ -389,9 +417,17 @@ private:
     void rearm_periodic(Ref r);
     RunStatus run_until_time(TimePoint limit);
 
-    void drop_everything() noexcept;  // close() step 4 and the destructor
+    // The end (shutdown.cpp).
+    void drop_everything() noexcept;  // close() phase 5 and the destructor
     void report_leaks_at_destruction() noexcept;
-    void tell_observers_closing();
+    template <class Tell>
+    void tell_services(Tell tell);
+    void close_services();
+    void abandon_services() noexcept;
+    void release_holds() noexcept;
+    void destroy_services() noexcept;
+    LoopService* find_service(const std::type_info& type) const noexcept;
+    LoopService& add_service(const std::type_info& type, std::unique_ptr<LoopService> service);
 
     void dispatch_signals();
     void remove_all_signal_handlers() noexcept;
@@ -466,10 +502,9 @@ private:
 
     std::vector<FdWaiters> waiting_;  // indexed by fd: the read/write waiter maps
     std::size_t waiters_ = 0;
-    // Work no slot shows: ThreadPool jobs whose result another thread will
-    // post (detail::LoopPort counts them). run() keeps going, idle in the
-    // selector, while it is non-zero; live() lists the jobs through the port.
-    std::size_t held_work_ = 0;
+    // Work no slot shows (hold_work): run() keeps going, idle in the
+    // selector, while a hold is linked here.
+    IntrusiveList<WorkHold> holds_;
     std::vector<FdEvent> events_;    // reused across iterations
     // epoll: readiness may name an fd number closed behind its waiter's back
     // (Selector::may_report_closed_fds): checked before dispatch (move_ready_io).
@@ -482,8 +517,14 @@ private:
     std::uint64_t wait_reports_left_out_ = 0;
 
     std::vector<Ref> signal_handling_;  // indexed by signal number; empty until the first handler
-    std::vector<SchedulerObserver*> observers_;  // each knows its index
-    std::uint64_t close_epoch_ = 0;              // close() calls so far
+    // The services, in creation order; `told` marks those told in the
+    // current round of tell_services.
+    struct ServiceEntry {
+        const std::type_info* type;
+        std::unique_ptr<LoopService> service;
+        bool told = false;
+    };
+    std::vector<ServiceEntry> services_;
     std::size_t signal_handlers_ = 0;
 
     // call_soon_threadsafe: the only state touched by other threads.

@@ -88,7 +88,7 @@ struct Mailbox;
 // One submitted job, shared by the pool, the worker, the loop and the Job
 // handle: reference counted atomically. The fields are grouped by who may
 // touch them.
-class JobBase {
+class JobBase : public ListMember<JobBase> {
 public:
     JobBase(const JobBase&) = delete;
     JobBase& operator=(const JobBase&) = delete;
@@ -119,10 +119,9 @@ public:
     // Set by the loop when nobody wants the result any more: the worker then
     // does not post it.
     std::atomic<bool> discarded{false};
-    // Loop thread only.
+    // Loop thread only (the port's list is the ListMember base).
     LoopPort* port = nullptr;
-    JobBase* port_prev = nullptr;
-    JobBase* port_next = nullptr;
+    WorkHold hold;  // while done_pending
     bool done_pending = false;
 
 protected:

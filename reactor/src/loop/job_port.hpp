@@ -4,10 +4,10 @@
 // O(1)), under one mutex. Mailbox: how a worker reaches a loop, a Scheduler
 // pointer that the loop clears, under the mailbox's mutex, when its Scheduler
 // is being destroyed; a worker posts while holding that mutex, so it never
-// touches a Scheduler that is gone. LoopPort: one per Scheduler that ever
-// received a job (from any pool), on its loop thread: the jobs whose `done`
-// is pending (each one held as work of the loop, so run() waits for it), and
-// the observer that ends them with the Scheduler.
+// touches a Scheduler that is gone. LoopPort: the loop service (one per
+// Scheduler that ever received a job, from any pool), on its loop thread:
+// the jobs whose `done` is pending, each with a WorkHold naming its submit()
+// line (run() waits for it, live() lists it), ended with the loop.
 #pragma once
 
 #include <condition_variable>
@@ -16,8 +16,9 @@
 #include <mutex>
 #include <vector>
 
+#include "reactor/intrusive_list.hpp"
+#include "reactor/loop_service.hpp"
 #include "reactor/scheduler.hpp"
-#include "reactor/scheduler_observer.hpp"
 #include "reactor/thread_pool.hpp"
 
 namespace reactor::detail {
@@ -46,10 +47,11 @@ struct Mailbox {
 // caller's reference; drops it if nobody wants it. Any thread.
 void deliver(JobBase* job) noexcept;
 
-class LoopPort final : public SchedulerObserver {
+class LoopPort final : public LoopService {
 public:
-    // The port of `sched`, made on first use. Loop thread.
-    static LoopPort& of(Scheduler& sched);
+    explicit LoopPort(Scheduler& sched);
+    // No worker posts to the Scheduler any more once this returns.
+    ~LoopPort() override;
 
     // Loop thread. track: `job` has a pending `done` (the port takes a
     // reference). untrack: it no longer has (the reference is the caller's).
@@ -57,24 +59,17 @@ public:
     void untrack(JobBase* job) noexcept;
     // The posted outcome arrived: runs `done`.
     void complete(JobBase* job);
-    bool dying() const noexcept { return dying_; }
     const std::shared_ptr<Mailbox>& mailbox() const noexcept { return mailbox_; }
 
-    void on_scheduler_destroyed() noexcept override;
-    void on_scheduler_closing() override;
-    void describe(std::vector<LiveItem>& out) const override;
+    // Every pending `done` destroyed unrun, each job cancelled as by Job::cancel.
+    void close() override { drop_all(); }
+    void abandon() noexcept override { drop_all(); }
 
 private:
-    // Every pending `done` destroyed unrun, each job cancelled as by Job::cancel.
     void drop_all() noexcept;
-    explicit LoopPort(Scheduler& sched);
-    ~LoopPort() = default;
 
-    Scheduler& sched_;
     std::shared_ptr<Mailbox> mailbox_;
-    JobBase* head_ = nullptr;
-    std::size_t pending_ = 0;
-    bool dying_ = false;
+    IntrusiveList<JobBase> pending_;  // oldest first
 };
 
 // Takes a queued job out of its pool's queue, if it still is queued: its work

@@ -3,7 +3,8 @@
 // it: cancel.cpp (Handle, lazy removal), fd_waiters.cpp (registration),
 // periodic.cpp (re-arming periodic timers), signals.cpp (signal handlers),
 // threadsafe_post.cpp (the only code other threads run), exception_handler.cpp
-// (the reports). Loop thread only; never owns the fds it watches.
+// (the reports), services.cpp (services and work holds), shutdown.cpp (the
+// end). Loop thread only; never owns the fds it watches.
 #include "reactor/scheduler.hpp"
 
 #include <sys/eventfd.h>
@@ -38,16 +39,18 @@ Scheduler::Scheduler(Options options)
     }
 }
 
+// The phases are close()'s last two, then the services go (shutdown.cpp).
 Scheduler::~Scheduler() {
-    if (debug_) report_leaks_at_destruction();  // shutdown.cpp
-    // Objects that own themselves on this loop end first, while it is whole.
-    while (!observers_.empty()) {
-        SchedulerObserver* o = observers_.back();
-        observers_.pop_back();
-        o->observer_index_ = SchedulerObserver::kNotObserving;
-        o->on_scheduler_destroyed();
-    }
-    drop_everything();  // shutdown.cpp
+    if (debug_) report_leaks_at_destruction();
+    abandon_services();  // what owns itself on this loop ends first, while the loop is whole
+    drop_everything();
+    // What a service's destructor lets go of is dropped in turn, and a
+    // service made meanwhile (a dropped callback's destructor submitting a
+    // job) goes in the next round.
+    do {
+        destroy_services();
+        drop_everything();
+    } while (!services_.empty());
     ::close(wakeup_fd_);
 }
 
@@ -125,7 +128,7 @@ Interest Scheduler::interest_of(int fd) const {
 // ---------------------------------------------------------------- the loop
 
 bool Scheduler::has_work() const {
-    return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || held_work_ > 0 ||
+    return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || !holds_.empty() ||
            wake_pending_.load(std::memory_order_acquire) || wake_lost_.load(std::memory_order_acquire);
 }
 
@@ -135,7 +138,7 @@ bool Scheduler::has_work() const {
 // post was already drained (a poster that pushed before the drain's swap but
 // flipped the flag after it). Neither is work, so count what really is.
 bool Scheduler::empty() const {
-    if (ready_count() != 0 || live_timers_ != 0 || waiters_ != 0 || held_work_ != 0) return false;
+    if (ready_count() != 0 || live_timers_ != 0 || waiters_ != 0 || !holds_.empty()) return false;
     std::lock_guard lock(posted_mutex_);
     return posted_.empty();
 }

@@ -1,6 +1,22 @@
-// The end of a loop: live() (what is still alive), close() (the orderly end,
-// while the program's objects are alive) and drop_everything() (what close()
-// and the destructor leave behind: every callback destroyed unrun).
+// The end of a loop, in numbered phases as iteration.cpp numbers those of
+// one iteration:
+//
+//   phase        close()   ~Scheduler   what may be scheduled during it
+//   1 report       yes     debug mode   nothing (it only reads)
+//   2 close        yes         -        anything: it runs in phase 3
+//   3 run          yes         -        anything: only what is ready runs, a
+//                                       bounded number of iterations
+//   4 abandon      yes        yes       anything, but none of it will run
+//   5 drop         yes        yes       anything, but none of it will run
+//   then ~Scheduler destroys the services, newest first, and drops again
+//   whatever their destructors let go of.
+//
+// Phase 2 tells every service close(), phase 4 abandon(), both newest first
+// (services.cpp). Phase 5, drop_everything(), destroys every callback still
+// scheduled (its captures' destructors run; the futures waiting on it are
+// cancelled) and releases every work hold. Nothing scheduled after phase 3
+// ever runs, and nothing that outlives the loop is left pointing at it. Also
+// live(): what is still alive, each object once.
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
@@ -55,7 +71,12 @@ std::string_view to_string(LiveItem::Kind kind) noexcept {
     case LiveItem::Kind::writer: return "writer";
     case LiveItem::Kind::posted: return "posted callback";
     case LiveItem::Kind::signal_handler: return "signal handler";
+    case LiveItem::Kind::hold: return "work hold";
+    case LiveItem::Kind::listener: return "listener";
+    case LiveItem::Kind::connecting: return "connect";
     case LiveItem::Kind::connection: return "connection";
+    case LiveItem::Kind::udp_socket: return "UDP socket";
+    case LiveItem::Kind::process: return "child process";
     case LiveItem::Kind::task: return "task";
     case LiveItem::Kind::future: return "future";
     case LiveItem::Kind::job: return "thread-pool job";
@@ -95,6 +116,7 @@ std::vector<LiveItem> Scheduler::live() const {
         case SlotKind::periodic_due: add(LiveItem::Kind::ready, "", s.where); break;
         case SlotKind::oneshot_waiter:
         case SlotKind::persistent_waiter:
+            if (waiting_[static_cast<std::size_t>(s.fd)].owner) break;  // the owner says what it is, below
             add(s.is_read ? LiveItem::Kind::reader : LiveItem::Kind::writer,
                 fmt::format("fd {}{}", s.fd, s.kind == SlotKind::oneshot_waiter ? ", one-shot" : ""), s.where);
             break;
@@ -108,39 +130,31 @@ std::vector<LiveItem> Scheduler::live() const {
         std::lock_guard lock(posted_mutex_);
         for (const Posted& p : posted_) add(LiveItem::Kind::posted, "", p.where);
     }
-    for (const SchedulerObserver* o : observers_) o->describe(out);
+    holds_.for_each([&out](const WorkHold& h) { out.push_back(h.describe()); });
+    // An owned fd is its owner's, listed once, by the owner, whatever its waiters.
+    for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
+        const FdWaiters& w = waiting_[fd];
+        if (w.owner && (live(w.read) || live(w.write))) w.owner->describe(static_cast<int>(fd), out);
+    }
+    for (const ServiceEntry& e : services_) e.service->describe(out);
     std::stable_sort(out.begin(), out.end(), [](const LiveItem& a, const LiveItem& b) { return a.kind < b.kind; });
     return out;
-}
-
-void Scheduler::tell_observers_closing() {
-    // Each observer hears once, even though telling one may add or remove
-    // others (a close callback may open a connection, or abort another):
-    // scan from the end, again until a scan finds nobody new.
-    const std::uint64_t epoch = ++close_epoch_;
-    for (bool told = true; told;) {
-        told = false;
-        for (std::size_t i = observers_.size(); i-- > 0;) {
-            if (i >= observers_.size()) continue;  // the list shrank under us
-            SchedulerObserver* o = observers_[i];
-            if (o->closing_epoch_ == epoch) continue;
-            o->closing_epoch_ = epoch;
-            told = true;
-            o->on_scheduler_closing();
-        }
-    }
 }
 
 std::vector<LiveItem> Scheduler::close() {
     require_loop_thread("close");
     if (running_) throw std::logic_error("reactor: close() while the loop is running (called from a callback?)");
+    // 1. report
     std::vector<LiveItem> alive = reportable(live());
     report_alive(alive, "close",
                  fmt::format("close: {} item(s) were still alive: connections aborted, tasks cancelled, the rest "
                              "destroyed unrun",
                              alive.size()),
                  [this](const ErrorContext& ctx) { call_exception_handler(ctx); });
-    tell_observers_closing();
+    // 2. close
+    close_services();
+    release_holds();
+    // 3. run
     {
         running_ = true;  // run_once_unguarded's precondition; refuses re-entry meanwhile
         struct Unmark {
@@ -150,6 +164,9 @@ std::vector<LiveItem> Scheduler::close() {
         for (int i = 0; i < kCloseIterations && ready_count() != 0; ++i) run_once_unguarded();
     }
     stopping_ = false;
+    // 4. abandon
+    abandon_services();
+    // 5. drop
     drop_everything();
     return alive;
 }
@@ -170,9 +187,15 @@ void Scheduler::report_leaks_at_destruction() noexcept {
     }
 }
 
+// A hold's owner may still release or destroy it: it then finds it empty.
+void Scheduler::release_holds() noexcept {
+    while (WorkHold* h = holds_.pop_front()) h->sched_ = nullptr;
+}
+
 void Scheduler::drop_everything() noexcept {
     // First, while the wakeup fd the signal handler writes to is still open.
     remove_all_signal_handlers();
+    release_holds();
     // Destroying a callback may run user destructors that touch the scheduler
     // (schedule, cancel, report): keep every member alive until none is left.
     // posted_ only under its mutex: a pool worker may be posting right now.

@@ -73,8 +73,7 @@ ThreadPool::~ThreadPool() { shutdown(); }
 
 Job ThreadPool::enqueue(Scheduler& sched, detail::JobBase* job, std::source_location where) {
     Job handle(job);  // the first reference: on a throw below, the job dies with it, unrun
-    detail::LoopPort& port = detail::LoopPort::of(sched);
-    if (port.dying()) throw std::logic_error("reactor: ThreadPool::submit while its Scheduler is being destroyed");
+    detail::LoopPort& port = sched.service<detail::LoopPort>();
     job->core = core_;
     job->mailbox = port.mailbox();
     job->where = where;

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "open_connections.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -48,28 +49,31 @@ std::string_view to_string(Connection::State state) noexcept {
 
 // ---------------------------------------------------------------- lifetime
 
-std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, ConnectionOptions options) {
+std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, ConnectionOptions options,
+                                              std::source_location where) {
     detail::UniqueFd owned(fd);
     if (options.low_water > options.high_water)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}",
                                                 options.low_water, options.high_water));
     if (options.read_size == 0) throw std::invalid_argument("reactor: read_size must be positive");
     const FdKind kind = inspect_fd(fd);  // connection_fd.cpp
-    auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options);
+    auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options, where);
     conn->adapt_to_fd_kind(kind);
     sched.set_fd_owner(conn->fd_, *conn);  // release_fd forgets it before closing
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
     conn->self_ = conn;
-    sched.add_observer(*conn);
+    sched.service<detail::OpenConnections>().add(*conn);
     conn->arm_deadline_timer();
     return conn;
 }
 
-Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options)
+Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options,
+                       std::source_location where)
     : sched_(sched),
       fd_(fd),
+      where_(where),
       local_(Address::local_of(fd)),
       peer_(Address::peer_of(fd)),
       high_water_(options.high_water),
@@ -123,7 +127,7 @@ void Connection::resume_reading() {
 void Connection::update_reader() {
     bool want = state_ == State::open && (watch_reader_gone_ || (reading_wanted_ && !read_eof_));
     if (want && !reader_registered_) {
-        sched_.add_reader(fd_, [this] { on_readable(); });  // self_ keeps `this` alive while registered
+        sched_.add_reader(fd_, [this] { on_readable(); }, where_);  // self_ keeps `this` alive while registered
         reader_registered_ = true;
     } else if (!want && reader_registered_) {
         sched_.remove_reader(fd_);
@@ -202,7 +206,7 @@ bool Connection::write(std::string_view data) {
 
 void Connection::register_writer() {
     if (writer_registered_) return;
-    sched_.add_writer(fd_, [this] { on_writable(); });
+    sched_.add_writer(fd_, [this] { on_writable(); }, where_);
     writer_registered_ = true;
 }
 
@@ -233,11 +237,13 @@ void Connection::on_writable() {
 void Connection::schedule_drain() {
     if (drain_scheduled_) return;
     drain_scheduled_ = true;
-    sched_.call_soon([self = shared_from_this()] {
-        self->drain_scheduled_ = false;
-        // Later writes may have queued output again: on_writable reports that drain.
-        if (self->state_ == State::open && self->out_.empty()) self->on_drain_.invoke(*self);
-    });
+    sched_.call_soon(
+        [self = shared_from_this()] {
+            self->drain_scheduled_ = false;
+            // Later writes may have queued output again: on_writable reports that drain.
+            if (self->state_ == State::open && self->out_.empty()) self->on_drain_.invoke(*self);
+        },
+        where_);
 }
 
 void Connection::write_eof() {
@@ -284,24 +290,22 @@ void Connection::fail(int error) {
 void Connection::finish_close(CloseReason reason, bool abortive) {
     if (state_ == State::closed) return;
     release_fd(abortive);
-    sched_.call_soon([self = std::move(self_), reason] {
-        // All dropped before the close callback runs (it runs once: taken out),
-        // so a cycle through their captures is broken even if it throws.
-        auto on_close = self->on_close_.take();
-        self->on_data_.reset();
-        self->on_eof_.reset();
-        self->on_drain_.reset();
-        self->on_high_water_.reset();
-        self->on_low_water_.reset();
-        if (on_close) on_close(*self, reason);
-    });
+    sched_.call_soon(
+        [self = std::move(self_), reason] {
+            // All dropped before the close callback runs (it runs once: taken
+            // out), so a cycle through their captures is broken even if it throws.
+            auto on_close = self->on_close_.take();
+            self->clear_callbacks();
+            if (on_close) on_close(*self, reason);
+        },
+        where_);
     // After queueing the close callback: the set's when_empty waiters run after it.
     if (auto set = std::move(set_)) set->remove(*this);
 }
 
 void Connection::release_fd(bool abortive) {
     state_ = State::closed;
-    sched_.remove_observer(*this);
+    unlink();  // from the open connections of the loop
     deadline_timer_.cancel();
     sched_.forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
@@ -312,13 +316,15 @@ void Connection::release_fd(bool abortive) {
     out_.release();
 }
 
-// The loop will never run again: abort and release ourselves now. No user
-// callback runs (see the comment after CloseKind): they are only destroyed,
-// as the Scheduler destroys every callback still scheduled.
-void Connection::on_scheduler_closing() {
-    if (state_ == State::closed) return;
-    out_.clear();
-    finish_close({CloseKind::scheduler_closed, 0}, true);  // Scheduler::close() runs the callback
+// Every callback slot, dropped at once: after the close callback was taken
+// out, or unrun when the loop is abandoned.
+void Connection::clear_callbacks() noexcept {
+    on_close_.reset();
+    on_data_.reset();
+    on_eof_.reset();
+    on_drain_.reset();
+    on_high_water_.reset();
+    on_low_water_.reset();
 }
 
 void Connection::on_unwatchable(int /*fd*/, std::error_code error) {
@@ -327,26 +333,31 @@ void Connection::on_unwatchable(int /*fd*/, std::error_code error) {
     finish_close({CloseKind::error, error.value()}, true);
 }
 
-void Connection::describe(std::vector<LiveItem>& out) const {
-    LiveItem item;
-    item.kind = LiveItem::Kind::connection;
-    item.detail = fmt::format("fd {}, {} <-> {}, {} byte(s) unsent", fd_, local_.to_string(), peer_.to_string(),
-                              out_.size());
-    out.push_back(std::move(item));
+// Scheduler::close(): aborted; close() runs the close callback it queues.
+void Connection::end_with_loop_closing() {
+    if (state_ == State::closed) return;
+    out_.clear();
+    finish_close({CloseKind::scheduler_closed, 0}, true);
 }
 
-void Connection::on_scheduler_destroyed() noexcept {
+// The loop will never run a callback of ours again: abort and release
+// ourselves now. No user callback runs (see the comment after CloseKind):
+// they are only destroyed, as the Scheduler destroys every callback still
+// scheduled.
+void Connection::end_with_loop_abandoned() noexcept {
     if (state_ == State::closed) return;
     out_.clear();
     release_fd(true);
     auto self = std::move(self_);  // freed when this returns, unless a callback's capture holds it
-    on_close_.reset();
-    on_data_.reset();
-    on_eof_.reset();
-    on_drain_.reset();
-    on_high_water_.reset();
-    on_low_water_.reset();
+    clear_callbacks();
     if (auto set = std::move(set_)) set->remove(*this);
+}
+
+void Connection::describe_for_live(std::vector<LiveItem>& out) const {
+    out.push_back(LiveItem{LiveItem::Kind::connection,
+                           fmt::format("fd {}, {} <-> {}, {} byte(s) unsent", fd_, local_.to_string(),
+                                       peer_.to_string(), out_.size()),
+                           where_, true});
 }
 
 }  // namespace reactor

@@ -64,7 +64,7 @@ void Connection::arm_deadline_timer() {
     if (deadline_timer_.is_pending() && deadline_at_ <= *earliest) return;
     deadline_timer_.cancel();
     deadline_at_ = *earliest;
-    deadline_timer_ = sched_.call_at(*earliest, [this] { on_deadline_timer(); });  // cancelled as it closes
+    deadline_timer_ = sched_.call_at(*earliest, [this] { on_deadline_timer(); }, where_);  // cancelled as it closes
 }
 
 void Connection::on_deadline_timer() {

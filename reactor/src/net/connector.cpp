@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "reactor/net/resolve_error.hpp"
 #include "socket_ops.hpp"
 
@@ -16,24 +18,25 @@ namespace {
 std::error_code errno_code(int error) { return {error, std::generic_category()}; }
 }  // namespace
 
-std::shared_ptr<Connector> Connector::start(Scheduler& sched, const Address& address, ConnectCallback cb, Options options) {
-    return start(sched, std::vector<Address>{address}, std::move(cb), options);
+std::shared_ptr<Connector> Connector::start(Scheduler& sched, const Address& address, ConnectCallback cb, Options options,
+                                            std::source_location where) {
+    return start(sched, std::vector<Address>{address}, std::move(cb), options, where);
 }
 
 std::shared_ptr<Connector> Connector::start(Scheduler& sched, std::vector<Address> addresses, ConnectCallback cb,
-                                            Options options) {
+                                            Options options, std::source_location where) {
     if (addresses.empty()) throw std::invalid_argument("reactor: connect needs at least one address");
     for (const Address& a : addresses)
         if (!a.is_ip() && !a.is_unix()) throw std::invalid_argument("reactor: connect needs IPv4, IPv6 or Unix addresses");
-    auto c = std::make_shared<Connector>(Passkey{}, sched, std::string(), std::move(cb), options);
+    auto c = std::make_shared<Connector>(Passkey{}, sched, std::string(), std::move(cb), options, where);
     c->arm_timeout();
     c->try_addresses(std::move(addresses));
     return c;
 }
 
 std::shared_ptr<Connector> Connector::start(Scheduler& sched, std::string_view host, std::uint16_t port,
-                                            ConnectCallback cb, Options options) {
-    auto c = std::make_shared<Connector>(Passkey{}, sched, std::string(host), std::move(cb), options);
+                                            ConnectCallback cb, Options options, std::source_location where) {
+    auto c = std::make_shared<Connector>(Passkey{}, sched, std::string(host), std::move(cb), options, where);
     c->arm_timeout();
     try {
         c->try_addresses({Address::parse(host, port)});
@@ -43,8 +46,13 @@ std::shared_ptr<Connector> Connector::start(Scheduler& sched, std::string_view h
     return c;
 }
 
-Connector::Connector(Passkey, Scheduler& sched, std::string host, ConnectCallback cb, Options options)
-    : sched_(sched), host_(std::move(host)), cb_(std::move(cb)), options_(options) {}
+Connector::Connector(Passkey, Scheduler& sched, std::string host, ConnectCallback cb, Options options,
+                     std::source_location where)
+    : sched_(sched), where_(where), host_(std::move(host)), cb_(std::move(cb)), options_(options) {}
+
+void Connector::describe(int fd, std::vector<LiveItem>& out) const {
+    out.push_back(LiveItem{LiveItem::Kind::connecting, fmt::format("fd {}, to {}", fd, address_.to_string()), where_, true});
+}
 
 Connector::~Connector() {
     if (fd_ >= 0) detail::close_fd(fd_);  // only if the loop was torn down mid-connect
@@ -52,7 +60,8 @@ Connector::~Connector() {
 
 void Connector::arm_timeout() {
     if (options_.timeout.count() > 0)
-        timer_ = sched_.call_later(options_.timeout, [self = shared_from_this()] { self->finish(errno_code(ETIMEDOUT)); });
+        timer_ = sched_.call_later(
+            options_.timeout, [self = shared_from_this()] { self->finish(errno_code(ETIMEDOUT)); }, where_);
 }
 
 // getaddrinfo on the pool; the job's `done` holds us until the answer is back.
@@ -62,7 +71,8 @@ void Connector::look_up(std::uint16_t port) {
     try {
         lookup_ = pool.submit(
             sched_, [host = host_, port] { return Address::resolve(host, port); },
-            [self = shared_from_this()](JobResult<std::vector<Address>>&& result) { self->on_resolved(std::move(result)); });
+            [self = shared_from_this()](JobResult<std::vector<Address>>&& result) { self->on_resolved(std::move(result)); },
+            where_);
     } catch (const ThreadPoolFull&) {
         finish_later(make_error_code(resolve_errc::again));
     } catch (const ThreadPoolClosed&) {
@@ -112,7 +122,7 @@ void Connector::begin() {
         // The waiter holds us: a pending connect needs no other owner. It
         // stays registered until we have heard if the loop cannot watch the
         // socket (see FdOwner), so that holds then too.
-        sched_.write_wait(fd_, [self = shared_from_this()] { self->on_writable(); });
+        sched_.write_wait(fd_, [self = shared_from_this()] { self->on_writable(); }, where_);
         sched_.set_fd_owner(fd_, *this);  // close_socket forgets it before closing
     } catch (const std::invalid_argument&) {
         return finish_later(errno_code(EMFILE));  // select cannot watch this fd
@@ -146,12 +156,14 @@ void Connector::attempt_done(int error) {
 // An outcome known at once is delivered on the next iteration, never from
 // inside start(); a socket error there still moves on to the next address.
 void Connector::finish_later(std::error_code error) {
-    soon_ = sched_.call_soon([self = shared_from_this(), error] {
-        if (error.category() == std::generic_category() && self->state_ == State::connecting)
-            self->attempt_done(error.value());
-        else
-            self->finish(error);
-    });
+    soon_ = sched_.call_soon(
+        [self = shared_from_this(), error] {
+            if (error.category() == std::generic_category() && self->state_ == State::connecting)
+                self->attempt_done(error.value());
+            else
+                self->finish(error);
+        },
+        where_);
 }
 
 void Connector::finish(std::error_code error) {
@@ -168,7 +180,7 @@ void Connector::finish(std::error_code error) {
         if (options_.no_delay && address_.is_ip()) detail::set_no_delay(fd_);
         ConnectionPtr conn;
         try {
-            conn = Connection::adopt(sched_, std::exchange(fd_, -1), options_.connection);  // closes it on failure
+            conn = Connection::adopt(sched_, std::exchange(fd_, -1), options_.connection, where_);  // closes it on failure
         } catch (const std::invalid_argument&) {
             error = errno_code(EMFILE);
         }

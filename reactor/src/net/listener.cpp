@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "loop_sockets.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -57,7 +58,7 @@ bool is_per_connection_error(int err) {
 }  // namespace
 
 std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& address, AcceptCallback on_accept,
-                                                 Options options) {
+                                           Options options, std::source_location where) {
     if (!address.is_ip() && !address.is_unix())
         throw std::invalid_argument("reactor: listen needs an IPv4, IPv6 or Unix address");
     auto fd = detail::make_socket(address.family(), SOCK_STREAM);
@@ -78,18 +79,22 @@ std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& addr
         throw detail::system_error(err, fmt::format("reactor: listen {}", address.to_string()));
     }
     Address bound = address.is_unix() ? address : Address::local_of(fd.get());
-    auto listener = std::make_shared<Listener>(Passkey{}, sched, fd.release(), bound, std::move(on_accept), options);
+    auto listener = std::make_shared<Listener>(Passkey{}, sched, fd.release(), bound, std::move(on_accept), options,
+                                               where);
     listener->owns_path_ = owns_path;
     listener->path_dev_ = st.st_dev;
     listener->path_ino_ = st.st_ino;
+    sched.service<detail::LoopSockets>().add(*listener);
     listener->start_accepting();  // may throw (select: fd >= FD_SETSIZE); the destructor cleans up
     return listener;
 }
 
-Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options)
+Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options,
+                   std::source_location where)
     : sched_(sched),
       fd_(fd),
       address_(bound),
+      where_(where),
       on_accept_(std::move(on_accept)),
       connections_(ConnectionSet::create(sched)),
       options_(options),
@@ -100,6 +105,7 @@ Listener::~Listener() { close(); }
 
 void Listener::close() {
     if (fd_ < 0) return;
+    LoopSocket::unlink();  // from the loop's sockets
     sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
     resume_timer_.cancel();
     detail::close_fd(fd_);
@@ -119,6 +125,14 @@ void Listener::close() {
     for (auto& cb : std::exchange(close_waiters_, {})) connections_->when_empty(std::move(cb));
 }
 
+void Listener::close_with_loop() noexcept {
+    try {
+        close();
+    } catch (...) {
+        // out of memory handing the wait_closed callbacks on: they are dropped
+    }
+}
+
 void Listener::wait_closed(std::function<void()> cb) {
     if (is_listening()) {
         close_waiters_.push_back(std::move(cb));
@@ -134,7 +148,12 @@ void Listener::set_error_callback(ErrorCallback cb) {
 void Listener::start_accepting() {
     if (fd_ < 0) return;
     sched_.set_fd_owner(fd_, *this);  // close() forgets the fd before closing it, and before we die
-    sched_.add_reader(fd_, [this] { on_readable(); });
+    sched_.add_reader(fd_, [this] { on_readable(); }, where_);
+}
+
+void Listener::describe(int /*fd*/, std::vector<LiveItem>& out) const {
+    out.push_back(LiveItem{LiveItem::Kind::listener,
+                           fmt::format("fd {}, {}, {} accepted", fd_, address_.to_string(), accepted_), where_, true});
 }
 
 // Reported once, through the error callback if there is one (it sees a
@@ -170,7 +189,7 @@ void Listener::on_readable() {
         if (address_.is_ip()) detail::set_no_delay(fd);
         ConnectionPtr conn;
         try {
-            conn = Connection::adopt(sched_, fd, options_.connection);  // closes fd on failure
+            conn = Connection::adopt(sched_, fd, options_.connection, where_);  // closes fd on failure
         } catch (const std::invalid_argument& e) {
             ++refused_;
             report(refusal_reports_, EMFILE, fmt::format("accepted connection closed: {}", e.what()));
@@ -186,7 +205,7 @@ void Listener::on_readable() {
 
 void Listener::pause_accepting(int error) {
     sched_.remove_reader(fd_);
-    resume_timer_ = sched_.call_later(options_.accept_pause, [this] { start_accepting(); });
+    resume_timer_ = sched_.call_later(options_.accept_pause, [this] { start_accepting(); }, where_);
     ++accept_failures_;
     report(accept_failure_reports_, error,
            fmt::format("accept failed; not accepting for the next {} ms", options_.accept_pause.count()));

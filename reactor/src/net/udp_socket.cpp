@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "loop_sockets.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -83,7 +84,8 @@ std::vector<QueuedError> read_error_queue(int fd) {
 
 }  // namespace
 
-std::shared_ptr<UdpSocket> UdpSocket::bind(Scheduler& sched, const Address& local, Options options) {
+std::shared_ptr<UdpSocket> UdpSocket::bind(Scheduler& sched, const Address& local, Options options,
+                                           std::source_location where) {
     if (!local.is_ip()) throw std::invalid_argument("reactor: a UDP socket needs an IPv4 or IPv6 address");
     auto fd = detail::make_socket(local.family(), SOCK_DGRAM);
     if (options.reuse_address) detail::set_reuse_address(fd.get());
@@ -91,22 +93,30 @@ std::shared_ptr<UdpSocket> UdpSocket::bind(Scheduler& sched, const Address& loca
     if (::bind(fd.get(), local.data(), local.size()) != 0)
         throw detail::system_error(errno, fmt::format("reactor: bind {}", local.to_string()));
     Address bound = Address::local_of(fd.get());
-    auto sock = std::make_shared<UdpSocket>(Passkey{}, sched, fd.release(), bound, options);
+    auto sock = std::make_shared<UdpSocket>(Passkey{}, sched, fd.release(), bound, options, where);
+    sched.service<detail::LoopSockets>().add(*sock);
     sched.set_fd_owner(sock->fd_, *sock);  // close() forgets the fd before closing it
-    sched.add_reader(sock->fd_, [s = sock.get()] { s->on_readable(); });  // on throw, ~UdpSocket closes
+    sched.add_reader(sock->fd_, [s = sock.get()] { s->on_readable(); }, where);  // on throw, ~UdpSocket closes
     return sock;
 }
 
-std::shared_ptr<UdpSocket> UdpSocket::connect(Scheduler& sched, const Address& remote, Options options) {
+std::shared_ptr<UdpSocket> UdpSocket::connect(Scheduler& sched, const Address& remote, Options options,
+                                              std::source_location where) {
     if (!remote.is_ip()) throw std::invalid_argument("reactor: a UDP socket needs an IPv4 or IPv6 address");
     Address any = Address::parse(remote.family() == AF_INET6 ? "::" : "0.0.0.0", 0);
-    auto sock = bind(sched, any, options);
+    auto sock = bind(sched, any, options, where);
     sock->connect(remote);  // on throw, ~UdpSocket closes
     return sock;
 }
 
-UdpSocket::UdpSocket(Passkey, Scheduler& sched, int fd, Address local, Options options)
-    : sched_(sched), fd_(fd), local_(local), options_(options) {}
+UdpSocket::UdpSocket(Passkey, Scheduler& sched, int fd, Address local, Options options, std::source_location where)
+    : sched_(sched), fd_(fd), where_(where), local_(local), options_(options) {}
+
+void UdpSocket::describe(int /*fd*/, std::vector<LiveItem>& out) const {
+    std::string detail = fmt::format("fd {}, {}", fd_, local_.to_string());
+    if (peer_.family() != AF_UNSPEC) detail += fmt::format(" -> {}", peer_.to_string());
+    out.push_back(LiveItem{LiveItem::Kind::udp_socket, std::move(detail), where_, true});
+}
 
 UdpSocket::~UdpSocket() { close(); }
 
@@ -136,8 +146,11 @@ void UdpSocket::connect(const Address& remote) {
     peer_ = Address::peer_of(fd_);
 }
 
+void UdpSocket::close_with_loop() noexcept { close(); }
+
 void UdpSocket::close() {
     if (fd_ < 0) return;
+    LoopSocket::unlink();  // from the loop's sockets
     sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
     detail::close_fd(fd_);
     fd_ = -1;
@@ -173,7 +186,7 @@ bool UdpSocket::send_datagram(std::string_view data, const Address& to) {
         ++dropped_;
         return false;
     }
-    if (queue_.empty()) sched_.add_writer(fd_, [this] { on_writable(); });  // close() deregisters before we die
+    if (queue_.empty()) sched_.add_writer(fd_, [this] { on_writable(); }, where_);  // close() deregisters before we die
     queue_.push_back(Datagram{std::string(data), to});
     queued_bytes_ += data.size();
     return true;

@@ -16,8 +16,9 @@
 #include <utility>
 #include <variant>
 
+#include <reactor/intrusive_list.hpp>
+#include <reactor/loop_service.hpp>
 #include <reactor/scheduler.hpp>
-#include <reactor/scheduler_observer.hpp>
 
 #include "futures/future.hpp"
 
@@ -29,14 +30,14 @@ class ParkedList;
 // A future parked in a ParkedList, with the Item it carries (a blocked put's
 // item; std::monostate for none).
 template <class T, class Item = std::monostate>
-class Parked final : public State<T> {
+class Parked final : public State<T>, private reactor::ListMember<Parked<T, Item>> {
 public:
     Parked(reactor::Scheduler& sched, std::source_location where) noexcept : State<T>(sched, where, false) {}
     ~Parked() override { unlink(); }
 
     void start(ParkedList<T, Item>& list, Item item) {
         item_.emplace(std::move(item));
-        list.push_back(*this);
+        list.parked_.push_back(*this);
     }
 
     Item& item() noexcept { return *item_; }
@@ -48,10 +49,10 @@ public:
 
 private:
     friend class ParkedList<T, Item>;
+    friend class reactor::IntrusiveList<Parked>;
+    using Member = reactor::ListMember<Parked>;
 
-    void unlink() noexcept {
-        if (list_) list_->unlink(*this);
-    }
+    void unlink() noexcept { Member::unlink(); }
     // A parked future that is cancelled leaves the list at once: it never
     // takes anything, and whatever comes goes to the next one.
     Ref<StateBase> cancel_step(bool& accepted) override {
@@ -63,32 +64,70 @@ private:
         item_.reset();
     }
 
-    ParkedList<T, Item>* list_ = nullptr;
-    Parked* prev_ = nullptr;
-    Parked* next_ = nullptr;
     std::optional<Item> item_;
 };
 
-// The FIFO of one primitive's parked futures. It observes its Scheduler: when
-// the Scheduler is destroyed first, the parked futures are cancelled, so the
-// tasks waiting on them are released with the loop instead of leaking.
+class ParkedLists;
+
+// What the loop's ParkedLists service sees of a ParkedList<T, Item>.
+class ParkedListBase : private reactor::ListMember<ParkedListBase> {
+public:
+    ParkedListBase(const ParkedListBase&) = delete;
+    ParkedListBase& operator=(const ParkedListBase&) = delete;
+
+protected:
+    ParkedListBase() = default;
+    ~ParkedListBase() = default;  // leaves the service's list (ListMember)
+
+private:
+    friend class ParkedLists;
+    friend class reactor::IntrusiveList<ParkedListBase>;
+    // The loop is going (abandon): cancel every parked future.
+    virtual void abandon_with_loop() noexcept = 0;
+    // ~Scheduler: park() refuses from now on.
+    virtual void loop_destroyed() noexcept = 0;
+    virtual void describe(std::vector<reactor::LiveItem>& out) const = 0;
+};
+
+// Every ParkedList of a loop: a service that, when the loop is abandoned
+// (close()'s last phases, ~Scheduler), cancels every parked future, so that
+// the tasks waiting on them are released with the loop instead of leaking;
+// and that lists each parked future in Scheduler::live(), with the line that
+// parked it (a Queue::get nothing has put into yet). Scheduler::close()
+// itself leaves parked futures alone: the tasks awaiting them are cancelled
+// (which unparks them), and a Queue may still hand one an item later.
+class ParkedLists final : public reactor::LoopService {
+public:
+    explicit ParkedLists(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
+    ~ParkedLists() override {
+        while (ParkedListBase* l = lists_.pop_front()) l->loop_destroyed();
+    }
+    void add(ParkedListBase& list) noexcept { lists_.push_back(list); }
+    void abandon() noexcept override {
+        lists_.for_each([](ParkedListBase& l) { l.abandon_with_loop(); });
+    }
+    void describe(std::vector<reactor::LiveItem>& out) const override {
+        lists_.for_each([&out](const ParkedListBase& l) { l.describe(out); });
+    }
+
+private:
+    reactor::IntrusiveList<ParkedListBase> lists_;
+};
+
+// The FIFO of one primitive's parked futures, a member of its loop's
+// ParkedLists (see there for what the loop's end does to them).
 template <class T, class Item = std::monostate>
-class ParkedList final : reactor::SchedulerObserver {
+class ParkedList final : public ParkedListBase {
 public:
     // `owner` names the primitive in messages ("the Queue created at f.cpp:12").
     ParkedList(reactor::Scheduler& sched, std::string owner) : sched_(&sched), owner_(std::move(owner)) {
-        sched.add_observer(*this);
+        sched.service<ParkedLists>().add(*this);
     }
-    ParkedList(const ParkedList&) = delete;
-    ParkedList& operator=(const ParkedList&) = delete;
-    ~ParkedList() {
-        abandon_all("was destroyed");
-        if (sched_) sched_->remove_observer(*this);
-    }
+    ~ParkedList() { abandon_all("was destroyed"); }
 
     const std::string& owner() const noexcept { return owner_; }
-    std::size_t size() const noexcept { return size_; }
-    bool empty() const noexcept { return size_ == 0; }
+    std::size_t size() const noexcept { return parked_.size(); }
+    bool empty() const noexcept { return parked_.empty(); }
 
     // A new future parked at the back, carrying `item`.
     Future<T> park(std::source_location where, Item item = Item{}) {
@@ -100,8 +139,7 @@ public:
     // caller completes it at once. Null if none. A future whose last handle is
     // going (it waits in the dispose queue) is dropped, not returned.
     Ref<Parked<T, Item>> pop() noexcept {
-        while (Parked<T, Item>* p = head_) {
-            unlink(*p);
+        while (Parked<T, Item>* p = parked_.pop_front()) {
             if (p->alive() && p->pending()) return Ref<Parked<T, Item>>(p);
         }
         return {};
@@ -110,9 +148,9 @@ public:
     // The first parked future that can still take something, left in place
     // (a send waiting for the kernel stays first until it is sent). Null if none.
     Parked<T, Item>* front() noexcept {
-        while (Parked<T, Item>* p = head_) {
+        while (Parked<T, Item>* p = parked_.front()) {
             if (p->alive() && p->pending()) return p;
-            unlink(*p);
+            parked_.erase(*p);
         }
         return nullptr;
     }
@@ -136,35 +174,22 @@ public:
 private:
     friend class Parked<T, Item>;
 
-    void push_back(Parked<T, Item>& p) noexcept {
-        p.list_ = this;
-        p.prev_ = tail_;
-        p.next_ = nullptr;
-        (tail_ ? tail_->next_ : head_) = &p;
-        tail_ = &p;
-        ++size_;
-    }
-    void unlink(Parked<T, Item>& p) noexcept {
-        (p.prev_ ? p.prev_->next_ : head_) = p.next_;
-        (p.next_ ? p.next_->prev_ : tail_) = p.prev_;
-        p.prev_ = p.next_ = nullptr;
-        p.list_ = nullptr;
-        --size_;
-    }
-
-    // The loop is going: nothing can hand these futures anything any more.
     // Cancelling them schedules their waiters, which the Scheduler then drops
-    // unrun, releasing the tasks that wait (as it does for its timers).
-    void on_scheduler_destroyed() noexcept override {
-        abandon_all("outlived its Scheduler");
-        sched_ = nullptr;
+    // unrun, releasing the tasks that wait (as it does for its timers). The
+    // loop may run again after close(): the primitive stays usable.
+    void abandon_with_loop() noexcept override { abandon_all("was waited on when its Scheduler ended"); }
+    void loop_destroyed() noexcept override { sched_ = nullptr; }
+
+    void describe(std::vector<reactor::LiveItem>& out) const override {
+        parked_.for_each([&](const Parked<T, Item>& p) {
+            if (p.alive() && p.pending())
+                out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::future, "parked on " + owner_, p.origin(), true});
+        });
     }
 
     reactor::Scheduler* sched_;
     std::string owner_;
-    Parked<T, Item>* head_ = nullptr;
-    Parked<T, Item>* tail_ = nullptr;
-    std::size_t size_ = 0;
+    reactor::IntrusiveList<Parked<T, Item>> parked_;
 };
 
 // "the Queue created at f.cpp:12": how a primitive names itself in errors.

@@ -7,14 +7,14 @@
 // they wait on name them.)
 //
 // A task registers when spawned (a hand-made future when made) and leaves
-// when its state is destroyed; the
-// registry of a Scheduler is made on its first spawn and dies with it (a
-// SchedulerObserver). An intrusive list: registering allocates nothing.
-// Loop thread only.
+// when its state is destroyed; the registry is a service of the loop
+// (reactor::LoopService), made on its first spawn and destroyed with it. An
+// intrusive list: registering allocates nothing. Loop thread only.
 #pragma once
 
 #include <string_view>
 
+#include <reactor/intrusive_list.hpp>
 #include <reactor/scheduler.hpp>
 
 namespace futures::detail {
@@ -24,7 +24,7 @@ class TaskRegistry;
 
 // The part of a task (TaskState<M>) or of a hand-made future
 // (SettableState<T>) the registry sees.
-class LiveHook {
+class LiveHook : private reactor::ListMember<LiveHook> {
 public:
     virtual StateBase& task_state() noexcept = 0;
     virtual bool is_task() const noexcept { return true; }
@@ -39,15 +39,12 @@ protected:
     LiveHook() = default;
     LiveHook(const LiveHook&) = delete;
     LiveHook& operator=(const LiveHook&) = delete;
-    ~LiveHook() { leave(); }
+    ~LiveHook() = default;  // leaves the registry (ListMember)
     void join(reactor::Scheduler& sched);
-    void leave() noexcept;
 
 private:
     friend class TaskRegistry;
-    TaskRegistry* registry_ = nullptr;
-    LiveHook* prev_ = nullptr;
-    LiveHook* next_ = nullptr;
+    friend class reactor::IntrusiveList<LiveHook>;
 };
 
 }  // namespace futures::detail

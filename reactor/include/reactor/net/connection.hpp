@@ -94,7 +94,11 @@ struct ConnectionOptions {
     Duration idle_timeout{};
 };
 
-class Connection : public std::enable_shared_from_this<Connection>, private SchedulerObserver, private FdOwner {
+namespace detail {
+class OpenConnections;
+}  // namespace detail
+
+class Connection : public std::enable_shared_from_this<Connection>, private FdOwner, private ListMember<Connection> {
     struct Passkey {};
 
 public:
@@ -126,10 +130,13 @@ public:
     // (readiness means nothing for them: the message names the type), or if
     // the backend cannot watch the fd (select: fd >= FD_SETSIZE); and
     // std::system_error if fstat/fcntl fail (EBADF: not an open fd). Loop
-    // thread only.
-    static std::shared_ptr<Connection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {});
+    // thread only. `where` is what Scheduler::live() names the connection
+    // by: a connection a Listener accepts is named by the line that made the
+    // listener, one connect() makes by the connect() call.
+    static std::shared_ptr<Connection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {},
+                                             std::source_location where = std::source_location::current());
 
-    Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options);
+    Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options, std::source_location where);
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
@@ -233,7 +240,15 @@ private:
     void finish_close(CloseReason reason, bool abortive);
     void schedule_drain();
     void release_fd(bool abortive);
-    void on_scheduler_destroyed() noexcept override;
+    void clear_callbacks() noexcept;
+    // The end of the loop (detail::OpenConnections, a service of the loop):
+    // close() aborts us with CloseKind::scheduler_closed and runs our close
+    // callback; abandon() aborts us with no callback run, only destroyed.
+    friend class detail::OpenConnections;
+    friend class IntrusiveList<Connection>;
+    void end_with_loop_closing();
+    void end_with_loop_abandoned() noexcept;
+    void describe_for_live(std::vector<LiveItem>& out) const;
     // The loop cannot watch our fd (epoll_ctl failed): aborted, the close
     // reason carrying the error (CloseKind::error), so the peer sees a reset.
     void on_unwatchable(int fd, std::error_code error) override;
@@ -246,8 +261,6 @@ private:
     void adapt_to_fd_kind(FdKind kind) noexcept;
     long transfer_out(const char* data, std::size_t n) noexcept;  // send(2) or write(2), -1 and errno on error
     friend std::shared_ptr<Connection> adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
-    void on_scheduler_closing() override;
-    void describe(std::vector<LiveItem>& out) const override;
     // Deadlines (connection_deadlines.cpp).
     bool has_deadlines() const noexcept { return has_deadlines_; }  // on every read and send: one load
     void update_has_deadlines() noexcept;
@@ -265,6 +278,7 @@ private:
 
     Scheduler& sched_;
     int fd_;
+    std::source_location where_;  // the user's line that made us: see adopt()
     Address local_;  // as of adoption: see local_address()
     Address peer_;
     State state_ = State::open;

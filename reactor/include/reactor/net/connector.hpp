@@ -62,18 +62,24 @@ public:
 
     // Starts connecting. Never throws for network reasons (those go to the
     // callback); throws std::invalid_argument for an address that is neither IP nor Unix.
-    static std::shared_ptr<Connector> start(Scheduler& sched, const Address& address, ConnectCallback cb, Options options);
+    // Scheduler::live() names the connect in progress, its lookup and the
+    // connection it makes by `where`: the line that called connect().
+    static std::shared_ptr<Connector> start(Scheduler& sched, const Address& address, ConnectCallback cb, Options options,
+                                            std::source_location where = std::source_location::current());
     // To the first of `addresses` that answers, tried in turn (as Asio's
     // async_connect over an endpoint range); the callback sees the last
     // attempt's error if none does. Throws std::invalid_argument for an empty
     // list or an address that is neither IP nor Unix.
     static std::shared_ptr<Connector> start(Scheduler& sched, std::vector<Address> addresses, ConnectCallback cb,
-                                            Options options);
+                                            Options options,
+                                            std::source_location where = std::source_location::current());
     // To `host` (numeric, or a name looked up on options.resolver) and `port`.
     static std::shared_ptr<Connector> start(Scheduler& sched, std::string_view host, std::uint16_t port,
-                                            ConnectCallback cb, Options options);
+                                            ConnectCallback cb, Options options,
+                                            std::source_location where = std::source_location::current());
 
-    Connector(Passkey, Scheduler& sched, std::string host, ConnectCallback cb, Options options);
+    Connector(Passkey, Scheduler& sched, std::string host, ConnectCallback cb, Options options,
+              std::source_location where);
     ~Connector();
     Connector(const Connector&) = delete;
     Connector& operator=(const Connector&) = delete;
@@ -92,6 +98,7 @@ private:
     // The loop cannot watch the connecting socket (epoll_ctl: ENOMEM,
     // ENOSPC): this address failed with that error; the next is tried.
     void on_unwatchable(int fd, std::error_code error) override;
+    void describe(int fd, std::vector<LiveItem>& out) const override;
     enum class State : std::uint8_t { resolving, connecting, done, cancelled };
 
     void arm_timeout();
@@ -106,6 +113,7 @@ private:
     void close_socket();
 
     Scheduler& sched_;
+    std::source_location where_;  // the user's connect() call
     std::string host_;
     Address address_;                // the attempt in progress
     std::vector<Address> untried_;   // the addresses after it, last first
@@ -121,17 +129,20 @@ private:
 
 // The usual spelling: connect(sched, Address::parse("127.0.0.1", 8080), cb).
 inline std::shared_ptr<Connector> connect(Scheduler& sched, const Address& address, Connector::ConnectCallback cb,
-                                          Connector::Options options = {}) {
-    return Connector::start(sched, address, std::move(cb), options);
+                                          Connector::Options options = {},
+                                          std::source_location where = std::source_location::current()) {
+    return Connector::start(sched, address, std::move(cb), options, where);
 }
 inline std::shared_ptr<Connector> connect(Scheduler& sched, std::vector<Address> addresses,
-                                          Connector::ConnectCallback cb, Connector::Options options = {}) {
-    return Connector::start(sched, std::move(addresses), std::move(cb), options);
+                                          Connector::ConnectCallback cb, Connector::Options options = {},
+                                          std::source_location where = std::source_location::current()) {
+    return Connector::start(sched, std::move(addresses), std::move(cb), options, where);
 }
 // connect(sched, "localhost", 8080, cb): by host name (or numeric host).
 inline std::shared_ptr<Connector> connect(Scheduler& sched, std::string_view host, std::uint16_t port,
-                                          Connector::ConnectCallback cb, Connector::Options options = {}) {
-    return Connector::start(sched, host, port, std::move(cb), options);
+                                          Connector::ConnectCallback cb, Connector::Options options = {},
+                                          std::source_location where = std::source_location::current()) {
+    return Connector::start(sched, host, port, std::move(cb), options, where);
 }
 
 }  // namespace reactor

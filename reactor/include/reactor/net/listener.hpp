@@ -24,11 +24,12 @@
 #include "reactor/net/connection_set.hpp"
 #include "reactor/net/report_limiter.hpp"
 #include "reactor/fd_owner.hpp"
+#include "reactor/net/detail/loop_socket.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
 
-class Listener : public std::enable_shared_from_this<Listener>, private FdOwner {
+class Listener : public std::enable_shared_from_this<Listener>, private FdOwner, private detail::LoopSocket {
     struct Passkey {};
 
 public:
@@ -65,14 +66,19 @@ public:
     // address() for the port picked) or be a Unix address: a stale socket file
     // at that path is replaced, and the file is removed again on close. Throws
     // std::system_error (e.g. EADDRINUSE) or std::invalid_argument.
-    [[nodiscard]] static std::shared_ptr<Listener> listen(Scheduler& sched, const Address& address,
-                                                             AcceptCallback on_accept, Options options);
-    [[nodiscard]] static std::shared_ptr<Listener> listen(Scheduler& sched, const Address& address,
-                                                             AcceptCallback on_accept) {
-        return listen(sched, address, std::move(on_accept), Options{});
+    // Scheduler::live() names the listener, and every connection it accepts,
+    // by `where`: the line that called listen().
+    [[nodiscard]] static std::shared_ptr<Listener> listen(
+        Scheduler& sched, const Address& address, AcceptCallback on_accept, Options options,
+        std::source_location where = std::source_location::current());
+    [[nodiscard]] static std::shared_ptr<Listener> listen(
+        Scheduler& sched, const Address& address, AcceptCallback on_accept,
+        std::source_location where = std::source_location::current()) {
+        return listen(sched, address, std::move(on_accept), Options{}, where);
     }
 
-    Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options);
+    Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallback on_accept, Options options,
+             std::source_location where);
     ~Listener();
     Listener(const Listener&) = delete;
     Listener& operator=(const Listener&) = delete;
@@ -107,6 +113,8 @@ public:
 
 private:
     void on_unwatchable(int fd, std::error_code error) override;
+    void close_with_loop() noexcept override;  // Scheduler::close(), ~Scheduler: see loop_sockets.hpp
+    void describe(int fd, std::vector<LiveItem>& out) const override;
     void start_accepting();
     void on_readable();
     void pause_accepting(int error);
@@ -116,6 +124,7 @@ private:
     Scheduler& sched_;
     int fd_;
     Address address_;
+    std::source_location where_;  // the user's listen() call
     // close() resets both, also from inside one of them: see callback_slot.hpp.
     CallbackSlot<void(const ConnectionPtr&)> on_accept_;
     CallbackSlot<void(Listener&, std::error_code, std::string_view)> on_error_;

@@ -32,11 +32,12 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/fd_owner.hpp"
+#include "reactor/net/detail/loop_socket.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
 
-class UdpSocket : public std::enable_shared_from_this<UdpSocket>, private FdOwner {
+class UdpSocket : public std::enable_shared_from_this<UdpSocket>, private FdOwner, private detail::LoopSocket {
     struct Passkey {};
 
 public:
@@ -58,21 +59,28 @@ public:
     // Binds to `local` (port 0: the kernel picks; see local_address()) and
     // starts receiving; datagrams arriving before a datagram callback is set
     // are discarded. Throws std::system_error or std::invalid_argument.
-    [[nodiscard]] static std::shared_ptr<UdpSocket> bind(Scheduler& sched, const Address& local, Options options);
-    [[nodiscard]] static std::shared_ptr<UdpSocket> bind(Scheduler& sched, const Address& local) {
-        return bind(sched, local, Options{});
+    // Scheduler::live() names the socket by `where`, the line that made it.
+    [[nodiscard]] static std::shared_ptr<UdpSocket> bind(
+        Scheduler& sched, const Address& local, Options options,
+        std::source_location where = std::source_location::current());
+    [[nodiscard]] static std::shared_ptr<UdpSocket> bind(
+        Scheduler& sched, const Address& local, std::source_location where = std::source_location::current()) {
+        return bind(sched, local, Options{}, where);
     }
 
     // A socket connected to `remote` (asyncio's create_datagram_endpoint with
     // remote_addr): bound to the any-address of remote's family, port 0, then
     // connect(remote), which narrows the local address to the one that routes
     // there. Throws like bind() and connect().
-    [[nodiscard]] static std::shared_ptr<UdpSocket> connect(Scheduler& sched, const Address& remote, Options options);
-    [[nodiscard]] static std::shared_ptr<UdpSocket> connect(Scheduler& sched, const Address& remote) {
-        return connect(sched, remote, Options{});
+    [[nodiscard]] static std::shared_ptr<UdpSocket> connect(
+        Scheduler& sched, const Address& remote, Options options,
+        std::source_location where = std::source_location::current());
+    [[nodiscard]] static std::shared_ptr<UdpSocket> connect(
+        Scheduler& sched, const Address& remote, std::source_location where = std::source_location::current()) {
+        return connect(sched, remote, Options{}, where);
     }
 
-    UdpSocket(Passkey, Scheduler& sched, int fd, Address local, Options options);
+    UdpSocket(Passkey, Scheduler& sched, int fd, Address local, Options options, std::source_location where);
     ~UdpSocket();
     UdpSocket(const UdpSocket&) = delete;
     UdpSocket& operator=(const UdpSocket&) = delete;
@@ -115,6 +123,8 @@ private:
     // The loop cannot watch the socket (epoll_ctl: ENOMEM, ENOSPC): the error
     // callback (or the exception handler) hears it, and the socket closes.
     void on_unwatchable(int fd, std::error_code error) override;
+    void close_with_loop() noexcept override;  // Scheduler::close(), ~Scheduler: see loop_sockets.hpp
+    void describe(int fd, std::vector<LiveItem>& out) const override;
     struct Datagram {
         std::string data;
         Address to;  // AF_UNSPEC: the connected peer (sent without an address)
@@ -131,6 +141,7 @@ private:
 
     Scheduler& sched_;
     int fd_;
+    std::source_location where_;  // the user's bind() or connect() call
     Address local_;
     Address peer_;
     Options options_;
