@@ -50,7 +50,7 @@ struct ConnectAttempt : std::enable_shared_from_this<ConnectAttempt> {
                 self->result.set_exception(std::system_error(
                     ec, fmt::format("connect to {}", connector ? connector->address().to_string() : "?")));
             },
-            copt);
+            copt, result.where());
     }
 
     Promise<Stream> result;  // its where() is the user's open_connection line

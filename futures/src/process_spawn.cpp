@@ -255,7 +255,8 @@ Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv, 
         // The ticket tells the exit state if the watch drops the callback unrun.
         detail::watch_child(sched, pid, kind, options.watch == ExitWatch::automatic,
                             [ticket = std::make_shared<detail::ExitTicket>(exit)](
-                                int status, int error) { ticket->exit->complete(status, error); });
+                                int status, int error) { ticket->exit->complete(status, error); },
+                            where);
     } catch (...) {
         kill_and_reap(pid);
         throw;  // `reservation` gives SIGCHLD back

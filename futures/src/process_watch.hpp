@@ -47,7 +47,7 @@ void release_sigchld_if_idle(reactor::Scheduler& sched) noexcept;
 // `where` is the user's line that spawned the child: Scheduler::live() lists
 // the watched child by it.
 void watch_child(reactor::Scheduler& sched, pid_t pid, WatchKind kind, bool may_fall_back, ExitCallback on_exit,
-                 std::source_location where = {});
+                 std::source_location where);
 
 // Kills nothing: waits for `pid` on a detached thread (blocking waitpid), so
 // a child outliving its Scheduler never stays a zombie. Best effort: if no

@@ -30,7 +30,7 @@ void ServerCore::listen(const reactor::Address& address) {
         [weak](const reactor::ConnectionPtr& c) {
             if (auto self = weak.lock()) self->on_accept(c);
         },
-        lopt);
+        lopt, where_);
 }
 
 void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
