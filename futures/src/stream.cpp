@@ -158,7 +158,7 @@ void StreamCore::closed_with(int error) {
 int StreamCore::error_of(const reactor::CloseReason& reason) {
     switch (reason.kind) {
     case reactor::CloseKind::reset:
-    case reactor::CloseKind::error: return reason.error;
+    case reactor::CloseKind::error: return reason.error.value();
     case reactor::CloseKind::read_timeout:
     case reactor::CloseKind::write_timeout:
     case reactor::CloseKind::idle_timeout: return ETIMEDOUT;

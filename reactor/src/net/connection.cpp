@@ -34,8 +34,8 @@ std::string_view to_string(CloseKind kind) noexcept {
 }
 
 std::string CloseReason::to_string() const {
-    if (error == 0) return std::string(reactor::to_string(kind));
-    return fmt::format("{}: {}", reactor::to_string(kind), std::strerror(error));
+    if (!error) return std::string(reactor::to_string(kind));
+    return fmt::format("{}: {}", reactor::to_string(kind), error.message());
 }
 
 std::string_view to_string(Connection::State state) noexcept {
@@ -158,7 +158,7 @@ void Connection::on_eof() {
     if (!on_eof_) return begin_close(CloseKind::eof);
     on_eof_.invoke(*this);
     // Both directions are finished: nothing more can happen on this socket.
-    if (state_ == State::open && write_shut_) finish_close({CloseKind::eof, 0}, false);
+    if (state_ == State::open && write_shut_) finish_close({CloseKind::eof, {}}, false);
 }
 
 // ---------------------------------------------------------------- writing
@@ -229,7 +229,7 @@ void Connection::on_writable() {
 
     sched_.remove_writer(fd_);
     writer_registered_ = false;
-    if (state_ == State::closing) return finish_close({closing_kind_, 0}, false);
+    if (state_ == State::closing) return finish_close({closing_kind_, {}}, false);
     if (shutdown_requested_) return do_write_eof();
     on_drain_.invoke(*this);
 }
@@ -258,7 +258,7 @@ void Connection::do_write_eof() {
     // below (its reader sees EOF); a terminal cannot half-close.
     if (is_socket_) ::shutdown(fd_, SHUT_WR);
     write_shut_ = true;
-    if (read_eof_) finish_close({CloseKind::eof, 0}, false);
+    if (read_eof_) finish_close({CloseKind::eof, {}}, false);
 }
 
 // ---------------------------------------------------------------- closing
@@ -268,19 +268,21 @@ void Connection::close() { begin_close(CloseKind::local); }
 void Connection::abort() {
     if (state_ == State::closed) return;
     out_.clear();
-    finish_close({CloseKind::local, 0}, true);
+    finish_close({CloseKind::local, {}}, true);
 }
 
 void Connection::begin_close(CloseKind kind) {
     if (state_ != State::open) return;
-    if (out_.empty()) return finish_close({kind, 0}, false);
+    if (out_.empty()) return finish_close({kind, {}}, false);
     state_ = State::closing;
     closing_kind_ = kind;
     update_reader();  // the writer stays: on_writable finishes the close once flushed
 }
 
 void Connection::fail(int error) {
-    finish_close({detail::is_reset_error(error) ? CloseKind::reset : CloseKind::error, error}, false);
+    finish_close({detail::is_reset_error(error) ? CloseKind::reset : CloseKind::error,
+                  std::error_code(error, std::generic_category())},
+                 false);
 }
 
 // Makes the loop forget the fd before closing it (a closed fd must never stay
@@ -330,14 +332,14 @@ void Connection::clear_callbacks() noexcept {
 void Connection::on_unwatchable(int /*fd*/, std::error_code error) {
     if (state_ == State::closed) return;
     out_.clear();
-    finish_close({CloseKind::error, error.value()}, true);
+    finish_close({CloseKind::error, error}, true);
 }
 
 // Scheduler::close(): aborted; close() runs the close callback it queues.
 void Connection::end_with_loop_closing() {
     if (state_ == State::closed) return;
     out_.clear();
-    finish_close({CloseKind::scheduler_closed, 0}, true);
+    finish_close({CloseKind::scheduler_closed, {}}, true);
 }
 
 // The loop will never run a callback of ours again: abort and release

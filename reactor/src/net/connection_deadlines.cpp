@@ -71,7 +71,7 @@ void Connection::on_deadline_timer() {
     const TimePoint now = sched_.now();
     if (write_timeout_ > Duration::zero() && !out_.empty() && now >= write_deadline()) {
         out_.clear();  // the peer does not read: it cannot be flushed
-        return finish_close({CloseKind::write_timeout, 0}, true);
+        return finish_close({CloseKind::write_timeout, {}}, true);
     }
     if (state_ == State::open) {
         if (read_timeout_ > Duration::zero() && reader_registered_ && now >= read_deadline())

@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
@@ -60,9 +61,12 @@ enum class CloseKind : std::uint8_t {
 // connections while the loop still runs: Listener::connections()).
 std::string_view to_string(CloseKind kind) noexcept;
 
+// Like the error of a connect, a listener or a UDP socket, the error is a
+// std::error_code: in the generic category (an errno) for reset and error,
+// empty for the other kinds. reason.error == std::errc::connection_reset.
 struct CloseReason {
     CloseKind kind = CloseKind::local;
-    int error = 0;  // errno for reset and error, else 0
+    std::error_code error;
     // "eof", "reset: Connection reset by peer", ...
     std::string to_string() const;
 };
