@@ -18,7 +18,8 @@
 // (EMSGSIZE, ...) fails its own future with std::system_error.
 //
 // Owns its UdpSocket; close() (or destruction) fails waiting receives and
-// sends with std::system_error(EBADF). Destroy it before its Scheduler.
+// sends with std::system_error(EBADF). Its lifetime against the Scheduler's:
+// docs/scheduler.md, "What outlives what".
 // Loop thread only; never calls back synchronously.
 #pragma once
 

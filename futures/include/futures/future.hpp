@@ -5,7 +5,8 @@
 // Guarantee: a done-callback or continuation never runs synchronously, not even
 // one added to an already-done future: it is scheduled with call_soon, in
 // registration order, so a million-long chain never grows the stack.
-// A future must not outlive its Scheduler.
+// What a future may do once its Scheduler is closed or destroyed:
+// docs/scheduler.md, "What outlives what".
 #pragma once
 
 #include <cstdint>

@@ -175,8 +175,9 @@ private:
 
 }  // namespace detail
 
-// A submitted job, as its loop sees it. Loop thread only; must not outlive
-// its Scheduler. Dropping the handle does not cancel the job.
+// A submitted job, as its loop sees it. Loop thread only; may outlive its
+// Scheduler (the job is then cancelled). Dropping the handle does not cancel
+// the job.
 class Job {
 public:
     Job() noexcept = default;

@@ -3,7 +3,8 @@
 //
 // Owns its fd (and, for a Unix path it created, the socket file). Owned by
 // whoever holds the shared_ptr; destroying it, or close(), stops listening
-// (connections already accepted live on). Destroy it before its Scheduler.
+// (connections already accepted live on). The loop's end closes it too
+// (docs/scheduler.md, "What outlives what"): it may then outlive its Scheduler.
 // Loop thread only; never calls back synchronously.
 #pragma once
 

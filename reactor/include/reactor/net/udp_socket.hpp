@@ -2,7 +2,8 @@
 // unconnected (send_to() anyone, hear from anyone) or connected to one peer.
 //
 // Owns its fd. Owned by whoever holds the shared_ptr; destroying it, or
-// close(), stops it. Destroy it before its Scheduler. Datagrams are never
+// close(), stops it; so does the loop's end (docs/scheduler.md, "What outlives
+// what"), after which it may outlive its Scheduler. Datagrams are never
 // merged or split; a datagram the kernel cannot take at once is queued (up to
 // Options::max_queued_bytes, then dropped and counted) and sent in order when
 // the socket is writable. Loop thread only; never calls back synchronously.
