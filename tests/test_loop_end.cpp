@@ -6,6 +6,8 @@
 // sockets on 127.0.0.1, a real child process, a real thread-pool job. On
 // every backend.
 #define BOOST_TEST_MODULE loop_end
+#include <signal.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -198,6 +200,7 @@ BOOST_AUTO_TEST_CASE(live_lists_each_object_once_by_the_users_line_and_close_end
         o.hold.release();  // harmless on a hold close() released
         gate.open();
     }
+    ::kill(o.child->pid(), SIGKILL);  // not killed by close(): its reaper thread reaps it now
 }
 
 BOOST_AUTO_TEST_CASE(destroying_the_loop_first_ends_everything_silently) {
@@ -222,6 +225,7 @@ BOOST_AUTO_TEST_CASE(destroying_the_loop_first_ends_everything_silently) {
     for (auto& c : o.accepted) BOOST_TEST(!c->is_open());
     for (auto& c : o.connected) BOOST_TEST(!c->is_open());
     gate.open();
+    ::kill(o.child->pid(), SIGKILL);  // not killed by the destruction: its reaper thread reaps it now
 }
 
 BOOST_AUTO_TEST_CASE(a_work_hold_keeps_run_going_until_released) {
