@@ -29,6 +29,12 @@ LimitOverrunError::LimitOverrunError(const std::string& what, std::size_t consum
 
 namespace detail {
 
+// ---------------------------------------------------------------- OpenStreams
+
+void OpenStreams::abandon() noexcept {
+    while (StreamCore* stream = open_.pop_front()) stream->end_with_loop();
+}
+
 // ---------------------------------------------------------------- StreamCore
 
 // The promises (read_, drain_waiters_, close_waiters_) break as the members
@@ -52,31 +58,22 @@ void StreamCore::attach() {
     conn_->set_low_water_callback([weak](reactor::Connection&) {
         if (auto self = weak.lock()) self->finish_drains(0);
     });
-    // The close callback carries a sentinel: destroyed, it tells the core
-    // whether the connection dropped the callback unrun (its Scheduler being
-    // destroyed: reactor::Connection closes nothing then, it only lets go).
-    // Shared by the callback's copies, never copied itself.
-    struct DropSentinel {
-        explicit DropSentinel(std::weak_ptr<StreamCore> c) noexcept : core(std::move(c)) {}
-        DropSentinel(const DropSentinel&) = delete;
-        DropSentinel& operator=(const DropSentinel&) = delete;
-        ~DropSentinel() {
-            if (auto self = core.lock()) self->on_callbacks_dropped();
-        }
-        std::weak_ptr<StreamCore> core;
-    };
-    conn_->set_close_callback([weak, sentinel = std::make_shared<DropSentinel>(weak)](
-                                  reactor::Connection&, const reactor::CloseReason& r) {
-        (void)sentinel;  // carried, not used
+    conn_->set_close_callback([weak](reactor::Connection&, const reactor::CloseReason& r) {
         if (auto self = weak.lock()) self->on_closed(r);
     });
+    // Until its close callback has run, the loop's end must reach it (see OpenStreams).
+    sched_.service<OpenStreams>().add(*this);
 }
 
-void StreamCore::on_callbacks_dropped() noexcept {
-    if (closed_) return;  // the close callback ran: everything is complete
+void StreamCore::end_with_loop() noexcept {
+    if (closed_) return;
+    // Breaking a promise schedules its waiters (which keeps them, and what
+    // they hold, alive until the loop drops them); should that fail, they
+    // go at once, and with them maybe the last handle to this stream.
+    const std::shared_ptr<StreamCore> keep = weak_from_this().lock();
     closed_ = true;
     eof_ = true;
-    read_.reset();
+    read_.reset();  // each promise still pending breaks, naming its line
     drain_waiters_.clear();
     close_waiters_.clear();
 }
@@ -103,16 +100,12 @@ Future<void> StreamCore::drain(std::source_location where) {
 
 void StreamCore::close() {
     closing_ = true;
-    const bool was_closed = connection_closed();
     conn_->close();
-    if (!was_closed && connection_closed()) closed_with(0);  // nothing to flush: closed now
 }
 
 void StreamCore::abort() {
     closing_ = true;
-    const bool was_closed = connection_closed();
     conn_->abort();
-    if (!was_closed) closed_with(0);
 }
 
 Future<void> StreamCore::wait_closed(std::source_location where) {
@@ -137,15 +130,12 @@ void StreamCore::on_eof() {
     try_read();
 }
 
-void StreamCore::on_closed(const reactor::CloseReason& reason) { closed_with(error_of(reason)); }
-
-bool StreamCore::connection_closed() const { return conn_->state() == reactor::Connection::State::closed; }
-
-void StreamCore::closed_with(int error) {
-    if (closed_) return;  // close() or abort() already did (see stream_core.hpp)
+void StreamCore::on_closed(const reactor::CloseReason& reason) {
+    if (closed_) return;  // the loop's end came first (end_with_loop)
+    unlink();             // from OpenStreams: nothing is left for the loop's end to break
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
-    error_ = error;
+    error_ = error_of(reason);
     finish_drains(error_);
     for (auto& p : std::exchange(close_waiters_, {}))
         if (p.is_pending()) p.set_value();

@@ -3,8 +3,8 @@
 // made with the line of the user's call: Stream::read, drain, wait_closed);
 // the connection's callbacks refer to it weakly, so the user's Stream
 // handles alone decide how long it lives. Its promises end with it or with
-// the connection: the last handle gone, or the connection dropping its
-// callbacks unrun (its Scheduler destroyed), breaks those still pending
+// the loop: the last handle gone, or the loop abandoned before the
+// connection's close callback ran (OpenStreams), breaks those still pending
 // (a BrokenPromise: cancelled). Loop thread only.
 #pragma once
 
@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include <reactor/intrusive_list.hpp>
+#include <reactor/loop_service.hpp>
 #include <reactor/net/byte_buffer.hpp>
 #include <reactor/net/connection.hpp>
 
@@ -27,7 +29,29 @@
 
 namespace futures::detail {
 
-class StreamCore : public std::enable_shared_from_this<StreamCore> {
+class StreamCore;
+
+// The streams of one loop whose connection's close callback has not run yet
+// (a loop service). A stream's futures complete from that callback:
+// Scheduler::close() aborts the connections and runs their close callbacks,
+// which cancel a pending read or drain and complete wait_closed. What the
+// loop abandons instead (~Scheduler, or close()'s last phase: a close
+// callback queued and destroyed unrun, a connection let go without one) can
+// complete nothing any more, so abandon() breaks those promises: a task or
+// continuation waiting on them is released rather than left in a cycle
+// through the stream (a conversation's callback holding its Stream, say).
+// live() lists nothing here: the connection is listed.
+class OpenStreams final : public reactor::LoopService {
+public:
+    explicit OpenStreams(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
+    void add(StreamCore& stream) noexcept { open_.push_back(stream); }
+    void abandon() noexcept override;
+
+private:
+    reactor::IntrusiveList<StreamCore> open_;
+};
+
+class StreamCore : public std::enable_shared_from_this<StreamCore>, public reactor::ListMember<StreamCore> {
 public:
     enum class ReadKind : std::uint8_t { some, exactly, until };
 
@@ -37,8 +61,12 @@ public:
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
 
-    // Takes over the connection's callbacks; once, right after construction.
+    // Takes over the connection's callbacks and joins the loop's
+    // OpenStreams; once, right after construction.
     void attach();
+    // The loop was abandoned before the close callback ran: the promises
+    // still pending break.
+    void end_with_loop() noexcept;
 
     // One pending read at a time, else InvalidStateError.
     Future<std::string> start_read(ReadKind kind, std::size_t n, std::string delimiter, std::source_location where);
@@ -70,21 +98,6 @@ private:
     void on_data(std::string_view d);
     void on_eof();
     void on_closed(const reactor::CloseReason& reason);
-    // The connection is closed, with `error` (an errno, 0 for a graceful
-    // close): what waits completes. Once: from the close callback, or from
-    // close() and abort() when the connection closed at once (nothing to
-    // flush, or aborted), without waiting for the close callback they
-    // queue. Then the waiters' callbacks still run after that close
-    // callback (queued first), and a loop destroyed before it runs (it
-    // drops it unrun) leaves no promise pending in a cycle through the
-    // connection's callbacks.
-    void closed_with(int error);
-    bool connection_closed() const;
-    // The connection dropped its callbacks without calling the close
-    // callback (its Scheduler is being destroyed): nothing will complete
-    // what waits, so its promises break now, while the loop is still there
-    // to take their waiters.
-    void on_callbacks_dropped() noexcept;
 
     std::system_error connection_error() const;
     static int error_of(const reactor::CloseReason& reason);
