@@ -357,7 +357,13 @@ BOOST_AUTO_TEST_CASE(submit_while_the_scheduler_is_destroyed_ends_with_it) {
     };
     {
         Scheduler s(on(backend_under_test()));
-        (void)pool.submit(s, [&] { gate.wait(); }, Resubmit(&pool, &s, &submitted, work_ran, done_ran));
+        std::promise<void> started;
+        (void)pool.submit(s, [&] { started.set_value(); gate.wait(); },
+                          Resubmit(&pool, &s, &submitted, work_ran, done_ran));
+        // The one worker must be inside the gate before the loop ends, or it
+        // is free to take the job submitted during the destruction (the CI
+        // run at a357b0e lost that race once).
+        started.get_future().wait();
     }
     gate.open();
     pool.shutdown();
