@@ -30,31 +30,19 @@
 
 #include "reactor/callback.hpp"
 #include "reactor/clock.hpp"
+#include "reactor/detail/scheduler_slots.hpp"
 #include "reactor/error_context.hpp"
 #include "reactor/fd_owner.hpp"
 #include "reactor/handle.hpp"
 #include "reactor/loop_stats.hpp"
 #include "reactor/live_item.hpp"
 #include "reactor/loop_service.hpp"
+#include "reactor/periodic.hpp"
+#include "reactor/scheduler_options.hpp"
 #include "reactor/selector.hpp"
 #include "reactor/work_hold.hpp"
 
 namespace reactor {
-
-// How a periodic timer (Scheduler::call_every) keeps time when a tick runs
-// late (the loop was busy, or the callback itself was slow).
-enum class Periodic : std::uint8_t {
-    // Ticks stay on the grid start + k * interval, where start is when
-    // call_every was called: a late tick does not move the ones after it.
-    // Missed ticks are skipped, never run in a burst to catch up: after each
-    // tick the next one is the first grid point not yet past when its
-    // callback returned. A counter of elapsed intervals must therefore read
-    // the clock, not count calls.
-    fixed_rate,
-    // Each tick is due `interval` after the previous tick's callback returned:
-    // the gap between ticks never shrinks, and lateness adds up.
-    fixed_delay,
-};
 
 // Why Scheduler::run_for() returned.
 enum class RunStatus : std::uint8_t {
@@ -65,26 +53,7 @@ enum class RunStatus : std::uint8_t {
 
 class Scheduler {
 public:
-    struct Options {
-        Backend backend = Backend::select;
-        std::unique_ptr<Selector> selector;  // overrides backend when set (tests inject one)
-        ClockFunction clock;                 // empty: Clock::now
-
-        // Debug mode (docs/debugging.md): off by default, and on when `debug`
-        // is true or the environment has REACTOR_DEBUG set to anything but ""
-        // or "0" (read once, by the constructor). When on, the loop reports
-        // through the exception handler, one line each: a callback that ran
-        // longer than slow_callback_threshold (with the line that scheduled
-        // it), timers that fired more than timer_lateness_threshold after
-        // their deadline (one line per iteration, naming the latest), and a
-        // loop-thread-only member called from another thread while the loop
-        // runs (refused: it throws std::logic_error and changes nothing);
-        // stats() then has timings too. A negative threshold throws
-        // std::invalid_argument from the constructor.
-        bool debug = false;
-        Duration slow_callback_threshold = std::chrono::milliseconds(100);
-        Duration timer_lateness_threshold = std::chrono::milliseconds(100);
-    };
+    using Options = SchedulerOptions;
 
     Scheduler();
     explicit Scheduler(Options options);
@@ -363,46 +332,14 @@ private:
     friend class WorkHold;
     class RunGuard;
 
-    // periodic: armed in the sleeping heap; periodic_due: in the ready queue
-    // or running (re-armed after its callback returns).
-    enum class SlotKind : std::uint8_t {
-        free,
-        soon,
-        timer,
-        oneshot_waiter,
-        persistent_waiter,
-        periodic,
-        periodic_due,
-        signal_handler,
-    };
-    struct Slot {
-        Callback cb;
-        std::source_location where;
-        std::uint32_t gen = 0;
-        std::uint32_t next_free = 0;
-        SlotKind kind = SlotKind::free;
-        int fd = -1;  // fd waiters: the fd; signal handlers: the signal number
-        bool is_read = false;
-        Periodic policy = Periodic::fixed_rate;  // periodic timers only, with the two below
-        Duration interval{};
-        TimePoint deadline{};  // when the current tick was due
-    };
-    // A reference into the slot table, live only while gen matches.
-    struct Ref {
-        std::uint32_t slot = kNoSlot;
-        std::uint32_t gen = 0;
-    };
-    struct Timer {
-        TimePoint deadline;
-        std::uint64_t seq;
-        Ref ref;
-    };
-    struct FdWaiters {
-        Ref read, write;
-        FdOwner* owner = nullptr;  // set_fd_owner, until forget_fd
-        int unwatchable = 0;       // errno to tell the owner (tell_owner_unwatchable), 0: none
-    };
-    static constexpr std::uint32_t kNoSlot = UINT32_MAX;
+    // The slab of scheduled callables and what refers into it
+    // (reactor/detail/scheduler_slots.hpp).
+    using SlotKind = detail::SlotKind;
+    using Slot = detail::Slot;
+    using Ref = detail::Ref;
+    using Timer = detail::Timer;
+    using FdWaiters = detail::FdWaiters;
+    static constexpr std::uint32_t kNoSlot = detail::kNoSlot;
 
     // Phases of one iteration, in order (run_once_unguarded).
     void run_once_unguarded();

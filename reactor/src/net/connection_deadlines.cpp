@@ -33,6 +33,7 @@ void Connection::update_has_deadlines() noexcept {
 
 void Connection::set_read_timeout(Duration d) {
     read_timeout_ = std::max(d, Duration::zero());
+    if (state_ == State::closed) return;  // nothing to time; the loop may be gone
     read_from_ = sched_.now();
     update_has_deadlines();
     arm_deadline_timer();
@@ -40,6 +41,7 @@ void Connection::set_read_timeout(Duration d) {
 
 void Connection::set_write_timeout(Duration d) {
     write_timeout_ = std::max(d, Duration::zero());
+    if (state_ == State::closed) return;  // nothing to time; the loop may be gone
     write_from_ = sched_.now();
     update_has_deadlines();
     arm_deadline_timer();
@@ -47,6 +49,7 @@ void Connection::set_write_timeout(Duration d) {
 
 void Connection::set_idle_timeout(Duration d) {
     idle_timeout_ = std::max(d, Duration::zero());
+    if (state_ == State::closed) return;  // nothing to time; the loop may be gone
     idle_from_ = sched_.now();
     update_has_deadlines();
     arm_deadline_timer();
