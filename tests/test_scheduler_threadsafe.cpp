@@ -95,7 +95,9 @@ BOOST_AUTO_TEST_CASE(post_wakes_a_loop_blocked_with_nothing_to_do) {
     poster.join();
     BOOST_TEST(posted.load());
     BOOST_TEST((elapsed >= 30ms));
-    BOOST_TEST((elapsed < 1s));  // woken by the eventfd, not by some timeout
+    // No upper bound: with nothing to wait for, run_forever() would block
+    // for ever unless the eventfd woke it (ctest's timeout would end the
+    // test), and a bound in real time flakes on a loaded machine.
     const double ms = std::chrono::duration<double, std::milli>(elapsed).count();
     BOOST_TEST_MESSAGE("woken after " << ms << " ms");
     CHECK_EMPTY(s);
