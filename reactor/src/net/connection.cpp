@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "connection_parts.hpp"
 #include "open_connections.hpp"
 #include "socket_ops.hpp"
 
@@ -49,16 +51,43 @@ std::string_view to_string(Connection::State state) noexcept {
 
 // ---------------------------------------------------------------- lifetime
 
-std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, ConnectionOptions options,
-                                              std::source_location where) {
-    detail::UniqueFd owned(fd);
+void Connection::check_options(const ConnectionOptions& options) {
     if (options.low_water > options.high_water)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}",
                                                 options.low_water, options.high_water));
     if (options.read_size == 0) throw std::invalid_argument("reactor: read_size must be positive");
+}
+
+std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, ConnectionOptions options,
+                                              std::source_location where) {
+    detail::UniqueFd owned(fd);
+    check_options(options);
     const FdKind kind = inspect_fd(fd);  // connection_fd.cpp
     auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options, where);
     conn->adapt_to_fd_kind(kind);
+    if (kind.type == S_IFSOCK) {
+        conn->local_ = Address::local_of(fd);
+        conn->peer_ = Address::peer_of(fd);
+    }
+    return start(std::move(conn));
+}
+
+// The listener accepted `fd` with accept4(SOCK_NONBLOCK): a connected stream
+// socket, read-write, non-blocking. accept4 gave the peer's address; `local`,
+// when the listener has a specific address, is every accepted connection's.
+std::shared_ptr<Connection> Connection::adopt_accepted(Scheduler& sched, int fd, const Address& peer,
+                                                       const Address* local, const ConnectionOptions& options,
+                                                       std::source_location where) {
+    detail::UniqueFd owned(fd);
+    check_options(options);
+    auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options, where);
+    conn->peer_ = peer;
+    conn->local_ = local ? *local : Address::local_of(fd);
+    return start(std::move(conn));
+}
+
+std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) {
+    Scheduler& sched = conn->sched_;
     sched.set_fd_owner(conn->fd_, *conn);  // release_fd forgets it before closing
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
@@ -72,18 +101,19 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
 Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options,
                        std::source_location where)
     : sched_(sched),
-      fd_(fd),
       where_(where),
-      local_(Address::local_of(fd)),
-      peer_(Address::peer_of(fd)),
-      high_water_(options.high_water),
-      low_water_(options.low_water),
-      read_size_(options.read_size),
-      read_timeout_(std::max(options.read_timeout, Duration::zero())),
-      write_timeout_(std::max(options.write_timeout, Duration::zero())),
-      idle_timeout_(std::max(options.idle_timeout, Duration::zero())) {
-    update_has_deadlines();
-    if (has_deadlines()) read_from_ = write_from_ = idle_from_ = sched_.now();
+      fd_(fd),
+      high_water_(mark(options.high_water)),
+      low_water_(mark(options.low_water)),
+      read_size_(mark(options.read_size)) {
+    const Duration zero = Duration::zero();
+    if (options.read_timeout > zero || options.write_timeout > zero || options.idle_timeout > zero) {
+        Deadlines& d = deadlines();
+        d.read_timeout = std::max(options.read_timeout, zero);
+        d.write_timeout = std::max(options.write_timeout, zero);
+        d.idle_timeout = std::max(options.idle_timeout, zero);
+        d.read_from = d.write_from = d.idle_from = sched_.now();
+    }
 }
 
 Connection::~Connection() {
@@ -94,6 +124,34 @@ Connection::~Connection() {
     }
 }
 
+std::uint32_t Connection::mark(std::size_t bytes) noexcept {
+    return static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX));
+}
+
+Connection::RareCallbacks& Connection::rare() {
+    if (!rare_) rare_ = std::make_unique<RareCallbacks>();
+    return *rare_;
+}
+
+ByteBuffer& Connection::output() {
+    if (!out_) out_ = std::make_unique<ByteBuffer>();
+    return *out_;
+}
+
+// Clearing a callback never makes the block.
+void Connection::set_eof_callback(EventCallback cb) {
+    if (cb || rare_) rare().on_eof.set(std::move(cb));
+}
+void Connection::set_drain_callback(EventCallback cb) {
+    if (cb || rare_) rare().on_drain.set(std::move(cb));
+}
+void Connection::set_high_water_callback(EventCallback cb) {
+    if (cb || rare_) rare().on_high_water.set(std::move(cb));
+}
+void Connection::set_low_water_callback(EventCallback cb) {
+    if (cb || rare_) rare().on_low_water.set(std::move(cb));
+}
+
 void Connection::set_no_delay(bool on) noexcept {
     int v = on ? 1 : 0;
     if (fd_ >= 0 && is_socket_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
@@ -102,8 +160,8 @@ void Connection::set_no_delay(bool on) noexcept {
 void Connection::set_water_marks(std::size_t high, std::size_t low) {
     if (low > high)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}", low, high));
-    high_water_ = high;
-    low_water_ = low;
+    high_water_ = mark(high);
+    low_water_ = mark(low);
 }
 
 // ---------------------------------------------------------------- reading
@@ -118,7 +176,7 @@ void Connection::resume_reading() {
     reading_wanted_ = true;
     update_reader();
     if (!was_reading && reader_registered_ && has_deadlines()) {
-        read_from_ = sched_.now();  // the read timeout counts from the resumption
+        deadlines_->read_from = sched_.now();  // the read timeout counts from the resumption
         arm_deadline_timer();
     }
 }
@@ -155,8 +213,8 @@ void Connection::on_readable() {
 void Connection::on_eof() {
     read_eof_ = true;
     update_reader();
-    if (!on_eof_) return begin_close(CloseKind::eof);
-    on_eof_.invoke(*this);
+    if (!rare_ || !rare_->on_eof) return begin_close(CloseKind::eof);
+    rare_->on_eof.invoke(*this);
     // Both directions are finished: nothing more can happen on this socket.
     if (state_ == State::open && write_shut_) finish_close({CloseKind::eof, {}}, false);
 }
@@ -166,7 +224,7 @@ void Connection::on_eof() {
 bool Connection::write(std::string_view data) {
     if (state_ != State::open || shutdown_requested_) return false;
     if (data.empty()) return true;
-    if (out_.empty()) {
+    if (!has_output()) {
         // Nothing queued, so order allows sending straight away: the common
         // case costs one send(2) and no copy.
         ssize_t n = transfer_out(data.data(), data.size());
@@ -179,23 +237,23 @@ bool Connection::write(std::string_view data) {
         }
         if (static_cast<std::size_t>(n) == data.size()) {
             note_written();
-            if (on_drain_) schedule_drain();
+            if (rare_ && rare_->on_drain) schedule_drain();
             return true;
         }
         data.remove_prefix(static_cast<std::size_t>(n));
-        out_.append(data);
+        output().append(data);
         register_writer();
         if (has_deadlines()) {
             note_written();  // the write timeout counts from here
             arm_deadline_timer();
         }
     } else {
-        out_.append(data);  // the writer is registered: it sends in order
+        out_->append(data);  // the writer is registered: it sends in order
     }
     // Last, so the callback sees a consistent connection and may do anything.
-    if (!above_high_ && out_.size() > high_water_) {
+    if (!above_high_ && out_->size() > high_water_) {
         above_high_ = true;
-        on_high_water_.invoke(*this);
+        if (rare_) rare_->on_high_water.invoke(*this);
         // An abort() in the callback (or a failed write from it) discarded the
         // buffer, `data` included: say so. close() or write_eof() there
         // still flush it, so that data counts as accepted.
@@ -211,27 +269,28 @@ void Connection::register_writer() {
 }
 
 void Connection::on_writable() {
-    if (!out_.empty()) {
-        ssize_t n = transfer_out(out_.data(), out_.size());
+    if (has_output()) {
+        ssize_t n = transfer_out(out_->data(), out_->size());
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             return fail(errno);
         }
-        out_.consume(static_cast<std::size_t>(n));
+        out_->consume(static_cast<std::size_t>(n));
         note_written();
+        if (out_->empty()) drop_output();  // an idle connection keeps no buffer
     }
-    if (above_high_ && out_.size() <= low_water_) {
+    if (above_high_ && buffered() <= low_water_) {
         above_high_ = false;
-        on_low_water_.invoke(*this);  // may write, close, abort...
+        if (rare_) rare_->on_low_water.invoke(*this);  // may write, close, abort...
         if (state_ == State::closed) return;
     }
-    if (!out_.empty()) return;
+    if (has_output()) return;
 
     sched_.remove_writer(fd_);
     writer_registered_ = false;
     if (state_ == State::closing) return finish_close({closing_kind_, {}}, false);
     if (shutdown_requested_) return do_write_eof();
-    on_drain_.invoke(*this);
+    if (rare_) rare_->on_drain.invoke(*this);
 }
 
 void Connection::schedule_drain() {
@@ -241,7 +300,7 @@ void Connection::schedule_drain() {
         [self = shared_from_this()] {
             self->drain_scheduled_ = false;
             // Later writes may have queued output again: on_writable reports that drain.
-            if (self->state_ == State::open && self->out_.empty()) self->on_drain_.invoke(*self);
+            if (self->state_ == State::open && !self->has_output() && self->rare_) self->rare_->on_drain.invoke(*self);
         },
         where_);
 }
@@ -249,7 +308,7 @@ void Connection::schedule_drain() {
 void Connection::write_eof() {
     if (state_ != State::open || shutdown_requested_) return;
     shutdown_requested_ = true;
-    if (out_.empty()) do_write_eof();  // else on_writable does it once flushed
+    if (!has_output()) do_write_eof();  // else on_writable does it once flushed
 }
 
 void Connection::do_write_eof() {
@@ -267,13 +326,13 @@ void Connection::close() { begin_close(CloseKind::local); }
 
 void Connection::abort() {
     if (state_ == State::closed) return;
-    out_.clear();
+    drop_output();
     finish_close({CloseKind::local, {}}, true);
 }
 
 void Connection::begin_close(CloseKind kind) {
     if (state_ != State::open) return;
-    if (out_.empty()) return finish_close({kind, {}}, false);
+    if (!has_output()) return finish_close({kind, {}}, false);
     state_ = State::closing;
     closing_kind_ = kind;
     update_reader();  // the writer stays: on_writable finishes the close once flushed
@@ -308,14 +367,14 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
 void Connection::release_fd(bool abortive) {
     state_ = State::closed;
     unlink();  // from the open connections of the loop
-    deadline_timer_.cancel();
+    if (deadlines_) deadlines_->timer.cancel();
     sched_.forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
     if (abortive && is_socket_) detail::set_linger_zero(fd_);
     if (restore_flags_ >= 0) ::fcntl(fd_, F_SETFL, restore_flags_);  // adopt_stdio: the description outlives us
     detail::close_fd(fd_);
     fd_ = -1;
-    out_.release();
+    drop_output();
 }
 
 // Every callback slot, dropped at once: after the close callback was taken
@@ -323,22 +382,24 @@ void Connection::release_fd(bool abortive) {
 void Connection::clear_callbacks() noexcept {
     on_close_.reset();
     on_data_.reset();
-    on_eof_.reset();
-    on_drain_.reset();
-    on_high_water_.reset();
-    on_low_water_.reset();
+    if (rare_) {  // the block stays: one of its callbacks may be running
+        rare_->on_eof.reset();
+        rare_->on_drain.reset();
+        rare_->on_high_water.reset();
+        rare_->on_low_water.reset();
+    }
 }
 
 void Connection::on_unwatchable(int /*fd*/, std::error_code error) {
     if (state_ == State::closed) return;
-    out_.clear();
+    drop_output();
     finish_close({CloseKind::error, error}, true);
 }
 
 // Scheduler::close(): aborted; close() runs the close callback it queues.
 void Connection::end_with_loop_closing() {
     if (state_ == State::closed) return;
-    out_.clear();
+    drop_output();
     finish_close({CloseKind::scheduler_closed, {}}, true);
 }
 
@@ -348,7 +409,7 @@ void Connection::end_with_loop_closing() {
 // scheduled.
 void Connection::end_with_loop_abandoned() noexcept {
     if (state_ == State::closed) return;
-    out_.clear();
+    drop_output();
     release_fd(true);
     auto self = std::move(self_);  // freed when this returns, unless a callback's capture holds it
     clear_callbacks();
@@ -357,8 +418,8 @@ void Connection::end_with_loop_abandoned() noexcept {
 
 void Connection::describe_for_live(std::vector<LiveItem>& out) const {
     out.push_back(LiveItem{LiveItem::Kind::connection,
-                           fmt::format("fd {}, {} <-> {}, {} byte(s) unsent", fd_, local_.to_string(),
-                                       peer_.to_string(), out_.size()),
+                           fmt::format("fd {}, {} <-> {}, {} byte(s) unsent", fd_, local_.get().to_string(),
+                                       peer_.get().to_string(), buffered()),
                            where_, true});
 }
 

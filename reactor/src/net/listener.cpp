@@ -1,5 +1,7 @@
 #include "reactor/net/listener.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -173,11 +175,22 @@ void Listener::on_unwatchable(int fd, std::error_code error) {
     sched_.call_exception_handler(ctx);
 }
 
+bool Listener::has_one_local_address() const noexcept {
+    if (address_.is_unix()) return true;
+    if (address_.family() == AF_INET)
+        return reinterpret_cast<const sockaddr_in*>(address_.data())->sin_addr.s_addr != htonl(INADDR_ANY);
+    if (address_.family() == AF_INET6)
+        return !IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(address_.data())->sin6_addr);
+    return false;
+}
+
 // Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.
 void Listener::on_readable() {
     auto keep_alive = shared_from_this();  // the accept callback may drop the last reference
     while (fd_ >= 0) {
-        int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        sockaddr_storage peer{};
+        socklen_t peer_len = sizeof peer;
+        int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             int err = errno;
             if (err == EINTR || is_per_connection_error(err)) continue;
@@ -189,7 +202,10 @@ void Listener::on_readable() {
         if (address_.is_ip()) detail::set_no_delay(fd);
         ConnectionPtr conn;
         try {
-            conn = Connection::adopt(sched_, fd, options_.connection, where_);  // closes fd on failure
+            // Closes fd on failure. A listener on one address (not a wildcard)
+            // knows every accepted connection's local address.
+            conn = Connection::adopt_accepted(sched_, fd, Address::from_sockaddr(reinterpret_cast<sockaddr*>(&peer), peer_len),
+                                              has_one_local_address() ? &address_ : nullptr, options_.connection, where_);
         } catch (const std::invalid_argument& e) {
             ++refused_;
             report(refusal_reports_, EMFILE, fmt::format("accepted connection closed: {}", e.what()));

@@ -32,6 +32,7 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/byte_buffer.hpp"
+#include "reactor/net/detail/packed_address.hpp"
 #include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
 
@@ -153,15 +154,15 @@ public:
     // connection then closes by itself (flushing pending output first; close
     // reason eof). With one, it stays open for writing: finish with
     // write_eof() (which then closes it, reason eof) or close().
-    void set_eof_callback(EventCallback cb) { on_eof_.set(std::move(cb)); }
+    void set_eof_callback(EventCallback cb);
     // The output buffer became empty: everything written so far was handed to
     // the kernel. Runs on a later iteration, never from inside write().
-    void set_drain_callback(EventCallback cb) { on_drain_.set(std::move(cb)); }
+    void set_drain_callback(EventCallback cb);
     // buffered() grew above the high mark (called from write(): the only
     // synchronous callback), and later fell to the low mark (from the loop).
     // Each crossing is reported once; high and low alternate.
-    void set_high_water_callback(EventCallback cb) { on_high_water_.set(std::move(cb)); }
-    void set_low_water_callback(EventCallback cb) { on_low_water_.set(std::move(cb)); }
+    void set_high_water_callback(EventCallback cb);
+    void set_low_water_callback(EventCallback cb);
     // Exactly once, on a later iteration than the event that closed it. After
     // it returns every callback is dropped (breaking cycles through captures)
     // and the connection releases itself.
@@ -184,8 +185,9 @@ public:
     // mask is restored, so the process-wide disposition is never touched and
     // a handler of the application never sees our SIGPIPE.
     bool write(std::string_view data);
-    std::size_t buffered() const noexcept { return out_.size(); }
-    // Requires low <= high (std::invalid_argument). Takes effect at the next write or flush.
+    std::size_t buffered() const noexcept { return out_ ? out_->size() : 0; }
+    // Requires low <= high (std::invalid_argument). Takes effect at the next
+    // write or flush. A mark above 4 GiB counts as 4 GiB (kept in 32 bits).
     void set_water_marks(std::size_t high, std::size_t low);
     bool above_high_water() const noexcept { return above_high_; }
 
@@ -222,8 +224,9 @@ public:
     // for its whole life: the close callback can still log who the peer was,
     // even after a reset (the closed fd, or a reset socket, no longer knows).
     // Unspecified only if the peer was already gone before adoption.
-    const Address& local_address() const noexcept { return local_; }
-    const Address& peer_address() const noexcept { return peer_; }
+    // (Kept packed, 32 bytes each: returned by value.)
+    Address local_address() const { return local_.get(); }
+    Address peer_address() const { return peer_.get(); }
     Scheduler& scheduler() const noexcept { return sched_; }
     // TCP_NODELAY (Listener and connect() turn it on for TCP). No-op on Unix sockets.
     void set_no_delay(bool on) noexcept;
@@ -266,70 +269,74 @@ private:
     long transfer_out(const char* data, std::size_t n) noexcept;  // send(2) or write(2), -1 and errno on error
     friend std::shared_ptr<Connection> adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
     // Deadlines (connection_deadlines.cpp).
-    bool has_deadlines() const noexcept { return has_deadlines_; }  // on every read and send: one load
-    void update_has_deadlines() noexcept;
+    struct Deadlines;
+    // On every read and send: one load (the block exists once any timeout was set).
+    bool has_deadlines() const noexcept { return deadlines_ != nullptr; }
+    Deadlines& deadlines();  // made on first use
     TimePoint read_deadline() const noexcept;
     TimePoint write_deadline() const noexcept;
     TimePoint idle_deadline() const noexcept;
     void arm_deadline_timer();
     void on_deadline_timer();
     void note_read() {
-        if (has_deadlines()) last_read_ = sched_.now();
+        if (has_deadlines()) [[unlikely]]
+            note_read_time();
     }
     void note_written() {
-        if (has_deadlines()) last_written_ = sched_.now();
+        if (has_deadlines()) [[unlikely]]
+            note_write_time();
     }
+    void note_read_time();
+    void note_write_time();
+    // What most connections never use, made on first use: an idle connection
+    // pays a pointer for each (issue 22; bench/results/memory.md has the budget).
+    struct RareCallbacks;
+    RareCallbacks& rare();
+    bool has_output() const noexcept { return out_ && !out_->empty(); }
+    ByteBuffer& output();           // made on first partial write
+    void drop_output() noexcept { out_.reset(); }  // released once drained or discarded
+    static std::uint32_t mark(std::size_t bytes) noexcept;
+    // Listener: an accepted socket, whose kind, flags and addresses the
+    // listener already knows (no fstat, fcntl or getpeername per accept).
+    friend class Listener;
+    static std::shared_ptr<Connection> adopt_accepted(Scheduler& sched, int fd, const Address& peer,
+                                                      const Address* local, const ConnectionOptions& options,
+                                                      std::source_location where);
+    static void check_options(const ConnectionOptions& options);
+    static std::shared_ptr<Connection> start(std::shared_ptr<Connection> conn);
 
+    // Largest members first, so the bytes pack without holes.
     Scheduler& sched_;
+    std::source_location where_;              // the user's line that made us: see adopt()
+    std::shared_ptr<Connection> self_;        // set while open or closing: see the header comment
+    friend class ConnectionSet;
+    std::shared_ptr<ConnectionSet> set_;      // the set it is in, if any; left as it closes
+    std::size_t set_index_ = 0;               // its slot there
+    std::unique_ptr<ByteBuffer> out_;         // output the kernel has not taken yet, if any
+    std::unique_ptr<Deadlines> deadlines_;    // once a timeout is set
+    std::unique_ptr<RareCallbacks> rare_;     // once an eof, drain or water-mark callback is set
+    CallbackSlot<void(Connection&, std::string_view)> on_data_;
+    CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
+    detail::PackedAddress local_;  // as of adoption: see local_address()
+    detail::PackedAddress peer_;
     int fd_;
-    std::source_location where_;  // the user's line that made us: see adopt()
-    Address local_;  // as of adoption: see local_address()
-    Address peer_;
+    int restore_flags_ = -1;  // adopt_stdio: file status flags to put back when closing
+    std::uint32_t high_water_;
+    std::uint32_t low_water_;
+    std::uint32_t read_size_;
     State state_ = State::open;
     CloseKind closing_kind_ = CloseKind::local;  // what `closing` reports once flushed
-    std::shared_ptr<Connection> self_;       // set while open or closing: see the header comment
-    friend class ConnectionSet;
-    std::shared_ptr<ConnectionSet> set_;  // the set it is in, if any; left as it closes
-    std::size_t set_index_ = 0;           // its slot there
-
-    ByteBuffer out_;
-    std::size_t high_water_;
-    std::size_t low_water_;
-    std::size_t read_size_;
-
-    bool reading_wanted_ = true;  // not paused by the user
-    bool reader_registered_ = false;
-    bool writer_registered_ = false;
-    bool read_eof_ = false;
-    bool shutdown_requested_ = false;
-    bool write_shut_ = false;
-    bool above_high_ = false;
-    bool drain_scheduled_ = false;
-    bool is_socket_ = true;           // else read(2)/write(2), and no shutdown()
-    bool is_fifo_ = false;            // writes may raise SIGPIPE: see write()
-    bool watch_reader_gone_ = false;  // a write-only pipe: readiness means its reader left
-    int restore_flags_ = -1;          // adopt_stdio: file status flags to put back when closing
-
-    Duration read_timeout_;
-    Duration write_timeout_;
-    Duration idle_timeout_;
-    bool has_deadlines_ = false;  // any of the three is set
-    TimePoint last_read_{};     // last bytes received
-    TimePoint last_written_{};  // last bytes sent, or output queued
-    // When each count (re)started without traffic: a deadline set, reading resumed.
-    TimePoint read_from_{};
-    TimePoint write_from_{};
-    TimePoint idle_from_{};
-    Handle deadline_timer_;     // for the earliest deadline, re-armed only when it fires
-    TimePoint deadline_at_{};
-
-    // Each may replace, clear or close from inside itself: see callback_slot.hpp.
-    CallbackSlot<void(Connection&, std::string_view)> on_data_;
-    CallbackSlot<void(Connection&)> on_eof_;
-    CallbackSlot<void(Connection&)> on_drain_;
-    CallbackSlot<void(Connection&)> on_high_water_;
-    CallbackSlot<void(Connection&)> on_low_water_;
-    CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
+    bool reading_wanted_ : 1 = true;  // not paused by the user
+    bool reader_registered_ : 1 = false;
+    bool writer_registered_ : 1 = false;
+    bool read_eof_ : 1 = false;
+    bool shutdown_requested_ : 1 = false;
+    bool write_shut_ : 1 = false;
+    bool above_high_ : 1 = false;
+    bool drain_scheduled_ : 1 = false;
+    bool is_socket_ : 1 = true;           // else read(2)/write(2), and no shutdown()
+    bool is_fifo_ : 1 = false;            // writes may raise SIGPIPE: see write()
+    bool watch_reader_gone_ : 1 = false;  // a write-only pipe: readiness means its reader left
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;

@@ -1,0 +1,166 @@
+// What a Connection keeps on the heap (issue 22), counted by replacing the
+// global operator new and delete in this test program: an idle accepted
+// connection costs one block (the Connection and its shared_ptr control
+// block) and nothing else of its own; output that waited for the peer is
+// freed once it drained. Counted, never timed: the figures are exact for
+// one build, and the bounds leave room for another standard library.
+// bench/sizes (bench/results/memory.md) has the byte budget field by field.
+#define BOOST_TEST_MODULE connection_memory
+#include <malloc.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <reactor/net/connection.hpp>
+#include <reactor/net/listener.hpp>
+
+#include "support/backends.hpp"
+#include "support/net_util.hpp"
+
+namespace {
+
+// Live heap bytes (malloc_usable_size of every block operator new made).
+std::atomic<long> live_bytes{0};
+
+void* counted_new(std::size_t n) {
+    void* p = std::malloc(n == 0 ? 1 : n);
+    if (!p) throw std::bad_alloc();
+    live_bytes.fetch_add(static_cast<long>(::malloc_usable_size(p)), std::memory_order_relaxed);
+    return p;
+}
+
+void counted_delete(void* p) noexcept {
+    if (!p) return;
+    live_bytes.fetch_sub(static_cast<long>(::malloc_usable_size(p)), std::memory_order_relaxed);
+    std::free(p);
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) { return counted_new(n); }
+void* operator new[](std::size_t n) { return counted_new(n); }
+void operator delete(void* p) noexcept { counted_delete(p); }
+void operator delete[](void* p) noexcept { counted_delete(p); }
+void operator delete(void* p, std::size_t) noexcept { counted_delete(p); }
+void operator delete[](void* p, std::size_t) noexcept { counted_delete(p); }
+
+using reactor::Connection;
+using reactor::ConnectionPtr;
+using reactor_test::on;
+
+namespace {
+
+constexpr int kClients = 200;
+
+// A listener whose accepted connections echo (the shape of
+// examples/09_echo_server), and blocking clients on 127.0.0.1.
+struct Server {
+    reactor::Scheduler& sched;
+    std::vector<ConnectionPtr> accepted;
+    std::shared_ptr<reactor::Listener> listener;
+
+    explicit Server(reactor::Scheduler& s) : sched(s) {
+        listener = reactor::Listener::listen(sched, reactor::Address::loopback_v4(0), [this](const ConnectionPtr& c) {
+            c->set_data_callback([](Connection& conn, std::string_view data) { conn.write(data); });
+            c->set_close_callback([](Connection&, const reactor::CloseReason&) {});
+            accepted.push_back(c);
+        });
+    }
+
+    // Connects n clients and proves each accepted by a one-byte echo.
+    std::vector<int> connect(int n) {
+        std::vector<int> clients;
+        const std::size_t before = accepted.size();
+        for (int i = 0; i < n; ++i) {
+            int fd = reactor_test::connect_blocking(listener->address().port());
+            BOOST_REQUIRE(fd >= 0);
+            clients.push_back(fd);
+        }
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return accepted.size() == before + std::size_t(n); }));
+        for (int fd : clients) BOOST_REQUIRE(reactor_test::send_all(fd, "x"));
+        int echoed = 0;
+        for (int fd : clients) {
+            bool back = false;  // run_until asks its predicate once more at the end
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+                char c;
+                return back = back || ::recv(fd, &c, 1, MSG_DONTWAIT) == 1;
+            }));
+            ++echoed;
+        }
+        BOOST_REQUIRE(echoed == n);
+        return clients;
+    }
+
+    void disconnect(std::vector<int>& clients) {
+        for (int fd : clients) ::close(fd);
+        clients.clear();
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+            for (auto& c : accepted)
+                if (c->is_open()) return false;
+            return true;
+        }));
+        sched.run_for(std::chrono::seconds(0));  // the close callbacks, then the connections release themselves
+        accepted.clear();
+    }
+};
+
+}  // namespace
+
+// The old layout kept two sockaddr_storage, six std::function slots, an
+// output buffer and the deadline state inline: 800 bytes on x86-64.
+BOOST_AUTO_TEST_CASE(a_connection_object_is_small) {
+    BOOST_TEST_MESSAGE("sizeof(Connection) = " << sizeof(Connection));
+    BOOST_TEST(sizeof(Connection) <= 320u);
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_accepted_connection_costs_one_block) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Server server(sched);
+    // A first round grows the loop's tables (slots, fds, the listener's set)
+    // to their size for kClients: the second round measures connections only.
+    auto warm = server.connect(kClients);
+    server.disconnect(warm);
+    const long before = live_bytes.load();
+    auto clients = server.connect(kClients);
+    const long per_connection = (live_bytes.load() - before) / kClients;
+    BOOST_TEST_MESSAGE("heap bytes per idle accepted connection: " << per_connection);
+    // The Connection with its control block (make_shared), the two callbacks
+    // (captureless: stored inline), and the slot in `accepted` above.
+    BOOST_TEST(per_connection <= long(sizeof(Connection)) + 64);
+    BOOST_TEST(per_connection >= long(sizeof(Connection)));
+    server.disconnect(clients);
+}
+
+BOOST_AUTO_TEST_CASE(output_is_freed_once_it_drained) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Server server(sched);
+    auto clients = server.connect(1);
+    ConnectionPtr conn = server.accepted.front();
+    int drains = 0;
+    conn->set_drain_callback([&](Connection&) { ++drains; });  // makes the rare-callback block now
+    // The client does not read: most of 8 MiB waits in the output buffer.
+    const std::string big(8 << 20, 'm');
+    std::vector<char> sink(1 << 16);
+    std::size_t got = 0;
+    const long idle = live_bytes.load();
+    BOOST_REQUIRE(conn->write(big));
+    BOOST_REQUIRE(conn->buffered() > 0u);
+    BOOST_TEST(live_bytes.load() - idle >= long(conn->buffered()));
+    // Read it all; once drained, the buffer is gone.
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+        ssize_t n;
+        while ((n = ::recv(clients[0], sink.data(), sink.size(), MSG_DONTWAIT)) > 0) got += std::size_t(n);
+        return drains > 0 && got == big.size();
+    }));
+    BOOST_TEST(conn->buffered() == 0u);
+    BOOST_TEST(live_bytes.load() - idle < 4096, "only the loop's bookkeeping may have grown");
+    conn.reset();
+    server.disconnect(clients);
+}
