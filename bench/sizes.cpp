@@ -632,18 +632,21 @@ void row(const char* name, std::size_t size, const char* note = "") {
 void print_sizes() {
     std::printf("## sizeof\n\n| type | bytes | note |\n|---|---:|---|\n");
     row("reactor::Connection", sizeof(reactor::Connection), "one per connection, in a make_shared block");
-    row("reactor::Address", sizeof(reactor::Address), "two per connection: local, peer");
+    row("reactor::Address", sizeof(reactor::Address), "what local_address()/peer_address() return");
     row("sockaddr_storage", sizeof(sockaddr_storage), "inside Address");
-    row("reactor::ByteBuffer", sizeof(reactor::ByteBuffer), "output buffer; empty: no heap");
+    row("reactor::detail::PackedAddress", sizeof(reactor::detail::PackedAddress),
+        "two per connection: local, peer (IPv4/IPv6 inline, a Unix path on the heap)");
+    row("reactor::ByteBuffer", sizeof(reactor::ByteBuffer),
+        "output buffer: a heap block from the first partial write until drained");
     row("reactor::CallbackSlot<void(Connection&)>", sizeof(reactor::CallbackSlot<void(reactor::Connection&)>),
-        "six per connection (data, eof, drain, high, low, close)");
+        "two in the connection (data, close); eof, drain, high, low in a block made when one is set");
     row("std::function<void(Connection&)>", sizeof(std::function<void(reactor::Connection&)>),
         "inside a CallbackSlot; a target that is not trivially copyable or above 16 bytes goes to the heap");
     row("reactor::ConnectionOptions", sizeof(reactor::ConnectionOptions), "");
-    row("reactor::Handle", sizeof(reactor::Handle), "the deadline timer");
+    row("reactor::Handle", sizeof(reactor::Handle), "the deadline timer, in the deadline block");
     row("reactor::Callback", sizeof(reactor::Callback), "inside a Slot: 48-byte inline buffer");
     row("reactor::detail::Slot", sizeof(reactor::detail::Slot),
-        "Scheduler::slots_: one per reader, one per timer");
+        "Scheduler::slots_: one per timer and per waiter (a Connection watches its fd without one)");
     row("reactor::detail::FdWaiters", sizeof(reactor::detail::FdWaiters), "Scheduler::waiting_: one per fd number");
     row("reactor::detail::Timer", sizeof(reactor::detail::Timer), "Scheduler::sleeping_: one per armed timer");
     row("reactor::detail::Ref", sizeof(reactor::detail::Ref), "");
@@ -676,17 +679,14 @@ void print_connection_fields() {
         {"base FdOwner (vtable pointer)", sizeof(void*)},
         {"base ListMember (list, prev, next)", sizeof(reactor::ListMember<Connection>)},
         {"sched_, where_ (pointers)", sizeof(reactor::Scheduler*) + sizeof(std::source_location)},
-        {"fd_, restore_flags_ (int)", 2 * sizeof(int)},
-        {"local_, peer_ (Address)", 2 * sizeof(reactor::Address)},
         {"self_, set_ (shared_ptr)", 2 * sizeof(std::shared_ptr<Connection>)},
-        {"set_index_, high_water_, low_water_, read_size_ (size_t)", 4 * sizeof(std::size_t)},
-        {"out_ (ByteBuffer)", sizeof(reactor::ByteBuffer)},
-        {"state_, closing_kind_ (uint8 enums), 12 bools", 2 + 12},
-        {"read_, write_, idle_timeout_ (Duration)", 3 * sizeof(Duration)},
-        {"last_read_, last_written_, read_from_, write_from_, idle_from_, deadline_at_ (TimePoint)",
-         6 * sizeof(TimePoint)},
-        {"deadline_timer_ (Handle)", sizeof(reactor::Handle)},
-        {"on_data_ .. on_close_ (6 CallbackSlot)", 6 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
+        {"set_index_ (size_t)", sizeof(std::size_t)},
+        {"out_, deadlines_, rare_ (unique_ptr: made on first use)", 3 * sizeof(void*)},
+        {"on_data_, on_close_ (CallbackSlot)", 2 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
+        {"local_, peer_ (PackedAddress)", 2 * sizeof(reactor::detail::PackedAddress)},
+        {"fd_, restore_flags_ (int)", 2 * sizeof(int)},
+        {"high_water_, low_water_, read_size_ (uint32)", 3 * sizeof(std::uint32_t)},
+        {"state_, closing_kind_ (uint8 enums), 11 one-bit flags", 2 + 2},
     };
     std::size_t sum = 0;
     std::printf("## reactor::Connection, member by member\n\n| members | bytes |\n|---|---:|\n");

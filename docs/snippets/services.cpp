@@ -59,8 +59,8 @@ public:
     Beacon(reactor::Scheduler& sched, int fd, EndCallback on_end,
            std::source_location where = std::source_location::current())
         : sched_(sched), fd_(fd), where_(where), on_end_(std::move(on_end)) {
-        sched_.add_reader(fd_, [this] { on_readable(); }, where_);  // work: keeps run() going
-        sched_.set_fd_owner(fd_, *this);  // live() asks the service, not the reader, what this fd is
+        sched_.set_fd_owner(fd_, *this);             // live() asks the service what this fd is
+        sched_.watch(fd_, reactor::Interest::read);  // on_ready below, no callback slot; work: keeps run() going
         sched_.service<Beacons>().add(*this);
     }
     Beacon(const Beacon&) = delete;
@@ -74,7 +74,8 @@ private:
     friend class Beacons;
     friend class reactor::IntrusiveList<Beacon>;
 
-    void on_readable() {
+    // The loop calls it for what watch() asked (libuv's handles work this way).
+    void on_ready(int, reactor::Interest) override {
         char buf[64];
         ssize_t n = ::read(fd_, buf, sizeof buf);
         if (n > 0) flashes_ += static_cast<int>(n);
@@ -96,10 +97,11 @@ private:
     void release() noexcept {
         if (fd_ < 0) return;
         unlink();               // out of Beacons::open_ (ListMember)
-        sched_.forget_fd(fd_);  // drops the reader and the ownership, before the close
+        sched_.forget_fd(fd_);  // ends the watch and the ownership, before the close
         ::close(std::exchange(fd_, -1));
     }
     void on_unwatchable(int, std::error_code) override { end("the loop cannot watch it"); }
+    std::source_location origin() const noexcept override { return where_; }  // for reports
 
     reactor::Scheduler& sched_;
     int fd_;

@@ -2,10 +2,12 @@
 // hears when the loop cannot watch that fd any more.
 #pragma once
 
+#include <source_location>
 #include <system_error>
 #include <vector>
 
 #include "reactor/live_item.hpp"
+#include "reactor/selector.hpp"
 
 namespace reactor {
 
@@ -29,9 +31,20 @@ namespace reactor {
 // the owner, once per fd, to describe itself (a listener, a connect in
 // progress). By default an owner adds nothing, for an owner listed by a
 // service already (a connection, by the connections of its loop).
+// An owner may also watch its fd itself (Scheduler::watch) instead of
+// registering waiters: the loop then calls on_ready, and names origin() in
+// the reports of an exception it throws or of a slow call (debug mode).
 class FdOwner {
 public:
     virtual void on_unwatchable(int fd, std::error_code error) = 0;
+    // fd is ready for `which` (Interest::read or Interest::write), watched
+    // through Scheduler::watch. Readiness may be spurious (EAGAIN: wait again).
+    virtual void on_ready(int fd, Interest which) {
+        (void)fd;
+        (void)which;
+    }
+    // The user's line that made this owner, for reports.
+    virtual std::source_location origin() const noexcept { return {}; }
     virtual void describe(int fd, std::vector<LiveItem>& out) const {
         (void)fd;
         (void)out;

@@ -37,8 +37,8 @@ struct LoopStats {
     // ---- pending when the snapshot was taken ----
     std::size_t ready = 0;            // live callbacks in the ready queue
     std::size_t timers = 0;           // armed timers (periodic ones included)
-    std::size_t readers = 0;          // fds with a read waiter (one-shot or persistent)
-    std::size_t writers = 0;          // fds with a write waiter
+    std::size_t readers = 0;          // fds watched for reading (a waiter, or their owner's watch)
+    std::size_t writers = 0;          // fds watched for writing
     std::size_t posted = 0;           // call_soon_threadsafe posts not yet taken by the loop
     std::size_t signal_handlers = 0;  // registered signal handlers
 

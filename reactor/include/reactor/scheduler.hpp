@@ -26,6 +26,7 @@
 #include <thread>
 #include <type_traits>
 #include <typeinfo>
+#include <unordered_map>
 #include <vector>
 
 #include "reactor/callback.hpp"
@@ -127,6 +128,16 @@ public:
     // of the exception handler, when the loop cannot watch fd). Replaces an
     // earlier owner. A negative fd throws std::invalid_argument.
     void set_fd_owner(int fd, FdOwner& owner);
+    // For fd's owner: watch fd for `interest` (Interest::none stops) without
+    // a callback of its own. The owner's on_ready(fd, Interest::read or
+    // Interest::write) runs from the run phase, like a persistent waiter's
+    // callback and in its place in the ready queue, while that direction is
+    // still watched; its exceptions go to the exception handler, naming the
+    // owner's origin(). It costs no slot: a connection, listener or socket
+    // type keeps nothing in the loop but the fd's entry (libuv's uv__io_t).
+    // forget_fd, or a new set_fd_owner, ends it. Throws as add_reader does,
+    // and std::logic_error if fd has no owner.
+    void watch(int fd, Interest interest);
     // Registering again on the same fd and direction replaces the waiter.
     // A negative fd, one that is not open, or one the selector cannot watch
     // (select: fd >= FD_SETSIZE) throws std::invalid_argument and changes
@@ -336,6 +347,7 @@ private:
     // (reactor/detail/scheduler_slots.hpp).
     using SlotKind = detail::SlotKind;
     using Slot = detail::Slot;
+    using PeriodicTiming = detail::PeriodicTiming;
     using Ref = detail::Ref;
     using Timer = detail::Timer;
     using FdWaiters = detail::FdWaiters;
@@ -388,6 +400,8 @@ private:
     }
     Interest interest_of(int fd) const;
     bool live(Ref r) const { return r.slot != kNoSlot && slots_[r.slot].gen == r.gen; }
+    bool ready_entry_live(Ref r) const;  // a slot's, or an owner's readiness (watch)
+    void unwatch_owned(FdWaiters& w) noexcept;
     Ref alloc_slot(Callback&& cb, std::source_location where, SlotKind kind);
     void free_slot(std::uint32_t slot);
     bool cancel(std::uint32_t slot, std::uint32_t gen);
@@ -401,6 +415,7 @@ private:
     bool fd_number_closed(int fd) const;
     void tell_owner_unwatchable(int fd);
     void invoke(Callback& cb, const std::source_location& where) noexcept;
+    void invoke_owner(FdOwner& owner, int fd, Interest which) noexcept;
 
     // Debug mode and stats (debug.cpp, stats.cpp). run_ready picks the timed
     // run_batch once per batch, so a loop not in debug mode pays no branch
@@ -428,6 +443,9 @@ private:
     mutable bool now_stale_ = true;  // now_ is to be re-read on its next use
 
     std::vector<Slot> slots_;  // slab of scheduled callables; indexes are stable, storage is not
+    // The schedule of each periodic timer, by slot: few timers are periodic,
+    // and every slot would otherwise carry these bytes.
+    std::unordered_map<std::uint32_t, detail::PeriodicTiming> periodic_;
     std::uint32_t free_head_ = kNoSlot;
 
     std::vector<Ref> ready_;          // FIFO; double-buffered with running_batch_

@@ -78,10 +78,35 @@ void Scheduler::forget_fd(int fd) noexcept {
     remove_waiter(fd, false);
     if (static_cast<std::size_t>(fd) < waiting_.size()) {
         FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
+        unwatch_owned(w);
         w.owner = nullptr;  // a report not yet delivered is dropped with it
+        ++w.owner_gen;      // and so is readiness queued for it
         w.unwatchable = 0;
     }
     selector_->forget(fd);
+}
+
+void Scheduler::unwatch_owned(FdWaiters& w) noexcept {
+    if (wants(w.watched, Interest::read)) --waiters_;
+    if (wants(w.watched, Interest::write)) --waiters_;
+    w.watched = Interest::none;
+}
+
+void Scheduler::watch(int fd, Interest interest) {
+    require_loop_thread("watch");
+    const auto index = static_cast<std::size_t>(fd);
+    if (fd < 0 || index >= waiting_.size() || waiting_[index].owner == nullptr)
+        throw std::logic_error(fmt::format("reactor: watch(fd {}): the fd has no owner (set_fd_owner first)", fd));
+    FdWaiters& w = waiting_[index];
+    if (w.watched == interest) return;
+    Interest waiters = Interest::none;
+    if (live(w.read)) waiters = waiters | Interest::read;
+    if (live(w.write)) waiters = waiters | Interest::write;
+    selector_->set_interest(fd, waiters | interest);  // validates fd first: on throw nothing has changed
+    unwatch_owned(w);
+    w.watched = interest;
+    if (wants(interest, Interest::read)) ++waiters_;
+    if (wants(interest, Interest::write)) ++waiters_;
 }
 
 void Scheduler::set_fd_owner(int fd, FdOwner& owner) {
@@ -90,8 +115,14 @@ void Scheduler::set_fd_owner(int fd, FdOwner& owner) {
     if (fd == wakeup_fd_) throw std::invalid_argument(fmt::format("reactor: fd {} is the loop's own wakeup fd", fd));
     const auto index = static_cast<std::size_t>(fd);
     if (index >= waiting_.size()) waiting_.resize(index + 1);
-    waiting_[index].owner = &owner;
-    waiting_[index].unwatchable = 0;
+    FdWaiters& w = waiting_[index];
+    if (w.watched != Interest::none) {  // the previous owner's watch ends with its ownership
+        unwatch_owned(w);
+        selector_->set_interest(fd, interest_of(fd));
+    }
+    w.owner = &owner;
+    ++w.owner_gen;
+    w.unwatchable = 0;
 }
 
 // One fcntl: the cheapest call that fails with EBADF for a closed number.
@@ -107,10 +138,12 @@ void Scheduler::tell_owner_unwatchable(int fd) {
     FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
     if (w.owner == nullptr || w.unwatchable == 0) return;
     FdOwner* owner = std::exchange(w.owner, nullptr);
-    const int error = std::exchange(w.unwatchable, 0);
+    const int error = std::exchange(w.unwatchable, std::int16_t{0});
+    const std::uint32_t gen = ++w.owner_gen;  // its queued readiness is dropped
     const FdWaiters dropped = w;  // the owner may register new waiters on the same number: those stay
     owner->on_unwatchable(fd, std::error_code(error, std::generic_category()));
-    const FdWaiters& now = waiting_[static_cast<std::size_t>(fd)];
+    FdWaiters& now = waiting_[static_cast<std::size_t>(fd)];
+    if (now.owner_gen == gen) unwatch_owned(now);  // nobody took the number meanwhile
     if (live(dropped.read) && now.read.slot == dropped.read.slot && now.read.gen == dropped.read.gen)
         remove_waiter(fd, true);
     if (live(dropped.write) && now.write.slot == dropped.write.slot && now.write.gen == dropped.write.gen)
@@ -124,7 +157,7 @@ void Scheduler::drop_closed_fd(int fd, int error) {
         // The selector stops watching now; the waiters are removed once the
         // owner has heard (tell_owner_unwatchable).
         const bool queued = w.unwatchable != 0;
-        w.unwatchable = error;
+        w.unwatchable = static_cast<std::int16_t>(error);  // errno values fit
         selector_->set_interest(fd, Interest::none);
         if (!queued) call_soon([this, fd] { tell_owner_unwatchable(fd); });
         return;

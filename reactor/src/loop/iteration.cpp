@@ -117,19 +117,21 @@ void Scheduler::move_ready_io() {
         const FdWaiters& w = waiting_[static_cast<std::size_t>(ev.fd)];
         const bool read = ev.readable && live(w.read);
         const bool write = ev.writable && live(w.write);
-        if (!read && !write) continue;
+        const bool owner_read = ev.readable && wants(w.watched, Interest::read);
+        const bool owner_write = ev.writable && wants(w.watched, Interest::write);
+        if (!read && !write && !owner_read && !owner_write) continue;
         if (check_fds_before_dispatch_ && !w.owner && fd_number_closed(ev.fd)) [[unlikely]] {
             drop_closed_fd(ev.fd, EBADF);
             continue;
         }
-        if (read) {
-            ready_.push_back(w.read);
-            ++stats_.io_events;
-        }
-        if (write) {
-            ready_.push_back(w.write);
-            ++stats_.io_events;
-        }
+        // An owner's readiness is an entry of its own (see OwnerReady), in
+        // the place a waiter's callback would take.
+        const auto fd_bits = static_cast<std::uint32_t>(ev.fd);
+        if (read) ready_.push_back(w.read);
+        if (owner_read) ready_.push_back(Ref{detail::kOwnerReady | fd_bits, w.owner_gen});
+        if (write) ready_.push_back(w.write);
+        if (owner_write) ready_.push_back(Ref{detail::kOwnerReady | detail::kOwnerWrite | fd_bits, w.owner_gen});
+        stats_.io_events += unsigned(read) + unsigned(owner_read) + unsigned(write) + unsigned(owner_write);
     }
 }
 
@@ -182,24 +184,39 @@ void Scheduler::run_ready() {
 // stats().callback_time and the slow-callback report.
 template <bool Timed>
 void Scheduler::run_batch() {
-    auto run = [this](Callback& cb, const std::source_location& where) {
+    // `call` runs one callback; `origin` names its line, asked only for a report.
+    auto measured = [this](auto&& call, auto&& origin) {
         ++stats_.callbacks_run;
         if constexpr (Timed) {
             const TimePoint start = read_clock();
-            invoke(cb, where);
+            call();
             const Duration took = read_clock() - start;
             stats_.callback_time += took;
             stats_.slowest_callback = std::max(stats_.slowest_callback, took);
-            if (took > slow_threshold_) report_slow_callback(took, where);
+            if (took > slow_threshold_) report_slow_callback(took, origin());
         } else {
-            invoke(cb, where);
+            call();
         }
+    };
+    auto run = [&](Callback& cb, const std::source_location& where) {
+        measured([&] { invoke(cb, where); }, [&] { return where; });
     };
     running_batch_.swap(ready_);
     // Both buffers keep the largest capacity either has needed: a burst the
     // loop absorbed once never allocates again, whichever buffer it lands in.
     if (ready_.capacity() < running_batch_.capacity()) ready_.reserve(running_batch_.capacity());
     for (Ref r : running_batch_) {
+        if (r.slot != kNoSlot && (r.slot & detail::kOwnerReady) != 0) {
+            // An owner's readiness (watch): still its owner's, still watched?
+            if (!ready_entry_live(r)) continue;
+            const int fd = static_cast<int>(r.slot & detail::kOwnerFdMask);
+            const Interest which = (r.slot & detail::kOwnerWrite) != 0 ? Interest::write : Interest::read;
+            FdOwner& owner = *waiting_[static_cast<std::size_t>(fd)].owner;
+            // Asked before the call: the owner may be gone after it.
+            const std::source_location where = Timed ? owner.origin() : std::source_location{};
+            measured([&] { invoke_owner(owner, fd, which); }, [&] { return where; });
+            continue;
+        }
         // Skips entries cancelled or removed by an earlier callback of this batch.
         if (!live(r)) continue;
         Slot& s = slots_[r.slot];
@@ -247,6 +264,28 @@ void Scheduler::run_batch() {
     // Nothing was scheduled meanwhile: the buffer whose memory was just used
     // becomes the queue again (a reserved buffer's pages are still untouched).
     if (ready_.empty()) ready_.swap(running_batch_);
+}
+
+bool Scheduler::ready_entry_live(Ref r) const {
+    if (r.slot == kNoSlot || (r.slot & detail::kOwnerReady) == 0) return live(r);
+    const auto fd = static_cast<std::size_t>(r.slot & detail::kOwnerFdMask);
+    if (fd >= waiting_.size()) return false;
+    const FdWaiters& w = waiting_[fd];
+    const Interest which = (r.slot & detail::kOwnerWrite) != 0 ? Interest::write : Interest::read;
+    return w.owner != nullptr && w.owner_gen == r.gen && wants(w.watched, which);
+}
+
+void Scheduler::invoke_owner(FdOwner& owner, int fd, Interest which) noexcept {
+    try {
+        owner.on_ready(fd, which);
+    } catch (...) {
+        ErrorContext ctx;
+        ctx.message = "exception in callback";
+        ctx.exception = std::current_exception();
+        ctx.origin = owner.origin();
+        ctx.origin_known = true;
+        call_exception_handler(ctx);
+    }
 }
 
 void Scheduler::invoke(Callback& cb, const std::source_location& where) noexcept {

@@ -45,10 +45,7 @@ Handle Scheduler::call_every_checked(Duration interval, Callback cb, Periodic po
     }
     const TimePoint first = saturating_add(timer_base(), interval);
     Ref r = alloc_slot(std::move(cb), where, SlotKind::periodic);
-    Slot& s = slots_[r.slot];
-    s.policy = policy;
-    s.interval = interval;
-    s.deadline = first;
+    periodic_[r.slot] = PeriodicTiming{policy, interval, first};
     arm_timer(first, r);
     return Handle(this, r.slot, r.gen);
 }
@@ -59,12 +56,12 @@ Handle Scheduler::call_every_checked(Duration interval, Callback cb, Periodic po
 // and fixed_rate must see how long the callback took to know which ticks it
 // has missed.
 void Scheduler::rearm_periodic(Ref r) {
-    Slot& s = slots_[r.slot];
+    PeriodicTiming& p = periodic_.at(r.slot);
     const TimePoint t = read_clock();
-    s.deadline = s.policy == Periodic::fixed_delay ? saturating_add(t, s.interval)
-                                                   : next_on_grid(s.deadline, s.interval, t);
-    s.kind = SlotKind::periodic;
-    arm_timer(s.deadline, r);
+    p.deadline = p.policy == Periodic::fixed_delay ? saturating_add(t, p.interval)
+                                                   : next_on_grid(p.deadline, p.interval, t);
+    slots_[r.slot].kind = SlotKind::periodic;
+    arm_timer(p.deadline, r);
 }
 
 }  // namespace reactor

@@ -62,7 +62,7 @@ Scheduler::Ref Scheduler::alloc_slot(Callback&& cb, std::source_location where, 
         i = free_head_;
         free_head_ = slots_[i].next_free;
     } else {
-        if (slots_.size() >= kNoSlot) throw std::length_error("reactor: too many scheduled callbacks");
+        if (slots_.size() >= detail::kMaxSlots) throw std::length_error("reactor: too many scheduled callbacks");
         i = static_cast<std::uint32_t>(slots_.size());
         slots_.emplace_back();
     }
@@ -78,6 +78,7 @@ void Scheduler::free_slot(std::uint32_t i) {
     // Destroy the callable only after the bookkeeping: its captures' destructors
     // may re-enter the scheduler and grow slots_.
     Callback doomed = std::move(s.cb);
+    if (s.kind == SlotKind::periodic || s.kind == SlotKind::periodic_due) periodic_.erase(i);
     s.kind = SlotKind::free;
     ++s.gen;
     s.fd = -1;
@@ -122,7 +123,7 @@ Interest Scheduler::interest_of(int fd) const {
     Interest i = Interest::none;
     if (live(w.read)) i = i | Interest::read;
     if (live(w.write)) i = i | Interest::write;
-    return i;
+    return i | w.watched;
 }
 
 // ---------------------------------------------------------------- the loop
@@ -144,7 +145,8 @@ bool Scheduler::empty() const {
 }
 
 std::size_t Scheduler::ready_count() const {
-    return static_cast<std::size_t>(std::count_if(ready_.begin(), ready_.end(), [this](Ref r) { return live(r); }));
+    return static_cast<std::size_t>(
+        std::count_if(ready_.begin(), ready_.end(), [this](Ref r) { return ready_entry_live(r); }));
 }
 
 void Scheduler::stop() {

@@ -134,7 +134,7 @@ std::vector<LiveItem> Scheduler::live() const {
     // An owned fd is its owner's, listed once, by the owner, whatever its waiters.
     for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
         const FdWaiters& w = waiting_[fd];
-        if (w.owner && (live(w.read) || live(w.write))) w.owner->describe(static_cast<int>(fd), out);
+        if (w.owner && (live(w.read) || live(w.write) || w.watched != Interest::none)) w.owner->describe(static_cast<int>(fd), out);
     }
     for (const ServiceEntry& e : services_) e.service->describe(out);
     std::stable_sort(out.begin(), out.end(), [](const LiveItem& a, const LiveItem& b) { return a.kind < b.kind; });
@@ -207,13 +207,15 @@ void Scheduler::drop_everything() noexcept {
          doomed_posted = take_posted()) {
         auto doomed_slots = std::move(slots_);
         slots_.clear();
+        periodic_.clear();
         free_head_ = kNoSlot;
         ready_.clear();
         sleeping_.clear();
         // The fds stay open (they are not ours), but the selector must stop
         // watching them: close() leaves a loop that may run again.
         for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
-            if (waiting_[fd].read.slot != kNoSlot || waiting_[fd].write.slot != kNoSlot) {
+            if (waiting_[fd].read.slot != kNoSlot || waiting_[fd].write.slot != kNoSlot ||
+                waiting_[fd].watched != Interest::none) {
                 selector_->forget(static_cast<int>(fd));
             }
         }

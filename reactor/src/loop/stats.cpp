@@ -45,8 +45,8 @@ LoopStats Scheduler::stats() const {
     s.ready = ready_count();
     s.timers = live_timers_;
     for (const FdWaiters& w : waiting_) {
-        if (live(w.read)) ++s.readers;
-        if (live(w.write)) ++s.writers;
+        if (live(w.read) || wants(w.watched, Interest::read)) ++s.readers;
+        if (live(w.write) || wants(w.watched, Interest::write)) ++s.writers;
     }
     {
         std::lock_guard lock(posted_mutex_);

@@ -112,7 +112,7 @@ Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOption
         d.read_timeout = std::max(options.read_timeout, zero);
         d.write_timeout = std::max(options.write_timeout, zero);
         d.idle_timeout = std::max(options.idle_timeout, zero);
-        d.read_from = d.write_from = d.idle_from = sched_.now();
+        d.read_start = d.write_start = d.idle_start = sched_.now();
     }
 }
 
@@ -176,7 +176,7 @@ void Connection::resume_reading() {
     reading_wanted_ = true;
     update_reader();
     if (!was_reading && reader_registered_ && has_deadlines()) {
-        deadlines_->read_from = sched_.now();  // the read timeout counts from the resumption
+        deadlines_->read_start = sched_.now();  // the read timeout counts from the resumption
         arm_deadline_timer();
     }
 }
@@ -184,12 +184,22 @@ void Connection::resume_reading() {
 // The one place that decides whether the fd is watched for reading.
 void Connection::update_reader() {
     bool want = state_ == State::open && (watch_reader_gone_ || (reading_wanted_ && !read_eof_));
-    if (want && !reader_registered_) {
-        sched_.add_reader(fd_, [this] { on_readable(); }, where_);  // self_ keeps `this` alive while registered
-        reader_registered_ = true;
-    } else if (!want && reader_registered_) {
-        sched_.remove_reader(fd_);
-        reader_registered_ = false;
+    if (want == reader_registered_) return;
+    watch_fd(want, writer_registered_);  // self_ keeps `this` alive while watched
+    reader_registered_ = want;
+}
+
+// The loop calls on_ready for what we watch: no callback slot of our own.
+// Throws (select: fd >= FD_SETSIZE) with nothing changed.
+void Connection::watch_fd(bool read, bool write) {
+    sched_.watch(fd_, (read ? Interest::read : Interest::none) | (write ? Interest::write : Interest::none));
+}
+
+void Connection::on_ready(int /*fd*/, Interest which) {
+    if (which == Interest::read) {
+        on_readable();
+    } else {
+        on_writable();
     }
 }
 
@@ -264,7 +274,7 @@ bool Connection::write(std::string_view data) {
 
 void Connection::register_writer() {
     if (writer_registered_) return;
-    sched_.add_writer(fd_, [this] { on_writable(); }, where_);
+    watch_fd(reader_registered_, true);
     writer_registered_ = true;
 }
 
@@ -286,7 +296,7 @@ void Connection::on_writable() {
     }
     if (has_output()) return;
 
-    sched_.remove_writer(fd_);
+    watch_fd(reader_registered_, false);
     writer_registered_ = false;
     if (state_ == State::closing) return finish_close({closing_kind_, {}}, false);
     if (shutdown_requested_) return do_write_eof();

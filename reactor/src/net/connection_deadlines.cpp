@@ -28,20 +28,17 @@ Connection::Deadlines& Connection::deadlines() {
     return *deadlines_;
 }
 
-void Connection::note_read_time() { deadlines_->last_read = sched_.now(); }
-void Connection::note_write_time() { deadlines_->last_written = sched_.now(); }
+void Connection::note_read_time() { deadlines_->read_start = deadlines_->idle_start = sched_.now(); }
+void Connection::note_write_time() { deadlines_->write_start = deadlines_->idle_start = sched_.now(); }
 
 TimePoint Connection::read_deadline() const noexcept {
-    const Deadlines& d = *deadlines_;
-    return std::max(d.last_read, d.read_from) + d.read_timeout;
+    return deadlines_->read_start + deadlines_->read_timeout;
 }
 TimePoint Connection::write_deadline() const noexcept {
-    const Deadlines& d = *deadlines_;
-    return std::max(d.last_written, d.write_from) + d.write_timeout;
+    return deadlines_->write_start + deadlines_->write_timeout;
 }
 TimePoint Connection::idle_deadline() const noexcept {
-    const Deadlines& d = *deadlines_;
-    return std::max({d.last_read, d.last_written, d.idle_from}) + d.idle_timeout;
+    return deadlines_->idle_start + deadlines_->idle_timeout;
 }
 
 void Connection::set_read_timeout(Duration t) {
@@ -49,7 +46,7 @@ void Connection::set_read_timeout(Duration t) {
     if (t == Duration::zero() && !deadlines_) return;  // none, and none wanted
     deadlines().read_timeout = t;
     if (state_ == State::closed) return;  // nothing to time; the loop may be gone
-    deadlines_->read_from = sched_.now();
+    deadlines_->read_start = sched_.now();
     arm_deadline_timer();
 }
 
@@ -58,7 +55,7 @@ void Connection::set_write_timeout(Duration t) {
     if (t == Duration::zero() && !deadlines_) return;
     deadlines().write_timeout = t;
     if (state_ == State::closed) return;
-    deadlines_->write_from = sched_.now();
+    deadlines_->write_start = sched_.now();
     arm_deadline_timer();
 }
 
@@ -67,7 +64,7 @@ void Connection::set_idle_timeout(Duration t) {
     if (t == Duration::zero() && !deadlines_) return;
     deadlines().idle_timeout = t;
     if (state_ == State::closed) return;
-    deadlines_->idle_from = sched_.now();
+    deadlines_->idle_start = sched_.now();
     arm_deadline_timer();
 }
 

@@ -14,17 +14,18 @@ struct Connection::RareCallbacks {
     CallbackSlot<void(Connection&)> on_low_water;
 };
 
-// The three timeouts and what they count from (connection_deadlines.cpp).
+// The three timeouts and when each count (re)started (connection_deadlines.cpp).
+// A count restarts with the traffic it watches and when its timeout is set
+// (or, for reads, when reading resumes): the latest of those is all a
+// deadline needs, so one time point each.
 struct Connection::Deadlines {
     Duration read_timeout{};
     Duration write_timeout{};
     Duration idle_timeout{};
-    TimePoint last_read{};     // last bytes received
-    TimePoint last_written{};  // last bytes sent, or output queued
-    TimePoint read_from{};     // when the read timeout was set, or reading resumed
-    TimePoint write_from{};
-    TimePoint idle_from{};
-    Handle timer;              // for the earliest deadline, re-armed only when it fires
+    TimePoint read_start{};   // bytes received, the timeout set, reading resumed
+    TimePoint write_start{};  // bytes sent or output queued, the timeout set
+    TimePoint idle_start{};   // bytes either way, the timeout set
+    Handle timer;             // for the earliest deadline, re-armed only when it fires
     TimePoint timer_at{};
 };
 

@@ -12,6 +12,7 @@
 #include "reactor/callback.hpp"
 #include "reactor/clock.hpp"
 #include "reactor/periodic.hpp"
+#include "reactor/selector.hpp"
 
 namespace reactor {
 
@@ -40,9 +41,15 @@ struct Slot {
     std::uint32_t gen = 0;
     std::uint32_t next_free = 0;
     SlotKind kind = SlotKind::free;
-    int fd = -1;  // fd waiters: the fd; signal handlers: the signal number
-    bool is_read = false;
-    Periodic policy = Periodic::fixed_rate;  // periodic timers only, with the two below
+    bool is_read = false;  // fd waiters: the read side
+    int fd = -1;           // fd waiters: the fd; signal handlers: the signal number
+};
+// One slot per reader and per timer, so every byte here is paid per
+// connection; a periodic timer's schedule is kept aside (PeriodicTiming).
+
+// A periodic timer's schedule (Scheduler::periodic_, by slot).
+struct PeriodicTiming {
+    Periodic policy = Periodic::fixed_rate;
     Duration interval{};
     TimePoint deadline{};  // when the current tick was due
 };
@@ -65,8 +72,20 @@ struct Timer {
 struct FdWaiters {
     Ref read, write;
     FdOwner* owner = nullptr;  // set_fd_owner, until forget_fd
-    int unwatchable = 0;       // errno to tell the owner (tell_owner_unwatchable), 0: none
+    std::uint32_t owner_gen = 0;  // bumped by set_fd_owner and forget_fd: see OwnerReady
+    std::int16_t unwatchable = 0;  // errno to tell the owner (tell_owner_unwatchable), 0: none
+    Interest watched = Interest::none;  // Scheduler::watch: the owner's own readiness
 };
+
+// A ready-queue entry for an owner's readiness (Scheduler::watch) holds no
+// slot: its `slot` is kOwnerReady | (kOwnerWrite for the write side) | fd,
+// its `gen` the fd's owner_gen when it was queued, so an entry queued for an
+// owner that has since forgotten the fd (and maybe handed the number to a
+// new owner) is skipped. Slot indexes stay below kOwnerWrite.
+inline constexpr std::uint32_t kOwnerReady = 1u << 31;
+inline constexpr std::uint32_t kOwnerWrite = 1u << 30;
+inline constexpr std::uint32_t kOwnerFdMask = kOwnerWrite - 1;
+inline constexpr std::uint32_t kMaxSlots = kOwnerWrite;
 
 }  // namespace detail
 }  // namespace reactor

@@ -259,6 +259,9 @@ private:
     // The loop cannot watch our fd (epoll_ctl failed): aborted, the close
     // reason carrying the error (CloseKind::error), so the peer sees a reset.
     void on_unwatchable(int fd, std::error_code error) override;
+    void on_ready(int fd, Interest which) override;
+    std::source_location origin() const noexcept override { return where_; }
+    void watch_fd(bool read, bool write);
     // What adopt() learns of the fd, and what follows from it (connection_fd.cpp).
     struct FdKind {
         int type;         // S_IFSOCK, S_IFIFO or S_IFCHR
