@@ -6,7 +6,10 @@
 // (one 1-byte echo) and then stays silent. Timeline:
 //   connect + probe every connection -> warm-up (not counted) -> measure.
 // Prints one line: "msgs=... secs=... msgs_per_s=... mb_per_s=..." where
-// MB/s is echoed payload (one direction), 1 MB = 1e6 bytes; with --server-pid
+// MB/s is echoed payload (one direction), 1 MB = 1e6 bytes, then the round
+// trip of the messages measured, from the first byte written to the last
+// byte read back: "p50_us=... p99_us=... p999_us=..." (a histogram of 1 us
+// buckets up to kLatencyBuckets us, the rest counted at its top); with --server-pid
 // also "server_cpu_ns_per_msg=...": the server's CPU time (user + kernel, from
 // /proc/PID/task/*/schedstat) during the measured window, per message.
 // Exit status 0 on success, 1 on any error (mismatch, EOF, stall, timeout).
@@ -33,6 +36,7 @@ enum {
     kScratch = 256 * 1024,      // one read takes at most this much
     kMaxEvents = 256,
     kStallSeconds = 5,          // no progress for this long: the server is stuck
+    kLatencyBuckets = 1000000,  // 1 us each: round trips up to 1 s are exact to the microsecond
 };
 
 struct conn {
@@ -43,7 +47,12 @@ struct conn {
     unsigned offset;    // where in the pattern this message starts
     int want_out;       // EPOLLOUT registered
     int active;         // sends again as soon as a message comes back
+    double started;     // when the message in flight was started (now_s)
 };
+
+// Round trips of the messages completed while `recording` (the measurement).
+static unsigned *latency_us;
+static int recording;
 
 static unsigned char *pattern;  // kPatternPeriod + largest message
 static unsigned char scratch[kScratch];
@@ -118,6 +127,7 @@ static void pump_out(struct conn *c) {
 
 static void start_message(struct conn *c) {
     c->sent = c->recvd = 0;
+    if (recording) c->started = now_s();
     c->offset = (c->offset + 1) % kPatternPeriod;
     pump_out(c);
 }
@@ -153,6 +163,11 @@ static void handle(struct epoll_event *ev, long *completed) {
     if (ev->events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
         if (pump_in(c)) {
             ++*completed;
+            if (recording && c->started > 0) {
+                double us = (now_s() - c->started) * 1e6;
+                long b = us < 0 ? 0 : (long)us;
+                ++latency_us[b < kLatencyBuckets ? b : kLatencyBuckets - 1];
+            }
             if (c->active) start_message(c);  // probes go quiet once answered
         }
     }
@@ -198,6 +213,19 @@ static long long server_cpu_ns(int pid) {
     }
     closedir(d);
     return total;
+}
+
+// The round trip (us) below which `fraction` of the recorded messages came back.
+static long latency_percentile(double fraction) {
+    long total = 0, seen = 0;
+    for (long b = 0; b < kLatencyBuckets; ++b) total += latency_us[b];
+    long want = (long)(fraction * (double)total + 0.5);
+    if (want < 1) want = 1;
+    for (long b = 0; b < kLatencyBuckets; ++b) {
+        seen += latency_us[b];
+        if (seen >= want) return b + 1;  // the bucket's upper edge
+    }
+    return kLatencyBuckets;
 }
 
 static void usage(void) {
@@ -255,13 +283,18 @@ int main(int argc, char **argv) {
         conns[i].active = 1;
         start_message(&conns[i]);
     }
+    latency_us = calloc(kLatencyBuckets, sizeof *latency_us);
+    if (!latency_us) die("calloc");
     double t0 = now_s();
+    recording = 1;  // messages started from here on are timed; the warm-up's are not counted
     run_until(__LONG_MAX__, t0 + warmup);
+    memset(latency_us, 0, kLatencyBuckets * sizeof *latency_us);
     long long cpu0 = server_cpu_ns(server_pid);
     double t1 = now_s();
     long msgs = run_until(__LONG_MAX__, t1 + duration);
     double secs = now_s() - t1;
     long long cpu1 = server_cpu_ns(server_pid);
+    recording = 0;
 
     // Stop sending and let every message in flight come back, so each
     // connection ends with a clean FIN (closing with unread bytes sends a
@@ -271,6 +304,9 @@ int main(int argc, char **argv) {
 
     printf("msgs=%ld secs=%.4f msgs_per_s=%.1f mb_per_s=%.3f conns=%d size=%ld idle=%d", msgs, secs,
            (double)msgs / secs, (double)msgs * (double)size / secs / 1e6, nconns, size, nidle);
+    if (msgs > 0)
+        printf(" p50_us=%ld p99_us=%ld p999_us=%ld", latency_percentile(0.5), latency_percentile(0.99),
+               latency_percentile(0.999));
     if (cpu0 >= 0 && cpu1 >= cpu0 && msgs > 0) printf(" server_cpu_ns_per_msg=%.0f", (double)(cpu1 - cpu0) / (double)msgs);
     printf("\n");
     fflush(stdout);

@@ -4,7 +4,8 @@ RESULTS_DIR/results.md (markdown) and the gnuplot data files in RAW_DIR.
 
 Inputs (tab-separated, written by bench/run):
   machine.tsv  key, value
-  echo.tsv     run, shape, server, msgs_per_s | fail, mb_per_s | fail, server CPU ns per message | fail
+  echo.tsv     run, shape, server, msgs_per_s | fail, mb_per_s | fail, server CPU ns per message | fail,
+               round trip p50, p99, p99.9 in us | fail (loadgen's histogram)
   micro.tsv    run, bench, lib, metric, value
 Every figure is the median of the runs; all runs are printed beside it.
 """
@@ -19,14 +20,16 @@ PEERS = ["libuv", "libevent", "asio", "uvloop", "asyncio"]
 TARGET_PEERS = ["libuv", "libevent", "asio"]  # the issue's "best of libuv, libevent and Asio"
 CEILING = "c-epoll"
 SERVER_ORDER = OURS + PEERS + ["c-epoll", "c-select"]
-SHAPE_ORDER = ["1x64B", "10x1KiB", "10x100KiB", "100x1KiB", "1+1000idle"]
+SHAPE_ORDER = ["1x64B", "10x1KiB", "10x100KiB", "100x1KiB", "1+1000idle", "1000x1KiB"]
 SHAPE_TITLE = {
     "1x64B": "1 connection x 64 B",
     "10x1KiB": "10 connections x 1 KiB",
     "10x100KiB": "10 connections x 100 KiB",
     "100x1KiB": "100 connections x 1 KiB",
     "1+1000idle": "1 active (64 B) + 1,000 idle connections",
+    "1000x1KiB": "1,000 connections x 1 KiB",
 }
+LATENCY_SHAPES = ["1000x1KiB"]  # the tail: round-trip percentiles per server
 MULTI_SHAPES = ["10x1KiB", "10x100KiB", "100x1KiB"]
 SELECT_SHAPES = ["1x64B", "10x1KiB", "10x100KiB", "100x1KiB"]  # <= 100 connections
 
@@ -102,12 +105,16 @@ def main():
     echo = collections.defaultdict(list)  # (shape, server) -> [rate or None per run]
     mbs = collections.defaultdict(list)
     cpu = collections.defaultdict(list)  # server CPU ns per message
+    lat = {p: collections.defaultdict(list) for p in ("p50", "p99", "p999")}  # round trip, us
     for row in read_tsv(raw / "echo.tsv"):
         run, shape, server, rate, mb = row[:5]
         cpu_ns = row[5] if len(row) > 5 else "fail"
         echo[(shape, server)].append(None if rate == "fail" else float(rate))
         mbs[(shape, server)].append(None if mb == "fail" else float(mb))
         cpu[(shape, server)].append(None if cpu_ns == "fail" else float(cpu_ns))
+        for i, p in enumerate(("p50", "p99", "p999")):
+            v = row[6 + i] if len(row) > 6 + i else "fail"
+            lat[p][(shape, server)].append(None if v in ("fail", "") else float(v))
     shapes = [s for s in SHAPE_ORDER if any(k[0] == s for k in echo)]
     servers = [s for s in SERVER_ORDER if any(k[1] == s for k in echo)]
 
@@ -269,6 +276,22 @@ def main():
               f" | {fmt_num(m)} | {fmt_num(med(shape, server, mbs))} | {fmt_ratio(ratio(m, best_peer))} | "
               f"{fmt_ratio(ratio(m, ceil))} | {fmt_us(med(shape, server, cpu))} | "
               f"{fmt_ratio(ratio(med(shape, server, cpu), med(shape, CEILING, cpu)))} |")
+        w("")
+
+    for shape in [s for s in LATENCY_SHAPES if s in shapes]:
+        w(f"### The tail at {SHAPE_TITLE[shape]}")
+        w("")
+        w("Round trip of one message (first byte written to last byte read back, client side), median of the "
+          "runs' percentiles, in ms; and the throughput ratio to the C epoll ceiling.")
+        w("")
+        w("| server | p50 ms | p99 ms | p99.9 ms | x C ceiling (msg/s) |")
+        w("|---|---:|---:|---:|---:|")
+        for server in servers:
+            cells = []
+            for p in ("p50", "p99", "p999"):
+                v = med(shape, server, lat[p])
+                cells.append("—" if v is None else f"{v / 1000:.1f}")
+            w(f"| {server} | " + " | ".join(cells) + f" | {fmt_ratio(ratio(med(shape, server), med(shape, CEILING)))} |")
         w("")
 
     # ---- micro table
