@@ -2,7 +2,8 @@
 // global operator new and delete in this test program: an idle accepted
 // connection costs one block (the Connection and its shared_ptr control
 // block) and nothing else of its own; output that waited for the peer is
-// freed once it drained. Counted, never timed: the figures are exact for
+// freed once it drained; a stream keeps no read buffer once its reader has
+// caught up. Counted, never timed: the figures are exact for
 // one build, and the bounds leave room for another standard library.
 // bench/sizes (bench/results/memory.md) has the byte budget field by field.
 #define BOOST_TEST_MODULE connection_memory
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <futures/stream.hpp>
 #include <reactor/net/connection.hpp>
 #include <reactor/net/listener.hpp>
 
@@ -162,5 +164,41 @@ BOOST_AUTO_TEST_CASE(output_is_freed_once_it_drained) {
     BOOST_TEST(conn->buffered() == 0u);
     BOOST_TEST(live_bytes.load() - idle < 4096, "only the loop's bookkeeping may have grown");
     conn.reset();
+    server.disconnect(clients);
+}
+
+// A stream's reader that keeps up takes the bytes from the connection's
+// loop-wide read buffer: the stream buffers nothing of its own. A burst the
+// reader was slower than is buffered, and the buffer goes back to the heap
+// once read (an idle stream does not keep its largest burst).
+BOOST_AUTO_TEST_CASE(a_stream_keeps_no_read_buffer_once_read) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Server server(sched);
+    auto clients = server.connect(1);
+    futures::Stream stream = futures::Stream::from(server.accepted.front());
+    const std::string burst(256 << 10, 'b');
+    std::string got;
+    got.reserve(burst.size());
+    auto read_until_done = [&](std::size_t want) {
+        while (got.size() < want) {
+            futures::Future<std::string> f = stream.read();
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return f.done(); }));
+            got += f.result();
+        }
+    };
+    // Warm: the first read makes what the loop keeps per stream (a promise's state, ...).
+    BOOST_REQUIRE(reactor_test::send_all(clients[0], "w"));
+    read_until_done(1);
+    got.clear();
+    const long idle = live_bytes.load();
+    // Sent while nobody reads: the stream buffers it.
+    BOOST_REQUIRE(reactor_test::send_all(clients[0], burst));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return stream.buffered() > 64u * 1024; }));
+    BOOST_TEST(live_bytes.load() - idle >= long(stream.buffered()));
+    read_until_done(burst.size());
+    BOOST_TEST(got == burst);
+    BOOST_TEST(stream.buffered() == 0u);
+    BOOST_TEST(live_bytes.load() - idle < 4096 + 1024, "the burst's buffer was kept");
+    stream.close();
     server.disconnect(clients);
 }

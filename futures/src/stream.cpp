@@ -40,24 +40,29 @@ void OpenStreams::abandon() noexcept {
 // The promises (read_, drain_waiters_, close_waiters_) break as the members
 // go: nobody can complete them any more.
 StreamCore::~StreamCore() {
+    // Our slot callbacks hold a plain pointer: none may run after us. Without
+    // an EOF callback the connection closes by itself at the peer's EOF.
+    conn_->set_data_callback(nullptr);
+    conn_->set_eof_callback(nullptr);
+    conn_->set_low_water_callback(nullptr);
     if (conn_->is_open()) conn_->close();  // the last handle went: finish politely
 }
 
 void StreamCore::attach() {
     eof_ = conn_->at_eof();  // a write-only pipe never reads: reads end at once
-    std::weak_ptr<StreamCore> weak = weak_from_this();
-    conn_->set_data_callback([weak](reactor::Connection&, std::string_view d) {
-        if (auto self = weak.lock()) self->on_data(d);
-    });
+    // The data, EOF and low-water callbacks run from the connection's slots,
+    // which ~StreamCore clears, so they hold a plain pointer (kept inside the
+    // std::function; a weak_ptr would cost a heap block each) and a strong
+    // reference only while they run. The close callback is queued when the
+    // connection closes and may run after us: it holds a weak_ptr.
+    StreamCore* core = this;
+    conn_->set_data_callback(
+        [core](reactor::Connection&, std::string_view d) { core->shared_from_this()->on_data(d); });
     // With an EOF callback the connection stays open for writing after the
     // peer's EOF, as asyncio streams do; close() ends it.
-    conn_->set_eof_callback([weak](reactor::Connection& c) {
-        if (auto self = weak.lock()) return self->on_eof();
-        c.close();
-    });
-    conn_->set_low_water_callback([weak](reactor::Connection&) {
-        if (auto self = weak.lock()) self->finish_drains(0);
-    });
+    conn_->set_eof_callback([core](reactor::Connection&) { core->shared_from_this()->on_eof(); });
+    conn_->set_low_water_callback([core](reactor::Connection&) { core->shared_from_this()->finish_drains(0); });
+    std::weak_ptr<StreamCore> weak = weak_from_this();
     conn_->set_close_callback([weak](reactor::Connection&, const reactor::CloseReason& r) {
         if (auto self = weak.lock()) self->on_closed(r);
     });
@@ -115,6 +120,15 @@ Future<void> StreamCore::wait_closed(std::source_location where) {
 }
 
 void StreamCore::on_data(std::string_view d) {
+    // A read waiting on an empty buffer takes the bytes straight from the
+    // connection's loop-wide read buffer: a stream whose reader keeps up
+    // keeps no buffer of its own (uvloop's streams do the same).
+    if (in_.empty() && wants_more() && read_->kind == ReadKind::some) {
+        const std::size_t n = std::min(read_->n, d.size());
+        deliver(std::string(d.substr(0, n)));
+        d.remove_prefix(n);
+        if (d.empty()) return;
+    }
     in_.append(d);
     try_read();
     // Flow control (asyncio's): stop reading while twice the limit waits
@@ -235,9 +249,18 @@ void StreamCore::try_read() {
     }
 }
 
+// Kept across reads when emptied; a larger buffer (a burst the reader was
+// slower than) goes back to the heap, so an idle stream does not keep it.
+constexpr std::size_t kKeptReadBuffer = 4096;
+
 void StreamCore::complete(std::size_t n) {
     std::string bytes(in_.data(), n);
     in_.consume(n);
+    if (in_.empty() && in_.capacity() > kKeptReadBuffer) in_.release();
+    deliver(std::move(bytes));
+}
+
+void StreamCore::deliver(std::string bytes) {
     Promise<std::string> p = std::move(read_->promise);
     read_.reset();
     if (paused_ && in_.size() <= options_.limit) {

@@ -107,6 +107,7 @@ private:
     // Completes the pending read if the buffer (or EOF, or an error) allows.
     void try_read();
     void complete(std::size_t n);
+    void deliver(std::string bytes);  // completes the pending read with `bytes`
     template <class E>
     void fail(E error);
 

@@ -38,6 +38,7 @@ public:
         head_ = 0;
     }
 
+    std::size_t capacity() const noexcept { return bytes_.capacity(); }
     // Empties the buffer and returns its memory.
     void release() noexcept {
         std::vector<char>().swap(bytes_);
