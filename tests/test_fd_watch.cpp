@@ -190,6 +190,27 @@ BOOST_AUTO_TEST_CASE(an_exception_from_on_ready_names_the_owners_line) {
     CHECK_EMPTY(s);
 }
 
+// The loop cannot watch a closed number: the owner hears once (not the
+// exception handler), and its watch ends with the ownership.
+BOOST_AUTO_TEST_CASE(an_fd_closed_under_its_watch_tells_the_owner_and_ends_the_watch) {
+    Scheduler s(options());
+    Pipe doomed;
+    Recorder owner("a");
+    int reports = 0;
+    s.set_exception_handler([&](const reactor::ErrorContext&) { ++reports; });
+    s.set_fd_owner(doomed.r, owner);
+    s.watch(doomed.r, Interest::read);
+    doomed.r.close();  // without forget_fd: the promise broken, as a bug would
+    auto guard = s.call_later(std::chrono::seconds(2), [&] { s.stop(); });
+    for (int i = 0; i < 10 && owner.heard.empty(); ++i) s.run_once();
+    BOOST_TEST(guard.cancel());
+    BOOST_TEST(owner.heard == (std::vector<std::string>{"a unwatchable Bad file descriptor"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(reports == 0);
+    BOOST_TEST(s.waiter_count() == 0u);  // run() does not wait for it any more
+    CHECK_EMPTY(s);
+}
+
 BOOST_AUTO_TEST_CASE(watching_an_fd_without_an_owner_is_a_logic_error) {
     Scheduler s(options());
     Pipe p;
