@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // idle_rss: what one idle TCP connection costs an echo server in resident
 // memory (issue 22). The one client bench/memory runs against every server.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // loadgen: the one echo client that drives every server in bench/ the same way.
 //
 // N active connections, each with exactly one message of S bytes in flight:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """report.py RAW_DIR RESULTS_DIR: turns bench/run's raw tables into
 RESULTS_DIR/results.md (markdown) and the gnuplot data files in RAW_DIR.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sizes: what one idle connection is made of (issue 22), in the manner of
 // libuv's `sizes` benchmark, plus the heap each accepted connection adds.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The examples' command lines: CLI11 (header-only, Debian libcli11-dev) with
 // the conventions every example shares. Only examples/ includes this; the
 // libraries never depend on CLI11.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What every example's main() shares besides its command line (cli.hpp):
 // say(), one line on stdout, flushed so whoever reads the output reads it
 // live; and guarded_main(), the one way an example fails.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the example servers share: the --backend, --host, --port, --exit-after,
 // --max-seconds and --drain-seconds options (and --idle-timeout, for the
 // servers whose protocol has no deadlines of its own), the first line they print, a

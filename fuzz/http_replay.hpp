@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What http::RequestParser makes of some input fed in given pieces, as text:
 // one line per step ("head HTTP/1.1 keep-alive 100-continue length=5",
 // "done", "error 400"), then "partial head" if a head was left unfinished.

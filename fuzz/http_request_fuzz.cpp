@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target for http_hello's request parser
 // (examples/12_http_hello/http_request_parser.hpp and http_head.hpp). Build
 // and run it with fuzz/run.sh. Besides crashes, leaks and undefined behaviour

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer target for http_hello's request parser with clang
 # (Debian: clang) and runs it for a bounded time over the seed corpus.
 #

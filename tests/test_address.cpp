@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Address: numeric parsing and formatting, and name lookup of
 // localhost only; no network needed.
 #define BOOST_TEST_MODULE address

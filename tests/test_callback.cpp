@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Callback (every kind of target: trivially copyable, with a
 // destructor, move-only, boxed) and the promise behind it: scheduling a
 // callback, a timer or an fd waiter allocates nothing once the loop's pools

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // chat_server --console, for real: the server runs as a child process on
 // 127.0.0.1 (port 0) on the backend under test, its stdin a pipe this test
 // writes to (or a file, /dev/null, a directory), with real clients over

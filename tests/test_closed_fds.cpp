@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Closing watched fds and reusing their numbers, through the Scheduler, on
 // every backend (CTest runs this suite once per backend). The contract under
 // test: the owner of an fd needs no rule. It may close a watched fd at any

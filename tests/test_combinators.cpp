@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Combinator and leaf-future tests: when_all (vector and tuple), when_any,
 // with_timeout, sleep/sleep_until on a virtual clock, readable/writable on pipes.
 // The policy under test: the first error or cancellation decides, and every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connecting and serving by host name without blocking the loop:
 // reactor::connect(sched, host, port, cb) looks a name up on a ThreadPool and
 // tries each address in turn; futures::start_server(sched, host, port, ...)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connection over real sockets on 127.0.0.1, on every selector backend:
 // echo under load, half-close, water marks, close, abort and reset, and
 // callbacks that close or replace themselves. Ordering comes from callbacks,

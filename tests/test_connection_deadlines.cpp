@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connection deadlines (read, write and idle timeouts) on every backend, on
 // a virtual clock: the loop's time moves only when it would sleep, so each
 // deadline is checked to the nanosecond without real waiting. The peer is a

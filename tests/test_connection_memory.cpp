@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a Connection keeps on the heap (issue 22), counted by replacing the
 // global operator new and delete in this test program: an idle accepted
 // connection costs one block (the Connection and its shared_ptr control

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ConnectionSet and the graceful shutdown of a Listener, on every backend,
 // with real clients on 127.0.0.1: close the listener, close or abort what it
 // accepted, and learn when the last connection has closed. Ordering comes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // connect() (the Connector) on 127.0.0.1, on every selector backend: refused,
 // timed out, reset at once, and cancelled connects. Ordering comes from
 // callbacks, never from sleeps.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The countdown demo (examples/03_countdown). Its logic, countdown.hpp, runs
 // in-process on virtual time (reactor/testing/, docs/testing.md): the whole
 // 20 s program in a few milliseconds, every line asserted with the virtual

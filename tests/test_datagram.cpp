@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::DatagramSocket over real UDP sockets on 127.0.0.1 and ::1, on the
 // backend under test: receive as a future of (datagram, sender), FIFO among
 // receives, cancelled receives taking nothing, buffering and its limit, the

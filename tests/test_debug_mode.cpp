@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Debug mode (Scheduler::Options::debug, REACTOR_DEBUG): slow callbacks, late
 // timers and loop-thread-only members called from another thread are
 // reported through the exception handler, one line each, with the line that

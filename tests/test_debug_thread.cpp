@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Debug mode's wrong-thread check: a loop-thread-only member called from
 // another thread while the loop runs is refused (std::logic_error, nothing
 // changed) and reported through the exception handler on the loop thread;

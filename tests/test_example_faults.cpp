@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The examples when the kernel fails them: each program runs under
 // `strace -f --inject` (system calls made to fail from the outside, no
 // library seam needed) and must end as a program should, never in

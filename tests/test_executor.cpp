@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::run_in_executor: a function on a thread pool, its result a Future
 // completed on the loop thread. Values, exceptions, cancellation before, while
 // and after the function runs, a full queue, shutdown, a Scheduler destroyed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The loop under a failing kernel: each system call the Scheduler and the
 // callback sockets make is made to fail (tests/support/syscall_faults.hpp),
 // once and for good, and the outcome checked: a clear error reaches the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Subprocesses under a failing kernel: each system call spawn_process and
 // the exit watches make (pipe2, pidfd_open, posix_spawn/posix_spawnp,
 // waitpid, epoll_ctl for the pidfd) is made to fail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The public testing kit's scripted readiness (reactor/testing/fd_script.hpp):
 // "fd N becomes readable at virtual time T", delivered then by the loop, with
 // no real socket behind N. CTest runs the suite once per backend (the real

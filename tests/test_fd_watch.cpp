@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scheduler::watch: an fd's owner watched without a callback slot, the loop
 // calling FdOwner::on_ready (what Connection uses), over real pipes and
 // socketpairs on every selector backend: readiness per direction and in

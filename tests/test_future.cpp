@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Future<T> tests: the state machine (pending -> done | failed | cancelled), its
 // misuse errors, done-callbacks (scheduled with call_soon in registration order,
 // never inline), the "exception was never retrieved" report, and the per-thread

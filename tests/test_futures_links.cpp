@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::Link and detail::launch, the two pieces a new combinator is
 // made of, tested through one written here the way docs/futures.md shows:
 // `sequence(a, b)` waits for a, then, through the same link, for b. Wake-ups

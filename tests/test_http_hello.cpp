@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http_hello (examples/12_http_hello) run for real on 127.0.0.1, on the
 // backend under test: keep-alive and pipelining, every request RFC 9112 says
 // to refuse answered 400 (or 413, 417, 431, 501, 505) and the connection

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http_hello's request parser (examples/12_http_hello/http_request_parser.hpp)
 // over the fuzz seed corpus (fuzz/corpus/http/): every request there, valid
 // or not, gives the steps its name promises ("ok_*": no error, "400_*": ends

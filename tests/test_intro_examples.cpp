@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The first steps of the examples series, run for real: hello (call_soon,
 // call_later, cancel) and fd_waiters (one-shot read_wait, persistent
 // add_reader) on the backend under test; and what every example's command

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Listener on 127.0.0.1 and ::1, on every selector backend: accepting
 // under EMFILE, a connection the backend cannot watch, IPv6 loopback.
 // Ordering comes from callbacks, never from sleeps.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The end of a loop, seen from a program: Scheduler::live() lists every
 // object alive on it once, each by the line of THIS file that made it (never
 // a line inside the library); close() reports them, ends them all in order

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scheduler::stats(): the always-kept counters, what is pending, the loop
 // lag percentiles over the recent window, and format_stats(). CTest runs the
 // suite once per selector backend.

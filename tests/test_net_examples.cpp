@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The network examples (examples/09_echo_server to 12_http_hello), run for
 // real: echo_server, echo_server_streams, chat_server, http_hello and
 // echo_client as child processes on 127.0.0.1, on every backend. Each server

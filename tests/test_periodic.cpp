@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Periodic timers (Scheduler::call_every): the two drift policies, cancelling,
 // errors, and that ticking allocates nothing. CTest runs the suite once per
 // selector backend.

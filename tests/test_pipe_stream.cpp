@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connections and futures streams over pipes and terminals (a pty), on every
 // backend: both directions, outputs bigger than the pipe buffer, a reader that
 // goes away (EPIPE, never SIGPIPE), refused fd types, and adopt_stdio's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs examples/15_pipeline (pipeline) for real and checks what it prints:
 // the exact interleaving of producer and consumer (the consumer's work timer
 // is the only timer, so the order does not depend on timing), the queue never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::spawn_process with real children (/bin/sh, /bin/cat, /bin/true,
 // /bin/false, sleep), on every backend and with both exit watches (pidfd and
 // SIGCHLD): statuses, pipes both ways beyond the pipe buffer, environment,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Promise (futures/promise.hpp): the producer end of a future, and
 // the library's futures made through it (Stream::read, drain, Process::wait;
 // run_in_executor has its own producer end) naming the caller's line: a task

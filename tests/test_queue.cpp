@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Queue: FIFO order, fairness among waiting getters and putters,
 // cancelled or dropped waiters never taking (or adding) an item, back-pressure
 // of a bounded queue between tasks on a virtual clock, close(), bad input, and

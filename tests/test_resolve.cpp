@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Name resolution off the loop thread: futures::resolve (getaddrinfo on a
 // thread pool), the errors of the blocking Address::resolve (one
 // std::system_error category naming the host), and open_connection by host

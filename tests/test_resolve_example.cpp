@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs examples/13_resolve for real and checks what it prints. Network rule:
 // numeric hosts, "localhost" (skipped where /etc/hosts does not name it), and
 // failures that never reach a name server (--numeric, an unknown service).

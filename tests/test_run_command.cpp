@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs examples/14_run_command for real and checks what it prints and how it
 // exits: prefixed lines from both pipes, the child's status (or 128+signal),
 // a missing program, a bad command line, its stdin passed through, and Ctrl-C

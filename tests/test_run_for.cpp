@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scheduler::run_for: a run bounded by the loop's clock. CTest runs the suite
 // once per selector backend. Every case runs on virtual time, so "the loop
 // slept until the bound" is an exact statement about the clock and the

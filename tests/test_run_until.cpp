@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::run_until: running the loop until one future is done, with or
 // without a bound on the loop's clock. CTest runs the suite once per selector
 // backend. Every case runs on virtual time, so bounds are exact.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Handles and the lifetime of callbacks: cancel() (true once, false after the
 // callback ran or from inside it, never reaching a slot's next user), cancel
 // from inside a batch, mass cancellation and the heap purge, and that

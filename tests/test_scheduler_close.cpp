@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scheduler::live() and Scheduler::close(): what is alive is listed with the
 // line that created it; close() reports it, ends connections with
 // CloseKind::scheduler_closed (their close callbacks run, with real sockets on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The exception handler: a throwing callback is reported with the line that
 // scheduled it and the loop goes on; the default handler prints one line on
 // stderr; an empty handler restores the default; a throwing handler does not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scheduler fd waiters over real pipes and socketpairs, on every selector
 // backend (tests/support/backends.hpp): one-shot and persistent waiters,
 // replacement and removal from inside callbacks, and bad input (negative fd,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The order in which one Scheduler iteration runs things: call_soon FIFO,
 // timers by (deadline, sequence), the phases (ready callbacks, then I/O, then
 // due timers; what they schedule waits for the next iteration), the timeout

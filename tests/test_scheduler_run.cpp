@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Running the loop: run() returns when there is no work, run_forever() only on
 // stop(), stop() ends the current iteration and does not leak into later
 // runs, run_once() is exactly one iteration, running the loop from inside a

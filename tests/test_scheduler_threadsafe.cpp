@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // call_soon_threadsafe: posts from other threads run once each, in each
 // thread's order, on the loop thread; a post wakes a loop blocked with nothing
 // to do; a post from the loop thread itself counts as work. The loop here is a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Timers (call_later, call_at): never early, on the virtual clock and on the
 // real one; zero, negative, past and huge delays; which time a delay counts
 // from, inside and outside the loop. Their order among themselves and with

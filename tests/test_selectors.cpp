@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Backend-specific tests for the Selector implementations (select, poll,
 // epoll): what the shared Scheduler suites cannot see. fds above FD_SETSIZE,
 // 10,000 idle connections, epoll's batching of epoll_ctl, closed-fd

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // kill -USR1 on every example server (echo_server, echo_server_streams,
 // chat_server, http_hello), run for real on 127.0.0.1 with the backend under
 // test: each prints its loop's stats as one block of stdout lines

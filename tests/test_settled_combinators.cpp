@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // when_all_settled (every outcome, never failing fast), as_completed
 // (completion order) and shield (cancellation that stops at the shield), on a
 // virtual clock.

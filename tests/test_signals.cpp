@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Signal handlers on the loop (Scheduler::add_signal_handler): real signals,
 // sent with raise() or pthread_kill() to this process, delivered as ordinary
 // callbacks of the run phase. CTest runs the suite once per selector backend.

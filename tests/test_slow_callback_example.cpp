@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs examples/16_slow_callback for real: without debug mode it reports
 // nothing; with REACTOR_DEBUG=1 (or --debug) each round's blocking callback
 // and the timer it made late are reported on stderr, one line each, naming

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures streams (open_connection, start_server, read*, write, drain, close)
 // over real sockets on 127.0.0.1, on every backend. Conversations are
 // hand-written state machines run as tasks, as the library intends.

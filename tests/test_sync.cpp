@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Event, Semaphore (with its Permit) and Lock: FIFO fairness, a
 // cancelled or dropped waiter never taking a permit or the lock, a permit
 // handed to a waiter that lets it go unread passing on to the next waiter,

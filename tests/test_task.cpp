@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // State-machine task tests: the resume() protocol, joining, errors, cancellation
 // (a request the machine sees as CancelledError), background-task error reports,
 // run_until_complete, and lifetimes (the machine dies with the task's end).

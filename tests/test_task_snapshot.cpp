@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::all_tasks() and the tasks' side of Scheduler::live(), close() and
 // destruction: every pending task is listed with its spawn line, its
 // machine's state_name() (or "unknown"), and what it waits on; close()

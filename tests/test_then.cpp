@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // then / catch_error / finally tests: values and futures (flattened), errors
 // skipping continuations, recovery, cleanup that always runs, cancellation
 // travelling up a chain, and the million-long chain that must not grow the stack

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::ThreadPool, the callback API: work on a worker, `done` back on the
 // loop thread; cancellation at every stage; a full queue; shutdown; a
 // Scheduler destroyed with jobs queued and running. Jobs that must be caught

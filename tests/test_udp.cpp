@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // UdpSocket over real sockets on 127.0.0.1 and ::1, on the backend under test.
 // Each behaviour that does not depend on the family is one data test case run
 // once per family ("family = IPv6" in its failures); its IPv6 sample is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unix domain stream sockets: the TCP classes reached by path, on every backend.
 #define BOOST_TEST_MODULE unix_socket
 #include <sys/stat.h>

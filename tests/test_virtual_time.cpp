@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The public testing kit's driver (reactor/testing/): virtual time that jumps
 // to the next deadline whenever nothing is ready, mixed with real fds, held
 // still while real I/O is in flight, and the same on every run. CTest runs

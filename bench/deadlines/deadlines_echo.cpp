@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench/deadlines: the callback echo server (epoll) with or without
 // connection deadlines, for bench/deadlines/compare: the cost of read, write
 // and idle timeouts on the echo path, measured A/B in the same run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench/executor: the thread pool's round trip against Asio's, and the echo
 // path while the pool is busy. Driven by bench/executor/compare.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // micro: a plain timing harness for the loop's hot paths, ours against the
 // closest idiomatic equivalent in Asio and libuv. One measurement per process
 // (so every run starts from a fresh heap); bench/run repeats and takes medians.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // micro_futures: the cost of futures::Future continuations on a reactor::Scheduler.
 // One measurement per process; bench/run repeats and takes medians.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // asio_echo: Asio's own example async_tcp_echo_server.cpp (examples/cpp11/echo),
 // unchanged in shape: a session object kept alive by shared_from_this, one
 // async_read_some into a fixed buffer, then async_write of what was read.

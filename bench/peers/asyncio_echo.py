@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """asyncio_echo: the Protocol-based echo server of the asyncio docs
 ("Transports and Protocols" -> "TCP Echo Server"): data_received writes the
 data straight back. With --uvloop the same code runs on uvloop's event loop

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // epoll_echo: the hand-written C ceiling. No library, no abstraction: one
 // level-triggered epoll loop, one read of up to kBuf (256 KiB) bytes per readiness, the
 // bytes written back at once; only if the socket refuses some are they kept

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // event_echo: the bufferevent echo server of the libevent book ("Fast portable
 // non-blocking network programming with Libevent", chapter "Connection
 // listeners", example "an echo server"): an evconnlistener, one bufferevent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // select_echo: the hand-written C ceiling for select(2): master fd_sets copied
 // before each call, max_fd kept current, one read of up to kBuf bytes per
 // readiness, bytes written back at once; leftovers kept (reading paused) until

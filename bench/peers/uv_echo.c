@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // uv_echo: the echo server of libuv's own guide (uvbook, "Networking",
 // tcp-echo-server/main.c), unchanged in shape: a malloc'd read buffer of the
 // suggested size per read, one uv_write per read, freed in the write callback.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/debugging.md: debug mode (slow callbacks, late timers, wrong-thread
 // calls) and Scheduler::stats().
 #include <chrono>

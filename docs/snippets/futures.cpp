@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/futures.md: a future, then-chains, errors, combinators, tasks, run_until.
 #include <chrono>
 #include <stdexcept>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/futures.md, "Inside": a new combinator is one short class built on
 // detail::WaitingState (one Link) and detail::launch. tests/test_futures_links.cpp
 // tests the same combinator's guarantees in depth; this one checks what the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/networking.md: the callback echo server with backpressure, and the
 // same server with streams; connection deadlines; graceful shutdown, of a
 // Listener and of a StreamServer on SIGTERM. Loopback only; every case ends by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/processes.md: child processes (spawn_process, pipes as streams, exit
 // status, signals, reaping) and streams over pipes and the standard streams.
 // Real children (/bin/sh, /bin/cat, sleep); every case ends by itself.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/futures.md, "Promise: the producer end": a producer of your own, its
 // futures naming the caller's line, and a broken promise.
 #include <memory>

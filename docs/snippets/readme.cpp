@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The README's three snippets, one per layer, each run and checked.
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/scheduler.md: timers, periodic timers, signals, run_for, fd waiters,
 // choosing a backend, errors, closing fds.
 #include <fcntl.h>

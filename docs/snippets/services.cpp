@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/scheduler.md, "Extending the loop": a user's own socket type (a
 // Beacon) that ends with its loop through a LoopService of its own, and a
 // WorkHold.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/testing.md: testing timer-heavy code on virtual time with the public
 // kit (reactor/testing/): a VirtualLoop, scripted fd readiness, real fds and
 // TimeHold, and the driver's errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/threads.md: thread pools returning futures, and name resolution off
 // the loop thread. Every lookup here is numeric or of a service name from
 // /etc/services: nothing reaches a name server.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/toolkit.md: the task toolkit (Queue, Event, Semaphore, Lock), the
 // settled combinators (when_all_settled, as_completed, shield) and UDP as
 // futures (DatagramSocket). Each region sits in a case that checks what the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // snippet_check: every ```cpp block of README.md and docs/**/*.md is a copy of
 // a region of a compiled source file, and stays one (docs/snippets/README.md).
 //

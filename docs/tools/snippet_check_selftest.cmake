@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # CTest docs_snippets_selftest: snippet_check on small trees it must accept or
 # refuse, so that the docs check cannot quietly stop checking.
 #   cmake -DCHECKER=path/to/snippet_check -DWORK_DIR=dir -P snippet_check_selftest.cmake

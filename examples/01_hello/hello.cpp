@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // hello: the first step. Nothing runs until the loop does: call_soon puts a
 // callback on the ready queue, call_later on the timer heap, and run() keeps
 // going until nothing is ready or sleeping, then returns.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fd_waiters: the loop waits on file descriptors as well as on time.
 //
 // Step 02 of the series (examples/README.md).

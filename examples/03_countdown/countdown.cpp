@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // countdown: David Beazley's "Build Your Own Async" demo, callback-driven.
 //
 // Step 03 of the series (examples/README.md).

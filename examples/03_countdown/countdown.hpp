@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Countdown: the whole demo of countdown.cpp as a component on a Scheduler it
 // is given, printing through a sink it is given: the program's main() runs it
 // on a real loop and prints to stdout; tests/test_countdown.cpp runs the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LineEcho: Beazley's echo server on 127.0.0.1, written with one-shot fd
 // waiters only, the server of the Countdown component (countdown.hpp). It
 // accepts with a read_wait that re-arms itself and hands each client to a

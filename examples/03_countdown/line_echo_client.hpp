@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LineEchoClient: one client of Beazley's echo server (line_echo.hpp), written
 // with one-shot fd waiters only: it answers every line with "Got: <line>".
 // Each wait is one read_wait/write_wait whose callback, when done, arms the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // chain: futures chained with then, an error recovered with catch_error, a
 // finally, when_all of three sleeps, and a with_timeout that fires.
 //

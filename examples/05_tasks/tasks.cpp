@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tasks: two tasks interleave on one loop, and main joins both.
 //
 // Step 05 of the series (examples/README.md). New here: a hand-written

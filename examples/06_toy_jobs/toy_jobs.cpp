@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // toy_jobs: three jobs written as state machines run concurrently on one loop.
 //
 // Step 06 of the series (examples/README.md). New here: tasks wait

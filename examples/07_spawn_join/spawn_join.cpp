@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // spawn_join: ten background tasks, joined; and one that fails unjoined.
 //
 // Step 07 of the series (examples/README.md). New here: join handles carry

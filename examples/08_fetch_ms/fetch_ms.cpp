@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fetch_ms: a task reads a line from stdin, then sleeps, while a timer fires.
 //
 // Step 08 of the series (examples/README.md). New here: a task waits on input

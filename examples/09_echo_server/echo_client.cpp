@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // echo_client: a load generator for echo servers, built on async connect.
 //
 // Step 09 of the series (examples/README.md). New here: the client side:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // EchoConversation: one connection of echo_client, the component beside it.
 // It keeps --window messages of random sizes in flight, checks that every
 // byte comes back unchanged and in order, and closes after the last one.

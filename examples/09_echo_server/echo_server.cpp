@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // echo_server: the callback-driven echo server. Every byte a client sends
 // comes back unchanged, in order.
 //

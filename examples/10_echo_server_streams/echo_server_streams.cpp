@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // echo_server_streams: the echo server again, written with futures streams and
 // one hand-written state-machine task per client (minio's server, desugared).
 // Same behaviour and options as echo_server: every byte comes back unchanged;

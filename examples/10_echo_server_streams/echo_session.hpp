@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // EchoSession: one echo_server_streams client's conversation, a hand-written
 // state-machine task (what a coroutine would generate), resumed by spawn().
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // chat_server: line-based chat. Every line a client sends goes to every other
 // client as "#<id>: <line>"; joins and departures are announced as "* ..." lines.
 //

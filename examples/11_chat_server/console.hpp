@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // console.hpp: chat_server's --console, the server's own voice in the room.
 // Each line typed on the server's stdin goes to `say`; the end of input
 // (Ctrl-D, or the writer of a pipe closing it) goes to `on_end`, once.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # http_hello seen from the outside, as a user with curl would check it. Talks
 # to 127.0.0.1 only; every wait is bounded and the server stops by itself.
 #

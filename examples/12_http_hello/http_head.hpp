@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http::parse_head: what one complete HTTP/1.1 request head says, or the
 // status that refuses it (RFC 9112). Strict on purpose: a server behind a
 // proxy must never read the framing of a request differently from the proxy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http_hello: a small, strict HTTP/1.1 server that answers every request with
 // "Hello, world!", complete enough for curl, ab and wrk.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http::RequestParser: cuts one connection's input into HTTP/1.1 requests.
 // It knows nothing of sockets or time: feed() the bytes as they arrive, in
 // pieces of any size, then call next() until it says need_more. The same bytes

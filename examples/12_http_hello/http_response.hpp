@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The responses http_hello sends, appended to an output string: the greeting,
 // an interim 100 Continue, and the errors that end a connection.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // HttpSession: one connection of http_hello, the component beside
 // http_hello.cpp. It turns its RequestParser's steps into responses (all
 // those one read produced go out in one write) and ends the connection when

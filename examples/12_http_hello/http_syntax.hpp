@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lexical rules of HTTP fields (RFC 9110 5 and 5.6) that http_head.hpp
 // checks: tokens, field values, optional whitespace, comma-separated lists.
 // ASCII only, locale-free; pure functions over string_views.

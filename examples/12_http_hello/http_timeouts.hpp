@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http::ConnectionTimeouts: the deadlines that keep slow clients from
 // holding an http_hello connection (slowloris, slow POST), on one timer:
 //   header  a request head must be complete this long after its first byte

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // resolve HOST...: looks every host up at once, off the loop thread
 // (futures::resolve: getaddrinfo on the default thread pool), and prints each
 // host's addresses in the order the hosts were given. A state-machine task

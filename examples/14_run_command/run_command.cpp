@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // run_command -- PROGRAM ARGS...: runs a program as a child process and
 // streams its output line by line as it comes, stdout lines prefixed "out: ",
 // stderr lines "err: ", then exits with the child's status.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // pipeline: a producer and a slow consumer, two state-machine tasks joined by
 // a bounded futures::Queue; the full queue throttles the producer.
 //

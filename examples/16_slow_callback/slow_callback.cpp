@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // slow_callback: what debug mode reports. Each round, a callback arms a 10 ms
 // timer and then blocks the loop for --block-ms (default 200 ms): a slow
 // callback, and a timer that fires late because of it. Run it twice:

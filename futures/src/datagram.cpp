@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // DatagramSocket: receives from the UdpSocket's callbacks, handed to waiting
 // receive() futures or buffered; sends written by hand on the socket's fd, so
 // that each datagram's future can tell when the kernel took it.

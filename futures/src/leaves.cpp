@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Leaf futures: timers and fd readiness, each one state that also remembers
 // how to take back what it asked of the Scheduler when cancelled.
 #include "futures/leaves.hpp"

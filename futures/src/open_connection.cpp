@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // open_connection: one reactor::Connector per call, trying the addresses in
 // turn until one connects (a name is first looked up with futures::resolve,
 // off the loop thread, so that cancelling the future cancels the lookup as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Streams over pipes and the standard streams: the reactor adopts the fd (and
 // checks its type), the stream wraps the connection.
 #include <stdexcept>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Process handles: the exit status and its futures (each through a Promise
 // with the caller's line), and signals, which are sent only while the child
 // is known not to be reaped (so never to a reused pid).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: the state behind a Process handle. The exit status and the
 // promises of the wait() futures live apart (ExitState), shared with the
 // child's watch, so that a wait() future still completes after every

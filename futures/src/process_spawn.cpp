@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // spawn_process: posix_spawn with the child's standard streams wired as asked
 // and every other fd closed but those passed, then the exit watch, then the
 // pipe streams. Nothing is left behind on failure: before the spawn, every fd

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The two child watches (process_watch.hpp). Each reaps only its own pids,
 // with waitpid(pid, WNOHANG): a waitpid(-1) would steal the statuses of
 // children that other parts of the program wait for.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: watching child processes until they are reaped (see "Reaping" in
 // futures/process.hpp). Two mechanisms behind one interface: a pidfd per
 // child registered with the loop, or SIGCHLD and a per-Scheduler table of

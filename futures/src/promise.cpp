@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The non-template half of futures::Promise (futures/promise.hpp): the
 // broken-promise cancellation and the misuse errors, with their messages.
 #include "futures/promise.hpp"

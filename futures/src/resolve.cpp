@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::resolve: Address::resolve run on a thread pool.
 #include "futures/resolve.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The loop driver behind run_until(): Scheduler::run_for, ended early by a
 // done-callback that calls stop(). The callback is removed however the run
 // ends, so a later completion never stops an unrelated run.

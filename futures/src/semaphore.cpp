@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Semaphore: the count of free permits and the FIFO of waiters, shared with
 // the Permits out there (so a Permit can outlive its Semaphore).
 #include "futures/semaphore.hpp"

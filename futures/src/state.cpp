@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The non-template half of a future's shared state: completion, waking the
 // waiters, cancellation along links, and death (with the "exception was never
 // retrieved" report). The state diagram is in futures/future.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The per-thread free lists behind StateBase's operator new/delete
 // (see futures/detail/state_pool.hpp).
 #include "futures/detail/state_pool.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A Stream and its core: reads complete futures from the buffered bytes,
 // writes go to the connection, and the core's flow control pauses reading
 // while too much waits unread. The handle only forwards to the core (see

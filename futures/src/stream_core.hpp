@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: the state behind a Stream. Owns the connection, the bytes received
 // but not yet read, and the promises of the futures waiting on them (each
 // made with the line of the user's call: Stream::read, drain, wait_closed);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // start_server and the StreamServer handle: each accepted connection becomes a
 // Stream handed to the user's handler; the stream is closed when the future
 // the handler returned completes. What the server reports or returns names

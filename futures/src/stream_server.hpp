@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: the state behind a StreamServer. Owns the listener and a Stream
 // handle per conversation still running; the listener's accept callback refers
 // to it weakly, so the StreamServer handles alone decide how long it lives.

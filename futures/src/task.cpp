@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The non-template part of tasks: the loop driver behind run_until_complete().
 #include "futures/task.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The registry of tasks and hand-made futures per Scheduler, and futures::all_tasks().
 #include "futures/detail/task_registry.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The waiter list of a future's state: registration order, the first entry
 // inline, the rest in a vector recycled through the state pool.
 #include "futures/detail/waiters.hpp"

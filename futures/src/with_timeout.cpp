@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The non-template part of with_timeout: the TimeoutError message.
 #include "futures/with_timeout.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: which selector backend a suite runs on. Every suite that
 // touches the loop is written once and run whole once per backend: CTest
 // runs test_x[select], test_x[poll] and test_x[epoll] (tests/CMakeLists.txt),

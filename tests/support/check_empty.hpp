@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: every test ends with CHECK_EMPTY(sched): nothing is left
 // alive on the loop — no ready callback, timer, fd waiter, posted callback,
 // signal handler, open connection or pending task (Scheduler::live(), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: counts every heap allocation of the test program, for tests
 // that show a path allocates nothing ("ticking allocates nothing", "a read
 // with deadlines set allocates nothing"). Replaces the global operator new

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: the ways a subprocess's exit is watched (futures::ExitWatch)
 // that a suite can test on the backend under test. ThreadSanitizer defers a
 // signal that arrives while the thread is blocked in select(2) until the

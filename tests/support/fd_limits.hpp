@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: raising RLIMIT_NOFILE for cases that need many fds or fd
 // numbers above FD_SETSIZE.
 #pragma once

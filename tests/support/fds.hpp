@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: owned fds, pipes and socketpairs, the one definition every
 // suite uses. An Fd closes itself unless the test already closed it, and
 // reads like a plain int fd (read(p.r, ...), add_reader(p.r, ...)).

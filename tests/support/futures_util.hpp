@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support for the futures suites (and any case that checks an error): a
 // recorder for the Scheduler's exception handler, what() of an exception_ptr
 // and of a future's error, the "the loop holds nothing" check every test ends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor_test::Gate: a one-time latch between the test thread and a worker.
 // A job that waits on it holds its worker until the test opens it, which is
 // how the thread-pool suites fill a pool or a queue without depending on

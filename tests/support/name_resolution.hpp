@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support for cases that look names up. A package build chroot (sbuild,
 // pbuilder) may have no /etc/hosts, and then not even "localhost" resolves;
 // a minimal system (debootstrap --variant=minbase, the debian:12 image) has

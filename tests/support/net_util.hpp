@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support for the socket tests: drive a Scheduler until a condition holds
 // (bounded, so a bug fails the test instead of hanging it), and a few blocking
 // raw-socket helpers to play a peer that no reactor code wrote.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor_test::Child: runs a program (usually one of the examples) with its
 // stdin, stdout and stderr on pipes, so tests can talk to it and check what it
 // prints. Every wait is bounded; the destructor kills a child still running.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor_test::StderrCapture: redirects this process's stderr (fd 2) to a
 // temporary file until finish() (or destruction), for tests of what the
 // library writes there (debug-mode reports, the default exception handler).

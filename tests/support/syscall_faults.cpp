@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fault-injection library (see syscall_faults.hpp): the C library's
 // wrappers, each failing when a fault is armed for it and forwarding to the
 // real one otherwise. Lock-free, and async-signal-safe once loaded: the real

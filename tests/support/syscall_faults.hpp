@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: make the system calls the loop, the sockets and the
 // processes make fail, on purpose, with a chosen errno.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support for the TCP suites (test_listener, test_connection,
 // test_connector, and test_net_examples against the example servers):
 // Boost.Test printers for the reactor's values, the echo server these tests

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test support: the library's own suites on virtual time, through the public
 // testing kit (reactor/testing/, docs/testing.md). A case's loop is the
 // kit's own, on the backend under test:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::as_completed: the outcomes of some futures in the order they
 // complete (asyncio.as_completed).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures/combinators.hpp: futures made of other futures — when_all, when_any,
 // with_timeout, one header each.
 //

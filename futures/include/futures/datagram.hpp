@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::DatagramSocket: UDP in the futures layer, over reactor::UdpSocket
 // (asyncio's create_datagram_endpoint, as futures rather than a protocol).
 //
@@ -34,6 +35,7 @@
 #include <system_error>
 #include <variant>
 
+#include <reactor/export.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/net/udp_socket.hpp>
 #include <reactor/scheduler.hpp>
@@ -49,7 +51,7 @@ struct Datagram {
     reactor::Address from;
 };
 
-class DatagramSocket {
+class REACTOR_API DatagramSocket {
 public:
     struct Options {
         bool reuse_address = false;        // SO_REUSEADDR

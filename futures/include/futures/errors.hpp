@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The errors a Future reports. Each is a std::logic_error or std::runtime_error
 // so generic handlers still see a what() message.
 #pragma once
@@ -5,16 +6,18 @@
 #include <stdexcept>
 #include <string>
 
+#include <reactor/export.hpp>
+
 namespace futures {
 
 // Misuse of a future's state machine: set twice, result() while pending.
-class InvalidStateError : public std::logic_error {
+class REACTOR_API InvalidStateError : public std::logic_error {
 public:
     using std::logic_error::logic_error;
 };
 
 // The future (or task) was cancelled.
-class CancelledError : public std::runtime_error {
+class REACTOR_API CancelledError : public std::runtime_error {
 public:
     CancelledError() : std::runtime_error("future was cancelled") {}
     using std::runtime_error::runtime_error;
@@ -26,14 +29,14 @@ public:
 // promise: the stream read created at app.cpp:42 will never complete"). A
 // CancelledError, so it is a cancellation (catch it first to tell it apart),
 // never reported as an exception nobody retrieved. See futures/promise.hpp.
-class BrokenPromise : public CancelledError {
+class REACTOR_API BrokenPromise : public CancelledError {
 public:
     BrokenPromise() : CancelledError("broken promise") {}
     using CancelledError::CancelledError;
 };
 
 // with_timeout() gave up waiting.
-class TimeoutError : public std::runtime_error {
+class REACTOR_API TimeoutError : public std::runtime_error {
 public:
     TimeoutError() : std::runtime_error("timed out") {}
     using std::runtime_error::runtime_error;

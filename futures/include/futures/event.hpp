@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Event: a flag that state-machine tasks wait on (asyncio.Event).
 //
 // wait() returns a future done once the flag is set: at once if it is set

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::run_in_executor: blocking or CPU-bound work on a thread pool, its
 // result a Future completed on the loop thread (asyncio's run_in_executor,
 // libuv's uv_queue_work). Built on reactor::ThreadPool (reactor/thread_pool.hpp),

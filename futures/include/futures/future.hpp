@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Future<T>: a shared handle to one result slot bound to a Scheduler.
 //
 // Copying a Future copies the handle (like shared_ptr), never the value; a const
@@ -19,6 +20,7 @@
 #include <utility>
 
 #include <reactor/callback.hpp>
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/detail/ref.hpp"
@@ -41,7 +43,7 @@ namespace futures {
 // Every transition schedules the done-callbacks with call_soon, in registration
 // order. A second transition is a contract violation (InvalidStateError).
 enum class Status : std::uint8_t { pending, done, failed, cancelled };
-std::string_view to_string(Status status) noexcept;
+REACTOR_API std::string_view to_string(Status status) noexcept;
 
 // Names one callback registered with add_done_callback, for remove_done_callback
 // on the same future.

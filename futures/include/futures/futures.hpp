@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The whole futures layer in one include: Future<T> and then-chaining, Promise<T>,
 // leaf futures (sleep, readable, writable), combinators, state-machine tasks,
 // the task toolkit (queues, events, semaphores, locks), streams and datagrams.

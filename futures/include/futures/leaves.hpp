@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures/leaves.hpp: futures at the leaves of a chain, completed by the
 // Scheduler itself (a timer, an fd becoming ready) or born complete.
 //
@@ -11,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/future.hpp"
@@ -18,7 +20,7 @@
 namespace futures {
 
 namespace detail {
-Future<void> make_sleep(reactor::Scheduler& sched, reactor::Duration delay, std::source_location where);
+REACTOR_API Future<void> make_sleep(reactor::Scheduler& sched, reactor::Duration delay, std::source_location where);
 }
 
 // Done once `delay` has passed on the loop's clock: never early; a negative
@@ -31,7 +33,7 @@ template <class Rep, class Period>
 }
 
 // Done at `deadline` (a point on the Scheduler's clock).
-[[nodiscard]] Future<void> sleep_until(reactor::Scheduler& sched, reactor::TimePoint deadline,
+[[nodiscard]] REACTOR_API Future<void> sleep_until(reactor::Scheduler& sched, reactor::TimePoint deadline,
                                        std::source_location where = std::source_location::current());
 
 // Done when `fd` is readable (resp. writable): a one-shot read_wait/write_wait
@@ -42,9 +44,9 @@ template <class Rep, class Period>
 // wait (the fd was closed while registered, which it also reports; a later
 // registration on the same fd and direction replaced it; the Scheduler is being
 // destroyed), the future is cancelled, with a CancelledError saying so.
-[[nodiscard]] Future<void> readable(reactor::Scheduler& sched, int fd,
+[[nodiscard]] REACTOR_API Future<void> readable(reactor::Scheduler& sched, int fd,
                                     std::source_location where = std::source_location::current());
-[[nodiscard]] Future<void> writable(reactor::Scheduler& sched, int fd,
+[[nodiscard]] REACTOR_API Future<void> writable(reactor::Scheduler& sched, int fd,
                                     std::source_location where = std::source_location::current());
 
 // A future that is already done with `value` (its callbacks still run from the loop).
@@ -54,7 +56,7 @@ template <class T>
     using V = std::decay_t<T>;
     return detail::launch<detail::State<V>>(sched, where, false).done(std::forward<T>(value));
 }
-[[nodiscard]] Future<void> make_ready_future(reactor::Scheduler& sched,
+[[nodiscard]] REACTOR_API Future<void> make_ready_future(reactor::Scheduler& sched,
                                              std::source_location where = std::source_location::current());
 
 // A future that has already failed with `error` (cancelled, for a CancelledError).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Lock: mutual exclusion between state-machine tasks (asyncio.Lock),
 // a Semaphore of one permit.
 //

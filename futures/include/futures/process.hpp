@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures/process.hpp: child processes (asyncio's create_subprocess_exec,
 // libuv's uv_spawn): a program started with posix_spawn, its standard streams
 // inherited, sent to /dev/null or exposed as futures::Stream pipes, and its
@@ -43,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/future.hpp"
@@ -95,7 +97,7 @@ class ProcessCore;
 // kills nor waits for the child (see "Reaping" above); the pipe streams live
 // on while the user keeps a copy of them (a Stream closes when its last
 // handle goes).
-class Process {
+class REACTOR_API Process {
 public:
     Process() = default;  // empty: every member but valid() throws InvalidStateError
     bool valid() const noexcept { return static_cast<bool>(core_); }
@@ -151,11 +153,11 @@ private:
 // or naming the call if a pipe, /dev/null or the exit watch cannot be set up
 // (EMFILE...); std::logic_error if SIGCHLD is needed and another Scheduler
 // holds it. `where` (your line) is kept as the child's spawn site.
-[[nodiscard]] Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv,
+[[nodiscard]] REACTOR_API Process spawn_process(reactor::Scheduler& sched, std::vector<std::string> argv,
                                     ProcessOptions options = {},
                                     std::source_location where = std::source_location::current());
 
 // A waitpid(2) status as exit_status encodes it: the exit code, or -signal.
-int exit_status_of(int wait_status) noexcept;
+REACTOR_API int exit_status_of(int wait_status) noexcept;
 
 }  // namespace futures

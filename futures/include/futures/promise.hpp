@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Promise<T>: the producer end of a future (Seastar's promise,
 // std::promise on a loop). Whoever will complete a future later (a
 // connection's reads, a child's exit watch, your own socket type) keeps the
@@ -53,6 +54,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/errors.hpp"
@@ -63,9 +65,9 @@ namespace futures {
 namespace detail {
 // Completes `state` (pending) as cancelled with a BrokenPromise naming
 // `what` and the state's origin. Never throws.
-void break_promise(StateBase& state, const char* what) noexcept;
+REACTOR_API void break_promise(StateBase& state, const char* what) noexcept;
 // Throws the InvalidStateError of a misused Promise.
-[[noreturn]] void throw_promise_error(const char* operation, const char* problem, const StateBase* state,
+[[noreturn]] REACTOR_API void throw_promise_error(const char* operation, const char* problem, const StateBase* state,
                                       const char* what);
 }  // namespace detail
 

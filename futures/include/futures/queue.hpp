@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Queue<T>: a FIFO queue between state-machine tasks, bounded or
 // unbounded, whose put() and get() return futures (asyncio.Queue).
 //
@@ -24,6 +25,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/detail/parked.hpp"
@@ -34,7 +36,7 @@ namespace futures {
 
 // The queue was closed: a put after close(), a get on a closed queue with
 // nothing left, or a waiter woken by close().
-class QueueClosed : public std::runtime_error {
+class REACTOR_API QueueClosed : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::resolve: name lookup that does not block the loop. getaddrinfo
 // runs on a thread pool (as libuv's uv_getaddrinfo and asyncio's
 // loop.getaddrinfo do: the C library has no asynchronous lookup that reads
@@ -20,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include <reactor/export.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/net/resolve_error.hpp>
 #include <reactor/scheduler.hpp>
@@ -31,15 +33,15 @@ namespace futures {
 
 // `service`: a port number ("8080") or a name from /etc/services ("http").
 // On `pool` (default: futures::default_executor()).
-[[nodiscard]] Future<std::vector<reactor::Address>> resolve(
+[[nodiscard]] REACTOR_API Future<std::vector<reactor::Address>> resolve(
     reactor::Scheduler& sched, reactor::ThreadPool& pool, std::string_view host, std::string_view service,
     reactor::ResolveOptions options = {}, std::source_location where = std::source_location::current());
-[[nodiscard]] Future<std::vector<reactor::Address>> resolve(
+[[nodiscard]] REACTOR_API Future<std::vector<reactor::Address>> resolve(
     reactor::Scheduler& sched, std::string_view host, std::string_view service,
     reactor::ResolveOptions options = {}, std::source_location where = std::source_location::current());
 // With a port number. A numeric host ("127.0.0.1", "::1") needs no lookup:
 // the future is done at once, without the pool.
-[[nodiscard]] Future<std::vector<reactor::Address>> resolve(
+[[nodiscard]] REACTOR_API Future<std::vector<reactor::Address>> resolve(
     reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
     std::source_location where = std::source_location::current());
 

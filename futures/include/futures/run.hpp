@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::run_until: runs the loop until one future is done, optionally for
 // at most a given time: the bounded run a test or a main() needs, without a
 // hand-written loop around run_once() and a safety timer. asyncio's
@@ -8,6 +9,7 @@
 
 #include <chrono>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/future.hpp"
@@ -16,7 +18,7 @@ namespace futures {
 namespace detail {
 
 // The non-template body; `limit` is of the loop's clock, Duration::max() for none.
-bool run_until(reactor::Scheduler& sched, StateBase& state, reactor::Duration limit);
+REACTOR_API bool run_until(reactor::Scheduler& sched, StateBase& state, reactor::Duration limit);
 
 // Negative counts as zero; beyond the clock's range as no limit.
 template <class Rep, class Period>

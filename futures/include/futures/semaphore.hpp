@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::Semaphore and futures::Permit: a counter of permits that
 // state-machine tasks acquire and release (asyncio.Semaphore), with the
 // permit as an object that gives itself back.
@@ -23,6 +24,7 @@
 #include <optional>
 #include <source_location>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/future.hpp"
@@ -35,7 +37,7 @@ struct SemaphoreCore;
 
 // One permit of a Semaphore (or the hold of a Lock), released when
 // destroyed. Move-only; a moved-from or released Permit holds nothing.
-class [[nodiscard]] Permit {
+class [[nodiscard]] REACTOR_API Permit {
 public:
     Permit() noexcept = default;
     Permit(Permit&& other) noexcept = default;
@@ -59,7 +61,7 @@ private:
     std::shared_ptr<detail::SemaphoreCore> core_;
 };
 
-class Semaphore {
+class REACTOR_API Semaphore {
 public:
     // `permits` >= 1 (std::invalid_argument otherwise: with none, every
     // acquire() would wait forever, since only Permits give permits back).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::shield: a future whose cancellation does not reach the work it
 // waits on (asyncio.shield).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures/stream.hpp: asyncio-style streams over reactor::Connection (TCP or
 // Unix sockets, pipes, terminals, stdin/stdout): reads return futures, writes
 // are buffered, drain() applies backpressure.
@@ -31,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include <reactor/export.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/net/connection.hpp>
@@ -41,7 +43,7 @@ namespace futures {
 
 // EOF came before read_exactly() got n bytes, or before read_until() found its
 // delimiter. `partial` holds the bytes that were there (now consumed).
-class IncompleteReadError : public std::runtime_error {
+class REACTOR_API IncompleteReadError : public std::runtime_error {
 public:
     IncompleteReadError(std::string partial, std::optional<std::size_t> expected);
     std::string partial;
@@ -51,7 +53,7 @@ public:
 // read_until() would need more than the stream's limit. The data stays in the
 // buffer (read it with read() or read_exactly()); `consumed` is how much a
 // successful read_until would have had to take.
-class LimitOverrunError : public std::runtime_error {
+class REACTOR_API LimitOverrunError : public std::runtime_error {
 public:
     LimitOverrunError(const std::string& what, std::size_t consumed);
     std::size_t consumed;
@@ -76,7 +78,7 @@ class StreamCore;
 class ServerCore;
 }  // namespace detail
 
-class Stream {
+class REACTOR_API Stream {
 public:
     // An empty handle; every member but valid() throws InvalidStateError.
     Stream() = default;
@@ -156,17 +158,17 @@ struct PipeStreams {
     Stream read_end;
     Stream write_end;
 };
-[[nodiscard]] PipeStreams open_pipe(reactor::Scheduler& sched, StreamOptions options = {});
+[[nodiscard]] REACTOR_API PipeStreams open_pipe(reactor::Scheduler& sched, StreamOptions options = {});
 // A stream over a duplicate of a standard stream (0, 1, 2), which stays the
 // caller's; non-blocking until the stream closes (see reactor::adopt_stdio:
 // a regular file, as in `prog < file`, throws std::invalid_argument).
-[[nodiscard]] Stream open_stdio(reactor::Scheduler& sched, int fd, StreamOptions options = {});
+[[nodiscard]] REACTOR_API Stream open_stdio(reactor::Scheduler& sched, int fd, StreamOptions options = {});
 
 // Connects; the future fails with std::system_error carrying the errno
 // reactor::Connector reports (ECONNREFUSED, ECONNRESET, ETIMEDOUT, ...: the
 // full list is in reactor/net/connector.hpp).
 // Cancelling it (e.g. with_timeout) abandons the attempt.
-[[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address& address,
+[[nodiscard]] REACTOR_API Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address& address,
                                              StreamOptions options = {},
                                              std::source_location where = std::source_location::current());
 // `host` numeric, or a name: a name is looked up with futures::resolve
@@ -175,14 +177,14 @@ struct PipeStreams {
 // in reactor::resolve_category(), naming the host); the addresses are then
 // tried in turn until one connects (the future fails with the last error), as
 // asyncio does. Cancelling the future cancels the lookup or the attempt.
-[[nodiscard]] Future<Stream> open_connection(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
+[[nodiscard]] REACTOR_API Future<Stream> open_connection(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
                                              StreamOptions options = {},
                                              std::source_location where = std::source_location::current());
 
 // A listening server whose handler gets one Stream per client. A handle:
 // copies share the server; it keeps listening until close() (or until the
 // last handle goes).
-class StreamServer {
+class REACTOR_API StreamServer {
 public:
     // Called for each client; returns the future of its conversation (usually
     // spawn(sched, Session(stream))). When that future completes the stream is
@@ -226,7 +228,7 @@ private:
 // std::system_error (e.g. EADDRINUSE) like reactor::Listener::listen.
 // `where` (your line) names the server: a handler that throws is reported
 // with it.
-[[nodiscard]] StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address,
+[[nodiscard]] REACTOR_API StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address,
                                         StreamServer::Handler handler, StreamOptions options = {},
                                         std::source_location where = std::source_location::current());
 // By host, as asyncio's start_server(host=...): a future, because a name is
@@ -238,7 +240,7 @@ private:
 // reactor::resolve_category() naming the host, a failed bind with the
 // Listener's (EADDRINUSE...). Cancelling the future before it is done cancels
 // the lookup. An empty handler throws std::invalid_argument at once.
-[[nodiscard]] Future<StreamServer> start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
+[[nodiscard]] REACTOR_API Future<StreamServer> start_server(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
                                                 StreamServer::Handler handler, StreamOptions options = {},
                                                 std::source_location where = std::source_location::current());
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures/task.hpp: tasks written by hand as state machines (generators desugared),
 // spawn(), and run_until_complete().
 //
@@ -52,6 +53,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/detail/task_registry.hpp"
@@ -221,7 +223,7 @@ private:
 };
 
 // Runs `sched` one iteration at a time until `state` is complete.
-void drive(reactor::Scheduler& sched, StateBase& state);
+REACTOR_API void drive(reactor::Scheduler& sched, StateBase& state);
 
 }  // namespace detail
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::all_tasks: a snapshot of every live task of a Scheduler — where it
 // was spawned, the state its machine is in, and what it waits on. The
 // state-machine answer to asyncio's all_tasks() and Task.print_stack().
@@ -13,13 +14,14 @@
 #include <string>
 #include <vector>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/future.hpp"
 
 namespace futures {
 
-struct TaskInfo {
+struct REACTOR_API TaskInfo {
     std::source_location spawned_at;
     std::optional<std::string> state;        // the machine's state_name(), if it has one
     std::string waiting_on_kind;             // "Future", "Task", ... (empty: not waiting)
@@ -31,6 +33,6 @@ struct TaskInfo {
 };
 
 // Every pending task of `sched`, oldest first.
-std::vector<TaskInfo> all_tasks(reactor::Scheduler& sched);
+REACTOR_API std::vector<TaskInfo> all_tasks(reactor::Scheduler& sched);
 
 }  // namespace futures

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures/then.hpp: the continuation states behind then(), catch_error() and finally().
 //
 // Each continuation is exactly one allocation: the derived future's state, which
@@ -12,6 +13,8 @@
 #include <optional>
 #include <type_traits>
 #include <utility>
+
+#include <reactor/export.hpp>
 
 #include "futures/future.hpp"
 
@@ -92,7 +95,7 @@ struct CatchResult<F, false> {
 
 // An exception a continuation threw after its future was completed some other
 // way (it was cancelled from inside the continuation): nobody else can see it.
-void report_orphan_exception(StateBase& out, std::exception_ptr error) noexcept;
+REACTOR_API void report_orphan_exception(StateBase& out, std::exception_ptr error) noexcept;
 
 // Calls `call()` and completes `out` with what it returns: nothing, a value,
 // or a future to follow through `link` (out's own). An exception it throws fails `out`.

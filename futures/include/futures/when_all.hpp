@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::when_all: one future for all of its inputs' values.
 //
 // Done with every value, in input order, once all are done; the first input to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::when_all_settled: one future for all of its inputs' outcomes,
 // whatever they are (asyncio.gather(..., return_exceptions=True)).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::when_any: the first of its inputs to complete, and its index.
 //
 // Completes as the first input completes, however it completes, and then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::with_timeout: a future bounded by a delay on the loop's clock.
 //
 // Completes like its input if that completes in time; else fails with
@@ -15,6 +16,7 @@
 #include <exception>
 #include <source_location>
 
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/future.hpp"
@@ -23,7 +25,7 @@ namespace futures {
 
 namespace detail {
 
-std::exception_ptr make_timeout_error(reactor::Duration delay);
+REACTOR_API std::exception_ptr make_timeout_error(reactor::Duration delay);
 
 // with_timeout(fut, delay): completes like fut, or fails with TimeoutError
 // when the timer fires first, and then cancels fut.

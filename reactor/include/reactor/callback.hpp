@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Callback: a move-only `void()` callable with an inline buffer.
 //
 // Why not std::function: it requires copyable targets (futures capture move-only
@@ -16,6 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <reactor/export.hpp>
+
 namespace reactor {
 
 // A callable that may move as plain bytes, its moved-from copy then simply
@@ -27,7 +30,7 @@ namespace reactor {
 template <class T>
 concept Relocatable = std::is_trivially_copyable_v<T> || requires { typename T::relocatable; };
 
-class Callback {
+class REACTOR_API Callback {
 public:
     // Big enough for a lambda holding six pointers, or three shared_ptrs.
     static constexpr std::size_t kInlineSize = 48;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::CallbackSlot: the one idiom for a callback that may replace, clear
 // or destroy itself while it runs.
 //

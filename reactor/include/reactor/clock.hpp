@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The loop's time: a monotonic clock, and the injectable time source tests use.
 #pragma once
 

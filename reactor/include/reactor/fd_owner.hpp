@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::FdOwner: the object that owns an fd the loop watches for it, and
 // hears when the loop cannot watch that fd any more.
 #pragma once
@@ -6,6 +7,7 @@
 #include <system_error>
 #include <vector>
 
+#include "reactor/export.hpp"
 #include "reactor/live_item.hpp"
 #include "reactor/selector.hpp"
 
@@ -34,7 +36,7 @@ namespace reactor {
 // An owner may also watch its fd itself (Scheduler::watch) instead of
 // registering waiters: the loop then calls on_ready, and names origin() in
 // the reports of an exception it throws or of a slow call (debug mode).
-class FdOwner {
+class REACTOR_API FdOwner {
 public:
     virtual void on_unwatchable(int fd, std::error_code error) = 0;
     // fd is ready for `which` (Interest::read or Interest::write), watched

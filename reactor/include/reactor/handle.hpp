@@ -1,7 +1,10 @@
+// SPDX-License-Identifier: MIT
 // reactor::Handle: names one callback scheduled on a Scheduler, to cancel it.
 #pragma once
 
 #include <cstdint>
+
+#include <reactor/export.hpp>
 
 namespace reactor {
 
@@ -10,7 +13,7 @@ class Scheduler;
 // Identifies one scheduled callback by (slot, generation), so a stale Handle
 // (its callback ran, was cancelled, or its slot was reused) is a harmless no-op.
 // Loop thread only; must not be used after its Scheduler is destroyed.
-class Handle {
+class REACTOR_API Handle {
 public:
     Handle() = default;
     // Prevents the callback from running and releases it (and its captures) now.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::IntrusiveList<T> and ListMember<T>: a doubly linked list whose
 // links live in the members themselves, so joining and leaving allocate
 // nothing and are O(1), and a member leaves its list by itself when it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::LagWindow: how late the loop's recent timers fired, kept as a fixed
 // ring of the last kSize latenesses, for the percentiles of Scheduler::stats().
 // A fixed window, not a histogram since the start: a server that stalled an
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "reactor/export.hpp"
 #include "reactor/clock.hpp"
 
 namespace reactor {
@@ -19,7 +21,7 @@ struct LagPercentiles {
     Duration p50{}, p90{}, p99{}, max{};
 };
 
-class LagWindow {
+class REACTOR_API LagWindow {
 public:
     static constexpr std::size_t kSize = 512;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::LiveItem: one thing still alive on a Scheduler (a timer, an fd
 // waiter, a connection, a task, a pending future...), named by the line that
 // created it: the user's line, never one inside the library where the user's
@@ -11,9 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include <reactor/export.hpp>
+
 namespace reactor {
 
-struct LiveItem {
+struct REACTOR_API LiveItem {
     enum class Kind : std::uint8_t {
         ready,           // a callback in the ready queue (call_soon, or due)
         timer,           // call_later / call_at, not yet due
@@ -43,6 +46,6 @@ struct LiveItem {
     std::string to_string() const;
 };
 
-std::string_view to_string(LiveItem::Kind kind) noexcept;
+REACTOR_API std::string_view to_string(LiveItem::Kind kind) noexcept;
 
 }  // namespace reactor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::LoopService: state that lives exactly as long as its Scheduler
 // and ends with it: Asio's execution_context services, for one loop.
 //
@@ -28,13 +29,14 @@
 
 #include <vector>
 
+#include "reactor/export.hpp"
 #include "reactor/live_item.hpp"
 
 namespace reactor {
 
 class Scheduler;
 
-class LoopService {
+class REACTOR_API LoopService {
 public:
     LoopService(const LoopService&) = delete;
     LoopService& operator=(const LoopService&) = delete;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::LoopStats: what Scheduler::stats() returns, a snapshot of the loop
 // as plain data (counters, what is pending now, timings, loop lag), and
 // format_stats() to print one as a block of lines (the example servers do on
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "reactor/export.hpp"
 #include "reactor/clock.hpp"
 #include "reactor/lag_window.hpp"
 
@@ -63,6 +65,6 @@ struct LoopStats {
 //   loop lag over the last 12 timers: p50 0.1 ms, p90 0.3 ms, p99 1.1 ms, max 1.1 ms
 //   loop time: 1.234 s in the selector, 0.056 s in callbacks; 0 slow callbacks, 0 late timers, ...
 // (the last line says "not measured" outside debug mode).
-std::string format_stats(const LoopStats& stats, std::string_view prefix = {});
+REACTOR_API std::string format_stats(const LoopStats& stats, std::string_view prefix = {});
 
 }  // namespace reactor

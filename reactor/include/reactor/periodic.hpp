@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Periodic: how a periodic timer (Scheduler::call_every) keeps time.
 #pragma once
 

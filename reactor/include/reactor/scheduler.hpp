@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Scheduler: one event loop, driven by one thread.
 //
 // It owns, and nothing else does:
@@ -29,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "reactor/export.hpp"
 #include "reactor/callback.hpp"
 #include "reactor/clock.hpp"
 #include "reactor/detail/scheduler_slots.hpp"
@@ -52,7 +54,7 @@ enum class RunStatus : std::uint8_t {
     stopped,    // stop() was called
 };
 
-class Scheduler {
+class REACTOR_API Scheduler {
 public:
     using Options = SchedulerOptions;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::SchedulerOptions (also spelled Scheduler::Options): what a
 // Scheduler is built with.
 #pragma once

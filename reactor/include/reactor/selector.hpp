@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Selector: the OS readiness call behind one small interface.
 //
 // The Scheduler owns one Selector and tells it, declaratively, which events it
@@ -13,6 +14,8 @@
 #include <optional>
 #include <string_view>
 #include <vector>
+
+#include <reactor/export.hpp>
 
 namespace reactor {
 
@@ -35,7 +38,7 @@ struct FdEvent {
     int error = 0;
 };
 
-class Selector {
+class REACTOR_API Selector {
 public:
     virtual ~Selector() = default;
 
@@ -118,23 +121,23 @@ public:
 // both readable and writable (the owner's read or write then finds it).
 enum class Backend : std::uint8_t { select, poll, epoll };
 
-std::string_view to_string(Backend backend) noexcept;
+REACTOR_API std::string_view to_string(Backend backend) noexcept;
 // "select", "poll" or "epoll"; nullopt for anything else.
-std::optional<Backend> parse_backend(std::string_view name) noexcept;
+REACTOR_API std::optional<Backend> parse_backend(std::string_view name) noexcept;
 
 // Throws std::invalid_argument for a backend this build does not provide.
-std::unique_ptr<Selector> make_selector(Backend backend);
+REACTOR_API std::unique_ptr<Selector> make_selector(Backend backend);
 // The reference backend: select(2), fds 0 .. FD_SETSIZE-1 only.
-std::unique_ptr<Selector> make_select_selector();
+REACTOR_API std::unique_ptr<Selector> make_select_selector();
 // poll(2) (ppoll, nanosecond timeouts): any fd, O(watched fds) per wait.
 // An fd reported closed (error = EBADF) is also forgotten by the selector.
-std::unique_ptr<Selector> make_poll_selector();
+REACTOR_API std::unique_ptr<Selector> make_poll_selector();
 // epoll(7), level-triggered, registrations batched into epoll_ctl right before
 // each wait, only for fds whose interest changed or that were registered anew:
 // any fd, O(ready fds) per wait.
 // An fd reported closed (error = EBADF, or another errno if epoll cannot
 // watch it) is also forgotten by the selector. Regular files, which epoll
 // refuses, are reported always ready, as select and poll do.
-std::unique_ptr<Selector> make_epoll_selector();
+REACTOR_API std::unique_ptr<Selector> make_epoll_selector();
 
 }  // namespace reactor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::ThreadPool: a fixed set of worker threads for blocking or
 // CPU-bound work whose results come back to a loop thread.
 //
@@ -50,6 +51,7 @@
 #include <variant>
 #include <vector>
 
+#include "reactor/export.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
@@ -68,13 +70,13 @@ struct JobResult {
 };
 
 // submit() into a queue that holds queue_capacity() jobs already.
-class ThreadPoolFull : public std::runtime_error {
+class REACTOR_API ThreadPoolFull : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
 
 // submit() after shutdown().
-class ThreadPoolClosed : public std::runtime_error {
+class REACTOR_API ThreadPoolClosed : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
@@ -88,7 +90,7 @@ struct Mailbox;
 // One submitted job, shared by the pool, the worker, the loop and the Job
 // handle: reference counted atomically. The fields are grouped by who may
 // touch them.
-class JobBase : public ListMember<JobBase> {
+class REACTOR_API JobBase : public ListMember<JobBase> {
 public:
     JobBase(const JobBase&) = delete;
     JobBase& operator=(const JobBase&) = delete;
@@ -178,7 +180,7 @@ private:
 // A submitted job, as its loop sees it. Loop thread only; may outlive its
 // Scheduler (the job is then cancelled). Dropping the handle does not cancel
 // the job.
-class Job {
+class REACTOR_API Job {
 public:
     Job() noexcept = default;
     Job(Job&& other) noexcept : job_(std::exchange(other.job_, nullptr)) {}
@@ -212,7 +214,7 @@ private:
     detail::JobBase* job_ = nullptr;
 };
 
-class ThreadPool {
+class REACTOR_API ThreadPool {
 public:
     static constexpr std::size_t kDefaultQueueCapacity = 16384;
 
@@ -271,6 +273,6 @@ private:
 // shut down, its workers joined, when the process exits normally. Calling
 // shutdown() on it earlier makes later submissions throw ThreadPoolClosed.
 // Any thread.
-ThreadPool& default_thread_pool();
+REACTOR_API ThreadPool& default_thread_pool();
 
 }  // namespace reactor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::WorkHold: keeps Scheduler::run() going while it lives (libuv's
 // uv_ref, Asio's executor_work_guard), for work the loop cannot see: a
 // result another thread will post, a child process watched by signal, a
@@ -19,6 +20,7 @@
 #include <source_location>
 #include <utility>
 
+#include "reactor/export.hpp"
 #include "reactor/intrusive_list.hpp"
 #include "reactor/live_item.hpp"
 
@@ -26,7 +28,7 @@ namespace reactor {
 
 class Scheduler;
 
-class WorkHold : public ListMember<WorkHold> {
+class REACTOR_API WorkHold : public ListMember<WorkHold> {
 public:
     WorkHold() = default;
     WorkHold(WorkHold&& other) noexcept { take(other); }

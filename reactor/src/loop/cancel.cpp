@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cancellation: a Handle names a slot by (slot, generation); cancel frees the
 // slot and its callable now (what the callable captured is released at once,
 // not when its time comes) and leaves the queue entry behind, to be skipped

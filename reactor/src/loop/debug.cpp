@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Debug mode (Options::debug, REACTOR_DEBUG=1): its configuration, and the
 // three reports it makes through the exception handler, one line each:
 // slow callbacks, late timers, loop-thread-only members called from another

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The epoll backend (see epoll_selector.hpp for the rule it keeps: closing and
 // reusing fds needs no care from the owner). Level-triggered, persistent
 // registrations, changes batched into epoll_ctl right before epoll_wait.

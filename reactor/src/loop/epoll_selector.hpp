@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: the epoll backend, exposed as a concrete class so tests can read
 // its statistics and shorten its closed-fd check. Users get it through
 // make_selector(Backend::epoll) / make_epoll_selector(). Owns its epoll fd,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Errors that have no caller to return to: a user callback threw, or a layer
 // above reports an error that has no owner to hear it (errors with an owner
 // reach it: a close reason, an error callback, a failed future). The loop

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The read/write waiter maps: registering, replacing and removing the waiter
 // of an fd, and dropping the waiters of an fd found closed. Never owns the
 // fds; loop thread only. The run phase that invokes the waiters is in

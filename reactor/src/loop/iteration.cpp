@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One iteration of the loop, in the five phases of the comment below; the
 // only place user callbacks are invoked. Entered from the run entry points
 // in scheduler.cpp. Loop thread only.

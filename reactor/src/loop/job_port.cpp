@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The loop's side of ThreadPool jobs: LoopPort (a service of the loop), the
 // delivery of outcomes through call_soon_threadsafe, and Job::cancel. See
 // job_port.hpp.

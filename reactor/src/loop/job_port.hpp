@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ThreadPool's internals shared by thread_pool.cpp and job_port.cpp.
 //
 // PoolCore: the queue (an intrusive list, so a cancelled job leaves it in

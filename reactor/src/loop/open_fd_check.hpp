@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: refuses an fd number that is not open when a selector first sees
 // it, shared by the three backends. Loop thread only.
 //

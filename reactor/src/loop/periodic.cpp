@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Periodic timers (call_every): one slot per timer, kept for its whole life.
 // The slot goes periodic (armed in the sleeping heap) -> periodic_due (moved
 // to the ready queue by move_due_timers) -> back to periodic here, after its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The poll backend: poll(2)/ppoll(2) over a dense pollfd array. Any fd number works;
 // each wait costs O(registered fds) in the kernel and here. Stateless from
 // the kernel's point of view, so a closed fd is reported at once (POLLNVAL)

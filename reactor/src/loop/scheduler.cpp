@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The loop itself: the slot table behind every Handle, scheduling, and the
 // ways to run it; iteration.cpp holds the phases of one iteration. Around
 // it: cancel.cpp (Handle, lazy removal), fd_waiters.cpp (registration),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reference backend: select(2). Keeps master fd_sets and copies them per
 // call; O(max_fd) per wait, and fds must stay below FD_SETSIZE (select's
 // fd_set is a fixed bitmap: FD_SET beyond it corrupts memory, so we refuse).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Backend names and the factory that picks a Selector implementation.
 #include <stdexcept>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What lives with the loop besides its callbacks: the services (LoopService,
 // found by type, kept in creation order, told of the loop's end newest first)
 // and the work holds (WorkHold). The phases that tell them are in shutdown.cpp.

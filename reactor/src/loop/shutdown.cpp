@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The end of a loop, in numbered phases as iteration.cpp numbers those of
 // one iteration:
 //

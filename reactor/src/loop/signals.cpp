@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Signal handlers (add_signal_handler): a self-pipe on the loop's own eventfd.
 // The sigaction handler may run on any thread, at any moment, so all it
 // touches is a fixed process-wide table of lock-free atomics and, through the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scheduler::stats(): the loop as data. The counters are kept as the loop
 // runs (iteration.cpp); this adds what is pending now and the lag
 // percentiles, and formats a snapshot as lines. Loop thread only.

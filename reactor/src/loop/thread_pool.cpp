@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ThreadPool: the workers and the queue. The loop's side (ports, delivery,
 // Job::cancel) is in job_port.cpp.
 #include "reactor/thread_pool.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Posting from other threads: call_soon_threadsafe queues under posted_mutex_
 // and wakes the loop through its eventfd (owned by the Scheduler, created in
 // its constructor); the loop thread alone drains the queue into ready_.

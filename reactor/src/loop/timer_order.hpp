@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: the order of the Scheduler's sleeping heap, shared by the files
 // that push, pop and rebuild it. Equal deadlines fire FIFO (by sequence).
 #pragma once

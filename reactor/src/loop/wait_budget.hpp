@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: the time budget of one Selector::wait across EINTR retries, and
 // the conversions to what poll/epoll accept. Shared by the poll and epoll
 // backends; best effort, never early: every conversion rounds up.

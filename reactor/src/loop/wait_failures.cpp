@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The selector's wait failing: a transient failure (the kernel short of
 // memory, say) is reported and retried after a pause, so a server rides it
 // out; a persistent one, or one that says the loop's own state is broken,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reactor/net/address.hpp"
 
 #include <arpa/inet.h>

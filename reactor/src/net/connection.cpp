@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reactor/net/connection.hpp"
 #include "reactor/net/connection_set.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connection deadlines: read, write and idle timeouts (see ConnectionOptions).
 //
 // Their state (Connection::Deadlines) is made when a timeout is first set,

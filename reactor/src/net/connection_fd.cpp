@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The kinds of fd a Connection accepts (see Connection::adopt): sockets, pipe
 // ends and character devices such as terminals. Which fds can be polled, how
 // the access mode sets the directions, and how bytes go out without SIGPIPE.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: the parts of a Connection that most connections never use, each
 // made on first use (see the members of Connection): an idle connection with
 // neither pays one pointer for each.

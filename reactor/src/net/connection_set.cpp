@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ConnectionSet: membership by index (each member knows its slot, so leaving
 // is O(1): the last member takes the slot), and the when_empty waiters.
 #include "reactor/net/connection_set.hpp"

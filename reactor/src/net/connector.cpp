@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reactor/net/connector.hpp"
 
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reactor/net/listener.hpp"
 
 #include <arpa/inet.h>

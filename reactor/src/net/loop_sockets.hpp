@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The listeners and UDP sockets of one loop: a service (LoopService) that
 // closes them when the loop ends, so that they may outlive it like every
 // loop-bound object (docs/scheduler.md, "What outlives what"). The user owns

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The open connections of one loop: a service (LoopService) that ends them
 // with the loop. A Connection owns itself while open (nobody else would free
 // it), so the loop's end must reach it: Scheduler::close() aborts every open

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reactor/net/detail/packed_address.hpp"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reactor/net/pipe.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reactor/net/resolve_error.hpp"
 
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "socket_ops.hpp"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private helpers shared by the socket classes: thin wrappers over the socket
 // system calls with the flags every socket here wants (non-blocking, close-on-exec).
 // Not installed; loop-independent; never call user code.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reactor/net/udp_socket.hpp"
 
 #include <linux/errqueue.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::GatherState: what when_all and when_any share.
 //
 // One link per input (watched, not owned), a countdown, and the combinators'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::launch: how every future the library makes is born.
 //
 // One order, in one place: the state is constructed (its memory from the

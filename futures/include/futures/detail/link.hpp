@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::Link: one state waiting on another, as an object.
 //
 // A member of the waiting state (its owner). connect() is the whole
@@ -16,12 +17,14 @@
 #include <type_traits>
 #include <utility>
 
+#include <reactor/export.hpp>
+
 #include "futures/detail/ref.hpp"
 #include "futures/detail/state.hpp"
 
 namespace futures::detail {
 
-class Link {
+class REACTOR_API Link {
 public:
     explicit Link(StateBase& owner) noexcept : owner_(&owner) {}
     Link(const Link&) = delete;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::Parked and ParkedList: futures parked, in FIFO order, until
 // a task-toolkit primitive (Queue, Event, Semaphore) hands them something.
 //
@@ -16,6 +17,7 @@
 #include <utility>
 #include <variant>
 
+#include <reactor/export.hpp>
 #include <reactor/intrusive_list.hpp>
 #include <reactor/loop_service.hpp>
 #include <reactor/scheduler.hpp>
@@ -70,7 +72,7 @@ private:
 class ParkedLists;
 
 // What the loop's ParkedLists service sees of a ParkedList<T, Item>.
-class ParkedListBase : private reactor::ListMember<ParkedListBase> {
+class REACTOR_API ParkedListBase : private reactor::ListMember<ParkedListBase> {
 public:
     ParkedListBase(const ParkedListBase&) = delete;
     ParkedListBase& operator=(const ParkedListBase&) = delete;
@@ -96,7 +98,7 @@ private:
 // parked it (a Queue::get nothing has put into yet). Scheduler::close()
 // itself leaves parked futures alone: the tasks awaiting them are cancelled
 // (which unparks them), and a Queue may still hand one an item later.
-class ParkedLists final : public reactor::LoopService {
+class REACTOR_API ParkedLists final : public reactor::LoopService {
 public:
     explicit ParkedLists(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
     ~ParkedLists() override {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::Ref and Weak: the two intrusive references to a future's state.
 //
 // Ref keeps the state and what it holds alive; Weak keeps only its memory and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::SettableState: the state behind Future(sched), a future
 // completed by hand. Unlike the library's own futures, nothing on the loop
 // names a pending one (no timer, no fd wait), so it registers with its

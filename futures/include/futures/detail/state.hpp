@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::StateBase and State<T>: the one shared result slot behind a Future<T>.
 //
 // One heap allocation per future, from the per-thread pool: status, value or
@@ -23,6 +24,7 @@
 #include <variant>
 
 #include <reactor/callback.hpp>
+#include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "futures/detail/ref.hpp"
@@ -38,10 +40,10 @@ using Stored = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 
 // Hands an error that no future can carry any more to `sched`'s exception
 // handler, naming `where`. Never throws.
-void report_error(reactor::Scheduler& sched, std::string_view message, std::exception_ptr error,
+REACTOR_API void report_error(reactor::Scheduler& sched, std::string_view message, std::exception_ptr error,
                   std::source_location where) noexcept;
 
-class StateBase {
+class REACTOR_API StateBase {
 public:
     StateBase(const StateBase&) = delete;
     StateBase& operator=(const StateBase&) = delete;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail state pool: recycles the memory of future states, per thread.
 //
 // Every future is one heap block (its state), made when the future is made and
@@ -29,6 +30,8 @@
 #include <memory>
 #include <vector>
 
+#include <reactor/export.hpp>
+
 namespace futures::detail {
 
 class Waiter;
@@ -38,17 +41,17 @@ inline constexpr std::size_t kMaxPooledSize = 256;
 inline constexpr std::size_t kMaxCachedBytes = std::size_t{64} << 20;
 
 // A block of at least `size` bytes, aligned for any type with fundamental alignment.
-void* allocate_state(std::size_t size);
+REACTOR_API void* allocate_state(std::size_t size);
 // Returns a block from allocate_state(size), with the same size.
-void free_state(void* block, std::size_t size) noexcept;
+REACTOR_API void free_state(void* block, std::size_t size) noexcept;
 
 // An empty waiter vector: the spare one (with its capacity) if there is one.
-std::unique_ptr<WaiterVector> take_waiter_vector();
+REACTOR_API std::unique_ptr<WaiterVector> take_waiter_vector();
 // Keeps `v` (emptied) as the spare if it holds more than the current one.
-void recycle_waiter_vector(std::unique_ptr<WaiterVector> v) noexcept;
+REACTOR_API void recycle_waiter_vector(std::unique_ptr<WaiterVector> v) noexcept;
 
 // Introspection for tests: the free blocks this thread holds, and their bytes.
-std::size_t pooled_state_blocks() noexcept;
-std::size_t pooled_state_bytes() noexcept;
+REACTOR_API std::size_t pooled_state_blocks() noexcept;
+REACTOR_API std::size_t pooled_state_bytes() noexcept;
 
 }  // namespace futures::detail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::LiveHook and TaskRegistry: every task of a Scheduler, and
 // every future made to be completed by hand (Future(sched)), known by the
 // loop, so that futures::all_tasks() can show the tasks, Scheduler::live()
@@ -14,6 +15,7 @@
 
 #include <string_view>
 
+#include <reactor/export.hpp>
 #include <reactor/intrusive_list.hpp>
 #include <reactor/scheduler.hpp>
 
@@ -24,7 +26,7 @@ class TaskRegistry;
 
 // The part of a task (TaskState<M>) or of a hand-made future
 // (SettableState<T>) the registry sees.
-class LiveHook : private reactor::ListMember<LiveHook> {
+class REACTOR_API LiveHook : private reactor::ListMember<LiveHook> {
 public:
     virtual StateBase& task_state() noexcept = 0;
     virtual bool is_task() const noexcept { return true; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // futures::detail::WaiterList: who is woken when a future's state completes.
 //
 // Owns its entries: a boxed user callback, or a Link (a state waiting on this
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include <reactor/callback.hpp>
+#include <reactor/export.hpp>
 
 #include "futures/detail/state_pool.hpp"
 
@@ -49,7 +51,7 @@ private:
 // futures have exactly one consumer), the rest in a vector made for the second
 // (so a state carries one pointer for them, not a whole vector). An entry is
 // emptied when it starts running or is removed; indexes are stable.
-class WaiterList {
+class REACTOR_API WaiterList {
 public:
     WaiterList() = default;
     WaiterList(const WaiterList&) = delete;

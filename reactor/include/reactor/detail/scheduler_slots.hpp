@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal: the Scheduler's bookkeeping records. Every scheduled callable
 // lives in one slot of a slab (Scheduler::slots_); the ready queue, the
 // sleeping heap, the fd waiters and the signal handlers hold references into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Address: a socket address by value (IPv4, IPv6 or Unix domain).
 //
 // A plain copyable value that owns no resource. parse() and unix_path() never
@@ -12,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include <reactor/export.hpp>
+
 namespace reactor {
 
 // How Address::resolve (and futures::resolve) look a name up.
@@ -20,7 +23,7 @@ struct ResolveOptions {
     bool numeric_host = false;  // AI_NUMERICHOST: never look the host up, only parse it
 };
 
-class Address {
+class REACTOR_API Address {
 public:
     // AF_UNSPEC: "no address" (what local_of/peer_of give for a closed fd).
     Address() noexcept;
@@ -82,5 +85,8 @@ private:
     sockaddr_storage storage_;
     socklen_t len_ = 0;
 };
+
+// Exported from the shared library (a friend declaration cannot say so).
+REACTOR_API bool operator==(const Address& a, const Address& b) noexcept;
 
 }  // namespace reactor

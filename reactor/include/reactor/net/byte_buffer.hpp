@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::ByteBuffer: a FIFO of bytes, appended at the back, consumed at the front.
 //
 // Owns its storage; contiguous, so the whole pending region can go to one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Connection: one connected non-blocking stream socket, TCP or Unix
 // domain, or any other pollable stream fd: a pipe end, a terminal, stdin or
 // stdout when they are one of these (reactor/net/pipe.hpp has the helpers).
@@ -29,6 +30,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "reactor/export.hpp"
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/byte_buffer.hpp"
@@ -60,12 +62,12 @@ enum class CloseKind : std::uint8_t {
 // then, and a close callback run from ~Scheduler would touch them. To see
 // close reasons at shutdown, call Scheduler::close() first (or close the
 // connections while the loop still runs: Listener::connections()).
-std::string_view to_string(CloseKind kind) noexcept;
+REACTOR_API std::string_view to_string(CloseKind kind) noexcept;
 
 // Like the error of a connect, a listener or a UDP socket, the error is a
 // std::error_code: in the generic category (an errno) for reset and error,
 // empty for the other kinds. reason.error == std::errc::connection_reset.
-struct CloseReason {
+struct REACTOR_API CloseReason {
     CloseKind kind = CloseKind::local;
     std::error_code error;
     // "eof", "reset: Connection reset by peer", ...
@@ -103,7 +105,7 @@ namespace detail {
 class OpenConnections;
 }  // namespace detail
 
-class Connection : public std::enable_shared_from_this<Connection>, private FdOwner, private ListMember<Connection> {
+class REACTOR_API Connection : public std::enable_shared_from_this<Connection>, private FdOwner, private ListMember<Connection> {
     struct Passkey {};
 
 public:
@@ -344,6 +346,6 @@ private:
 
 using ConnectionPtr = std::shared_ptr<Connection>;
 
-std::string_view to_string(Connection::State state) noexcept;
+REACTOR_API std::string_view to_string(Connection::State state) noexcept;
 
 }  // namespace reactor

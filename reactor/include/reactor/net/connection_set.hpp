@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::ConnectionSet: the connections still open among those added to
 // it. A Listener keeps one with every connection it accepted, which is what a
 // graceful shutdown needs (asyncio's Server.close_clients(), abort_clients()
@@ -18,12 +19,13 @@
 #include <memory>
 #include <vector>
 
+#include "reactor/export.hpp"
 #include "reactor/net/connection.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
 
-class ConnectionSet : public std::enable_shared_from_this<ConnectionSet> {
+class REACTOR_API ConnectionSet : public std::enable_shared_from_this<ConnectionSet> {
     struct Passkey {};
 
 public:

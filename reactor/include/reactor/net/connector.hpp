@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Connector / reactor::connect(): one asynchronous connect(2) to a TCP
 // or Unix address, ending in a Connection or an error code.
 //
@@ -24,6 +25,7 @@
 #include <system_error>
 #include <vector>
 
+#include "reactor/export.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
@@ -32,7 +34,7 @@
 
 namespace reactor {
 
-class Connector : public std::enable_shared_from_this<Connector>, private FdOwner {
+class REACTOR_API Connector : public std::enable_shared_from_this<Connector>, private FdOwner {
     struct Passkey {};
 
 public:

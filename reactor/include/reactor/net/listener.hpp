@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::Listener: a listening stream socket (TCP over IPv4/IPv6, or Unix
 // domain) that accepts connections and hands each over as a Connection.
 //
@@ -19,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "reactor/export.hpp"
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/connection.hpp"
@@ -30,7 +32,7 @@
 
 namespace reactor {
 
-class Listener : public std::enable_shared_from_this<Listener>, private FdOwner, private detail::LoopSocket {
+class REACTOR_API Listener : public std::enable_shared_from_this<Listener>, private FdOwner, private detail::LoopSocket {
     struct Passkey {};
 
 public:

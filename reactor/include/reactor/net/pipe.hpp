@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connections over pipes and the standard streams (libuv's uv_pipe_t and
 // uv_tty_t, asyncio's connect_read_pipe/connect_write_pipe). Connection::adopt
 // takes any pipe end or terminal; these helpers make the pipe, or adopt a
@@ -7,6 +8,7 @@
 
 #include <memory>
 
+#include "reactor/export.hpp"
 #include "reactor/net/connection.hpp"
 
 namespace reactor {
@@ -19,7 +21,7 @@ struct PipeConnections {
     ConnectionPtr read_end;
     ConnectionPtr write_end;
 };
-PipeConnections open_pipe(Scheduler& sched, ConnectionOptions options = {});
+REACTOR_API PipeConnections open_pipe(Scheduler& sched, ConnectionOptions options = {});
 
 // A connection over a duplicate of `fd` (usually 0, 1 or 2: stdin, stdout,
 // stderr), which stays open and the caller's: closing the connection closes
@@ -33,6 +35,6 @@ PipeConnections open_pipe(Scheduler& sched, ConnectionOptions options = {});
 // set (as asyncio, libuv and Node do). Direction as Connection::adopt: stdin
 // from a terminal is read-write, from a pipe read-only. Throws
 // std::system_error if `fd` is not open (EBADF).
-ConnectionPtr adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options = {});
+REACTOR_API ConnectionPtr adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options = {});
 
 }  // namespace reactor

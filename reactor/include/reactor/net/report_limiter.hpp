@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::ReportLimiter: rate limit for a report that can repeat without end. A listener out of fds
 // fails an accept every accept_pause for as long as the shortage lasts; one
 // line each time would bury everything else in the log. So the first

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::resolve_category(): getaddrinfo's EAI_* errors as std::error_code.
 //
 // A failed lookup, blocking (Address::resolve) or not (futures::resolve),
@@ -13,6 +14,8 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+
+#include <reactor/export.hpp>
 
 namespace reactor {
 
@@ -30,7 +33,7 @@ enum class resolve_errc : int {
     addr_family = EAI_ADDRFAMILY,   // the host has no address in the requested family
 };
 
-const std::error_category& resolve_category() noexcept;
+REACTOR_API const std::error_category& resolve_category() noexcept;
 
 inline std::error_code make_error_code(resolve_errc e) noexcept {
     return {static_cast<int>(e), resolve_category()};
@@ -39,7 +42,7 @@ inline std::error_code make_error_code(resolve_errc e) noexcept {
 // The exception for getaddrinfo's return code `eai` when looking up
 // host/service (an empty service is left out of the message). EAI_SYSTEM
 // becomes a system_category code from `errno_value`.
-std::system_error resolve_error(int eai, std::string_view host, std::string_view service = {},
+REACTOR_API std::system_error resolve_error(int eai, std::string_view host, std::string_view service = {},
                                 int errno_value = 0);
 
 }  // namespace reactor

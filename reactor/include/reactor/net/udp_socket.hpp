@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::UdpSocket: a non-blocking datagram socket (IPv4 or IPv6), either
 // unconnected (send_to() anyone, hear from anyone) or connected to one peer.
 //
@@ -30,6 +31,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "reactor/export.hpp"
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/fd_owner.hpp"
@@ -38,7 +40,7 @@
 
 namespace reactor {
 
-class UdpSocket : public std::enable_shared_from_this<UdpSocket>, private FdOwner, private detail::LoopSocket {
+class REACTOR_API UdpSocket : public std::enable_shared_from_this<UdpSocket>, private FdOwner, private detail::LoopSocket {
     struct Passkey {};
 
 public:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unix domain stream sockets: the same Listener, Connector and Connection
 // as TCP (same callbacks, buffering, water marks and close reasons), reached by
 // path. A path starting with '@' is a Linux abstract socket (no file).

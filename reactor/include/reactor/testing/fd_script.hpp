@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::testing::FdScript: readiness of fds declared in advance, on the
 // virtual clock: "fd 7 becomes readable at T", and the loop delivers it then.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::testing::VirtualClock: the loop's time in a test, moved only by the
 // test or by the driver (VirtualSelector jumps it to the next deadline).
 //

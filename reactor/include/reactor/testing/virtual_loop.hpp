@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::testing::VirtualLoop: a Scheduler on virtual time, for users'
 // tests of timer-heavy code. The loop's clock is a VirtualClock, its selector
 // a VirtualSelector around a real backend: whenever nothing is ready, time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::testing::VirtualSelector: the driver of virtual time. A Selector
 // that wraps a real backend and makes time pass only when the loop would
 // sleep (Trio's MockClock with autojump_threshold=0, tokio's paused time,

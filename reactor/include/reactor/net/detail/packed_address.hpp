@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reactor::detail::PackedAddress: an Address kept in 32 bytes instead of an
 // Address's 136 (a sockaddr_storage), for objects a server keeps by the
 // thousand (a Connection keeps two). Any IPv4 or IPv6 address, and an
@@ -9,11 +10,12 @@
 
 #include <cstdint>
 
+#include "reactor/export.hpp"
 #include "reactor/net/address.hpp"
 
 namespace reactor::detail {
 
-class PackedAddress {
+class REACTOR_API PackedAddress {
 public:
     PackedAddress() noexcept = default;
     explicit PackedAddress(const Address& address);

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: MIT
+# The shared libraries' ABI is what the headers promise (a shared build only):
+# - each .so has the SONAME lib<name>.so.<major>;
+# - every name of ours an exported symbol mentions (reactor::X, futures::X,
+#   and their detail:: names, which the header templates call) is a name the
+#   public headers declare: nothing only the sources know leaks out. The
+#   libraries are built with hidden visibility and export what REACTOR_API
+#   marks (reactor/include/reactor/export.hpp).
+file(GLOB_RECURSE headers ${SOURCE_DIR}/reactor/include/*.hpp ${SOURCE_DIR}/futures/include/*.hpp ${GENERATED_DIR}/*.hpp)
+set(header_text "")
+foreach(header IN LISTS headers)
+  file(READ ${header} text)
+  string(APPEND header_text "${text}")
+endforeach()
+string(REPLACE "," ";" LIBRARIES "${LIBRARIES}")
+foreach(library IN LISTS LIBRARIES)
+  get_filename_component(name ${library} NAME)
+  execute_process(COMMAND readelf -d ${library} OUTPUT_VARIABLE dynamic COMMAND_ERROR_IS_FATAL ANY)
+  string(REGEX REPLACE "\\.so.*" "" stem "${name}")
+  if(NOT dynamic MATCHES "Library soname: \\[${stem}\\.so\\.${MAJOR}\\]")
+    message(FATAL_ERROR "${name}: no SONAME ${stem}.so.${MAJOR}:\n${dynamic}")
+  endif()
+  execute_process(COMMAND nm -D --defined-only -C ${library} OUTPUT_VARIABLE symbols COMMAND_ERROR_IS_FATAL ANY)
+  string(REPLACE ";" "," symbols "${symbols}")
+  string(REPLACE "\n" ";" symbols "${symbols}")
+  set(unknown "")
+  set(count 0)
+  foreach(symbol IN LISTS symbols)
+    math(EXPR count "${count} + 1")
+    string(REGEX MATCHALL "(reactor|futures)::(detail::)?[A-Za-z_][A-Za-z0-9_]*" names "${symbol}")
+    foreach(qualified IN LISTS names)
+      string(REGEX REPLACE ".*::" "" identifier "${qualified}")
+      if(identifier MATCHES "^(operator|reactor|futures|detail)$")
+        continue()
+      endif()
+      string(REGEX MATCH "[^A-Za-z0-9_]${identifier}[^A-Za-z0-9_]" declared "${header_text}")
+      if(NOT declared)
+        list(APPEND unknown "${qualified}  (in: ${symbol})")
+      endif()
+    endforeach()
+  endforeach()
+  if(unknown)
+    list(REMOVE_DUPLICATES unknown)
+    list(JOIN unknown "\n  " unknown)
+    message(FATAL_ERROR "${name} exports names no public header declares:\n  ${unknown}")
+  endif()
+  message(STATUS "${name}: SONAME ${stem}.so.${MAJOR}, ${count} exported symbols, all named by the headers")
+endforeach()
