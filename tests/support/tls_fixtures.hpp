@@ -12,7 +12,12 @@
 // Loop thread only (the contexts are).
 #pragma once
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -94,6 +99,30 @@ struct TlsEchoServer {
     }
     std::uint16_t port() const { return listener->address().port(); }
     reactor::Address address() const { return listener->address(); }
+};
+
+// A private temporary directory (mkdtemp), removed with everything in it:
+// for the cases that need certificates as files (Identity::from_files, the
+// openssl and curl programs).
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "reactor_tls_XXXXXX").string();
+        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+        path = tmpl;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    // Writes `content` to `name` in the directory; returns the full path.
+    std::string write(const std::string& name, const std::string& content) const {
+        const auto file = path / name;
+        std::ofstream(file, std::ios::binary) << content;
+        return file.string();
+    }
 };
 
 }  // namespace reactor_test

@@ -455,11 +455,14 @@ void Connection::abort() {
 }
 
 // A failure of ours: the close reason is `kind`, unless the transport closed
-// first (then its reason is the truth). An alert the engine made is already
-// with the transport: a graceful close flushes it.
+// first for a reason of its own (then its reason is the truth). The alert the
+// engine sent for this failure may have been what closed it (EPIPE after a
+// truncation): that is still our failure. An alert the engine made is
+// already with the transport: a graceful close flushes it.
 void Connection::fail(CloseKind kind, std::string detail, bool abortive) {
     if (state_ == State::closed) return;
-    if (!ending_set_ && transport_->state() != reactor::Connection::State::closed) {
+    const bool transport_open = transport_->state() != reactor::Connection::State::closed;
+    if (!ending_set_ && (transport_open || transport_closed_by_engine_)) {
         ending_ = {kind, {}, std::move(detail)};
         ending_set_ = true;
     }

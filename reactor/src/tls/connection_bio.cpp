@@ -71,7 +71,13 @@ int Connection::engine_read(char* out, int size) {
 int Connection::engine_write(const char* data, int size) {
     // A closed transport refuses: the engine reports the failure, and the
     // transport's close callback says why it closed.
-    if (!transport_->write(std::string_view(data, static_cast<std::size_t>(size)))) return -1;
+    const bool was_open = transport_->state() != reactor::Connection::State::closed;
+    if (!transport_->write(std::string_view(data, static_cast<std::size_t>(size)))) {
+        // This write closed it (EPIPE: an alert to a peer that left): the
+        // failure the engine is reporting is the cause, not the transport's.
+        if (was_open) transport_closed_by_engine_ = true;
+        return -1;
+    }
     return size;
 }
 

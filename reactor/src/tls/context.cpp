@@ -80,11 +80,12 @@ void use_identity(SSL_CTX* ctx, const Identity& id, std::string_view whose) {
         if (id.key_pem.empty()) throw Error(fmt::format("reactor::tls: the {} certificate has no private key", whose));
         UniqueBio bio = memory_bio(id.key_pem);
         EVP_PKEY* key = PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
-        if (!key || SSL_CTX_use_PrivateKey(ctx, key) != 1) {
-            EVP_PKEY_free(key);
-            throw Error(with_openssl_errors(fmt::format("reactor::tls: cannot use the {} private key PEM", whose)));
-        }
+        if (!key) throw Error(with_openssl_errors(fmt::format("reactor::tls: cannot read the {} private key PEM", whose)));
+        const int ok = SSL_CTX_use_PrivateKey(ctx, key);  // checks it against the certificate
         EVP_PKEY_free(key);
+        if (ok != 1)
+            throw Error(with_openssl_errors(
+                fmt::format("reactor::tls: the {} private key does not match its certificate", whose)));
     }
     if (SSL_CTX_check_private_key(ctx) != 1)
         throw Error(with_openssl_errors(fmt::format(

@@ -200,6 +200,7 @@ private:
     std::string_view input_;    // ciphertext the engine may read now
     std::string unread_input_;  // ciphertext left unread when the engine stopped (reading paused)
     bool input_eof_ = false;    // the transport read EOF: the engine sees it after `input_`
+    bool transport_closed_by_engine_ = false;  // an engine write failed and closed it (see fail())
     int in_engine_ = 0;         // inside an OpenSSL call: user callbacks wait (see deliver_high_water)
     bool high_water_deferred_ = false;
     void deliver_high_water();
