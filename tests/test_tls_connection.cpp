@@ -448,3 +448,37 @@ BOOST_AUTO_TEST_CASE(misuse_is_refused_with_a_clear_error) {
     sched.run();
     CHECK_EMPTY(sched);
 }
+
+BOOST_AUTO_TEST_CASE(pause_reading_holds_decrypted_data_back_until_resumed) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    std::vector<std::string> got;
+    tls::ConnectionPtr server_side;
+    auto listener = tls::listen(sched, reactor_test::any_loopback(), reactor_test::server_context(),
+                                [&](const tls::ConnectionPtr& c) {
+                                    server_side = c;
+                                    c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                                        got.emplace_back(d);
+                                        if (got.size() == 1) c.pause_reading();  // at once, inside the callback
+                                    });
+                                });
+    // Three records in a row: they reach the server together, or nearly.
+    Client client(sched, listener->address(), reactor_test::client_context(), "localhost", [](Client& c) {
+        c.conn->write("one");
+        c.conn->write("two");
+        c.conn->write("three");
+    });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got.size() == 1; }));
+    // Paused: whatever arrives waits (undecrypted), however long the loop runs.
+    bool waited = false;
+    sched.call_later(50ms, [&] { waited = true; });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return waited; }));
+    BOOST_TEST((got == std::vector<std::string>{"one"}));
+    server_side->resume_reading();
+    BOOST_TEST(got.size() == 1u);  // never from inside resume_reading()
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got.size() == 3; }));
+    BOOST_TEST((got == std::vector<std::string>{"one", "two", "three"}));
+    client.conn->close();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_side->state() == tls::Connection::State::closed; }));
+    finish(sched, *listener);
+}

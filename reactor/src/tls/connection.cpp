@@ -1,6 +1,8 @@
-// reactor::tls::Connection: the TLS state machine over a plain Connection.
-// The engine's BIO is in connection_bio.cpp; the close reason, its text, in
-// close_reason.cpp.
+// reactor::tls::Connection: the TLS state machine over a plain Connection:
+// starting, the engine, writing and reading. The engine's BIO is in
+// connection_bio.cpp, the ending (close_notify, timeouts, the close reason)
+// in connection_ending.cpp, what a connection tells about itself in
+// connection_inspection.cpp.
 #include "reactor/tls/connection.hpp"
 
 #include <arpa/inet.h>
@@ -46,26 +48,6 @@ char* plaintext_scratch() {
 }
 
 }  // namespace
-
-// While the engine runs, user callbacks wait: OpenSSL must not be re-entered
-// for the same SSL (a high-water callback that writes would do that).
-struct InEngine {
-    explicit InEngine(Connection& c) : conn(c) { ++conn.in_engine_; }
-    ~InEngine() { --conn.in_engine_; }
-    InEngine(const InEngine&) = delete;
-    InEngine& operator=(const InEngine&) = delete;
-    Connection& conn;
-};
-
-std::string_view to_string(Connection::State state) noexcept {
-    switch (state) {
-    case Connection::State::handshaking: return "handshaking";
-    case Connection::State::open: return "open";
-    case Connection::State::shutting_down: return "shutting down";
-    case Connection::State::closed: return "closed";
-    }
-    return "unknown";
-}
 
 // ---------------------------------------------------------------- starting
 
@@ -118,7 +100,7 @@ std::shared_ptr<Connection> Connection::start(const reactor::ConnectionPtr& tran
     }
     self->attach();
     self->arm_timer(options.handshake_timeout, CloseKind::handshake_timeout);
-    self->with_input({}, [&] { self->advance(); });  // a client's hello goes out now
+    self->feed({});  // a client's hello goes out now
     return self;
 }
 
@@ -154,10 +136,10 @@ void Connection::attach() {
 
 // ---------------------------------------------------------------- the engine
 
-// The engine reads `fresh` (after what it left unread before); what it still
-// has not read when `step` returns is kept for when reading resumes.
-template <class Step>
-void Connection::with_input(std::string_view fresh, Step step) {
+// The engine reads `fresh` (after what it left unread before) and goes as
+// far as it can: the handshake, then decrypted data for the data callback.
+// What it still has not read then (reading paused) is kept for later.
+void Connection::feed(std::string_view fresh) {
     const bool kept = !unread_input_.empty();
     if (kept) {
         unread_input_.append(fresh);
@@ -165,7 +147,7 @@ void Connection::with_input(std::string_view fresh, Step step) {
     } else {
         input_ = fresh;
     }
-    step();
+    advance();
     if (kept) {
         unread_input_.erase(0, unread_input_.size() - input_.size());
     } else {
@@ -177,7 +159,7 @@ void Connection::with_input(std::string_view fresh, Step step) {
 
 void Connection::on_ciphertext(std::string_view data) {
     if (state_ == State::closed || peer_closed_) return;  // nothing may follow close_notify
-    with_input(data, [&] { advance(); });
+    feed(data);
 }
 
 void Connection::advance() {
@@ -347,30 +329,8 @@ void Connection::schedule_read() {
         auto self = weak.lock();
         if (!self) return;
         self->read_scheduled_ = false;
-        if (self->state_ == State::open && self->reading_wanted_) self->with_input({}, [&] { self->advance(); });
+        if (self->state_ == State::open && self->reading_wanted_) self->feed({});
     });
-}
-
-// ---------------------------------------------------------------- ending
-
-void Connection::on_peer_close_notify() {
-    peer_closed_ = true;
-    if (sent_close_notify_) {  // both sides said goodbye
-        ending_ = {CloseKind::close_notify, {}, {}};
-        ending_set_ = true;
-        state_ = State::shutting_down;
-        transport_->close();
-        return;
-    }
-    if (on_eof_.invoke(*this)) return;  // it writes on, then write_eof() or close()
-    if (state_ != State::open) return;  // it closed already
-    ending_ = {CloseKind::close_notify, {}, {}};
-    ending_set_ = true;
-    state_ = State::shutting_down;
-    send_close_notify();
-    transport_->close();
-    if (transport_->state() == reactor::Connection::State::closing)
-        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
 }
 
 void Connection::on_transport_eof() {
@@ -383,195 +343,7 @@ void Connection::on_transport_eof() {
     }
     // The engine decides: a handshake cut short, or a truncation (no
     // close_notify before the EOF). Paused: decided when reading resumes.
-    with_input({}, [&] { advance(); });
+    feed({});
 }
-
-void Connection::send_close_notify() {
-    if (sent_close_notify_ || !handshake_done_) return;
-    sent_close_notify_ = true;
-    ERR_clear_error();
-    {
-        InEngine engine(*this);
-        SSL_shutdown(ssl_);  // 0: sent, the peer's not yet read; below 0: the transport refused (closed)
-    }
-    ERR_clear_error();
-    deliver_high_water();
-}
-
-void Connection::write_eof() {
-    if (!is_open() || write_eof_wanted_ || close_wanted_) return;
-    write_eof_wanted_ = true;
-    if (handshake_done_) do_write_eof();  // else once the handshake is done, after the pending plaintext
-}
-
-void Connection::do_write_eof() {
-    send_close_notify();
-    if (peer_closed_) {  // the peer said goodbye first: we are done
-        ending_ = {CloseKind::close_notify, {}, {}};
-        ending_set_ = true;
-        state_ = State::shutting_down;
-        transport_->close();
-        return;
-    }
-    transport_->write_eof();  // TCP's FIN after close_notify, once flushed
-    // Reading goes on until the peer's close_notify: bounded.
-    arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
-}
-
-void Connection::close() {
-    if (state_ == State::shutting_down || state_ == State::closed || close_wanted_) return;
-    if (!handshake_done_ && !pending_plaintext_.empty()) {
-        close_wanted_ = true;  // the plaintext goes out once the handshake is done, then close_notify
-        return;
-    }
-    do_close();
-}
-
-void Connection::do_close() {
-    state_ = State::shutting_down;
-    if (!ending_set_) {
-        ending_ = {CloseKind::local, {}, {}};
-        ending_set_ = true;
-    }
-    send_close_notify();  // not during a handshake: there is no session to close
-    transport_->close();
-    if (transport_->state() == reactor::Connection::State::closing) {
-        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);  // bounds the flush
-    } else {
-        timer_.cancel();
-    }
-}
-
-void Connection::abort() {
-    if (state_ == State::closed) return;
-    if (!ending_set_) {
-        ending_ = {CloseKind::local, {}, {}};
-        ending_set_ = true;
-    }
-    state_ = State::shutting_down;
-    pending_plaintext_.clear();
-    timer_.cancel();
-    transport_->abort();
-}
-
-// A failure of ours: the close reason is `kind`, unless the transport closed
-// first for a reason of its own (then its reason is the truth). The alert the
-// engine sent for this failure may have been what closed it (EPIPE after a
-// truncation): that is still our failure. An alert the engine made is
-// already with the transport: a graceful close flushes it.
-void Connection::fail(CloseKind kind, std::string detail, bool abortive) {
-    if (state_ == State::closed) return;
-    const bool transport_open = transport_->state() != reactor::Connection::State::closed;
-    if (!ending_set_ && (transport_open || transport_closed_by_engine_)) {
-        ending_ = {kind, {}, std::move(detail)};
-        ending_set_ = true;
-    }
-    state_ = State::shutting_down;
-    pending_plaintext_.clear();
-    if (abortive) {
-        timer_.cancel();
-        transport_->abort();
-        return;
-    }
-    transport_->close();
-    if (transport_->state() == reactor::Connection::State::closing) {
-        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
-    } else {
-        timer_.cancel();
-    }
-}
-
-void Connection::arm_timer(std::chrono::milliseconds after, CloseKind kind) {
-    timer_.cancel();
-    if (after <= std::chrono::milliseconds::zero()) return;
-    timer_ = transport_->scheduler().call_later(after, [weak = weak_from_this(), kind] {
-        auto self = weak.lock();
-        if (!self || self->state_ == State::closed) return;
-        if (kind == CloseKind::handshake_timeout && self->handshake_done_) return;
-        // A graceful end that could not finish becomes the timeout; a
-        // failure keeps its own reason (the timeout only bounded its flush).
-        if (!self->ending_set_ || self->ending_.kind == CloseKind::local ||
-            self->ending_.kind == CloseKind::close_notify || kind == CloseKind::handshake_timeout) {
-            self->ending_ = {kind, {}, {}};
-            self->ending_set_ = true;
-        }
-        self->state_ = State::shutting_down;
-        self->pending_plaintext_.clear();
-        self->transport_->abort();
-    });
-}
-
-void Connection::on_transport_closed(const reactor::CloseReason& r) {
-    state_ = State::closed;
-    timer_.cancel();
-    CloseReason reason;
-    const bool ours_graceful = ending_set_ && (ending_.kind == CloseKind::local || ending_.kind == CloseKind::close_notify);
-    if (ending_set_ && (r.kind == reactor::CloseKind::local || r.kind == reactor::CloseKind::eof || !ours_graceful)) {
-        reason = ending_;
-    } else if (r.kind == reactor::CloseKind::eof) {
-        // The transport closed by itself: our write side was shut (write_eof) and TCP's EOF came.
-        reason.kind = peer_closed_ ? CloseKind::close_notify : CloseKind::truncated;
-    } else {
-        reason.kind = CloseKind::transport;
-    }
-    reason.transport = r;
-    // Dropped before the close callback runs (it runs once: taken out), so a
-    // cycle through their captures is broken even if it throws.
-    auto on_close = on_close_.take();
-    clear_callbacks();
-    unread_input_.clear();
-    if (on_close) on_close(*this, reason);
-}
-
-void Connection::clear_callbacks() noexcept {
-    on_data_.reset();
-    on_handshake_.reset();
-    on_eof_.reset();
-    on_drain_.reset();
-    on_high_water_.reset();
-    on_low_water_.reset();
-    on_close_.reset();
-}
-
-// ---------------------------------------------------------------- inspection
-
-bool Connection::is_server() const noexcept { return SSL_is_server(ssl_) == 1; }
-
-std::string Connection::alpn_protocol() const {
-    const unsigned char* name = nullptr;
-    unsigned len = 0;
-    SSL_get0_alpn_selected(ssl_, &name, &len);
-    return name ? std::string(reinterpret_cast<const char*>(name), len) : std::string();
-}
-
-std::string Connection::protocol_version() const { return SSL_get_version(ssl_); }
-
-std::string Connection::peer_subject() const {
-    X509* cert = SSL_get1_peer_certificate(ssl_);
-    if (!cert) return {};
-    std::string text;
-    if (BIO* bio = BIO_new(BIO_s_mem())) {
-        if (X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
-            char* data = nullptr;
-            long n = BIO_get_mem_data(bio, &data);
-            if (n > 0) text.assign(data, static_cast<std::size_t>(n));
-        }
-        BIO_free(bio);
-    }
-    X509_free(cert);
-    return text;
-}
-
-long Connection::verify_result() const { return SSL_get_verify_result(ssl_); }
-
-std::string Connection::verify_result_text() const { return X509_verify_cert_error_string(verify_result()); }
-
-std::string Connection::server_name() const {
-    if (!is_server()) return server_name_;
-    const char* name = SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name);
-    return name ? name : "";
-}
-
-bool Connection::session_reused() const { return SSL_session_reused(ssl_) == 1; }
 
 }  // namespace reactor::tls

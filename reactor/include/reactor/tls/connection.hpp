@@ -195,8 +195,7 @@ private:
     int engine_read(char* out, int size);
     int engine_write(const char* data, int size);
     bool engine_at_eof() const noexcept { return input_eof_ && input_.empty(); }
-    template <class Step>
-    void with_input(std::string_view fresh, Step step);
+    void feed(std::string_view fresh);
     std::string_view input_;    // ciphertext the engine may read now
     std::string unread_input_;  // ciphertext left unread when the engine stopped (reading paused)
     bool input_eof_ = false;    // the transport read EOF: the engine sees it after `input_`
