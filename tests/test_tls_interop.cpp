@@ -169,3 +169,23 @@ BOOST_AUTO_TEST_CASE(curl_fetches_a_page_from_a_tiny_https_server, *needs_progra
     sched.run();
     CHECK_EMPTY(sched);
 }
+
+BOOST_AUTO_TEST_CASE(renegotiation_is_refused, *needs_program("openssl")) {
+    Files files;
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    OutsideProgram client(sched, "openssl",
+                          {"s_client", "-connect", "127.0.0.1:" + std::to_string(server.port()), "-servername",
+                           "localhost", "-CAfile", files.ca, "-tls1_2", "-quiet", "-no_ign_eof"});
+    client.write_stdin("before\n");
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return contains(client.output(), "before"); }, 20s));
+    client.write_stdin("R\n");  // s_client's command: renegotiate (TLS 1.2)
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.output_closed() && server.open == 0; }, 20s));
+    BOOST_TEST(client.wait(10s) != 0);
+    BOOST_TEST(contains(client.output(), "no renegotiation"), client.output());  // our refusal, as s_client read it
+    BOOST_REQUIRE(server.closes.size() == 1u);
+    BOOST_TEST(server.closes[0].kind != tls::CloseKind::local, server.closes[0].to_string());
+    server.listener->close();
+    sched.run();
+    CHECK_EMPTY(sched);
+}
