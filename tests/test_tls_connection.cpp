@@ -526,3 +526,58 @@ BOOST_AUTO_TEST_CASE(destroying_the_scheduler_with_tls_connections_open_frees_th
     BOOST_TEST(client_watch.expired());  // freed with the loop, not leaked
     BOOST_TEST(server_watch.expired());
 }
+
+BOOST_AUTO_TEST_CASE(drain_after_the_handshake_and_no_writes_once_closing) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    std::vector<std::string> bag;
+    tls::ConnectionPtr client;
+    tls::connect(sched, server.address(), reactor_test::client_context(), "localhost",
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     client = c;
+                     c->set_handshake_callback([&](tls::Connection&) { bag.push_back("handshake"); });
+                     c->set_drain_callback([&](tls::Connection& c) {
+                         bag.push_back("drain " + std::to_string(c.buffered()));
+                     });
+                     c->set_data_callback([&](tls::Connection&, std::string_view d) { bag.push_back(std::string(d)); });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { bag.push_back(r.to_string()); });
+                     BOOST_TEST(c->write("early"));  // kept until the handshake is done
+                     BOOST_TEST(c->buffered() == 5u);
+                 });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 3; }));
+    // The plaintext went out after the handshake; the drain says so, before the echo.
+    BOOST_TEST((bag == std::vector<std::string>{"handshake", "drain 0", "early"}));
+    client->close();
+    BOOST_TEST(!client->write("late"));
+    BOOST_TEST(client->state() == tls::Connection::State::shutting_down);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 4 && server.open == 0; }));
+    BOOST_TEST(bag.back() == "local");
+    BOOST_TEST(!client->write("after the close"));
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(connect_by_host_name_uses_it_as_the_server_name) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    std::string received;
+    std::optional<tls::CloseReason> reason;
+    // "localhost" is looked up (it may give ::1 first: each address is tried)
+    // and checked against the certificate.
+    tls::connect(sched, "localhost", server.port(), reactor_test::client_context(),
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     BOOST_TEST(c->server_name() == "localhost");
+                     c->set_handshake_callback([](tls::Connection& c) { c.write("by name"); });
+                     c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                         received += d;
+                         c.close();
+                     });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { reason = r; });
+                 });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason && server.open == 0; }));
+    BOOST_TEST(received == "by name");
+    BOOST_TEST(reason->to_string() == "local");
+    BOOST_TEST(server.handshaken.at(0)->server_name() == "localhost");
+    finish(sched, *server.listener);
+}
