@@ -1,7 +1,7 @@
 // reactor::tls::Connection: TLS over a reactor::Connection, by composition.
 //
-// The TLS engine (OpenSSL) talks to a memory BIO of ours, never to the
-// socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
+// The TLS engine (OpenSSL) talks to a BIO of ours (in memory, as a memory
+// BIO pair would be), never to the socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
 // libevent's filter mode): the ciphertext the transport receives is what the
 // engine reads, and each record the engine makes goes straight to the
 // transport's write() (no buffer of ours between: the kernel takes it, or the
@@ -25,7 +25,10 @@
 // Writes before the handshake is done are kept as plaintext and encrypted
 // when it is done. The close reason (reactor/tls/close_reason.hpp) tells a
 // peer's clean close from a truncation, and carries OpenSSL's text when the
-// handshake fails.
+// handshake fails. close() sends close_notify and does not wait for the
+// peer's (RFC 8446, 6.1 allows it; the plain close() does not wait for the
+// peer's FIN either); write_eof() sends it and reads on until the peer's
+// arrives (Asio's async_shutdown, asyncio's SHUTDOWN state).
 //
 // Flow control both ways (asyncio's two-sided flow control):
 //  - buffered(), and so the water marks, count plaintext not yet encrypted
