@@ -33,13 +33,8 @@ namespace {
 tls::ContextPtr make_context(const std::string& cert, const std::string& key) {
     tls::ServerOptions options;
     options.alpn = {"http/1.1"};
-    if (!cert.empty()) {
-        options.identity = tls::Identity::from_files(cert, key);
-    } else {
-        options.identity = tls::self_signed({"localhost", "127.0.0.1", "::1"}).identity();
-        examples::say("https_hello: no --cert/--key: serving a self-signed certificate for localhost, 127.0.0.1 and ::1 "
-                      "(clients must skip verification: curl -k)");
-    }
+    options.identity = cert.empty() ? tls::self_signed({"localhost", "127.0.0.1", "::1"}).identity()
+                                    : tls::Identity::from_files(cert, key);
     return tls::Context::server(options);  // a bad file: tls::Error naming it, reported by guarded_main
 }
 
@@ -93,7 +88,10 @@ int run(int argc, char** argv) {
         return examples::kFailed;
     }
     lifetime.set_listener(listener);
-    examples::announce(sched, listener->address());
+    examples::announce(sched, listener->address());  // the first line, as every example server's
+    if (cert.empty())
+        examples::say("https_hello: no --cert/--key: serving a self-signed certificate for localhost, 127.0.0.1 and ::1 "
+                      "(clients must skip verification: curl -k)");
 
     sched.run();
     fmt::print("https_hello: {} connections, {} handshakes, {} failed, {} aborted\n", listener->accepted(), handshakes,
