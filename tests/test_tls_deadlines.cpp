@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <reactor/net/connection.hpp>
 #include <reactor/testing/virtual_loop.hpp>
@@ -20,6 +21,7 @@
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
 #include "support/fds.hpp"
+#include "support/net_util.hpp"
 #include "support/tls_fixtures.hpp"
 
 using namespace std::chrono_literals;
@@ -164,4 +166,67 @@ BOOST_AUTO_TEST_CASE(close_with_output_a_peer_never_reads_is_bounded_by_the_shut
     run_until(pair.loop, [&] { return pair.client->reason.has_value(); });
     pair.loop.sched.run();
     CHECK_EMPTY(pair.loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(slowloris_silent_clients_are_freed_by_the_handshake_timeout_and_a_real_one_is_served) {
+    constexpr int kSilent = 100;
+    VirtualLoop loop(backend_under_test());
+    std::vector<tls::CloseReason> reasons;
+    std::vector<reactor::TimePoint> closed_at;
+    std::vector<tls::ConnectionPtr> handshaken;
+    auto listener = tls::listen(loop.sched, reactor::Address::loopback_v4(0), reactor_test::server_context(),
+                                [&](const tls::ConnectionPtr& c) {
+                                    c->set_handshake_callback([&](tls::Connection& c) {
+                                        handshaken.push_back(c.shared_from_this());
+                                        c.write("welcome");
+                                    });
+                                    c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) {
+                                        reasons.push_back(r);
+                                        closed_at.push_back(loop.clock.now());
+                                    });
+                                });
+    // Clients that connect and never send a byte; the kernel completes their
+    // TCP handshakes. Real I/O: virtual time stands still until all are accepted.
+    std::vector<int> silent;
+    for (int i = 0; i < kSilent; ++i) {
+        silent.push_back(reactor_test::connect_blocking(listener->address().port()));
+        BOOST_REQUIRE(silent.back() >= 0);
+    }
+    {
+        reactor::testing::TimeHold hold = loop.hold_time();
+        run_until(loop, [&] { return listener->accepted() == kSilent; });
+    }
+    const reactor::TimePoint accepted_at = loop.clock.now();
+    run_until(loop, [&] { return reasons.size() == kSilent; });
+    for (int i = 0; i < kSilent; ++i) {
+        BOOST_TEST(reasons[i].kind == CloseKind::handshake_timeout);
+        BOOST_TEST((closed_at[i] - accepted_at == 60s));
+    }
+    for (int fd : silent) {
+        char c;
+        BOOST_TEST(::recv(fd, &c, 1, 0) <= 0);  // freed: their connections are gone
+        ::close(fd);
+    }
+    // The server still serves a client that does speak TLS.
+    std::string received;
+    std::optional<tls::CloseReason> client_reason;
+    reactor::testing::TimeHold hold = loop.hold_time();
+    tls::connect(loop.sched, listener->address(), reactor_test::client_context(), "localhost",
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                         received += d;
+                         c.close();
+                     });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+                 });
+    run_until(loop, [&] { return client_reason.has_value() && reasons.size() == kSilent + 1; });
+    BOOST_TEST(received == "welcome");
+    BOOST_TEST(client_reason->to_string() == "local");
+    BOOST_TEST(reasons.back().to_string() == "close_notify");
+    hold = {};
+    listener->close();
+    handshaken.clear();
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
 }
