@@ -581,3 +581,77 @@ BOOST_AUTO_TEST_CASE(connect_by_host_name_uses_it_as_the_server_name) {
     BOOST_TEST(server.handshaken.at(0)->server_name() == "localhost");
     finish(sched, *server.listener);
 }
+
+BOOST_AUTO_TEST_CASE(echo_to_a_slow_reader_keeps_the_server_buffer_within_the_water_marks) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    constexpr std::size_t kTotal = 16u << 20;
+    constexpr std::size_t kHigh = 64 * 1024;
+    constexpr std::size_t kRecord = 16 * 1024 + 256;  // one TLS record's plaintext, plus its framing
+    int small = 64 * 1024;  // kernel buffers that cannot hide the backpressure
+    std::size_t server_max_buffered = 0;
+    int server_pauses = 0;
+    tls::ConnectionPtr server_side, client;
+    bool client_paused = false;
+    // The slow reader: after every 256 KiB it stops reading until the server
+    // is held back by its high mark (so the case never depends on timing).
+    auto resume_client_once_the_server_is_held_back = [&] {
+        if (!client_paused || !server_side || !server_side->above_high_water()) return;
+        client_paused = false;
+        sched.call_soon([&] { client->resume_reading(); });
+    };
+    auto listener = tls::listen(sched, reactor_test::any_loopback(), reactor_test::server_context(),
+                                [&](const tls::ConnectionPtr& c) {
+                                    server_side = c;
+                                    ::setsockopt(c->transport().fd(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+                                    c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                                        c.write(d);
+                                        server_max_buffered = std::max(server_max_buffered, c.buffered());
+                                    });
+                                    c->set_high_water_callback([&](tls::Connection& c) {
+                                        ++server_pauses;
+                                        c.pause_reading();
+                                        resume_client_once_the_server_is_held_back();
+                                    });
+                                    c->set_low_water_callback([](tls::Connection& c) { c.resume_reading(); });
+                                });
+    const std::string chunk = reactor_test::random_bytes(256 * 1024, 5);
+    std::size_t sent = 0, received = 0, mismatches = 0, since_pause = 0;
+    std::optional<tls::CloseReason> reason;
+    auto send_more = [&](tls::Connection& c) {
+        while (sent < kTotal && !c.above_high_water()) {
+            c.write(chunk);
+            sent += chunk.size();
+        }
+    };
+    tls::connect(sched, listener->address(), reactor_test::client_context(), "localhost",
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     client = c;
+                     ::setsockopt(c->transport().fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+                     c->set_handshake_callback(send_more);
+                     c->set_low_water_callback(send_more);
+                     c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                         for (char ch : d) mismatches += ch != chunk[received++ % chunk.size()];
+                         since_pause += d.size();
+                         if (received == kTotal) return c.close();
+                         // (Not near the end: what is left must be enough to fill the kernel buffers.)
+                         if (since_pause >= chunk.size() && kTotal - received > (2u << 20)) {
+                             since_pause = 0;
+                             c.pause_reading();
+                             client_paused = true;
+                             resume_client_once_the_server_is_held_back();
+                         }
+                     });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { reason = r; });
+                 });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason.has_value(); }, 120s));
+    BOOST_TEST(reason->to_string() == "local");
+    BOOST_TEST(received == kTotal);
+    BOOST_TEST(mismatches == 0u);
+    BOOST_TEST(server_pauses > 0);  // the slow reader did hold the server back
+    // Above the high mark the server stops reading: at most one record's
+    // echo more than the mark is ever buffered.
+    BOOST_TEST(server_max_buffered <= kHigh + kRecord);
+    server_side.reset();
+    finish(sched, *listener);
+}
