@@ -655,3 +655,29 @@ BOOST_AUTO_TEST_CASE(echo_to_a_slow_reader_keeps_the_server_buffer_within_the_wa
     server_side.reset();
     finish(sched, *listener);
 }
+
+BOOST_AUTO_TEST_CASE(a_tls_connection_held_past_its_scheduler_is_released_safely) {
+    tls::ConnectionPtr closed_one, open_one;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+        Client first(sched, server.address(), reactor_test::client_context(), "localhost",
+                     [](Client& c) { c.conn->close(); });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return first.closed(); }));
+        Client second(sched, server.address(), reactor_test::client_context(), "localhost",
+                      [](Client& c) { c.conn->write("x"); });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return second.received == "x"; }));
+        closed_one = first.conn;
+        open_one = second.conn;
+        open_one->set_close_callback({});  // `second` goes before the loop
+        open_one->set_data_callback({});
+        server.handshaken.clear();
+    }
+    // The loop is gone: what is left of them answers, and frees without touching it.
+    BOOST_TEST(closed_one->state() == tls::Connection::State::closed);
+    BOOST_TEST(!closed_one->write("late"));
+    closed_one->resume_reading();
+    closed_one->close();
+    closed_one.reset();
+    open_one.reset();
+}

@@ -108,10 +108,9 @@ Connection::Connection(Passkey, reactor::ConnectionPtr transport, std::shared_pt
                        Options options)
     : transport_(std::move(transport)), context_(std::move(context)), ssl_(ssl), options_(options) {}
 
-Connection::~Connection() {
-    timer_.cancel();
-    SSL_free(ssl_);  // and its BIO
-}
+// No timer to cancel: one still pending holds only a weak_ptr (and the
+// Scheduler may be gone by now: a Handle must not outlive it).
+Connection::~Connection() { SSL_free(ssl_); }  // and its BIO
 
 // The transport's callbacks become ours. Its close callback holds the only
 // owning reference: we live exactly as long as the transport is open, plus
@@ -313,7 +312,7 @@ void Connection::pause_reading() {
 }
 
 void Connection::resume_reading() {
-    if (reading_wanted_) return;
+    if (reading_wanted_ || state_ == State::closed) return;
     reading_wanted_ = true;
     update_transport_reading();
     schedule_read();

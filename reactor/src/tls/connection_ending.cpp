@@ -151,6 +151,7 @@ void Connection::arm_timer(std::chrono::milliseconds after, CloseKind kind) {
 void Connection::on_transport_closed(const reactor::CloseReason& r) {
     state_ = State::closed;
     timer_.cancel();
+    timer_ = Handle();  // never used again: we may outlive the Scheduler
     CloseReason reason;
     const bool ours_graceful = ending_set_ && (ending_.kind == CloseKind::local || ending_.kind == CloseKind::close_notify);
     if (ending_set_ && (r.kind == reactor::CloseKind::local || r.kind == reactor::CloseKind::eof || !ours_graceful)) {
