@@ -26,9 +26,14 @@ set(reactor_runtime_package libreactor${PROJECT_VERSION_MAJOR})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${reactor_runtime_package})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libfmt9")
+set(reactor_dev_depends "libfmt-dev")
+if(TARGET reactor_tls)  # libreactor_tls.so, and its headers' users link OpenSSL
+  string(APPEND CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS ", libssl3 (>= 3.0)")
+  string(APPEND reactor_dev_depends ", libssl-dev (>= 3.0)")
+endif()
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "${PROJECT_DESCRIPTION} (shared libraries)
- libreactor.so and libreactor_futures.so: a callback and future based event
- loop (timers, signals, sockets, streams, subprocesses).")
+ libreactor.so, libreactor_futures.so and libreactor_tls.so: a callback and
+ future based event loop (timers, signals, sockets, TLS, streams, subprocesses).")
 # The shlibs file and the ldconfig trigger a Debian shared library package has.
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS_POLICY "=")
@@ -41,9 +46,9 @@ set(CPACK_DEBIAN_DEVELOPMENT_DESCRIPTION "${PROJECT_DESCRIPTION} (development fi
 if(BUILD_SHARED_LIBS)
   set(CPACK_COMPONENTS_ALL runtime development)
   set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS
-      "${reactor_runtime_package} (= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}), libfmt-dev")
+      "${reactor_runtime_package} (= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}), ${reactor_dev_depends}")
 else()
   set(CPACK_COMPONENTS_ALL development)
-  set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "libfmt-dev")
+  set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${reactor_dev_depends}")
 endif()
 include(CPack)

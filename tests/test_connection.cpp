@@ -623,8 +623,15 @@ BOOST_AUTO_TEST_CASE(water_marks_must_be_ordered) {
     BOOST_CHECK_THROW(reactor::Connection::adopt(sched, fds[0], bad), std::invalid_argument);
     BOOST_TEST(::fcntl(fds[0], F_GETFD) == -1, "adopt closed the fd it refused");
     auto c = reactor::Connection::adopt(sched, fds[1]);
+    BOOST_TEST(c->high_water() == reactor::ConnectionOptions{}.high_water);  // the defaults, read back
+    BOOST_TEST(c->low_water() == reactor::ConnectionOptions{}.low_water);
     BOOST_CHECK_THROW(c->set_water_marks(1, 2), std::invalid_argument);
+    BOOST_TEST(c->high_water() == reactor::ConnectionOptions{}.high_water);  // a refused change changes nothing
     c->set_water_marks(2, 1);
+    BOOST_TEST(c->high_water() == 2u);
+    BOOST_TEST(c->low_water() == 1u);
+    c->set_water_marks(std::size_t{1} << 40, 3);
+    BOOST_TEST(c->high_water() == std::size_t{UINT32_MAX});  // kept in 32 bits: see set_water_marks
     c->abort();
     sched.run();
     BOOST_TEST(sched.empty());

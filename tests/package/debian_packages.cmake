@@ -65,6 +65,18 @@ Depends: [^\n]*libfmt-dev
 /usr/share/doc/reactor/docs/networking\.md
 /usr/share/doc/reactor/examples/09_echo_server/echo_server\.cpp
 ]])
+if(TLS)
+  expect_in(${runtime_deb} [[
+/usr/lib/[^ \n]*libreactor_tls\.so\.[0-9]+\.[0-9]+\.[0-9]+
+Depends: [^\n]*libssl3
+]])
+  expect_in(${dev_deb} [[
+/usr/include/reactor/tls/connection\.hpp
+/usr/lib/[^ \n]*pkgconfig/reactor-tls\.pc
+/usr/lib/[^ \n]*libreactor_tls\.a
+Depends: [^\n]*libssl-dev
+]])
+endif()
 foreach(deb ${runtime_deb} ${dev_deb})  # the shared libraries are in one package only
   execute_process(COMMAND dpkg-deb -c ${deb} OUTPUT_VARIABLE listing COMMAND_ERROR_IS_FATAL ANY)
   if(deb STREQUAL dev_deb AND listing MATCHES "(^|\n)-[^\n]*\\.so\\.[0-9]")  # a file, not the dev link
@@ -98,7 +110,11 @@ execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install_consumer
                         -DCMAKE_PREFIX_PATH=${root}/usr -DCONSUMER_LINK=shared
                 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer -j2 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
-foreach(area scheduler net futures streams toolkit processes testing)
+set(areas scheduler net futures streams toolkit processes testing)
+if(TLS)
+  list(APPEND areas tls)
+endif()
+foreach(area IN LISTS areas)
   execute_process(COMMAND ${WORK_DIR}/consumer/${area} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${area}, built against the installed packages: exit ${rc}\n${out}${err}")

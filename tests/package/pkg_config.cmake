@@ -2,7 +2,8 @@
 # pkg-config from an install tree: installs the built project into a scratch
 # prefix, then builds one-file programs the way a Makefile user would,
 #   c++ prog.cpp $(pkg-config --cflags --libs reactor-futures)
-# (tests/install_consumer/futures.cpp, and scheduler.cpp with reactor.pc),
+# (tests/install_consumer/futures.cpp, scheduler.cpp with reactor.pc, and
+# tls.cpp with reactor-tls.pc when the build has reactor::tls),
 # and runs them. Skipped, saying so, where pkg-config is not installed.
 find_program(PKG_CONFIG NAMES pkg-config pkgconf)
 if(NOT PKG_CONFIG)
@@ -29,7 +30,11 @@ endif()
 file(GLOB lib_dirs ${WORK_DIR}/prefix/lib ${WORK_DIR}/prefix/lib64 ${WORK_DIR}/prefix/lib/*-linux-gnu*)
 string(REPLACE ";" ":" lib_path "${lib_dirs}")
 set(ENV{LD_LIBRARY_PATH} "${lib_path}")
-foreach(pair "reactor-futures:futures" "reactor:scheduler")
+set(pairs "reactor-futures:futures" "reactor:scheduler")
+if(TLS)
+  list(APPEND pairs "reactor-tls:tls")
+endif()
+foreach(pair IN LISTS pairs)
   string(REPLACE ":" ";" pair "${pair}")
   list(GET pair 0 package)
   list(GET pair 1 program)

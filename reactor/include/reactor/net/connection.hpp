@@ -192,6 +192,11 @@ public:
     // write or flush. A mark above 4 GiB counts as 4 GiB (kept in 32 bits).
     void set_water_marks(std::size_t high, std::size_t low);
     bool above_high_water() const noexcept { return above_high_; }
+    // The marks in force (as set, a mark above 4 GiB read as 4 GiB). For
+    // layers over a connection that buffer data of their own before it
+    // reaches write() (reactor::tls counts its plaintext against them).
+    std::size_t high_water() const noexcept { return high_water_; }
+    std::size_t low_water() const noexcept { return low_water_; }
 
     // ---- reading ----
     // Stops/restarts delivering data (the bytes wait in the kernel, and the

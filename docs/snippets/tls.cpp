@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+// docs/tls.md: a TLS server and a verifying client, STARTTLS, ALPN and SNI,
+// the close reasons of failures, and certificates made for tests. Loopback
+// only; every case ends by itself. (Built only with reactor::tls.)
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+#include <reactor/net/connector.hpp>
+#include <reactor/net/listener.hpp>
+#include <reactor/scheduler.hpp>
+#include <reactor/tls/certificate_maker.hpp>
+#include <reactor/tls/connection.hpp>
+#include <reactor/tls/context.hpp>
+#include <reactor/tls/listen.hpp>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// The certificates of every case: made once, in memory.
+struct Certificates {
+    // [snippet:make_certificates]
+    reactor::tls::CertificateAuthority ca;  // a throwaway CA, in memory
+    reactor::tls::IssuedCertificate server = ca.issue_server({"localhost", "127.0.0.1"});
+    reactor::tls::IssuedCertificate alt = ca.issue_server({"alt.test"});
+    reactor::tls::IssuedCertificate client = ca.issue_client("a client");
+    // [end-snippet:make_certificates]
+};
+
+const Certificates& certificates() {
+    static const Certificates made;
+    return made;
+}
+
+reactor::tls::ContextPtr client_context() {
+    reactor::tls::ClientOptions options;
+    options.trust = certificates().ca.trust();
+    return reactor::tls::Context::client(options);
+}
+
+// Runs the loop until `done`, at most 20 s.
+template <class Pred>
+bool run_until(reactor::Scheduler& sched, Pred done) {
+    bool expired = false;
+    auto guard = sched.call_later(20s, [&] { expired = true; });
+    while (!done() && !expired) sched.run_once();
+    guard.cancel();
+    return done();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_md)
+
+BOOST_AUTO_TEST_CASE(server_and_verifying_client) {
+    reactor::Scheduler sched;
+    const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);
+    const std::string chain_pem = certificates().server.certificate_pem, key_pem = certificates().server.key_pem;
+    // [snippet:server]
+    reactor::tls::ServerOptions options;
+    options.identity = reactor::tls::Identity::from_pem(chain_pem, key_pem);  // or from_files(chain, key)
+    auto context = reactor::tls::Context::server(options);
+    auto listener = reactor::tls::listen(sched, address, context, [](const reactor::tls::ConnectionPtr& c) {
+        c->set_data_callback([](reactor::tls::Connection& c, std::string_view data) { c.write(data); });
+        c->set_high_water_callback([](reactor::tls::Connection& c) { c.pause_reading(); });
+        c->set_low_water_callback([](reactor::tls::Connection& c) { c.resume_reading(); });
+    });
+    // [end-snippet:server]
+    const reactor::Address server_address = listener->address();
+    const std::string ca_pem = certificates().ca.certificate_pem();
+    std::string got, subject;
+    std::optional<reactor::tls::CloseReason> closed;
+    // [snippet:client]
+    reactor::tls::ClientOptions client_options;
+    client_options.trust.ca_pem = ca_pem;  // or .ca_file; neither: the system's trust store
+    auto client_context = reactor::tls::Context::client(client_options);
+    // Connects to the address, expects a certificate for "localhost" there (never looked up).
+    reactor::tls::connect(sched, server_address, client_context, "localhost",
+                          [&](reactor::tls::ConnectionPtr c, std::error_code error) {
+                              if (error) return;  // the TCP connect failed
+                              c->set_handshake_callback([&](reactor::tls::Connection& c) {
+                                  subject = c.peer_subject();  // "CN=localhost,O=reactor test"
+                                  c.write("hello");
+                              });
+                              c->set_data_callback([&](reactor::tls::Connection& c, std::string_view data) {
+                                  got += data;
+                                  c.close();  // close_notify, then the TCP close
+                              });
+                              c->set_close_callback([&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) {
+                                  closed = why;  // why.to_string() == "local"
+                              });
+                          });
+    // [end-snippet:client]
+    BOOST_REQUIRE(run_until(sched, [&] { return closed.has_value(); }));
+    BOOST_TEST(got == "hello");
+    BOOST_TEST(subject == "CN=localhost,O=reactor test");
+    BOOST_TEST(closed->to_string() == "local");
+    listener->close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_wrong_host_name_is_a_handshake_failure) {
+    reactor::Scheduler sched;
+    reactor::tls::ServerOptions options;
+    options.identity = certificates().server.identity();
+    auto listener = reactor::tls::listen(sched, reactor::Address::parse("127.0.0.1", 0),
+                                         reactor::tls::Context::server(options), {});
+    std::optional<reactor::tls::CloseReason> closed;
+    reactor::tls::connect(sched, listener->address(), client_context(), "wrong.test",
+                          [&](reactor::tls::ConnectionPtr c, std::error_code) {
+                              c->set_close_callback([&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) {
+                                  // [snippet:handshake_failed]
+                                  if (why.kind == reactor::tls::CloseKind::handshake_failed) {
+                                      // why.detail: "error:0A000086:SSL routines::certificate verify failed: hostname mismatch"
+                                  }
+                                  // [end-snippet:handshake_failed]
+                                  closed = why;
+                              });
+                          });
+    BOOST_REQUIRE(run_until(sched, [&] { return closed.has_value(); }));
+    BOOST_TEST((closed->kind == reactor::tls::CloseKind::handshake_failed));
+    BOOST_TEST(closed->detail == "error:0A000086:SSL routines::certificate verify failed: hostname mismatch");
+    listener->close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(starttls) {
+    reactor::Scheduler sched;
+    reactor::tls::ServerOptions options;
+    options.identity = certificates().server.identity();
+    auto server_context = reactor::tls::Context::server(options);
+    std::optional<reactor::tls::CloseReason> server_closed;
+    auto listener = reactor::Listener::listen(
+        sched, reactor::Address::parse("127.0.0.1", 0), [&](const reactor::ConnectionPtr& conn) {
+            // [snippet:starttls_server]
+            conn->set_data_callback([&](reactor::Connection& plain, std::string_view line) {
+                if (line != "STARTTLS\r\n") return plain.close();
+                plain.write("OK\r\n");  // the last plaintext; then the handshake, on the same socket
+                auto secure = reactor::tls::Connection::start_server(plain.shared_from_this(), server_context);
+                secure->set_data_callback([](reactor::tls::Connection& s, std::string_view d) { s.write(d); });
+                // [end-snippet:starttls_server]
+                secure->set_close_callback(
+                    [&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) { server_closed = why; });
+            });
+        });
+    std::string echoed;
+    reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr conn, std::error_code error) {
+        BOOST_REQUIRE(!error);
+        conn->set_data_callback([&](reactor::Connection& plain, std::string_view answer) {
+            BOOST_REQUIRE(answer == "OK\r\n");
+            auto secure = reactor::tls::Connection::start_client(plain.shared_from_this(), client_context(), "localhost");
+            secure->set_handshake_callback([](reactor::tls::Connection& s) { s.write("secret"); });
+            secure->set_data_callback([&](reactor::tls::Connection& s, std::string_view d) {
+                echoed += d;
+                s.close();
+            });
+        });
+        conn->write("STARTTLS\r\n");
+    });
+    BOOST_REQUIRE(run_until(sched, [&] { return server_closed.has_value(); }));
+    BOOST_TEST(echoed == "secret");
+    BOOST_TEST(server_closed->to_string() == "close_notify");
+    listener->close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(alpn_and_sni) {
+    reactor::Scheduler sched;
+    const auto& certs = certificates();
+    // [snippet:alpn_sni]
+    reactor::tls::ServerOptions main_options, alt_options;
+    main_options.identity = certs.server.identity();  // for "localhost", and clients that send no name
+    main_options.alpn = {"h2", "http/1.1"};           // the server's preference decides
+    alt_options.identity = certs.alt.identity();
+    alt_options.alpn = main_options.alpn;
+    auto server_context = reactor::tls::Context::server(main_options);
+    server_context->add_server_name("alt.test", reactor::tls::Context::server(alt_options));
+
+    reactor::tls::ClientOptions client_options;
+    client_options.trust = certs.ca.trust();
+    client_options.alpn = {"http/1.1"};  // offered
+    // [end-snippet:alpn_sni]
+    auto listener = reactor::tls::listen(sched, reactor::Address::parse("127.0.0.1", 0), server_context, {});
+    std::string alpn, subject;
+    bool closed = false;
+    reactor::tls::connect(sched, listener->address(), reactor::tls::Context::client(client_options), "alt.test",
+                          [&](reactor::tls::ConnectionPtr c, std::error_code) {
+                              c->set_handshake_callback([&](reactor::tls::Connection& c) {
+                                  alpn = c.alpn_protocol();
+                                  subject = c.peer_subject();
+                                  c.close();
+                              });
+                              c->set_close_callback(
+                                  [&](reactor::tls::Connection&, const reactor::tls::CloseReason&) { closed = true; });
+                          });
+    BOOST_REQUIRE(run_until(sched, [&] { return closed; }));
+    BOOST_TEST(alpn == "http/1.1");
+    BOOST_TEST(subject == "CN=alt.test,O=reactor test");
+    listener->close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// https_hello: an HTTPS server answering every request with "Hello over
+// TLS!": the callback connection of step 09 with TLS over it (reactor::tls).
+//
+// Step 17 of the series (examples/README.md).
+//
+// The new idea: TLS as a layer over a plain connection. tls::listen is a
+// Listener whose connections start a server handshake with a tls::Context;
+// each tls::Connection then has the plain connection's callbacks (data,
+// water marks, close with a reason) plus a handshake callback. The
+// certificate comes from --cert/--key (PEM files), or, without them, a
+// self-signed one is made in memory for localhost, 127.0.0.1 and ::1 (a
+// client must then skip verification: curl -k). docs/tls.md has the rest.
+//
+//   $ https_hello --port 8443 &   curl -k https://127.0.0.1:8443/
+#include <chrono>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <reactor/tls/certificate_maker.hpp>
+#include <reactor/tls/listen.hpp>
+
+#include "cli.hpp"
+#include "https_session.hpp"
+#include "program.hpp"
+#include "server_support.hpp"
+
+namespace tls = reactor::tls;
+
+namespace {
+
+// The server's context: the certificate given, or a self-signed one.
+tls::ContextPtr make_context(const std::string& cert, const std::string& key) {
+    tls::ServerOptions options;
+    options.alpn = {"http/1.1"};
+    options.identity = cert.empty() ? tls::self_signed({"localhost", "127.0.0.1", "::1"}).identity()
+                                    : tls::Identity::from_files(cert, key);
+    return tls::Context::server(options);  // a bad file: tls::Error naming it, reported by guarded_main
+}
+
+int run(int argc, char** argv) {
+    examples::Cli cli("https_hello", "HTTPS server answering every request with \"Hello over TLS!\".");
+    examples::ServerOptions options(8443);
+    examples::add_server_options(cli, options);
+    std::string cert, key;
+    int handshake_timeout = 10;
+    cli.add_option("--cert", cert, "certificate chain, PEM file (leaf first); with --key")->check(CLI::ExistingFile);
+    cli.add_option("--key", key, "private key of --cert, PEM file")->check(CLI::ExistingFile);
+    cli.add_option("--handshake-timeout", handshake_timeout, "seconds a client may take to finish its TLS handshake")
+        ->check(CLI::Range(1, 3600));
+    cli.parse_or_exit(argc, argv);
+    if (cert.empty() != key.empty()) cli.fail("--cert and --key go together");
+
+    reactor::Scheduler sched(examples::on(options.backend));
+    examples::ServerLifetime lifetime(sched, options, "https_hello");
+    std::unordered_map<tls::Connection*, https::HttpsSession> sessions;  // each until its close callback
+    long handshakes = 0, failed = 0;
+
+    auto on_accept = [&](const tls::ConnectionPtr& c) {
+        lifetime.opened();
+        sessions.try_emplace(c.get());
+        c->set_handshake_callback([&](tls::Connection& c) {
+            ++handshakes;
+            examples::say(fmt::format("https_hello: {} {}, ALPN '{}'", c.transport().peer_address().to_string(),
+                                      c.protocol_version(), c.alpn_protocol()));
+        });
+        c->set_data_callback([&](tls::Connection& c, std::string_view data) { sessions.at(&c).on_data(c, data); });
+        c->set_high_water_callback([](tls::Connection& c) { c.pause_reading(); });
+        c->set_low_water_callback([](tls::Connection& c) { c.resume_reading(); });
+        c->set_close_callback([&](tls::Connection& c, const tls::CloseReason& reason) {
+            if (reason.kind == tls::CloseKind::handshake_failed || reason.kind == tls::CloseKind::handshake_timeout) {
+                ++failed;
+                examples::say(fmt::format("https_hello: a handshake failed: {}", reason.to_string()));
+            }
+            sessions.erase(&c);
+        });
+    };
+    reactor::Listener::Options listen_options;
+    listen_options.connection.read_size = 16 * 1024 + 64;  // one TLS record
+    tls::Options tls_options;
+    tls_options.handshake_timeout = std::chrono::seconds(handshake_timeout);
+    reactor::ListenerPtr listener;
+    try {
+        listener = tls::listen(sched, examples::listen_address(cli, options), make_context(cert, key), on_accept,
+                               listen_options, tls_options);
+    } catch (const std::system_error& e) {  // the port is taken...
+        fmt::print(stderr, "https_hello: {}\n", e.what());
+        return examples::kFailed;
+    }
+    lifetime.set_listener(listener);
+    examples::announce(sched, listener->address());  // the first line, as every example server's
+    if (cert.empty())
+        examples::say("https_hello: no --cert/--key: serving a self-signed certificate for localhost, 127.0.0.1 and ::1 "
+                      "(clients must skip verification: curl -k)");
+
+    sched.run();
+    fmt::print("https_hello: {} connections, {} handshakes, {} failed, {} aborted\n", listener->accepted(), handshakes,
+               failed, lifetime.aborted());
+    std::fflush(stdout);
+    return lifetime.exit_status();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return examples::guarded_main("https_hello", run, argc, argv); }

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+// reactor::tls::Connection: TLS over a reactor::Connection, by composition.
+//
+// The TLS engine (OpenSSL) talks to a BIO of ours (in memory, as a memory
+// BIO pair would be), never to the socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
+// libevent's filter mode): the ciphertext the transport receives is what the
+// engine reads, and each record the engine makes goes straight to the
+// transport's write() (no buffer of ours between: the kernel takes it, or the
+// transport's own output buffer keeps it). So there is one write path, and
+// the transport's water marks, deadlines (read/write/idle timeouts),
+// write_eof and close reasons, and the virtual clock kit, all work under TLS
+// unchanged. An idle TLS connection keeps no buffer of its own: only bytes
+// the engine has not read yet (reading paused) are kept.
+//
+// Owns its transport: after start_server/start_client the plain connection's
+// callbacks are ours; do not use it directly. Like the transport, an open
+// TLS connection owns itself (through the transport's close callback) and is
+// released after its close callback has run. Loop thread only. No member
+// calls back synchronously, except write(), which may run the high-water
+// callback before it returns (as the plain Connection).
+//
+// Life:
+//   handshaking ──handshake done──> open ──close()/write_eof()──> shutting down ──> closed
+//        │ failure, timeout             │ peer close_notify, truncation, error        ^
+//        └──────────────────────────────┴──────────────────────────────────────────────┘
+// Writes before the handshake is done are kept as plaintext and encrypted
+// when it is done. The close reason (reactor/tls/close_reason.hpp) tells a
+// peer's clean close from a truncation, and carries OpenSSL's text when the
+// handshake fails. close() sends close_notify and does not wait for the
+// peer's (RFC 8446, 6.1 allows it; the plain close() does not wait for the
+// peer's FIN either); write_eof() sends it and reads on until the peer's
+// arrives (Asio's async_shutdown, asyncio's SHUTDOWN state).
+//
+// Flow control both ways (asyncio's two-sided flow control):
+//  - buffered(), and so the water marks, count plaintext not yet encrypted
+//    (before the handshake) plus ciphertext the kernel has not taken; the
+//    marks are the transport's (ConnectionOptions::high_water/low_water).
+//  - pause_reading() stops handing decrypted data to the data callback and
+//    pauses the transport, so the peer is held back by TCP.
+//
+// Timeouts on the loop's timers (so on virtual time in tests):
+// handshake_timeout (60 s) from start until the handshake is done, and
+// shutdown_timeout (30 s) from our close_notify until the peer's answers it
+// (write_eof) or our output is flushed (close()): a peer that never answers
+// is aborted instead of hanging (asio#164, beast#2807).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "reactor/callback_slot.hpp"
+#include "reactor/export.hpp"
+#include "reactor/handle.hpp"
+#include "reactor/net/connection.hpp"
+#include "reactor/tls/close_reason.hpp"
+#include "reactor/tls/context.hpp"
+
+namespace reactor::tls {
+
+struct Options {
+    std::chrono::milliseconds handshake_timeout{60'000};  // zero: none
+    std::chrono::milliseconds shutdown_timeout{30'000};   // zero: none
+};
+
+class REACTOR_API Connection : public std::enable_shared_from_this<Connection> {
+    struct Passkey {};
+
+public:
+    enum class State : std::uint8_t { handshaking, open, shutting_down, closed };
+
+    using DataCallback = std::function<void(Connection&, std::string_view plaintext)>;
+    using EventCallback = std::function<void(Connection&)>;
+    using CloseCallback = std::function<void(Connection&, const CloseReason&)>;
+
+    // Starts the server or client side of a handshake over `transport` (an
+    // open plain connection: accepted, connected, or one that spoke plaintext
+    // so far: STARTTLS, asyncio's loop.start_tls). The handshake begins at
+    // once; callbacks set right after this call see everything. The client
+    // sends `server_name` as SNI (unless it is an IP literal, which SNI does
+    // not allow) and, when the context verifies, checks the certificate
+    // against it; it also keys the session cache ("server_name:port").
+    // Throws reactor::tls::Error if OpenSSL cannot make the session (memory),
+    // std::invalid_argument for a closed transport or a context of the wrong
+    // role; the transport is then left as it was.
+    static std::shared_ptr<Connection> start_server(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                                                    Options options = {});
+    static std::shared_ptr<Connection> start_client(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                                                    std::string server_name, Options options = {});
+
+    Connection(Passkey, reactor::ConnectionPtr transport, std::shared_ptr<Context> context, SSL* ssl, Options options);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    // ---- callbacks (as the plain Connection's; set or replace any time) ----
+    // Decrypted data; valid only during the call.
+    void set_data_callback(DataCallback cb) { on_data_.set(std::move(cb)); }
+    // The handshake finished: the peer is verified (if the context verifies),
+    // alpn_protocol(), peer_subject() and session_reused() are known. Runs once.
+    void set_handshake_callback(EventCallback cb) { on_handshake_.set(std::move(cb)); }
+    // The peer sent close_notify. Without an EOF callback the connection then
+    // answers with its own and closes (reason close_notify); with one it
+    // stays open for writing: finish with write_eof() or close().
+    void set_eof_callback(EventCallback cb) { on_eof_.set(std::move(cb)); }
+    // Everything written so far was handed to the kernel.
+    void set_drain_callback(EventCallback cb) { on_drain_.set(std::move(cb)); }
+    void set_high_water_callback(EventCallback cb) { on_high_water_.set(std::move(cb)); }
+    void set_low_water_callback(EventCallback cb) { on_low_water_.set(std::move(cb)); }
+    // Exactly once, on a later iteration than the event that closed it; then
+    // every callback is dropped and the connection releases itself.
+    void set_close_callback(CloseCallback cb) { on_close_.set(std::move(cb)); }
+
+    // ---- writing ----
+    // Encrypts and sends (or keeps the plaintext until the handshake is done).
+    // False, dropping `data`, once closing or closed or after write_eof(), or
+    // if the transport failed; true means it will go out in order.
+    bool write(std::string_view data);
+    // Plaintext waiting for the handshake + ciphertext the kernel has not taken.
+    std::size_t buffered() const noexcept;
+    void set_water_marks(std::size_t high, std::size_t low);  // the transport's
+    bool above_high_water() const noexcept { return above_high_; }
+
+    // ---- reading ----
+    void pause_reading();
+    void resume_reading();  // data already decrypted is delivered on a later iteration
+    bool at_eof() const noexcept { return peer_closed_; }  // the peer's close_notify arrived
+
+    // ---- ending ----
+    // Sends close_notify (after the pending plaintext), then shuts down the
+    // TCP sending side; reading goes on until the peer's close_notify, which
+    // closes the connection (reason close_notify), or shutdown_timeout.
+    void write_eof();
+    // Graceful: stop reading, flush, send close_notify, close the transport
+    // once flushed (bounded by shutdown_timeout). Reason local. Idempotent.
+    void close();
+    // Immediate: no close_notify, buffered data dropped, the peer sees a reset.
+    void abort();
+
+    // ---- inspection ----
+    State state() const noexcept { return state_; }
+    bool is_open() const noexcept { return state_ == State::handshaking || state_ == State::open; }
+    bool handshake_done() const noexcept { return handshake_done_; }
+    bool is_server() const noexcept;
+    // The negotiated ALPN protocol ("h2", "http/1.1"), empty if none.
+    std::string alpn_protocol() const;
+    // "TLSv1.3", "TLSv1.2".
+    std::string protocol_version() const;
+    // The peer certificate's subject, RFC 2253 ("CN=localhost,O=reactor"),
+    // empty if the peer sent none.
+    std::string peer_subject() const;
+    // The chain verification result: 0 (X509_V_OK) if verified, else an
+    // X509_V_ERR_* code; verify_result_text() spells it ("ok", "hostname mismatch").
+    long verify_result() const;
+    std::string verify_result_text() const;
+    // Server side: the name the client sent as SNI (empty if none). Client: the server name given.
+    std::string server_name() const;
+    // The session was resumed (client: the cached session was accepted).
+    bool session_reused() const;
+    // The plain connection underneath: its addresses, fd, no-delay and
+    // deadlines may be used; its callbacks and writes must not.
+    reactor::Connection& transport() const noexcept { return *transport_; }
+    const std::shared_ptr<Context>& context() const noexcept { return context_; }
+    // The OpenSSL session, for what this class does not cover. Owned here.
+    SSL* native_handle() const noexcept { return ssl_; }
+
+private:
+    static std::shared_ptr<Connection> start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                                             bool server, std::string server_name, Options options);
+    void attach();
+    void on_ciphertext(std::string_view data);
+    void on_transport_eof();
+    void on_peer_close_notify();
+    void on_transport_closed(const reactor::CloseReason& reason);
+    void advance();
+    void do_handshake();
+    void on_handshake_done();
+    void read_plaintext();
+    bool encrypt(std::string_view data);
+    std::string openssl_error_text();
+    void send_close_notify();
+    void do_write_eof();
+    void do_close();
+    void fail(CloseKind kind, std::string detail, bool abortive);
+    void arm_timer(std::chrono::milliseconds after, CloseKind kind);
+    void check_low_water();
+    void update_transport_reading();
+    void schedule_read();
+    void clear_callbacks() noexcept;
+
+    reactor::ConnectionPtr transport_;
+    std::shared_ptr<Context> context_;
+    SSL* ssl_;
+    // The engine's BIO (connection_bio.cpp): reads `input_`, writes to the transport.
+    friend struct EngineBio;
+    friend struct InEngine;
+    int engine_read(char* out, int size);
+    int engine_write(const char* data, int size);
+    bool engine_at_eof() const noexcept { return input_eof_ && input_.empty(); }
+    void feed(std::string_view fresh);
+    std::string_view input_;    // ciphertext the engine may read now
+    std::string unread_input_;  // ciphertext left unread when the engine stopped (reading paused)
+    bool input_eof_ = false;    // the transport read EOF: the engine sees it after `input_`
+    bool transport_closed_by_engine_ = false;  // an engine write failed and closed it (see fail())
+    int in_engine_ = 0;         // inside an OpenSSL call: user callbacks wait (see deliver_high_water)
+    bool high_water_deferred_ = false;
+    void deliver_high_water();
+    Options options_;
+    std::string pending_plaintext_;  // written before the handshake finished
+    std::string server_name_;
+    CloseReason ending_;  // what the close callback will say, once the transport closes
+    Handle timer_;        // the handshake or the shutdown timeout
+    CallbackSlot<void(Connection&, std::string_view)> on_data_;
+    CallbackSlot<void(Connection&)> on_handshake_;
+    CallbackSlot<void(Connection&)> on_eof_;
+    CallbackSlot<void(Connection&)> on_drain_;
+    CallbackSlot<void(Connection&)> on_high_water_;
+    CallbackSlot<void(Connection&)> on_low_water_;
+    CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
+    State state_ = State::handshaking;
+    bool handshake_done_ = false;
+    bool ending_set_ = false;       // ending_ was decided before the transport closed
+    bool reading_wanted_ = true;    // not paused by the user
+    bool read_scheduled_ = false;
+    bool peer_closed_ = false;      // the peer's close_notify arrived
+    bool sent_close_notify_ = false;
+    bool write_eof_wanted_ = false; // write_eof() called (maybe before the handshake)
+    bool close_wanted_ = false;     // close() called before the handshake finished
+    bool above_high_ = false;
+};
+
+using ConnectionPtr = std::shared_ptr<Connection>;
+
+REACTOR_API std::string_view to_string(Connection::State state) noexcept;
+
+}  // namespace reactor::tls

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: MIT
+// reactor::tls::Connection: the TLS state machine over a plain Connection:
+// starting, the engine, writing and reading. The engine's BIO is in
+// connection_bio.cpp, the ending (close_notify, timeouts, the close reason)
+// in connection_ending.cpp, what a connection tells about itself in
+// connection_inspection.cpp.
+#include "reactor/tls/connection.hpp"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <array>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "engine_bio.hpp"
+
+namespace reactor::tls {
+namespace {
+
+bool is_ip_literal(const std::string& host) {
+    unsigned char addr[sizeof(in6_addr)];
+    return ::inet_pton(AF_INET, host.c_str(), addr) == 1 || ::inet_pton(AF_INET6, host.c_str(), addr) == 1;
+}
+
+// OpenSSL's queued errors, oldest first, joined; empties the queue.
+std::string queued_errors() {
+    std::string text;
+    while (unsigned long code = ERR_get_error()) {
+        char buf[256];
+        ERR_error_string_n(code, buf, sizeof buf);
+        if (!text.empty()) text += "; ";
+        text += buf;
+    }
+    return text;
+}
+
+// Decrypted data lands here (one TLS record holds at most 16 KiB of
+// plaintext), shared by the thread's connections: the data callback's view
+// is valid only during the call, and no engine call runs inside it.
+constexpr std::size_t kRecordPlaintext = 16 * 1024;
+char* plaintext_scratch() {
+    thread_local std::array<char, kRecordPlaintext> scratch;
+    return scratch.data();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- starting
+
+std::shared_ptr<Connection> Connection::start_server(const reactor::ConnectionPtr& transport,
+                                                     std::shared_ptr<Context> context, Options options) {
+    return start(transport, std::move(context), true, {}, options);
+}
+
+std::shared_ptr<Connection> Connection::start_client(const reactor::ConnectionPtr& transport,
+                                                     std::shared_ptr<Context> context, std::string server_name,
+                                                     Options options) {
+    return start(transport, std::move(context), false, std::move(server_name), options);
+}
+
+std::shared_ptr<Connection> Connection::start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                                              bool server, std::string server_name, Options options) {
+    if (!transport || !transport->is_open()) throw std::invalid_argument("reactor::tls: the transport is not open");
+    if (!context) throw std::invalid_argument("reactor::tls: no context");
+    if ((context->role() == Context::Role::server) != server)
+        throw std::invalid_argument(server ? "reactor::tls: start_server needs a server context"
+                                           : "reactor::tls: start_client needs a client context");
+    if (!server && server_name.empty() && context->verifies_peer())
+        throw std::invalid_argument(
+            "reactor::tls: a verifying client needs the server name to check the certificate against");
+    const std::string cache_key =
+        server ? std::string() : fmt::format("{}:{}", server_name, transport->peer_address().port());
+    SSL* ssl = context->new_ssl(cache_key);
+    // Owns `ssl` from here: an exception below frees it, the transport untouched.
+    auto self = std::make_shared<Connection>(Passkey{}, transport, std::move(context), ssl, options);
+    BIO* bio = new_engine_bio(*self);
+    if (!bio) throw Error(with_openssl_errors("reactor::tls: cannot make the engine's BIO"));
+    SSL_set_bio(ssl, bio, bio);  // one reference, for both directions
+    ERR_clear_error();
+    if (server) {
+        SSL_set_accept_state(ssl);
+    } else {
+        SSL_set_connect_state(ssl);
+        const bool ip = is_ip_literal(server_name);
+        // SNI carries host names only (RFC 6066, section 3).
+        if (!server_name.empty() && !ip && SSL_set_tlsext_host_name(ssl, server_name.c_str()) != 1)
+            throw Error(with_openssl_errors(fmt::format("reactor::tls: cannot send the server name '{}'", server_name)));
+        if (self->context_->verifies_peer()) {
+            const int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), server_name.c_str())
+                              : SSL_set1_host(ssl, server_name.c_str());
+            if (ok != 1)
+                throw Error(with_openssl_errors(
+                    fmt::format("reactor::tls: cannot check the certificate against '{}'", server_name)));
+        }
+        self->server_name_ = std::move(server_name);
+    }
+    self->attach();
+    self->arm_timer(options.handshake_timeout, CloseKind::handshake_timeout);
+    self->feed({});  // a client's hello goes out now
+    return self;
+}
+
+Connection::Connection(Passkey, reactor::ConnectionPtr transport, std::shared_ptr<Context> context, SSL* ssl,
+                       Options options)
+    : transport_(std::move(transport)), context_(std::move(context)), ssl_(ssl), options_(options) {}
+
+// No timer to cancel: one still pending holds only a weak_ptr (and the
+// Scheduler may be gone by now: a Handle must not outlive it).
+Connection::~Connection() { SSL_free(ssl_); }  // and its BIO
+
+// The transport's callbacks become ours. Its close callback holds the only
+// owning reference: we live exactly as long as the transport is open, plus
+// its close callback, like the transport itself.
+void Connection::attach() {
+    transport_->set_data_callback([this](reactor::Connection&, std::string_view data) { on_ciphertext(data); });
+    transport_->set_eof_callback([this](reactor::Connection&) { on_transport_eof(); });
+    transport_->set_drain_callback([this](reactor::Connection&) {
+        check_low_water();
+        if (handshake_done_ && state_ == State::open && pending_plaintext_.empty()) on_drain_.invoke(*this);
+    });
+    transport_->set_high_water_callback([this](reactor::Connection&) {
+        high_water_deferred_ = true;
+        if (in_engine_ == 0) deliver_high_water();
+    });
+    transport_->set_low_water_callback([this](reactor::Connection&) { check_low_water(); });
+    transport_->set_close_callback([self = shared_from_this()](reactor::Connection&, const reactor::CloseReason& r) {
+        self->on_transport_closed(r);
+    });
+    transport_->resume_reading();  // the handshake needs it, whatever the plain connection did
+}
+
+// ---------------------------------------------------------------- the engine
+
+// The engine reads `fresh` (after what it left unread before) and goes as
+// far as it can: the handshake, then decrypted data for the data callback.
+// What it still has not read then (reading paused) is kept for later.
+void Connection::feed(std::string_view fresh) {
+    const bool kept = !unread_input_.empty();
+    if (kept) {
+        unread_input_.append(fresh);
+        input_ = unread_input_;
+    } else {
+        input_ = fresh;
+    }
+    advance();
+    if (kept) {
+        unread_input_.erase(0, unread_input_.size() - input_.size());
+    } else {
+        unread_input_.assign(input_);
+    }
+    if (unread_input_.empty()) std::string().swap(unread_input_);  // an idle connection keeps no buffer
+    input_ = {};
+}
+
+void Connection::on_ciphertext(std::string_view data) {
+    if (state_ == State::closed || peer_closed_) return;  // nothing may follow close_notify
+    feed(data);
+}
+
+void Connection::advance() {
+    if (!handshake_done_) {
+        do_handshake();
+        if (!handshake_done_) return;
+    }
+    read_plaintext();
+}
+
+std::string Connection::openssl_error_text() {
+    std::string text = queued_errors();
+    const long verify = SSL_get_verify_result(ssl_);
+    if (verify != X509_V_OK) {
+        if (!text.empty()) text += ": ";
+        text += X509_verify_cert_error_string(verify);
+    }
+    if (text.empty())
+        text = input_eof_ ? "the peer closed the connection (no close_notify)" : "the TLS engine failed (no error queued)";
+    return text;
+}
+
+void Connection::do_handshake() {
+    ERR_clear_error();
+    int r;
+    {
+        InEngine engine(*this);
+        r = SSL_do_handshake(ssl_);
+    }
+    if (r == 1) return on_handshake_done();
+    const int err = SSL_get_error(ssl_, r);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return deliver_high_water();
+    fail(CloseKind::handshake_failed, openssl_error_text(), false);
+}
+
+void Connection::on_handshake_done() {
+    handshake_done_ = true;
+    timer_.cancel();
+    if (state_ == State::handshaking) state_ = State::open;
+    deliver_high_water();
+    if (!pending_plaintext_.empty()) {
+        std::string plaintext = std::exchange(pending_plaintext_, {});
+        if (!encrypt(plaintext)) return;
+    }
+    update_transport_reading();
+    on_handshake_.invoke(*this);
+    if (state_ != State::open) return;
+    if (close_wanted_) {
+        do_close();
+    } else if (write_eof_wanted_ && !sent_close_notify_) {
+        do_write_eof();
+    }
+    check_low_water();
+}
+
+void Connection::read_plaintext() {
+    char* buf = plaintext_scratch();
+    while (reading_wanted_ && !peer_closed_ && state_ == State::open) {
+        std::size_t n = 0;
+        ERR_clear_error();
+        int r;
+        {
+            InEngine engine(*this);
+            r = SSL_read_ex(ssl_, buf, kRecordPlaintext, &n);
+        }
+        deliver_high_water();  // reading may write (a key update's answer)
+        if (r == 1) {
+            on_data_.invoke(*this, std::string_view(buf, n));
+            continue;
+        }
+        const int err = SSL_get_error(ssl_, r);
+        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return;
+        if (err == SSL_ERROR_ZERO_RETURN) return on_peer_close_notify();
+        // The transport's EOF where a record should be: the data may have
+        // been cut short ("unexpected eof while reading").
+        if (input_eof_ && input_.empty()) return fail(CloseKind::truncated, openssl_error_text(), false);
+        return fail(CloseKind::tls_error, openssl_error_text(), false);
+    }
+}
+
+bool Connection::encrypt(std::string_view data) {
+    while (!data.empty()) {
+        std::size_t written = 0;
+        ERR_clear_error();
+        int r;
+        {
+            InEngine engine(*this);
+            r = SSL_write_ex(ssl_, data.data(), data.size(), &written);  // every record goes to the transport
+        }
+        if (r != 1) {
+            // A transport that closed refused the records: its close reason says why.
+            if (transport_->state() != reactor::Connection::State::closed)
+                fail(CloseKind::tls_error, openssl_error_text(), true);
+            return false;
+        }
+        data.remove_prefix(written);
+    }
+    deliver_high_water();
+    return transport_->state() != reactor::Connection::State::closed;  // an abort() in the high-water callback
+}
+
+// ---------------------------------------------------------------- writing
+
+bool Connection::write(std::string_view data) {
+    if (!is_open() || write_eof_wanted_ || close_wanted_) return false;
+    if (data.empty()) return true;
+    if (handshake_done_) return encrypt(data);
+    pending_plaintext_.append(data);
+    if (!above_high_ && buffered() > transport_->high_water()) {
+        above_high_ = true;
+        on_high_water_.invoke(*this);
+        return transport_->state() != reactor::Connection::State::closed;
+    }
+    return true;
+}
+
+std::size_t Connection::buffered() const noexcept { return pending_plaintext_.size() + transport_->buffered(); }
+
+void Connection::set_water_marks(std::size_t high, std::size_t low) { transport_->set_water_marks(high, low); }
+
+// The transport crossed its high mark while the engine ran (or just now):
+// told once the engine is out, so the callback may write.
+void Connection::deliver_high_water() {
+    if (!high_water_deferred_ || in_engine_ > 0) return;
+    high_water_deferred_ = false;
+    if (above_high_ || buffered() <= transport_->high_water()) return;
+    above_high_ = true;
+    on_high_water_.invoke(*this);
+}
+
+void Connection::check_low_water() {
+    if (!above_high_ || buffered() > transport_->low_water()) return;
+    above_high_ = false;
+    on_low_water_.invoke(*this);
+}
+
+// ---------------------------------------------------------------- reading
+
+// Reading the transport goes on during the handshake whatever the user asked.
+void Connection::update_transport_reading() {
+    if (!handshake_done_ || reading_wanted_) {
+        transport_->resume_reading();
+    } else {
+        transport_->pause_reading();
+    }
+}
+
+void Connection::pause_reading() {
+    reading_wanted_ = false;
+    update_transport_reading();
+}
+
+void Connection::resume_reading() {
+    if (reading_wanted_ || state_ == State::closed) return;
+    reading_wanted_ = true;
+    update_transport_reading();
+    schedule_read();
+}
+
+// Ciphertext the engine left unread while paused, a record it holds, or an
+// EOF not yet acted on: read on a later iteration (never from inside resume_reading).
+void Connection::schedule_read() {
+    if (read_scheduled_ || !handshake_done_) return;
+    if (unread_input_.empty() && SSL_pending(ssl_) == 0 && !input_eof_) return;
+    read_scheduled_ = true;
+    transport_->scheduler().call_soon([weak = weak_from_this()] {
+        auto self = weak.lock();
+        if (!self) return;
+        self->read_scheduled_ = false;
+        if (self->state_ == State::open && self->reading_wanted_) self->feed({});
+    });
+}
+
+void Connection::on_transport_eof() {
+    if (state_ == State::closed) return;
+    input_eof_ = true;
+    if (peer_closed_) {
+        // TCP's end after close_notify. Done, unless the user still writes (EOF callback).
+        if (sent_close_notify_ || state_ != State::open) transport_->close();
+        return;
+    }
+    // The engine decides: a handshake cut short, or a truncation (no
+    // close_notify before the EOF). Paused: decided when reading resumes.
+    feed({});
+}
+
+}  // namespace reactor::tls

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+// reactor::tls::Connection, its ending: close_notify both ways, write_eof,
+// close and abort, failures, the handshake and shutdown timeouts, and the
+// close reason given once the transport has closed (reactor/tls/connection.hpp
+// has the rules).
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <utility>
+
+#include "reactor/tls/connection.hpp"
+#include "engine_bio.hpp"
+
+namespace reactor::tls {
+
+void Connection::on_peer_close_notify() {
+    peer_closed_ = true;
+    if (sent_close_notify_) {  // both sides said goodbye
+        ending_ = {CloseKind::close_notify, {}, {}};
+        ending_set_ = true;
+        state_ = State::shutting_down;
+        transport_->close();
+        return;
+    }
+    if (on_eof_.invoke(*this)) return;  // it writes on, then write_eof() or close()
+    if (state_ != State::open) return;  // it closed already
+    ending_ = {CloseKind::close_notify, {}, {}};
+    ending_set_ = true;
+    state_ = State::shutting_down;
+    send_close_notify();
+    transport_->close();
+    if (transport_->state() == reactor::Connection::State::closing)
+        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
+}
+
+
+void Connection::send_close_notify() {
+    if (sent_close_notify_ || !handshake_done_) return;
+    sent_close_notify_ = true;
+    ERR_clear_error();
+    {
+        InEngine engine(*this);
+        SSL_shutdown(ssl_);  // 0: sent, the peer's not yet read; below 0: the transport refused (closed)
+    }
+    ERR_clear_error();
+    deliver_high_water();
+}
+
+void Connection::write_eof() {
+    if (!is_open() || write_eof_wanted_ || close_wanted_) return;
+    write_eof_wanted_ = true;
+    if (handshake_done_) do_write_eof();  // else once the handshake is done, after the pending plaintext
+}
+
+void Connection::do_write_eof() {
+    send_close_notify();
+    if (peer_closed_) {  // the peer said goodbye first: we are done
+        ending_ = {CloseKind::close_notify, {}, {}};
+        ending_set_ = true;
+        state_ = State::shutting_down;
+        transport_->close();
+        return;
+    }
+    transport_->write_eof();  // TCP's FIN after close_notify, once flushed
+    // Reading goes on until the peer's close_notify: bounded.
+    arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
+}
+
+void Connection::close() {
+    if (state_ == State::shutting_down || state_ == State::closed || close_wanted_) return;
+    if (!handshake_done_ && !pending_plaintext_.empty()) {
+        close_wanted_ = true;  // the plaintext goes out once the handshake is done, then close_notify
+        return;
+    }
+    do_close();
+}
+
+void Connection::do_close() {
+    state_ = State::shutting_down;
+    if (!ending_set_) {
+        ending_ = {CloseKind::local, {}, {}};
+        ending_set_ = true;
+    }
+    send_close_notify();  // not during a handshake: there is no session to close
+    transport_->close();
+    if (transport_->state() == reactor::Connection::State::closing) {
+        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);  // bounds the flush
+    } else {
+        timer_.cancel();
+    }
+}
+
+void Connection::abort() {
+    if (state_ == State::closed) return;
+    if (!ending_set_) {
+        ending_ = {CloseKind::local, {}, {}};
+        ending_set_ = true;
+    }
+    state_ = State::shutting_down;
+    pending_plaintext_.clear();
+    timer_.cancel();
+    transport_->abort();
+}
+
+// A failure of ours: the close reason is `kind`, unless the transport closed
+// first for a reason of its own (then its reason is the truth). The alert the
+// engine sent for this failure may have been what closed it (EPIPE after a
+// truncation): that is still our failure. An alert the engine made is
+// already with the transport: a graceful close flushes it.
+void Connection::fail(CloseKind kind, std::string detail, bool abortive) {
+    if (state_ == State::closed) return;
+    const bool transport_open = transport_->state() != reactor::Connection::State::closed;
+    if (!ending_set_ && (transport_open || transport_closed_by_engine_)) {
+        ending_ = {kind, {}, std::move(detail)};
+        ending_set_ = true;
+    }
+    state_ = State::shutting_down;
+    pending_plaintext_.clear();
+    if (abortive) {
+        timer_.cancel();
+        transport_->abort();
+        return;
+    }
+    transport_->close();
+    if (transport_->state() == reactor::Connection::State::closing) {
+        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
+    } else {
+        timer_.cancel();
+    }
+}
+
+void Connection::arm_timer(std::chrono::milliseconds after, CloseKind kind) {
+    timer_.cancel();
+    if (after <= std::chrono::milliseconds::zero()) return;
+    timer_ = transport_->scheduler().call_later(after, [weak = weak_from_this(), kind] {
+        auto self = weak.lock();
+        if (!self || self->state_ == State::closed) return;
+        if (kind == CloseKind::handshake_timeout && self->handshake_done_) return;
+        // A graceful end that could not finish becomes the timeout; a
+        // failure keeps its own reason (the timeout only bounded its flush).
+        if (!self->ending_set_ || self->ending_.kind == CloseKind::local ||
+            self->ending_.kind == CloseKind::close_notify || kind == CloseKind::handshake_timeout) {
+            self->ending_ = {kind, {}, {}};
+            self->ending_set_ = true;
+        }
+        self->state_ = State::shutting_down;
+        self->pending_plaintext_.clear();
+        self->transport_->abort();
+    });
+}
+
+void Connection::on_transport_closed(const reactor::CloseReason& r) {
+    state_ = State::closed;
+    timer_.cancel();
+    timer_ = Handle();  // never used again: we may outlive the Scheduler
+    CloseReason reason;
+    const bool ours_graceful = ending_set_ && (ending_.kind == CloseKind::local || ending_.kind == CloseKind::close_notify);
+    if (ending_set_ && (r.kind == reactor::CloseKind::local || r.kind == reactor::CloseKind::eof || !ours_graceful)) {
+        reason = ending_;
+    } else if (r.kind == reactor::CloseKind::eof) {
+        // The transport closed by itself: our write side was shut (write_eof) and TCP's EOF came.
+        reason.kind = peer_closed_ ? CloseKind::close_notify : CloseKind::truncated;
+    } else {
+        reason.kind = CloseKind::transport;
+    }
+    reason.transport = r;
+    // Dropped before the close callback runs (it runs once: taken out), so a
+    // cycle through their captures is broken even if it throws.
+    auto on_close = on_close_.take();
+    clear_callbacks();
+    unread_input_.clear();
+    if (on_close) on_close(*this, reason);
+}
+
+void Connection::clear_callbacks() noexcept {
+    on_data_.reset();
+    on_handshake_.reset();
+    on_eof_.reset();
+    on_drain_.reset();
+    on_high_water_.reset();
+    on_low_water_.reset();
+    on_close_.reset();
+}
+
+}  // namespace reactor::tls

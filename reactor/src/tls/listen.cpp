@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// reactor::tls::listen and connect: the plain ones, plus a handshake.
+#include "reactor/tls/listen.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace reactor::tls {
+namespace {
+
+void check_role(const std::shared_ptr<Context>& context, Context::Role role, std::string_view call) {
+    if (!context || context->role() != role)
+        throw std::invalid_argument(std::string("reactor::tls::") + std::string(call) + " needs a " +
+                                    (role == Context::Role::server ? "server" : "client") + " context");
+}
+
+// The plain connect's callback, with the client handshake started on success.
+Connector::ConnectCallback client_side(std::shared_ptr<Context> context, std::string server_name, ConnectCallback cb,
+                                       Options tls) {
+    return [context = std::move(context), server_name = std::move(server_name), cb = std::move(cb),
+            tls](reactor::ConnectionPtr conn, std::error_code error) {
+        if (error) return cb(nullptr, error);
+        ConnectionPtr secured;
+        try {
+            secured = Connection::start_client(conn, context, server_name, tls);
+        } catch (const Error&) {
+            conn->abort();  // OpenSSL out of memory: nothing to hand over
+            return cb(nullptr, std::make_error_code(std::errc::not_enough_memory));
+        }
+        cb(std::move(secured), {});
+    };
+}
+
+}  // namespace
+
+ListenerPtr listen(Scheduler& sched, const Address& address, std::shared_ptr<Context> context,
+                   AcceptCallback on_accept, Listener::Options options, Options tls, std::source_location where) {
+    check_role(context, Context::Role::server, "listen");
+    return Listener::listen(
+        sched, address,
+        [context = std::move(context), on_accept = std::move(on_accept), tls](const reactor::ConnectionPtr& conn) {
+            ConnectionPtr secured;
+            try {
+                secured = Connection::start_server(conn, context, tls);
+            } catch (...) {
+                conn->abort();  // never left open without an owner's callbacks
+                throw;          // to the loop's exception handler
+            }
+            if (on_accept) on_accept(secured);
+        },
+        options, where);
+}
+
+std::shared_ptr<Connector> connect(Scheduler& sched, const Address& address, std::shared_ptr<Context> context,
+                                   std::string server_name, ConnectCallback cb, Connector::Options options, Options tls,
+                                   std::source_location where) {
+    check_role(context, Context::Role::client, "connect");
+    if (server_name.empty() && context->verifies_peer())
+        throw std::invalid_argument("reactor::tls::connect: a verifying client needs a server name");
+    return Connector::start(sched, address, client_side(std::move(context), std::move(server_name), std::move(cb), tls),
+                            options, where);
+}
+
+std::shared_ptr<Connector> connect(Scheduler& sched, std::string_view host, std::uint16_t port,
+                                   std::shared_ptr<Context> context, ConnectCallback cb, Connector::Options options,
+                                   Options tls, std::source_location where) {
+    check_role(context, Context::Role::client, "connect");
+    return Connector::start(sched, host, port, client_side(std::move(context), std::string(host), std::move(cb), tls),
+                            options, where);
+}
+
+}  // namespace reactor::tls

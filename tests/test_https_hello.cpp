@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// examples/17_https_hello, run for real: curl -k against its self-signed
+// certificate, curl --cacert against a certificate given by --cert/--key
+// (verified), a garbage client reported and the server serving on, its
+// command line, and Ctrl-C. Everything on 127.0.0.1, bounded in time; the
+// curl cases are skipped, with the reason printed, if curl is missing.
+#define BOOST_TEST_MODULE https_hello
+#include <boost/test/unit_test.hpp>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <reactor/tls/certificate_maker.hpp>
+
+#include "support/net_util.hpp"
+#include "support/outside_program.hpp"
+#include "support/process.hpp"
+#include "support/tls_fixtures.hpp"
+
+using namespace std::chrono_literals;
+using reactor_test::Child;
+using reactor_test::example_path;
+using reactor_test::needs_program;
+
+namespace {
+
+// The port of its first line, "listening on 127.0.0.1:PORT (backend)".
+std::uint16_t wait_for_port(Child& server) {
+    const std::regex listening("^listening on 127\\.0\\.0\\.1:([0-9]+) \\((select|poll|epoll)\\)$");
+    auto line = server.read_line(20s);
+    BOOST_REQUIRE(line);
+    std::smatch m;
+    BOOST_REQUIRE_MESSAGE(std::regex_search(*line, m, listening), *line);
+    return static_cast<std::uint16_t>(std::stoi(m[1]));
+}
+
+// curl's stdout for `args` (with --noproxy and a time limit), and its exit code.
+std::pair<std::string, int> curl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"-sS", "--noproxy", "*", "--max-time", "20"});
+    Child c(*reactor_test::find_program("curl"), args);
+    c.close_stdin();
+    std::string out = c.read_all(25s);
+    return {out, c.wait(10s)};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(curl_k_against_the_self_signed_certificate, *needs_program("curl")) {
+    Child server(example_path("https_hello"), {"--port", "0", "--exit-after", "2"});
+    const std::string base = "https://127.0.0.1:" + std::to_string(wait_for_port(server));
+    auto notice = server.read_line(20s);
+    BOOST_REQUIRE(notice);
+    BOOST_TEST(notice->find("self-signed certificate for localhost, 127.0.0.1 and ::1") != std::string::npos, *notice);
+    // Two requests on one kept-alive connection, then a second connection.
+    auto [both, code] = curl({"-k", base + "/a", base + "/b"});
+    BOOST_TEST(code == 0);
+    BOOST_TEST(both == "Hello over TLS!\nHello over TLS!\n");
+    auto [one, code2] = curl({"-k", "--tls-max", "1.2", base + "/"});
+    BOOST_TEST(code2 == 0);
+    BOOST_TEST(one == "Hello over TLS!\n");
+    const auto lines = reactor_test::lines_of(server.read_all(20s));
+    BOOST_TEST(server.wait(10s) == 0);
+    BOOST_REQUIRE(lines.size() == 3u);
+    BOOST_TEST(lines[0].ends_with("TLSv1.3, ALPN 'http/1.1'"), lines[0]);
+    BOOST_TEST(lines[1].ends_with("TLSv1.2, ALPN 'http/1.1'"), lines[1]);
+    BOOST_TEST(lines[2] == "https_hello: 2 connections, 2 handshakes, 0 failed, 0 aborted");
+}
+
+BOOST_AUTO_TEST_CASE(a_given_certificate_verified_by_curl_and_a_garbage_client_reported, *needs_program("curl")) {
+    reactor_test::TempDir dir;
+    const auto& pki = reactor_test::pki();
+    const std::string ca = dir.write("ca.pem", pki.ca.certificate_pem());
+    Child server(example_path("https_hello"), {"--port", "0", "--exit-after", "2", "--cert",
+                                               dir.write("chain.pem", pki.server.certificate_pem), "--key",
+                                               dir.write("key.pem", pki.server.key_pem)});
+    const std::uint16_t port = wait_for_port(server);
+    // Not TLS at all: the handshake fails, the server says why and goes on.
+    int fd = reactor_test::connect_blocking(port);
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_REQUIRE(reactor_test::send_all(fd, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    reactor_test::recv_all(fd);  // until the server closes
+    ::close(fd);
+    auto failed = server.read_line(20s);
+    BOOST_REQUIRE(failed);
+    BOOST_TEST(failed->starts_with("https_hello: a handshake failed: handshake failed: error:"), *failed);
+    auto [out, code] = curl({"--cacert", ca, "https://127.0.0.1:" + std::to_string(port) + "/"});
+    BOOST_TEST(code == 0);
+    BOOST_TEST(out == "Hello over TLS!\n");
+    const auto lines = reactor_test::lines_of(server.read_all(20s));
+    BOOST_TEST(server.wait(10s) == 0);
+    BOOST_REQUIRE(lines.size() == 2u);
+    BOOST_TEST(lines[1] == "https_hello: 2 connections, 1 handshakes, 1 failed, 0 aborted");
+}
+
+BOOST_AUTO_TEST_CASE(its_command_line) {
+    auto help = reactor_test::run_example("https_hello", {"--help"});
+    BOOST_TEST(help.code == 0);
+    BOOST_TEST(!help.out.empty());
+    auto alone = reactor_test::run_example("https_hello", {"--cert", "/etc/hostname"});
+    BOOST_TEST(alone.code == 2);
+    BOOST_TEST(alone.err.find("--cert and --key go together") != std::string::npos, alone.err);
+    auto missing = reactor_test::run_example("https_hello", {"--cert", "/nonexistent.pem", "--key", "/nonexistent.pem"});
+    BOOST_TEST(missing.code == 2);
+    // A file that is not a certificate: one line naming it, with OpenSSL's reason, exit 1.
+    reactor_test::TempDir dir;
+    const std::string junk = dir.write("junk.pem", "not a certificate\n");
+    auto bad = reactor_test::run_example("https_hello", {"--port", "0", "--cert", junk, "--key", junk});
+    BOOST_TEST(bad.code == 1);
+    BOOST_TEST(bad.err.find("https_hello: reactor::tls: cannot use the server certificate chain file '" + junk + "'") !=
+                   std::string::npos,
+               bad.err);
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_stops_it) {
+    auto r = reactor_test::interrupt_after_first_line("https_hello", {"--port", "0"});
+    BOOST_TEST(r.code == 0, r.err);
+    BOOST_REQUIRE(!r.out.empty());
+    BOOST_TEST(r.out.back() == "https_hello: 0 connections, 0 handshakes, 0 failed, 0 aborted");
+}

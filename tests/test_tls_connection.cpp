@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: MIT
+// reactor::tls::Connection over real sockets on 127.0.0.1, the library's
+// client against the library's server, on every selector backend: echo of
+// 1 MiB each way under water marks, verification failures with OpenSSL's
+// text, mTLS, ALPN, SNI, session resumption, close_notify against
+// truncation, a hostile client, write_eof, and STARTTLS. Ordering comes from
+// callbacks, never from sleeps; every wait is bounded.
+#define BOOST_TEST_MODULE tls_connection
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <reactor/net/connector.hpp>
+#include <reactor/net/listener.hpp>
+#include <reactor/tls/connection.hpp>
+#include <reactor/tls/listen.hpp>
+
+#include "support/backends.hpp"
+#include "support/check_empty.hpp"
+#include "support/net_util.hpp"
+#include "support/tcp_echo.hpp"
+#include "support/tls_fixtures.hpp"
+
+using namespace std::chrono_literals;
+namespace tls = reactor::tls;
+using reactor_test::on;
+using reactor_test::pki;
+using tls::CloseKind;
+
+namespace {
+
+// A TLS client that records what happened to it, in order.
+struct Client {
+    tls::ConnectionPtr conn;
+    std::string received;
+    std::optional<tls::CloseReason> reason;
+    std::vector<std::string> events;  // "handshake", "high", "low", "close"
+    std::error_code connect_error;
+
+    Client(reactor::Scheduler& sched, const reactor::Address& to, tls::ContextPtr context, std::string server_name,
+           std::function<void(Client&)> on_handshake = {}) {
+        tls::connect(sched, to, std::move(context), std::move(server_name),
+                     [this, on_handshake](tls::ConnectionPtr c, std::error_code ec) {
+                         connect_error = ec;
+                         if (ec) return;
+                         conn = c;
+                         c->set_handshake_callback([this, on_handshake](tls::Connection&) {
+                             events.push_back("handshake");
+                             if (on_handshake) on_handshake(*this);
+                         });
+                         c->set_data_callback([this](tls::Connection&, std::string_view d) { received += d; });
+                         c->set_close_callback([this](tls::Connection&, const tls::CloseReason& r) {
+                             events.push_back("close");
+                             reason = r;
+                         });
+                     });
+    }
+    bool closed() const { return reason.has_value(); }
+};
+
+void finish(reactor::Scheduler& sched, reactor::Listener& listener) {
+    listener.close();
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(echo_1_mib_each_way_with_water_marks_counting_plaintext_then_ciphertext) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    const std::string payload = reactor_test::random_bytes(1 << 20, 23);
+    std::vector<std::string> events;
+    std::optional<tls::CloseReason> reason;
+    std::string received;
+    tls::ConnectionPtr client;
+    std::size_t buffered_after_write = 0;
+    tls::connect(sched, server.address(), reactor_test::client_context(), "localhost",
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     client = c;
+                     c->set_high_water_callback([&](tls::Connection&) { events.push_back("high"); });
+                     c->set_low_water_callback([&](tls::Connection&) { events.push_back("low"); });
+                     c->set_handshake_callback([&](tls::Connection&) { events.push_back("handshake"); });
+                     c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                         received += d;
+                         if (received.size() == payload.size()) c.close();
+                     });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { reason = r; });
+                     // Before the handshake: 1 MiB of plaintext waits, and counts.
+                     BOOST_TEST(!c->handshake_done());
+                     BOOST_TEST(c->write(payload));
+                     buffered_after_write = c->buffered();
+                 });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason.has_value() && server.open == 0; }, 60s));
+    BOOST_TEST(buffered_after_write >= payload.size());
+    // The high mark was crossed inside write() (plaintext waiting for the
+    // handshake), the low one once the ciphertext drained.
+    BOOST_REQUIRE(events.size() >= 3u);
+    BOOST_TEST(events[0] == "high");
+    BOOST_TEST(events[1] == "handshake");
+    BOOST_TEST((std::find(events.begin(), events.end(), "low") != events.end()));
+    BOOST_TEST(received.size() == payload.size());
+    BOOST_TEST((received == payload));
+    BOOST_TEST(reason->to_string() == "local");
+    BOOST_REQUIRE(server.closes.size() == 1u);
+    BOOST_TEST(server.closes[0].to_string() == "close_notify");  // our close() sent it
+    BOOST_TEST(client->protocol_version() == "TLSv1.3");
+    BOOST_TEST(client->verify_result() == 0);
+    BOOST_TEST(client->verify_result_text() == "ok");
+    BOOST_TEST(client->peer_subject() == "CN=localhost,O=reactor test");
+    BOOST_TEST(!client->session_reused());
+    BOOST_REQUIRE(server.handshaken.size() == 1u);
+    BOOST_TEST(server.handshaken[0]->server_name() == "localhost");
+    BOOST_TEST(server.handshaken[0]->peer_subject() == "");  // no client certificate asked for
+    BOOST_TEST(client->state() == tls::Connection::State::closed);
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(tls_1_2_only_server_and_an_ip_address_as_server_name) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto options = reactor_test::server_options();
+    options.max_version = tls::Version::tls1_2;
+    reactor_test::TlsEchoServer server(sched, tls::Context::server(options));
+    // Checked against the certificate's IP address; no SNI is sent for an IP.
+    Client client(sched, server.address(), reactor_test::client_context(), "127.0.0.1",
+                  [](Client& c) { c.conn->write("over TLS 1.2"); });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.received == "over TLS 1.2"; }));
+    BOOST_TEST(client.conn->protocol_version() == "TLSv1.2");
+    BOOST_REQUIRE(server.handshaken.size() == 1u);
+    BOOST_TEST(server.handshaken[0]->server_name() == "");
+    client.conn->close();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed() && server.open == 0; }));
+    BOOST_TEST(client.reason->to_string() == "local");
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(verification_failures_close_with_openssl_text_and_the_server_goes_on) {
+    struct Case {
+        const tls::IssuedCertificate* cert;
+        std::string server_name;
+        std::string expected;
+    };
+    const std::vector<Case> cases = {
+        {&pki().server, "wrong.test", "certificate verify failed: hostname mismatch"},
+        {&pki().stranger, "localhost", "certificate verify failed: self-signed certificate in certificate chain"},
+        {&pki().expired, "localhost", "certificate verify failed: certificate has expired"},
+    };
+    for (const auto& c : cases) {
+        BOOST_TEST_CONTEXT(c.expected) {
+            reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+            reactor_test::TlsEchoServer server(sched, reactor_test::server_context(*c.cert));
+            Client bad(sched, server.address(), reactor_test::client_context(), c.server_name);
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bad.closed() && server.open == 0; }));
+            BOOST_TEST(bad.reason->kind == CloseKind::handshake_failed);
+            BOOST_TEST(bad.reason->detail.find(c.expected) != std::string::npos, bad.reason->detail);
+            BOOST_TEST(bad.reason->to_string().starts_with("handshake failed: error:"));
+            BOOST_TEST((bad.events == std::vector<std::string>{"close"}));  // never a handshake callback
+            // The server saw the client's alert: a failed handshake as well.
+            BOOST_REQUIRE(server.closes.size() == 1u);
+            BOOST_TEST(server.closes[0].kind == CloseKind::handshake_failed);
+            BOOST_TEST(server.closes[0].detail.find("alert") != std::string::npos, server.closes[0].detail);
+            // The listener goes on: a client that does not verify is served.
+            auto lax_options = reactor_test::client_options();
+            lax_options.verify_peer = false;
+            Client lax(sched, server.address(), tls::Context::client(lax_options), c.server_name,
+                       [](Client& c) { c.conn->write("still here"); });
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return lax.received == "still here"; }));
+            lax.conn->close();
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return lax.closed() && server.open == 0; }));
+            finish(sched, *server.listener);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(mtls_a_client_without_a_certificate_fails_one_with_it_is_named) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto options = reactor_test::server_options();
+    options.client_auth = tls::ClientAuth::require;
+    options.client_trust = pki().ca.trust();
+    reactor_test::TlsEchoServer server(sched, tls::Context::server(options));
+
+    Client anonymous(sched, server.address(), reactor_test::client_context(), "localhost");
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return anonymous.closed() && server.open == 0; }));
+    BOOST_REQUIRE(server.closes.size() == 1u);
+    BOOST_TEST(server.closes[0].kind == CloseKind::handshake_failed);
+    BOOST_TEST(server.closes[0].detail.find("peer did not return a certificate") != std::string::npos,
+               server.closes[0].detail);
+    // TLS 1.3: the client's side of the handshake is done before the server
+    // reads its (missing) certificate; the server's alert then ends it.
+    BOOST_TEST((anonymous.reason->kind == CloseKind::tls_error || anonymous.reason->kind == CloseKind::handshake_failed));
+    BOOST_TEST(anonymous.reason->detail.find("certificate required") != std::string::npos, anonymous.reason->detail);
+
+    auto with_cert = reactor_test::client_options();
+    with_cert.identity = pki().client.identity();
+    Client named(sched, server.address(), tls::Context::client(with_cert), "localhost",
+                 [](Client& c) { c.conn->write("hello, it is me"); });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return named.received == "hello, it is me"; }));
+    BOOST_REQUIRE(server.handshaken.size() == 1u);
+    BOOST_TEST(server.handshaken[0]->peer_subject() == "CN=reactor test client,O=reactor test");
+    BOOST_TEST(server.handshaken[0]->verify_result() == 0);
+    named.conn->close();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return named.closed() && server.open == 0; }));
+    BOOST_TEST(named.reason->to_string() == "local");
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(alpn_the_server_preference_wins_and_no_overlap_means_none) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto options = reactor_test::server_options();
+    options.alpn = {"h2", "http/1.1"};
+    reactor_test::TlsEchoServer server(sched, tls::Context::server(options));
+    struct Case {
+        std::vector<std::string> offered;
+        std::string chosen;
+    };
+    for (const Case& c : std::vector<Case>{{{"http/1.1", "h2"}, "h2"}, {{"http/1.1"}, "http/1.1"}, {{"spdy/3"}, ""}}) {
+        auto client_options = reactor_test::client_options();
+        client_options.alpn = c.offered;
+        Client client(sched, server.address(), tls::Context::client(client_options), "localhost",
+                      [](Client& c) { c.conn->close(); });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed() && server.open == 0; }));
+        BOOST_TEST(client.reason->to_string() == "local");
+        BOOST_TEST(client.conn->alpn_protocol() == c.chosen);
+        BOOST_TEST(server.handshaken.back()->alpn_protocol() == c.chosen);
+    }
+    BOOST_TEST(server.handshaken.size() == 3u);
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(sni_picks_the_second_context_by_name) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto main_context = reactor_test::server_context(pki().server);
+    main_context->add_server_name("ALT.test", reactor_test::server_context(pki().alt));  // names are case-insensitive
+    reactor_test::TlsEchoServer server(sched, main_context);
+    for (std::string name : {"alt.test", "localhost"}) {
+        Client client(sched, server.address(), reactor_test::client_context(), name,
+                      [](Client& c) { c.conn->close(); });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed() && server.open == 0; }));
+        BOOST_TEST(client.reason->to_string() == "local");  // verified against the name: the right certificate
+        BOOST_TEST(client.conn->peer_subject() == "CN=" + name + ",O=reactor test");
+        BOOST_TEST(server.handshaken.back()->server_name() == name);
+    }
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(session_resumption_on_the_second_connection_tls_1_3_and_1_2) {
+    for (tls::Version version : {tls::Version::tls1_3, tls::Version::tls1_2}) {
+        BOOST_TEST_CONTEXT((version == tls::Version::tls1_3 ? "TLS 1.3" : "TLS 1.2")) {
+            reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+            auto options = reactor_test::server_options();
+            options.max_version = version;
+            reactor_test::TlsEchoServer server(sched, tls::Context::server(options));
+            auto context = reactor_test::client_context();  // one cache for both connections
+            std::vector<bool> reused;
+            for (int i = 0; i < 2; ++i) {
+                // An echo before closing: a TLS 1.3 ticket arrives after the handshake.
+                Client client(sched, server.address(), context, "localhost", [](Client& c) { c.conn->write("ping"); });
+                BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.received == "ping"; }));
+                reused.push_back(client.conn->session_reused());
+                BOOST_TEST(server.handshaken.back()->session_reused() == client.conn->session_reused());
+                client.conn->close();
+                BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed() && server.open == 0; }));
+                BOOST_TEST(client.reason->to_string() == "local");
+            }
+            BOOST_TEST((reused == std::vector<bool>{false, true}));
+            BOOST_TEST(context->cached_sessions() >= 1u);
+            context->clear_session_cache();
+            BOOST_TEST(context->cached_sessions() == 0u);
+            finish(sched, *server.listener);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(close_notify_and_truncation_are_different_reasons) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    enum class Ending { close_notify, tcp_fin, tcp_reset };
+    std::vector<tls::ConnectionPtr> accepted;
+    std::vector<tls::CloseReason> server_reasons;
+    auto listener = tls::listen(sched, reactor_test::any_loopback(), reactor_test::server_context(),
+                                [&](const tls::ConnectionPtr& c) {
+                                    accepted.push_back(c);
+                                    c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) {
+                                        server_reasons.push_back(r);
+                                    });
+                                });
+    struct Case {
+        Ending ending;
+        std::string expected_reason;
+    };
+    for (const Case& c : std::vector<Case>{{Ending::close_notify, "close_notify"},
+                                           {Ending::tcp_fin, "truncated"},
+                                           {Ending::tcp_reset, "transport: reset"}}) {
+        BOOST_TEST_CONTEXT(c.expected_reason) {
+            Client client(sched, listener->address(), reactor_test::client_context(), "localhost");
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+                return !accepted.empty() && accepted.back()->handshake_done() && client.conn && client.conn->handshake_done();
+            }));
+            tls::Connection& server_side = *accepted.back();
+            server_side.write("the first half");
+            switch (c.ending) {
+            case Ending::close_notify: server_side.close(); break;
+            // The peer just closes the TCP socket mid-stream, no close_notify.
+            case Ending::tcp_fin: ::shutdown(server_side.transport().fd(), SHUT_WR); break;
+            case Ending::tcp_reset: server_side.abort(); break;
+            }
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed(); }));
+            BOOST_TEST(client.received == (c.ending == Ending::tcp_reset ? client.received : "the first half"));
+            BOOST_TEST(client.reason->to_string().starts_with(c.expected_reason), client.reason->to_string());
+            if (c.ending == Ending::tcp_fin) {
+                BOOST_TEST(client.reason->kind == CloseKind::truncated);
+                BOOST_TEST(client.reason->detail.find("unexpected eof while reading") != std::string::npos,
+                           client.reason->detail);
+                server_side.abort();
+            }
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_reasons.size() == accepted.size(); }));
+        }
+    }
+    BOOST_TEST(server_reasons[0].to_string() == "local");
+    finish(sched, *listener);
+}
+
+BOOST_AUTO_TEST_CASE(write_eof_sends_close_notify_and_the_reply_still_arrives) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    std::string server_got;
+    std::vector<std::string> bag;
+    auto listener = tls::listen(sched, reactor_test::any_loopback(), reactor_test::server_context(),
+                                [&](const tls::ConnectionPtr& c) {
+                                    c->set_data_callback([&](tls::Connection&, std::string_view d) { server_got += d; });
+                                    c->set_eof_callback([&](tls::Connection& c) {
+                                        bag.push_back("server eof");
+                                        BOOST_TEST(c.at_eof());
+                                        BOOST_TEST(c.write("reply to: " + server_got));
+                                        c.write_eof();
+                                    });
+                                    c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) {
+                                        bag.push_back("server " + r.to_string());
+                                    });
+                                });
+    Client client(sched, listener->address(), reactor_test::client_context(), "localhost");
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.conn != nullptr; }));
+    client.conn->write("question");  // before the handshake: kept, then sent, then close_notify
+    client.conn->write_eof();
+    BOOST_TEST(!client.conn->write("too late"));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed() && bag.size() == 2; }));
+    BOOST_TEST(server_got == "question");
+    BOOST_TEST(client.received == "reply to: question");
+    BOOST_TEST(client.reason->to_string() == "close_notify");
+    BOOST_TEST((bag == std::vector<std::string>{"server eof", "server close_notify"}));
+    finish(sched, *listener);
+}
+
+BOOST_AUTO_TEST_CASE(garbage_instead_of_a_client_hello_is_a_clean_handshake_failure) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    for (std::string garbage : {std::string("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+                                reactor_test::random_bytes(4096, 99), std::string("\x16\x03\x01\xff\xff garbage")}) {
+        const std::size_t before = server.closes.size();
+        int fd = reactor_test::connect_blocking(server.port());
+        BOOST_REQUIRE(fd >= 0);
+        BOOST_REQUIRE(reactor_test::send_all(fd, garbage));
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.closes.size() == before + 1; }));
+        BOOST_TEST(server.closes.back().kind == CloseKind::handshake_failed);
+        BOOST_TEST(server.closes.back().detail.starts_with("error:"), server.closes.back().detail);
+        // The client reads the server's alert (if any), then EOF: a clean close, not a hang.
+        std::string rest = reactor_test::recv_all(fd);
+        BOOST_TEST(rest.size() < 64u);
+        ::close(fd);
+    }
+    Client good(sched, server.address(), reactor_test::client_context(), "localhost",
+                [](Client& c) { c.conn->write("served"); });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return good.received == "served"; }));
+    good.conn->close();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return good.closed() && server.open == 0; }));
+    BOOST_TEST(server.listener->accepted() == 4u);
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(starttls_upgrades_a_plain_connection_in_place) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto server_context = reactor_test::server_context();
+    std::string server_got_secure;
+    std::optional<tls::CloseReason> server_reason;
+    std::string server_plain_error;
+    auto listener = reactor::Listener::listen(sched, reactor_test::any_loopback(), [&](const reactor::ConnectionPtr& c) {
+        c->set_data_callback([&](reactor::Connection& plain, std::string_view d) {
+            if (d != "STARTTLS\r\n") {
+                server_plain_error = std::string(d);
+                return plain.close();
+            }
+            plain.write("GO AHEAD\r\n");
+            auto secure = tls::Connection::start_server(plain.shared_from_this(), server_context);
+            secure->set_data_callback([&](tls::Connection& s, std::string_view d) {
+                server_got_secure += d;
+                s.write(d);
+            });
+            secure->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { server_reason = r; });
+        });
+    });
+    std::string client_got_plain, client_got_secure;
+    std::optional<tls::CloseReason> client_reason;
+    bool client_handshake = false;
+    reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr c, std::error_code ec) {
+        BOOST_REQUIRE(!ec);
+        c->set_data_callback([&](reactor::Connection& plain, std::string_view d) {
+            client_got_plain += d;
+            if (client_got_plain != "GO AHEAD\r\n") return;
+            auto secure = tls::Connection::start_client(plain.shared_from_this(), reactor_test::client_context(), "localhost");
+            secure->set_handshake_callback([&](tls::Connection& s) {
+                client_handshake = true;
+                s.write("secret");
+            });
+            secure->set_data_callback([&](tls::Connection& s, std::string_view d) {
+                client_got_secure += d;
+                if (client_got_secure == "secret") s.close();
+            });
+            secure->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+        });
+        c->write("STARTTLS\r\n");
+    });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client_reason && server_reason; }));
+    BOOST_TEST(server_plain_error == "");
+    BOOST_TEST(client_handshake);
+    BOOST_TEST(server_got_secure == "secret");
+    BOOST_TEST(client_got_secure == "secret");
+    BOOST_TEST(client_reason->to_string() == "local");
+    BOOST_TEST(server_reason->to_string() == "close_notify");
+    finish(sched, *listener);
+}
+
+BOOST_AUTO_TEST_CASE(misuse_is_refused_with_a_clear_error) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto server_context = reactor_test::server_context();
+    auto client_context = reactor_test::client_context();
+    BOOST_CHECK_THROW(tls::listen(sched, reactor_test::any_loopback(), client_context, {}), std::invalid_argument);
+    BOOST_CHECK_THROW(tls::connect(sched, reactor::Address::loopback_v4(1), server_context, "localhost", {}),
+                      std::invalid_argument);
+    // A verifying client must know whom to expect.
+    BOOST_CHECK_THROW(tls::connect(sched, reactor::Address::loopback_v4(1), client_context, "", {}),
+                      std::invalid_argument);
+    BOOST_CHECK_THROW(tls::Connection::start_client(nullptr, client_context, "localhost"), std::invalid_argument);
+    BOOST_CHECK_THROW(server_context->add_server_name("x", client_context), std::invalid_argument);
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
+BOOST_AUTO_TEST_CASE(pause_reading_holds_decrypted_data_back_until_resumed) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    std::vector<std::string> got;
+    tls::ConnectionPtr server_side;
+    auto listener = tls::listen(sched, reactor_test::any_loopback(), reactor_test::server_context(),
+                                [&](const tls::ConnectionPtr& c) {
+                                    server_side = c;
+                                    c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                                        got.emplace_back(d);
+                                        if (got.size() == 1) c.pause_reading();  // at once, inside the callback
+                                    });
+                                });
+    // Three records in a row: they reach the server together, or nearly.
+    Client client(sched, listener->address(), reactor_test::client_context(), "localhost", [](Client& c) {
+        c.conn->write("one");
+        c.conn->write("two");
+        c.conn->write("three");
+    });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got.size() == 1; }));
+    // Paused: whatever arrives waits (undecrypted), however long the loop runs.
+    bool waited = false;
+    sched.call_later(50ms, [&] { waited = true; });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return waited; }));
+    BOOST_TEST((got == std::vector<std::string>{"one"}));
+    server_side->resume_reading();
+    BOOST_TEST(got.size() == 1u);  // never from inside resume_reading()
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got.size() == 3; }));
+    BOOST_TEST((got == std::vector<std::string>{"one", "two", "three"}));
+    client.conn->close();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed(); }));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_side->state() == tls::Connection::State::closed; }));
+    finish(sched, *listener);
+}
+
+BOOST_AUTO_TEST_CASE(the_end_of_the_loop_ends_open_tls_connections) {
+    // Scheduler::close(): every connection is aborted and its close callback
+    // runs, the reason naming the loop's end; nothing is left behind.
+    std::vector<std::string> reasons;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+        Client client(sched, server.address(), reactor_test::client_context(), "localhost",
+                      [](Client& c) { c.conn->write("ping"); });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.received == "ping"; }));
+        Client pending(sched, server.address(), reactor_test::client_context(), "localhost");  // mid-handshake, maybe
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return pending.conn != nullptr; }));
+        sched.close();
+        reasons.push_back(client.reason ? client.reason->to_string() : "none");
+        reasons.push_back(pending.reason ? pending.reason->to_string() : "none");
+        for (const auto& r : server.closes) reasons.push_back(r.to_string());
+        BOOST_TEST(sched.empty());
+    }
+    BOOST_REQUIRE(reasons.size() == 4u);
+    for (const auto& r : reasons) BOOST_TEST(r == "transport: scheduler closed");
+}
+
+BOOST_AUTO_TEST_CASE(destroying_the_scheduler_with_tls_connections_open_frees_them_without_callbacks) {
+    std::weak_ptr<tls::Connection> client_watch, server_watch;
+    bool any_close_callback = false;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+        Client client(sched, server.address(), reactor_test::client_context(), "localhost",
+                      [](Client& c) { c.conn->write("ping"); });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.received == "ping"; }));
+        client.conn->set_close_callback([&](tls::Connection&, const tls::CloseReason&) { any_close_callback = true; });
+        client_watch = client.conn;
+        server_watch = server.handshaken.at(0);
+        client.conn.reset();
+        server.handshaken.clear();
+        server.listener.reset();
+        // The Scheduler goes without close(): ASan checks nothing is touched after it.
+    }
+    BOOST_TEST(!any_close_callback);
+    BOOST_TEST(client_watch.expired());  // freed with the loop, not leaked
+    BOOST_TEST(server_watch.expired());
+}
+
+BOOST_AUTO_TEST_CASE(drain_after_the_handshake_and_no_writes_once_closing) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    std::vector<std::string> bag;
+    tls::ConnectionPtr client;
+    tls::connect(sched, server.address(), reactor_test::client_context(), "localhost",
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     client = c;
+                     c->set_handshake_callback([&](tls::Connection&) { bag.push_back("handshake"); });
+                     c->set_drain_callback([&](tls::Connection& c) {
+                         bag.push_back("drain " + std::to_string(c.buffered()));
+                     });
+                     c->set_data_callback([&](tls::Connection&, std::string_view d) { bag.push_back(std::string(d)); });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { bag.push_back(r.to_string()); });
+                     BOOST_TEST(c->write("early"));  // kept until the handshake is done
+                     BOOST_TEST(c->buffered() == 5u);
+                 });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 3; }));
+    // The plaintext went out after the handshake; the drain says so, before the echo.
+    BOOST_TEST((bag == std::vector<std::string>{"handshake", "drain 0", "early"}));
+    client->close();
+    BOOST_TEST(!client->write("late"));
+    BOOST_TEST(client->state() == tls::Connection::State::shutting_down);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return bag.size() == 4 && server.open == 0; }));
+    BOOST_TEST(bag.back() == "local");
+    BOOST_TEST(!client->write("after the close"));
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(connect_by_host_name_uses_it_as_the_server_name) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    std::string received;
+    std::optional<tls::CloseReason> reason;
+    // "localhost" is looked up (it may give ::1 first: each address is tried)
+    // and checked against the certificate.
+    tls::connect(sched, "localhost", server.port(), reactor_test::client_context(),
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     BOOST_TEST(c->server_name() == "localhost");
+                     c->set_handshake_callback([](tls::Connection& c) { c.write("by name"); });
+                     c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                         received += d;
+                         c.close();
+                     });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { reason = r; });
+                 });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason && server.open == 0; }));
+    BOOST_TEST(received == "by name");
+    BOOST_TEST(reason->to_string() == "local");
+    BOOST_TEST(server.handshaken.at(0)->server_name() == "localhost");
+    finish(sched, *server.listener);
+}
+
+BOOST_AUTO_TEST_CASE(echo_to_a_slow_reader_keeps_the_server_buffer_within_the_water_marks) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    constexpr std::size_t kTotal = 16u << 20;
+    constexpr std::size_t kHigh = 64 * 1024;
+    constexpr std::size_t kRecord = 16 * 1024 + 256;  // one TLS record's plaintext, plus its framing
+    int small = 64 * 1024;  // kernel buffers that cannot hide the backpressure
+    std::size_t server_max_buffered = 0;
+    int server_pauses = 0;
+    tls::ConnectionPtr server_side, client;
+    bool client_paused = false;
+    // The slow reader: after every 256 KiB it stops reading until the server
+    // is held back by its high mark (so the case never depends on timing).
+    auto resume_client_once_the_server_is_held_back = [&] {
+        if (!client_paused || !server_side || !server_side->above_high_water()) return;
+        client_paused = false;
+        sched.call_soon([&] { client->resume_reading(); });
+    };
+    auto listener = tls::listen(sched, reactor_test::any_loopback(), reactor_test::server_context(),
+                                [&](const tls::ConnectionPtr& c) {
+                                    server_side = c;
+                                    ::setsockopt(c->transport().fd(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+                                    c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                                        c.write(d);
+                                        server_max_buffered = std::max(server_max_buffered, c.buffered());
+                                    });
+                                    c->set_high_water_callback([&](tls::Connection& c) {
+                                        ++server_pauses;
+                                        c.pause_reading();
+                                        resume_client_once_the_server_is_held_back();
+                                    });
+                                    c->set_low_water_callback([](tls::Connection& c) { c.resume_reading(); });
+                                });
+    const std::string chunk = reactor_test::random_bytes(256 * 1024, 5);
+    std::size_t sent = 0, received = 0, mismatches = 0, since_pause = 0;
+    std::optional<tls::CloseReason> reason;
+    auto send_more = [&](tls::Connection& c) {
+        while (sent < kTotal && !c.above_high_water()) {
+            c.write(chunk);
+            sent += chunk.size();
+        }
+    };
+    tls::connect(sched, listener->address(), reactor_test::client_context(), "localhost",
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     client = c;
+                     ::setsockopt(c->transport().fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+                     c->set_handshake_callback(send_more);
+                     c->set_low_water_callback(send_more);
+                     c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                         for (char ch : d) mismatches += ch != chunk[received++ % chunk.size()];
+                         since_pause += d.size();
+                         if (received == kTotal) return c.close();
+                         // (Not near the end: what is left must be enough to fill the kernel buffers.)
+                         if (since_pause >= chunk.size() && kTotal - received > (2u << 20)) {
+                             since_pause = 0;
+                             c.pause_reading();
+                             client_paused = true;
+                             resume_client_once_the_server_is_held_back();
+                         }
+                     });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { reason = r; });
+                 });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return reason.has_value(); }, 120s));
+    BOOST_TEST(reason->to_string() == "local");
+    BOOST_TEST(received == kTotal);
+    BOOST_TEST(mismatches == 0u);
+    BOOST_TEST(server_pauses > 0);  // the slow reader did hold the server back
+    // Above the high mark the server stops reading: at most one record's
+    // echo more than the mark is ever buffered.
+    BOOST_TEST(server_max_buffered <= kHigh + kRecord);
+    server_side.reset();
+    finish(sched, *listener);
+}
+
+BOOST_AUTO_TEST_CASE(a_tls_connection_held_past_its_scheduler_is_released_safely) {
+    tls::ConnectionPtr closed_one, open_one;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+        Client first(sched, server.address(), reactor_test::client_context(), "localhost",
+                     [](Client& c) { c.conn->close(); });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return first.closed(); }));
+        Client second(sched, server.address(), reactor_test::client_context(), "localhost",
+                      [](Client& c) { c.conn->write("x"); });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return second.received == "x"; }));
+        closed_one = first.conn;
+        open_one = second.conn;
+        open_one->set_close_callback({});  // `second` goes before the loop
+        open_one->set_data_callback({});
+        server.handshaken.clear();
+    }
+    // The loop is gone: what is left of them answers, and frees without touching it.
+    BOOST_TEST(closed_one->state() == tls::Connection::State::closed);
+    BOOST_TEST(!closed_one->write("late"));
+    closed_one->resume_reading();
+    closed_one->close();
+    closed_one.reset();
+    open_one.reset();
+}

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+// reactor::tls timeouts on virtual time, on every backend: the handshake
+// timeout (60 s by default) frees a connection whose peer never completes a
+// handshake, the shutdown timeout (30 s) one whose peer never answers
+// close_notify or never reads the rest; the transport's own deadlines still
+// work under TLS. Both ends are real sockets (a socketpair) on the same
+// virtual-time loop, so every instant is checked exactly, without waiting.
+#define BOOST_TEST_MODULE tls_deadlines
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <reactor/net/connection.hpp>
+#include <reactor/testing/virtual_loop.hpp>
+#include <reactor/tls/connection.hpp>
+
+#include "support/backends.hpp"
+#include "support/check_empty.hpp"
+#include "support/fds.hpp"
+#include "support/net_util.hpp"
+#include "support/tls_fixtures.hpp"
+
+using namespace std::chrono_literals;
+namespace tls = reactor::tls;
+using reactor::testing::VirtualLoop;
+using reactor_test::backend_under_test;
+using reactor_test::SocketPair;
+using tls::CloseKind;
+
+namespace {
+
+// One end of a TLS connection on a virtual-time loop: when and why it closed.
+struct End {
+    tls::ConnectionPtr conn;
+    std::optional<tls::CloseReason> reason;
+    reactor::TimePoint closed_at{};
+    reactor::TimePoint handshake_at{};
+
+    End(VirtualLoop& loop, tls::ConnectionPtr c) : conn(std::move(c)) {
+        conn->set_handshake_callback([this, &loop](tls::Connection&) { handshake_at = loop.clock.now(); });
+        conn->set_close_callback([this, &loop](tls::Connection&, const tls::CloseReason& r) {
+            reason = r;
+            closed_at = loop.clock.now();
+        });
+    }
+};
+
+reactor::ConnectionPtr adopt(VirtualLoop& loop, reactor_test::Fd& fd, reactor::ConnectionOptions options = {}) {
+    auto conn = reactor::Connection::adopt(loop.sched, ::dup(fd.get()), options);
+    fd = reactor_test::Fd();  // the connection's copy is the only one
+    return conn;
+}
+
+template <class Pred>
+void run_until(VirtualLoop& loop, Pred done) {
+    for (int i = 0; i < 100000 && !done(); ++i) loop.sched.run_once();
+    BOOST_REQUIRE(done());
+}
+
+// A client and a server over a socketpair, handshake done.
+struct Pair {
+    VirtualLoop loop{backend_under_test()};
+    SocketPair sockets;
+    std::optional<End> server, client;
+
+    explicit Pair(reactor::ConnectionOptions server_transport = {}) {
+        server.emplace(loop, tls::Connection::start_server(adopt(loop, sockets.a, server_transport),
+                                                           reactor_test::server_context()));
+        client.emplace(loop, tls::Connection::start_client(adopt(loop, sockets.b), reactor_test::client_context(),
+                                                           "localhost"));
+        run_until(loop, [&] { return server->conn->handshake_done() && client->conn->handshake_done(); });
+        BOOST_TEST(loop.clock.elapsed() == 0s);  // the handshake took no virtual time
+    }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_silent_client_meets_the_default_handshake_timeout) {
+    VirtualLoop loop(backend_under_test());
+    SocketPair sockets;  // `b` is a client that connects and says nothing
+    End server(loop, tls::Connection::start_server(adopt(loop, sockets.a), reactor_test::server_context()));
+    run_until(loop, [&] { return server.reason.has_value(); });
+    BOOST_TEST(server.reason->kind == CloseKind::handshake_timeout);
+    BOOST_TEST(server.reason->to_string() == "handshake timeout");
+    BOOST_TEST(loop.clock.elapsed() == 60s);
+    char c;
+    BOOST_TEST(::recv(sockets.b.get(), &c, 1, 0) == 0);  // its socket was closed
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_server_meets_the_client_handshake_timeout_as_set) {
+    VirtualLoop loop(backend_under_test());
+    SocketPair sockets;  // `b` accepted and never answers the hello
+    End client(loop, tls::Connection::start_client(adopt(loop, sockets.a), reactor_test::client_context(), "localhost",
+                                                   tls::Options{.handshake_timeout = 5s}));
+    run_until(loop, [&] { return client.reason.has_value(); });
+    BOOST_TEST(client.reason->kind == CloseKind::handshake_timeout);
+    BOOST_TEST(loop.clock.elapsed() == 5s);
+    char hello[5];
+    BOOST_TEST(::recv(sockets.b.get(), hello, sizeof hello, 0) == 5);
+    BOOST_TEST(hello[0] == '\x16');  // a TLS handshake record: the ClientHello went out
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(after_the_handshake_its_timeout_is_gone_and_the_transport_deadlines_work) {
+    reactor::ConnectionOptions transport;
+    transport.read_timeout = 90s;  // the plain connection's deadline, under TLS
+    Pair pair(transport);
+    run_until(pair.loop, [&] { return pair.server->reason.has_value(); });
+    // Not the handshake timeout at 60 s: the read timeout at 90 s.
+    BOOST_TEST(pair.server->reason->kind == CloseKind::transport);
+    BOOST_TEST(pair.server->reason->transport.kind == reactor::CloseKind::read_timeout);
+    BOOST_TEST(pair.server->reason->to_string() == "transport: read timeout");
+    BOOST_TEST(pair.loop.clock.elapsed() == 90s);
+    // The transport closed gracefully, without close_notify: the client sees a truncation.
+    run_until(pair.loop, [&] { return pair.client->reason.has_value(); });
+    BOOST_TEST(pair.client->reason->kind == CloseKind::truncated, pair.client->reason->to_string());
+    pair.loop.sched.run();
+    CHECK_EMPTY(pair.loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(a_peer_that_never_answers_close_notify_meets_the_shutdown_timeout) {
+    Pair pair;
+    pair.client->conn->pause_reading();  // it will not read our close_notify
+    pair.loop.sched.call_later(10s, [&] { pair.server->conn->write_eof(); });
+    run_until(pair.loop, [&] { return pair.server->reason.has_value(); });
+    BOOST_TEST(pair.server->reason->kind == CloseKind::shutdown_timeout);
+    BOOST_TEST(pair.server->reason->to_string() == "shutdown timeout");
+    BOOST_TEST(pair.loop.clock.elapsed() == 10s + 30s);
+    pair.client->conn->close();
+    run_until(pair.loop, [&] { return pair.client->reason.has_value(); });
+    pair.loop.sched.run();
+    CHECK_EMPTY(pair.loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(the_peer_answering_close_notify_ends_it_before_the_timeout) {
+    Pair pair;
+    pair.loop.sched.call_later(10s, [&] { pair.server->conn->write_eof(); });
+    run_until(pair.loop, [&] { return pair.server->reason.has_value() && pair.client->reason.has_value(); });
+    BOOST_TEST(pair.server->reason->to_string() == "close_notify");  // the client answered with its own
+    BOOST_TEST(pair.client->reason->to_string() == "close_notify");
+    BOOST_TEST(pair.loop.clock.elapsed() == 10s);
+    pair.loop.sched.run();
+    CHECK_EMPTY(pair.loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(close_with_output_a_peer_never_reads_is_bounded_by_the_shutdown_timeout) {
+    Pair pair;
+    pair.client->conn->pause_reading();
+    int small = 4096;
+    ::setsockopt(pair.server->conn->transport().fd(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    BOOST_TEST(pair.server->conn->write(std::string(4 << 20, 'x')));
+    BOOST_TEST(pair.server->conn->buffered() > 0u);  // ciphertext the kernel did not take
+    pair.server->conn->close();
+    BOOST_TEST(pair.server->conn->state() == tls::Connection::State::shutting_down);
+    run_until(pair.loop, [&] { return pair.server->reason.has_value(); });
+    BOOST_TEST(pair.server->reason->kind == CloseKind::shutdown_timeout);
+    BOOST_TEST(pair.loop.clock.elapsed() == 30s);
+    pair.client->conn->abort();
+    run_until(pair.loop, [&] { return pair.client->reason.has_value(); });
+    pair.loop.sched.run();
+    CHECK_EMPTY(pair.loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(slowloris_silent_clients_are_freed_by_the_handshake_timeout_and_a_real_one_is_served) {
+    constexpr int kSilent = 100;
+    VirtualLoop loop(backend_under_test());
+    std::vector<tls::CloseReason> reasons;
+    std::vector<reactor::TimePoint> closed_at;
+    std::vector<tls::ConnectionPtr> handshaken;
+    auto listener = tls::listen(loop.sched, reactor::Address::loopback_v4(0), reactor_test::server_context(),
+                                [&](const tls::ConnectionPtr& c) {
+                                    c->set_handshake_callback([&](tls::Connection& c) {
+                                        handshaken.push_back(c.shared_from_this());
+                                        c.write("welcome");
+                                    });
+                                    c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) {
+                                        reasons.push_back(r);
+                                        closed_at.push_back(loop.clock.now());
+                                    });
+                                });
+    // Clients that connect and never send a byte; the kernel completes their
+    // TCP handshakes. Real I/O: virtual time stands still until all are accepted.
+    std::vector<int> silent;
+    for (int i = 0; i < kSilent; ++i) {
+        silent.push_back(reactor_test::connect_blocking(listener->address().port()));
+        BOOST_REQUIRE(silent.back() >= 0);
+    }
+    {
+        reactor::testing::TimeHold hold = loop.hold_time();
+        run_until(loop, [&] { return listener->accepted() == kSilent; });
+    }
+    const reactor::TimePoint accepted_at = loop.clock.now();
+    run_until(loop, [&] { return reasons.size() == kSilent; });
+    for (int i = 0; i < kSilent; ++i) {
+        BOOST_TEST(reasons[i].kind == CloseKind::handshake_timeout);
+        BOOST_TEST((closed_at[i] - accepted_at == 60s));
+    }
+    for (int fd : silent) {
+        char c;
+        BOOST_TEST(::recv(fd, &c, 1, 0) <= 0);  // freed: their connections are gone
+        ::close(fd);
+    }
+    // The server still serves a client that does speak TLS.
+    std::string received;
+    std::optional<tls::CloseReason> client_reason;
+    reactor::testing::TimeHold hold = loop.hold_time();
+    tls::connect(loop.sched, listener->address(), reactor_test::client_context(), "localhost",
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                         received += d;
+                         c.close();
+                     });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+                 });
+    run_until(loop, [&] { return client_reason.has_value() && reasons.size() == kSilent + 1; });
+    BOOST_TEST(received == "welcome");
+    BOOST_TEST(client_reason->to_string() == "local");
+    BOOST_TEST(reasons.back().to_string() == "close_notify");
+    hold = {};
+    listener->close();
+    handshaken.clear();
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}
