@@ -105,7 +105,7 @@ namespace detail {
 class OpenConnections;
 }  // namespace detail
 
-class REACTOR_API Connection : public std::enable_shared_from_this<Connection>, private FdOwner, private ListMember<Connection> {
+class REACTOR_API Connection final : public std::enable_shared_from_this<Connection>, private FdOwner, private ListMember<Connection> {
     struct Passkey {};
 
 public:

@@ -34,7 +34,7 @@
 
 namespace reactor {
 
-class REACTOR_API Connector : public std::enable_shared_from_this<Connector>, private FdOwner {
+class REACTOR_API Connector final : public std::enable_shared_from_this<Connector>, private FdOwner {
     struct Passkey {};
 
 public:

@@ -32,7 +32,7 @@
 
 namespace reactor {
 
-class REACTOR_API Listener : public std::enable_shared_from_this<Listener>, private FdOwner, private detail::LoopSocket {
+class REACTOR_API Listener final : public std::enable_shared_from_this<Listener>, private FdOwner, private detail::LoopSocket {
     struct Passkey {};
 
 public:

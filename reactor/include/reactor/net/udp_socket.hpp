@@ -40,7 +40,7 @@
 
 namespace reactor {
 
-class REACTOR_API UdpSocket : public std::enable_shared_from_this<UdpSocket>, private FdOwner, private detail::LoopSocket {
+class REACTOR_API UdpSocket final : public std::enable_shared_from_this<UdpSocket>, private FdOwner, private detail::LoopSocket {
     struct Passkey {};
 
 public:
