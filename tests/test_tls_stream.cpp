@@ -340,6 +340,25 @@ BOOST_AUTO_TEST_CASE(a_server_that_speaks_no_tls_fails_open_connection) {
     CHECK_EMPTY(sched);
 }
 
+BOOST_AUTO_TEST_CASE(cancelling_open_connection_mid_handshake_aborts_the_connection) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::SilentListener silent;
+    Tls contexts;
+    Future<Stream> f = futures::open_connection(sched, reactor::Address::loopback_v4(silent.port), contexts.client,
+                                                "localhost");
+    reactor_test::Fd peer = accept_hello(sched, silent);
+    f.cancel();
+    // The peer sees the connection end (after the ClientHello it already has).
+    char buf[4096];
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+        const ssize_t n = ::recv(peer.get(), buf, sizeof buf, MSG_DONTWAIT);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    }));
+    BOOST_TEST(f.cancelled());
+    sched.run();  // nothing is left: not the handshake timeout's 60 s
+    CHECK_EMPTY(sched);
+}
+
 BOOST_AUTO_TEST_CASE(start_tls_upgrades_a_plaintext_conversation_in_place) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     Tls contexts;
