@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 // docs/tls.md: a TLS server and a verifying client, STARTTLS, ALPN and SNI,
-// the close reasons of failures, and certificates made for tests. Loopback
-// only; every case ends by itself. (Built only with reactor::tls.)
+// the close reasons of failures, certificates made for tests, and streams
+// over TLS (reactor::futures_tls). Loopback only; every case ends by itself.
+// (Built only with reactor::tls.)
 #include <chrono>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
+#include <futures/futures.hpp>
+#include <futures/tls/stream.hpp>
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
 #include <reactor/scheduler.hpp>
@@ -205,6 +209,102 @@ BOOST_AUTO_TEST_CASE(alpn_and_sni) {
     BOOST_TEST(alpn == "http/1.1");
     BOOST_TEST(subject == "CN=alt.test,O=reactor test");
     listener->close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tls_md_streams)
+
+BOOST_AUTO_TEST_CASE(streams_over_tls) {
+    reactor::Scheduler sched;
+    reactor::tls::ServerOptions server_options;
+    server_options.identity = certificates().server.identity();
+    const reactor::tls::ContextPtr server_context = reactor::tls::Context::server(server_options);
+    const reactor::Address address = reactor::Address::loopback_v4(0);
+    // [snippet:stream_server]
+    futures::StreamServer server = futures::start_server(
+        sched, address,
+        [](futures::Stream stream) {  // called once the client's handshake is done
+            return stream.read_until("\n").then([stream](std::string line) mutable {
+                stream.write("you said: " + line);
+                return stream.drain();
+            });
+        },
+        futures::StreamOptions{}, server_context);  // asyncio's ssl=
+    // [end-snippet:stream_server]
+    // [snippet:stream_client]
+    futures::Stream stream = futures::run_until_complete(
+        sched, futures::open_connection(sched, server.address(), client_context(), "localhost"));
+    // Here the handshake is done and the server verified.
+    stream.write("hello\n");
+    std::string answer = futures::run_until_complete(sched, stream.read_until("\n"));  // "you said: hello\n"
+    std::string version = stream.tls()->protocol_version();                          // "TLSv1.3"
+    // [end-snippet:stream_client]
+    BOOST_TEST(answer == "you said: hello\n");
+    BOOST_TEST(version == "TLSv1.3");
+    // The server's conversation is over: it closed with close_notify, a clean EOF.
+    BOOST_TEST(futures::run_until_complete(sched, stream.read()) == "");
+    std::string what;
+    std::optional<reactor::tls::CloseKind> kind;
+    // [snippet:stream_errors]
+    try {
+        // A certificate for "localhost" where "alt.test" was expected.
+        futures::run_until_complete(sched,
+                                    futures::open_connection(sched, server.address(), client_context(), "alt.test"));
+    } catch (const futures::TlsError& e) {  // a std::system_error (EPROTO)
+        what = e.what();  // "stream: TLS handshake failed: error:0A000086:SSL routines::certificate verify failed..."
+        kind = e.reason.kind;  // reactor::tls::CloseKind::handshake_failed; e.reason.detail: OpenSSL's text
+    }
+    // [end-snippet:stream_errors]
+    BOOST_TEST(what.starts_with("stream: TLS handshake failed: error:0A000086:SSL routines::certificate verify failed"),
+               what);
+    BOOST_TEST((kind == reactor::tls::CloseKind::handshake_failed));
+    server.close();
+    stream.close();
+    futures::run_until_complete(sched, stream.wait_closed());
+    stream = {};
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(stream_starttls) {
+    reactor::Scheduler sched;
+    reactor::tls::ServerOptions server_options;
+    server_options.identity = certificates().server.identity();
+    const reactor::tls::ContextPtr server_context = reactor::tls::Context::server(server_options);
+    // A plaintext server that upgrades when asked.
+    futures::StreamServer server = futures::start_server(
+        sched, reactor::Address::loopback_v4(0), [server_context](futures::Stream stream) {
+            // [snippet:stream_starttls_server]
+            return stream.read_until("\n")
+                .then([stream, server_context](std::string command) mutable {
+                    if (command != "STARTTLS\n") throw std::runtime_error("expected STARTTLS");
+                    stream.write("220 go ahead\n");  // the last plaintext, then the handshake
+                    return futures::start_tls(stream, server_context);
+                })
+                .then([stream]() mutable { return stream.read_until("\n"); })  // decrypted
+                .then([stream](std::string line) mutable {
+                    stream.write(line);
+                    return stream.drain();
+                });
+            // [end-snippet:stream_starttls_server]
+        });
+    futures::Stream stream = futures::run_until_complete(sched, futures::open_connection(sched, server.address()));
+    // [snippet:stream_starttls_client]
+    stream.write("STARTTLS\n");
+    std::string go = futures::run_until_complete(sched, stream.read_until("\n"));  // "220 go ahead\n"
+    futures::run_until_complete(sched, futures::start_tls(stream, client_context(), "localhost"));
+    stream.write("now encrypted\n");
+    // [end-snippet:stream_starttls_client]
+    BOOST_TEST(go == "220 go ahead\n");
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_until("\n")) == "now encrypted\n");
+    BOOST_TEST(stream.tls() != nullptr);
+    server.close();
+    stream.close();
+    futures::run_until_complete(sched, stream.wait_closed());
+    stream = {};
     sched.run();
     BOOST_TEST(sched.empty());
 }

@@ -41,34 +41,48 @@ void OpenStreams::abandon() noexcept {
 // The promises (read_, drain_waiters_, close_waiters_) break as the members
 // go: nobody can complete them any more.
 StreamCore::~StreamCore() {
-    // Our slot callbacks hold a plain pointer: none may run after us. Without
-    // an EOF callback the connection closes by itself at the peer's EOF.
-    conn_->set_data_callback(nullptr);
-    conn_->set_eof_callback(nullptr);
-    conn_->set_low_water_callback(nullptr);
-    if (conn_->is_open()) conn_->close();  // the last handle went: finish politely
+    // The transport's data, EOF and low-water callbacks hold a plain pointer
+    // to us: none may run after us. Without them the connection closes by
+    // itself at the peer's EOF.
+    transport_->detach();
+    if (transport_->is_open()) transport_->close();  // the last handle went: finish politely
 }
 
 void StreamCore::attach() {
-    eof_ = conn_->at_eof();  // a write-only pipe never reads: reads end at once
+    eof_ = transport_->at_eof();  // a write-only pipe never reads: reads end at once
     // The data, EOF and low-water callbacks run from the connection's slots,
-    // which ~StreamCore clears, so they hold a plain pointer (kept inside the
-    // std::function; a weak_ptr would cost a heap block each) and a strong
-    // reference only while they run. The close callback is queued when the
-    // connection closes and may run after us: it holds a weak_ptr.
-    StreamCore* core = this;
-    conn_->set_data_callback(
-        [core](reactor::Connection&, std::string_view d) { core->shared_from_this()->on_data(d); });
-    // With an EOF callback the connection stays open for writing after the
-    // peer's EOF, as asyncio streams do; close() ends it.
-    conn_->set_eof_callback([core](reactor::Connection&) { core->shared_from_this()->on_eof(); });
-    conn_->set_low_water_callback([core](reactor::Connection&) { core->shared_from_this()->finish_drains(0); });
-    std::weak_ptr<StreamCore> weak = weak_from_this();
-    conn_->set_close_callback([weak](reactor::Connection&, const reactor::CloseReason& r) {
-        if (auto self = weak.lock()) self->on_closed(r);
-    });
+    // which ~StreamCore clears (detach), so they hold a plain pointer and
+    // take a strong reference only while they run (in on_data...). The close
+    // callback is queued when the connection closes and may run after us: it
+    // holds a weak_ptr.
+    transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
     // Until its close callback has run, the loop's end must reach it (see OpenStreams).
     sched_.service<OpenStreams>().add(*this);
+}
+
+// The new transport takes the connection over from the old one, which is
+// dropped (without closing it). Nothing is read in between: the loop does not
+// run while we are here.
+void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make) {
+    if (closing_ || closed_ || !transport_->is_open())
+        throw InvalidStateError("stream: cannot replace the transport of a closing or closed stream");
+    if (eof_) throw InvalidStateError("stream: cannot replace the transport after the peer's EOF");
+    if (!in_.empty())
+        throw InvalidStateError(fmt::format(
+            "stream: cannot replace the transport with {} bytes received and not read (they would be the new "
+            "layer's: the peer spoke before its turn)",
+            in_.size()));
+    transport_->detach();
+    std::unique_ptr<StreamTransport> next;
+    try {
+        next = make(*transport_);
+        if (!next) throw std::invalid_argument("stream: replace_transport: no transport made");
+    } catch (...) {
+        transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
+        throw;
+    }
+    transport_ = std::move(next);
+    transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
 }
 
 void StreamCore::end_with_loop() noexcept {
@@ -82,6 +96,7 @@ void StreamCore::end_with_loop() noexcept {
     read_.reset();  // each promise still pending breaks, naming its line
     drain_waiters_.clear();
     close_waiters_.clear();
+    transport_->abandon();  // and the transport's own (futures_tls: a handshake's)
 }
 
 Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter,
@@ -99,19 +114,19 @@ Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::st
 
 Future<void> StreamCore::drain(std::source_location where) {
     if (error_ != 0) return make_exception_future<void>(sched_, connection_error(), where);
-    if (closed_ || !conn_->above_high_water()) return make_ready_future(sched_, where);
+    if (closed_ || !transport_->above_high_water()) return make_ready_future(sched_, where);
     std::erase_if(drain_waiters_, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
     return drain_waiters_.emplace_back(sched_, where, "stream drain").get_future();
 }
 
 void StreamCore::close() {
     closing_ = true;
-    conn_->close();
+    transport_->close();
 }
 
 void StreamCore::abort() {
     closing_ = true;
-    conn_->abort();
+    transport_->abort();
 }
 
 Future<void> StreamCore::wait_closed(std::source_location where) {
@@ -121,6 +136,7 @@ Future<void> StreamCore::wait_closed(std::source_location where) {
 }
 
 void StreamCore::on_data(std::string_view d) {
+    const std::shared_ptr<StreamCore> keep = shared_from_this();  // a read's continuation may drop the last handle
     // A read waiting on an empty buffer takes the bytes straight from the
     // connection's loop-wide read buffer: a stream whose reader keeps up
     // keeps no buffer of its own (uvloop's streams do the same).
@@ -136,49 +152,45 @@ void StreamCore::on_data(std::string_view d) {
     // unread; reading resumes once a read takes it back to the limit.
     if (!paused_ && in_.size() > 2 * options_.limit && !wants_more()) {
         paused_ = true;
-        conn_->pause_reading();
+        transport_->pause_reading();
     }
 }
 
 void StreamCore::on_eof() {
+    const std::shared_ptr<StreamCore> keep = shared_from_this();
     eof_ = true;
     try_read();
 }
 
-void StreamCore::on_closed(const reactor::CloseReason& reason) {
+void StreamCore::on_low_water() {
+    const std::shared_ptr<StreamCore> keep = shared_from_this();
+    finish_drains(0);
+}
+
+void StreamCore::on_closed(const StreamTransportEnd& end) {
     if (closed_) return;  // the loop's end came first (end_with_loop)
     unlink();             // from OpenStreams: nothing is left for the loop's end to break
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
-    error_ = error_of(reason);
+    error_ = end.error;
+    error_exception_ = end.exception;
     finish_drains(error_);
     for (auto& p : std::exchange(close_waiters_, {}))
         if (p.is_pending()) p.set_value();
     try_read();
 }
 
-// What a read or drain fails with after the connection closed: nothing (0)
-// for a graceful close, else an errno; a deadline of StreamOptions::connection
-// is ETIMEDOUT, so a read that waited too long fails with "timed out".
-int StreamCore::error_of(const reactor::CloseReason& reason) {
-    switch (reason.kind) {
-    case reactor::CloseKind::reset:
-    case reactor::CloseKind::error: return reason.error.value();
-    case reactor::CloseKind::read_timeout:
-    case reactor::CloseKind::write_timeout:
-    case reactor::CloseKind::idle_timeout: return ETIMEDOUT;
-    case reactor::CloseKind::scheduler_closed: return ECANCELED;  // Scheduler::close()
-    case reactor::CloseKind::local:
-    case reactor::CloseKind::eof: return 0;
-    }
-    return 0;
-}
-
-std::system_error StreamCore::connection_error() const {
+// What a read or drain fails with after the transport failed: its own
+// exception (TLS: the close reason's text), else a std::system_error from
+// the errno; a deadline of StreamOptions::connection is ETIMEDOUT, so a read
+// that waited too long fails with "timed out".
+std::exception_ptr StreamCore::connection_error() const {
+    if (error_exception_) return error_exception_;
     std::string_view what = error_ == ECONNRESET || error_ == EPIPE ? "reset"
                             : error_ == ETIMEDOUT                   ? "timed out"
                                                                     : "failed";
-    return std::system_error(error_, std::generic_category(), fmt::format("stream: connection {}", what));
+    return std::make_exception_ptr(
+        std::system_error(error_, std::generic_category(), fmt::format("stream: connection {}", what)));
 }
 
 void StreamCore::finish_drains(int error) {
@@ -246,7 +258,7 @@ void StreamCore::try_read() {
     // Waiting for more: make sure it can arrive even past the buffer limit.
     if (paused_) {
         paused_ = false;
-        conn_->resume_reading();
+        transport_->resume_reading();
     }
 }
 
@@ -266,7 +278,7 @@ void StreamCore::deliver(std::string bytes) {
     read_.reset();
     if (paused_ && in_.size() <= options_.limit) {
         paused_ = false;
-        conn_->resume_reading();
+        transport_->resume_reading();
     }
     p.set_value(std::move(bytes));
 }
@@ -275,7 +287,7 @@ template <class E>
 void StreamCore::fail(E error) {
     Promise<std::string> p = std::move(read_->promise);
     read_.reset();
-    p.set_exception(std::move(error));
+    p.set_exception(std::move(error));  // an exception, or an exception_ptr
 }
 
 }  // namespace detail
@@ -284,13 +296,19 @@ void StreamCore::fail(E error) {
 
 Stream Stream::from(reactor::ConnectionPtr conn, StreamOptions options) {
     if (!conn) throw std::invalid_argument("Stream::from: null connection");
+    return from(plain_transport(std::move(conn)), options);
+}
+
+Stream Stream::from(std::unique_ptr<StreamTransport> transport, StreamOptions options) {
+    if (!transport) throw std::invalid_argument("Stream::from: null transport");
     if (options.limit == 0) throw std::invalid_argument("Stream: limit must be positive");
     // Deadlines given in the options apply to the connection (when created by
     // open_connection or start_server, it already has them).
-    if (const auto& c = options.connection; c.read_timeout > reactor::Duration::zero()) conn->set_read_timeout(c.read_timeout);
-    if (const auto& c = options.connection; c.write_timeout > reactor::Duration::zero()) conn->set_write_timeout(c.write_timeout);
-    if (const auto& c = options.connection; c.idle_timeout > reactor::Duration::zero()) conn->set_idle_timeout(c.idle_timeout);
-    auto core = std::make_shared<detail::StreamCore>(std::move(conn), options);
+    reactor::Connection& conn = transport->connection();
+    if (const auto& c = options.connection; c.read_timeout > reactor::Duration::zero()) conn.set_read_timeout(c.read_timeout);
+    if (const auto& c = options.connection; c.write_timeout > reactor::Duration::zero()) conn.set_write_timeout(c.write_timeout);
+    if (const auto& c = options.connection; c.idle_timeout > reactor::Duration::zero()) conn.set_idle_timeout(c.idle_timeout);
+    auto core = std::make_shared<detail::StreamCore>(std::move(transport), options);
     core->attach();
     return Stream(std::move(core));
 }
@@ -328,5 +346,10 @@ void Stream::set_idle_timeout(reactor::Duration d) { core().connection().set_idl
 reactor::Address Stream::local_address() const { return core().connection().local_address(); }
 reactor::Address Stream::peer_address() const { return core().connection().peer_address(); }
 reactor::Scheduler& Stream::scheduler() const { return core().scheduler(); }
+reactor::tls::Connection* Stream::tls() const { return core().transport().tls(); }
+StreamTransport& Stream::transport() const { return core().transport(); }
+void Stream::replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make) {
+    core().replace_transport(make);
+}
 
 }  // namespace futures

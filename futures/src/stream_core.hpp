@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Internal: the state behind a Stream. Owns the connection, the bytes received
-// but not yet read, and the promises of the futures waiting on them (each
+// Internal: the state behind a Stream. Owns its transport (a plain
+// connection, or a layer such as TLS over one: futures/stream_transport.hpp),
+// the bytes received but not yet read, and the promises of the futures waiting on them (each
 // made with the line of the user's call: Stream::read, drain, wait_closed);
-// the connection's callbacks refer to it weakly, so the user's Stream
+// the transport's callbacks refer to it weakly, so the user's Stream
 // handles alone decide how long it lives. Its promises end with it or with
 // the loop: the last handle gone, or the loop abandoned before the
 // connection's close callback ran (OpenStreams), breaks those still pending
@@ -11,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <source_location>
@@ -27,6 +30,7 @@
 
 #include "futures/promise.hpp"
 #include "futures/stream.hpp"
+#include "futures/stream_transport.hpp"
 
 namespace futures::detail {
 
@@ -52,19 +56,23 @@ private:
     reactor::IntrusiveList<StreamCore> open_;
 };
 
-class StreamCore : public std::enable_shared_from_this<StreamCore>, public reactor::ListMember<StreamCore> {
+class StreamCore final : public std::enable_shared_from_this<StreamCore>,
+                         public reactor::ListMember<StreamCore>,
+                         public StreamTransport::Receiver {
 public:
     enum class ReadKind : std::uint8_t { some, exactly, until };
 
-    StreamCore(reactor::ConnectionPtr conn, const StreamOptions& options)
-        : sched_(conn->scheduler()), conn_(std::move(conn)), options_(options) {}
+    StreamCore(std::unique_ptr<StreamTransport> transport, const StreamOptions& options)
+        : sched_(transport->connection().scheduler()), transport_(std::move(transport)), options_(options) {}
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
 
-    // Takes over the connection's callbacks and joins the loop's
+    // Takes over the transport's callbacks and joins the loop's
     // OpenStreams; once, right after construction.
     void attach();
+    // Stream::replace_transport (STARTTLS): see there.
+    void replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make);
     // The loop was abandoned before the close callback ran: the promises
     // still pending break.
     void end_with_loop() noexcept;
@@ -74,8 +82,8 @@ public:
     bool at_eof() const { return eof_ && in_.empty(); }
     std::size_t buffered() const { return in_.size(); }
 
-    bool write(std::string_view data) { return !closing_ && conn_->write(data); }
-    void write_eof() { conn_->write_eof(); }
+    bool write(std::string_view data) { return !closing_ && transport_->write(data); }
+    void write_eof() { transport_->write_eof(); }
     Future<void> drain(std::source_location where);
 
     void close();
@@ -83,7 +91,8 @@ public:
     bool is_closing() const { return closing_ || closed_; }
     Future<void> wait_closed(std::source_location where);
 
-    reactor::Connection& connection() const { return *conn_; }
+    reactor::Connection& connection() const { return transport_->connection(); }
+    StreamTransport& transport() const { return *transport_; }
     reactor::Scheduler& scheduler() const { return sched_; }
 
 private:
@@ -95,13 +104,15 @@ private:
         std::size_t scanned;        // until: bytes already searched
     };
 
-    // The connection's callbacks.
-    void on_data(std::string_view d);
-    void on_eof();
-    void on_closed(const reactor::CloseReason& reason);
+    // The transport's callbacks (StreamTransport::Receiver: public, so that a
+    // weak_ptr<StreamCore> converts; only the transport calls them).
+    void on_data(std::string_view d) override;
+    void on_eof() override;
+    void on_low_water() override;
+    void on_closed(const StreamTransportEnd& end) override;
 
-    std::system_error connection_error() const;
-    static int error_of(const reactor::CloseReason& reason);
+    // What a read or drain fails with once the transport failed.
+    std::exception_ptr connection_error() const;
     void finish_drains(int error);
     // A pending read that the buffer cannot satisfy yet needs more bytes.
     bool wants_more() const { return read_ && read_->promise.is_pending(); }
@@ -113,13 +124,14 @@ private:
     void fail(E error);
 
     reactor::Scheduler& sched_;
-    reactor::ConnectionPtr conn_;
+    std::unique_ptr<StreamTransport> transport_;
     StreamOptions options_;
     reactor::ByteBuffer in_;
     std::optional<PendingRead> read_;
     std::vector<Promise<void>> drain_waiters_;
     std::vector<Promise<void>> close_waiters_;
     int error_ = 0;         // errno of a reset or failure
+    std::exception_ptr error_exception_;  // the transport's own exception for it, if it gave one
     bool eof_ = false;      // no more bytes will arrive
     bool closed_ = false;   // the connection is closed
     bool closing_ = false;  // close() or abort() was called

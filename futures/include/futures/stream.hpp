@@ -20,6 +20,13 @@
 // if the stream goes (its last handle dropped) or its Scheduler is
 // destroyed while one is pending, it is cancelled with a
 // futures::BrokenPromise naming that line.
+//
+// TLS. A Stream works unchanged over TLS: reactor::futures_tls
+// (futures/tls/stream.hpp) gives open_connection and start_server with a
+// reactor::tls::Context, and start_tls to upgrade an open stream (STARTTLS);
+// tls() below reaches the TLS connection's facts. This library itself knows
+// nothing of TLS: a stream talks to its connection through a
+// futures::StreamTransport (futures/stream_transport.hpp).
 #pragma once
 
 #include <cstddef>
@@ -38,6 +45,7 @@
 #include <reactor/net/connection.hpp>
 
 #include "futures/future.hpp"
+#include "futures/stream_transport.hpp"
 
 namespace futures {
 
@@ -90,6 +98,10 @@ public:
     // pipe end reads as at EOF at once; a read-only one refuses writes (write()
     // returns false). asyncio's connect_read_pipe/connect_write_pipe.
     static Stream adopt(reactor::Scheduler& sched, int fd, StreamOptions options = {});
+    // Over any transport (futures/stream_transport.hpp): how a layer such as
+    // futures_tls makes its streams. The deadlines of options.connection are
+    // set on transport->connection().
+    static Stream from(std::unique_ptr<StreamTransport> transport, StreamOptions options = {});
 
     bool valid() const noexcept { return static_cast<bool>(core_); }
 
@@ -144,6 +156,26 @@ public:
     reactor::Address local_address() const;
     reactor::Address peer_address() const;
     reactor::Scheduler& scheduler() const;
+
+    // ---- the transport ----
+    // The TLS connection under this stream (its alpn_protocol(),
+    // peer_subject(), session_reused(), protocol_version(): include
+    // <reactor/tls/connection.hpp> and link reactor::tls), or null for a
+    // plaintext stream. For inspection: its callbacks and writes are the
+    // stream's. Valid while the stream lives.
+    reactor::tls::Connection* tls() const;
+    StreamTransport& transport() const;
+    // Puts a new transport in place of the current one over the same
+    // connection (what futures_tls's start_tls does: STARTTLS). `make` is
+    // given the current transport, already detached from the stream, and
+    // returns the one that takes its connection over; the stream then uses
+    // it and drops the old one (which must not close the connection). If
+    // `make` throws, the old transport is attached again and the exception
+    // propagates. A pending read stays pending and is served by the new
+    // transport. Throws InvalidStateError when the stream is closing or
+    // closed, after the peer's EOF, or while bytes received are not read yet
+    // (they would belong to the new layer: the peer spoke before its turn).
+    void replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make);
 
 private:
     friend class detail::ServerCore;

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// The plain stream transport: a reactor::Connection, whose callbacks call the
+// stream (futures/stream_transport.hpp). Loop thread only.
+#include "futures/stream_transport.hpp"
+
+#include <cerrno>
+#include <stdexcept>
+#include <utility>
+
+namespace futures {
+
+StreamTransport::~StreamTransport() = default;
+
+// A deadline of StreamOptions::connection is ETIMEDOUT, so a read that waited
+// too long fails with "timed out"; Scheduler::close() is ECANCELED.
+StreamTransportEnd StreamTransportEnd::from(const reactor::CloseReason& reason) noexcept {
+    switch (reason.kind) {
+    case reactor::CloseKind::reset:
+    case reactor::CloseKind::error: return {reason.error.value(), nullptr};
+    case reactor::CloseKind::read_timeout:
+    case reactor::CloseKind::write_timeout:
+    case reactor::CloseKind::idle_timeout: return {ETIMEDOUT, nullptr};
+    case reactor::CloseKind::scheduler_closed: return {ECANCELED, nullptr};
+    case reactor::CloseKind::local:
+    case reactor::CloseKind::eof: return {};
+    }
+    return {};
+}
+
+namespace {
+
+class PlainTransport final : public StreamTransport {
+public:
+    explicit PlainTransport(reactor::ConnectionPtr conn) : conn_(std::move(conn)) {}
+
+    // The data, EOF and low-water callbacks hold the receiver's plain pointer
+    // (kept inside the std::function; a weak_ptr would cost a heap block
+    // each): detach() clears them before the receiver goes.
+    void attach(Receiver* raw, std::weak_ptr<Receiver> weak) override {
+        conn_->set_data_callback([raw](reactor::Connection&, std::string_view d) { raw->on_data(d); });
+        // With an EOF callback the connection stays open for writing after
+        // the peer's EOF, as asyncio streams do; close() ends it.
+        conn_->set_eof_callback([raw](reactor::Connection&) { raw->on_eof(); });
+        conn_->set_low_water_callback([raw](reactor::Connection&) { raw->on_low_water(); });
+        conn_->set_close_callback([weak = std::move(weak)](reactor::Connection&, const reactor::CloseReason& r) {
+            if (auto receiver = weak.lock()) receiver->on_closed(StreamTransportEnd::from(r));
+        });
+    }
+    void detach() noexcept override {
+        conn_->set_data_callback(nullptr);
+        conn_->set_eof_callback(nullptr);
+        conn_->set_low_water_callback(nullptr);
+        conn_->set_close_callback(nullptr);
+    }
+
+    bool write(std::string_view data) override { return conn_->write(data); }
+    void write_eof() override { conn_->write_eof(); }
+    void close() override { conn_->close(); }
+    void abort() override { conn_->abort(); }
+    bool is_open() const override { return conn_->is_open(); }
+    bool at_eof() const override { return conn_->at_eof(); }
+    bool above_high_water() const override { return conn_->above_high_water(); }
+    void pause_reading() override { conn_->pause_reading(); }
+    void resume_reading() override { conn_->resume_reading(); }
+    reactor::Connection& connection() const override { return *conn_; }
+
+private:
+    reactor::ConnectionPtr conn_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamTransport> plain_transport(reactor::ConnectionPtr conn) {
+    if (!conn) throw std::invalid_argument("plain_transport: null connection");
+    return std::make_unique<PlainTransport>(std::move(conn));
+}
+
+}  // namespace futures

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+// The TLS stream transport: a reactor::tls::Connection whose callbacks call
+// the stream (futures/stream_transport.hpp), and start_tls, which puts one in
+// place of a stream's plain transport. The transport owns the promise of the
+// handshake's future; the TLS connection's close callback refers to it
+// weakly, so a stream dropped mid-handshake breaks it (cancelled, naming the
+// user's line). Loop thread only.
+#include <cerrno>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "futures/errors.hpp"
+#include "futures/promise.hpp"
+#include "futures/tls/stream.hpp"
+
+namespace futures {
+namespace {
+
+namespace tls = reactor::tls;
+
+int errno_of(const tls::CloseReason& reason) {
+    return reason.kind == tls::CloseKind::handshake_timeout || reason.kind == tls::CloseKind::shutdown_timeout
+               ? ETIMEDOUT
+               : EPROTO;
+}
+
+std::string what_of(const tls::CloseReason& reason) {
+    switch (reason.kind) {
+    case tls::CloseKind::truncated: return "stream: TLS truncated: the peer's EOF came without its close_notify";
+    case tls::CloseKind::handshake_timeout: return "stream: TLS handshake timed out";
+    case tls::CloseKind::shutdown_timeout: return "stream: TLS shutdown timed out";
+    default: return fmt::format("stream: TLS {}", reason.to_string());
+    }
+}
+
+// How the TLS connection's end reads to the stream (futures/tls/stream.hpp).
+StreamTransportEnd end_of(const tls::CloseReason& reason) {
+    switch (reason.kind) {
+    case tls::CloseKind::local:
+    case tls::CloseKind::close_notify: return {};
+    case tls::CloseKind::transport: return StreamTransportEnd::from(reason.transport);
+    case tls::CloseKind::truncated:
+    case tls::CloseKind::handshake_failed:
+    case tls::CloseKind::tls_error:
+    case tls::CloseKind::handshake_timeout:
+    case tls::CloseKind::shutdown_timeout: break;
+    }
+    return {errno_of(reason), std::make_exception_ptr(TlsError(reason))};
+}
+
+class TlsTransport final : public StreamTransport {
+public:
+    TlsTransport(tls::ConnectionPtr conn, std::shared_ptr<Promise<void>> handshake)
+        : conn_(std::move(conn)), handshake_(std::move(handshake)) {}
+
+    // As the plain transport: the slot callbacks hold plain pointers, cleared
+    // by detach() before the receiver or this transport goes; the close
+    // callback runs later, so it holds weak ones.
+    void attach(Receiver* raw, std::weak_ptr<Receiver> weak) override {
+        conn_->set_data_callback([raw](tls::Connection&, std::string_view d) { raw->on_data(d); });
+        conn_->set_eof_callback([raw](tls::Connection&) { raw->on_eof(); });
+        conn_->set_low_water_callback([raw](tls::Connection&) { raw->on_low_water(); });
+        TlsTransport* self = this;
+        conn_->set_handshake_callback([self](tls::Connection&) {
+            if (self->handshake_ && self->handshake_->is_pending()) self->handshake_->set_value();
+        });
+        conn_->set_close_callback([weak = std::move(weak), handshake = std::weak_ptr<Promise<void>>(handshake_)](
+                                      tls::Connection&, const tls::CloseReason& reason) {
+            const StreamTransportEnd end = end_of(reason);
+            if (auto h = handshake.lock(); h && h->is_pending()) fail_handshake(*h, reason, end);
+            if (auto receiver = weak.lock()) receiver->on_closed(end);
+        });
+    }
+    void detach() noexcept override {
+        conn_->set_data_callback(nullptr);
+        conn_->set_eof_callback(nullptr);
+        conn_->set_low_water_callback(nullptr);
+        conn_->set_handshake_callback(nullptr);
+        conn_->set_close_callback(nullptr);
+    }
+    void abandon() noexcept override {
+        handshake_.reset();  // breaks it if still pending
+    }
+
+    bool write(std::string_view data) override { return conn_->write(data); }
+    void write_eof() override { conn_->write_eof(); }
+    void close() override { conn_->close(); }
+    void abort() override { conn_->abort(); }
+    bool is_open() const override { return conn_->is_open(); }
+    bool at_eof() const override { return conn_->at_eof(); }
+    bool above_high_water() const override { return conn_->above_high_water(); }
+    void pause_reading() override { conn_->pause_reading(); }
+    void resume_reading() override { conn_->resume_reading(); }
+    reactor::Connection& connection() const override { return conn_->transport(); }
+    tls::Connection* tls() const noexcept override { return conn_.get(); }
+
+private:
+    // The connection closed before the handshake was done.
+    static void fail_handshake(Promise<void>& handshake, const tls::CloseReason& reason, const StreamTransportEnd& end) {
+        if (end.error == ECANCELED || reason.kind == tls::CloseKind::local) {
+            handshake.cancel();  // Scheduler::close(), or our own close()/abort()
+        } else if (end.exception) {
+            handshake.set_exception(end.exception);
+        } else {
+            // The transport ended: reset, a deadline, or the peer's EOF.
+            handshake.set_exception(std::system_error(end.error != 0 ? end.error : ECONNRESET, std::generic_category(),
+                                                      fmt::format("stream: TLS handshake: {}", reason.to_string())));
+        }
+    }
+
+    tls::ConnectionPtr conn_;
+    std::shared_ptr<Promise<void>> handshake_;  // the only strong reference
+};
+
+}  // namespace
+
+TlsError::TlsError(reactor::tls::CloseReason close_reason)
+    : std::system_error(errno_of(close_reason), std::generic_category(), what_of(close_reason)),
+      reason(std::move(close_reason)) {}
+
+Future<void> start_tls(Stream stream, reactor::tls::ContextPtr context, std::string server_name,
+                       reactor::tls::Options options, std::source_location where) {
+    if (!stream.valid()) throw InvalidStateError("start_tls: empty Stream");
+    if (stream.tls()) throw InvalidStateError("start_tls: the stream is already TLS");
+    if (!context) throw std::invalid_argument("start_tls: no context");
+    auto handshake = std::make_shared<Promise<void>>(stream.scheduler(), where, "TLS handshake");
+    Future<void> done = handshake->get_future();
+    std::weak_ptr<tls::Connection> started;
+    stream.replace_transport([&](StreamTransport& plain) -> std::unique_ptr<StreamTransport> {
+        const reactor::ConnectionPtr conn = plain.connection().shared_from_this();
+        tls::ConnectionPtr t = context->role() == tls::Context::Role::server
+                                   ? tls::Connection::start_server(conn, context, options)
+                                   : tls::Connection::start_client(conn, context, std::move(server_name), options);
+        started = t;
+        return std::make_unique<TlsTransport>(std::move(t), std::move(handshake));
+    });
+    // Cancelling the future aborts the connection. Weak: the connection
+    // (through the transport) holds the future's state.
+    done.add_done_callback(
+        [started](Future<void>& f) {
+            if (!f.cancelled()) return;
+            if (auto t = started.lock(); t && t->is_open()) t->abort();
+        },
+        where);
+    return done;
+}
+
+}  // namespace futures
