@@ -21,7 +21,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_
 string(REPLACE "," ";" LINKS "${LINKS}")
 set(areas scheduler net futures streams toolkit processes testing)
 if(EXPECT_TLS)  # the package was built with reactor::tls: it must export it, and it must work
-  list(APPEND areas tls)
+  list(APPEND areas tls streams_tls)
 endif()
 foreach(link IN LISTS LINKS)
   set(build ${WORK_DIR}/build-${link})

@@ -68,11 +68,14 @@ Depends: [^\n]*libfmt-dev
 if(TLS)
   expect_in(${runtime_deb} [[
 /usr/lib/[^ \n]*libreactor_tls\.so\.[0-9]+\.[0-9]+\.[0-9]+
+/usr/lib/[^ \n]*libreactor_futures_tls\.so\.[0-9]+\.[0-9]+\.[0-9]+
 Depends: [^\n]*libssl3
 ]])
   expect_in(${dev_deb} [[
 /usr/include/reactor/tls/connection\.hpp
 /usr/lib/[^ \n]*pkgconfig/reactor-tls\.pc
+/usr/lib/[^ \n]*pkgconfig/reactor-futures-tls\.pc
+/usr/include/futures/tls/stream\.hpp
 /usr/lib/[^ \n]*libreactor_tls\.a
 Depends: [^\n]*libssl-dev
 ]])
@@ -112,7 +115,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install_consumer
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer -j2 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
 set(areas scheduler net futures streams toolkit processes testing)
 if(TLS)
-  list(APPEND areas tls)
+  list(APPEND areas tls streams_tls)
 endif()
 foreach(area IN LISTS areas)
   execute_process(COMMAND ${WORK_DIR}/consumer/${area} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
