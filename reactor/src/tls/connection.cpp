@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "engine_bio.hpp"
+#include "openssl_errors.hpp"
 
 namespace reactor::tls {
 namespace {
@@ -25,18 +26,6 @@ namespace {
 bool is_ip_literal(const std::string& host) {
     unsigned char addr[sizeof(in6_addr)];
     return ::inet_pton(AF_INET, host.c_str(), addr) == 1 || ::inet_pton(AF_INET6, host.c_str(), addr) == 1;
-}
-
-// OpenSSL's queued errors, oldest first, joined; empties the queue.
-std::string queued_errors() {
-    std::string text;
-    while (unsigned long code = ERR_get_error()) {
-        char buf[256];
-        ERR_error_string_n(code, buf, sizeof buf);
-        if (!text.empty()) text += "; ";
-        text += buf;
-    }
-    return text;
 }
 
 // Decrypted data lands here (one TLS record holds at most 16 KiB of
@@ -171,7 +160,7 @@ void Connection::advance() {
 }
 
 std::string Connection::openssl_error_text() {
-    std::string text = queued_errors();
+    std::string text = queued_openssl_errors();
     const long verify = SSL_get_verify_result(ssl_);
     if (verify != X509_V_OK) {
         if (!text.empty()) text += ": ";

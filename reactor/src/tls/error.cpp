@@ -4,17 +4,23 @@
 
 #include <openssl/err.h>
 
+#include "openssl_errors.hpp"
+
 namespace reactor::tls {
 
-std::string with_openssl_errors(const std::string& what) {
+std::string queued_openssl_errors() {
     std::string text;
-    // Oldest first: the first error is usually the cause, the rest its context.
     while (unsigned long code = ERR_get_error()) {
         char buf[256];
         ERR_error_string_n(code, buf, sizeof buf);
         if (!text.empty()) text += "; ";
         text += buf;
     }
+    return text;
+}
+
+std::string with_openssl_errors(const std::string& what) {
+    const std::string text = queued_openssl_errors();
     return text.empty() ? what : what + ": " + text;
 }
 
