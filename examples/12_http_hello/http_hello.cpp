@@ -64,7 +64,6 @@ int run(int argc, char** argv) {
     std::string out;  // responses of one read, reused
 
     auto on_accept = [&](const reactor::ConnectionPtr& c) {
-        lifetime.opened();
         sessions.try_emplace(c.get(), *c, limits, timeouts);
         c->set_data_callback([&](Connection& c, std::string_view data) { sessions.at(&c).on_data(data, out); });
         c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
@@ -77,7 +76,7 @@ int run(int argc, char** argv) {
     // Reads of at most 16 KiB (a few hundred pipelined requests, or a large
     // head and then some): what a connection waiting for its output to drain
     // holds unanswered, besides that output (the 64 KiB mark + a batch).
-    reactor::Listener::Options listen_options;
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection.read_size = 16 * 1024;
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept, listen_options);
     lifetime.set_listener(listener);

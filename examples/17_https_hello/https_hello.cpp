@@ -58,7 +58,6 @@ int run(int argc, char** argv) {
     long handshakes = 0, failed = 0;
 
     auto on_accept = [&](const tls::ConnectionPtr& c) {
-        lifetime.opened();
         sessions.try_emplace(c.get());
         c->set_handshake_callback([&](tls::Connection& c) {
             ++handshakes;
@@ -76,7 +75,7 @@ int run(int argc, char** argv) {
             sessions.erase(&c);
         });
     };
-    reactor::Listener::Options listen_options;
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection.read_size = 16 * 1024 + 64;  // one TLS record
     tls::Options tls_options;
     tls_options.handshake_timeout = std::chrono::seconds(handshake_timeout);
