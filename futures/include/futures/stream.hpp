@@ -39,6 +39,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <reactor/export.hpp>
@@ -273,6 +274,15 @@ public:
     // every one has closed. Never fails.
     [[nodiscard]] Future<void> serve_until(Future<void> stop, reactor::Duration drain,
                                            std::source_location where = std::source_location::current());
+    // The same with a stop that carries a value, such as
+    // futures::next_signal(sched, {SIGINT, SIGTERM})'s signal number: the
+    // value is ignored, the completion is what counts.
+    template <class T>
+        requires(!std::is_void_v<T>)
+    [[nodiscard]] Future<void> serve_until(Future<T> stop, reactor::Duration drain,
+                                           std::source_location where = std::source_location::current()) {
+        return serve_until(stop.then([](const T&) {}, where), drain, where);
+    }
 
 private:
     friend StreamServer start_server(reactor::Scheduler&, const reactor::Address&, Handler, StreamOptions,
