@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The whole futures layer in one include: Future<T> and then-chaining, Promise<T>,
 // leaf futures (sleep, readable, writable), combinators, state-machine tasks,
-// loops (repeat, do_for_each, parallel_for_each, map_reduce ...), the task
+// loops (repeat, do_for_each, parallel_for_each, map_reduce ...), retry, the task
 // toolkit (queues, events, semaphores, locks), streams and datagrams.
 #pragma once
 
@@ -19,6 +19,7 @@
 #include "futures/promise.hpp"
 #include "futures/queue.hpp"
 #include "futures/resolve.hpp"
+#include "futures/retry.hpp"
 #include "futures/run.hpp"
 #include "futures/semaphore.hpp"
 #include "futures/shield.hpp"

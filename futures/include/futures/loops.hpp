@@ -2,7 +2,7 @@
 // futures/loops.hpp: loops over futures without coroutines, under Seastar's
 // names, one header each: repeat, keep_doing, do_until, do_for_each
 // (sequential), parallel_for_each and map_reduce (bounded concurrency), and
-// retry (attempts with backoff). docs/futures.md, "Loops", shows each beside
+// retry (futures/retry.hpp, attempts with backoff). docs/futures.md, "Loops", shows each beside
 // the asyncio loop it replaces.
 //
 // What they share: the user's function is first called from the loop, never
