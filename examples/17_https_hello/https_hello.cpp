@@ -11,6 +11,9 @@
 // certificate comes from --cert/--key (PEM files), or, without them, a
 // self-signed one is made in memory for localhost, 127.0.0.1 and ::1 (a
 // client must then skip verification: curl -k). docs/tls.md has the rest.
+// The session here is a few lines of HTTP on purpose, so that TLS is all
+// this step shows; the full HTTP/1.1 server of step 12 serves HTTPS too,
+// with everything it has (http_hello --tls-cert FILE --tls-key FILE).
 //
 //   $ https_hello --port 8443 &   curl -k https://127.0.0.1:8443/
 #include <chrono>
