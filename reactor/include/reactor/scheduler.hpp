@@ -113,6 +113,18 @@ public:
     // selector then: a busy loop receiving any number of posts costs its
     // posters no system call (stats().wakeup_writes counts the writes).
     void call_soon_threadsafe(Callback cb, std::source_location where = std::source_location::current());
+    // Any thread. Like call_soon_threadsafe, unless the loop has stopped
+    // taking posts (refuse_posts): then returns false and leaves `cb` as it
+    // was, for the caller to destroy on its own thread. For layers that must
+    // know a post will be run or destroyed by its loop (futures::submit_to,
+    // LoopGroup): a loop that has ended refuses at once instead of keeping
+    // the callback until its destruction.
+    bool try_call_soon_threadsafe(Callback&& cb, std::source_location where = std::source_location::current());
+    // From now on try_call_soon_threadsafe refuses (call_soon_threadsafe
+    // still queues). Posts already queued stay queued: the next close(), or
+    // the destructor, drops them. Irreversible; any thread (a LoopGroup calls
+    // it on the loop's thread as the loop ends).
+    void refuse_posts() noexcept;
 
     // ---- fd waiters (loop thread only) ----
     // One-shot (Beazley): the waiter is removed before its callback runs.
@@ -499,6 +511,7 @@ private:
     mutable std::mutex posted_mutex_;  // mutable: empty() looks at posted_
     std::vector<Posted> posted_;
     std::vector<Posted> posted_batch_;
+    bool posts_refused_ = false;  // under posted_mutex_ (refuse_posts)
     // Set by the first post (or signal) since the loop last took the queue;
     // cleared by the loop as it takes it (drain_threadsafe).
     std::atomic<bool> wake_pending_{false};

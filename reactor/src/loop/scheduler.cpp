@@ -42,6 +42,7 @@ Scheduler::Scheduler(Options options)
 
 // The phases are close()'s last two, then the services go (shutdown.cpp).
 Scheduler::~Scheduler() {
+    refuse_posts();
     if (debug_) report_leaks_at_destruction();
     abandon_services();  // what owns itself on this loop ends first, while the loop is whole
     drop_everything();

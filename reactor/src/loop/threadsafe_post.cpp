@@ -22,6 +22,23 @@ void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
     wake();
 }
 
+// Any thread.
+bool Scheduler::try_call_soon_threadsafe(Callback&& cb, std::source_location where) {
+    {
+        std::lock_guard lock(posted_mutex_);
+        if (posts_refused_) return false;
+        posted_.push_back(Posted{std::move(cb), where});
+    }
+    wake();
+    return true;
+}
+
+// Any thread.
+void Scheduler::refuse_posts() noexcept {
+    std::lock_guard lock(posted_mutex_);
+    posts_refused_ = true;
+}
+
 // Any thread, and signal handlers: async-signal-safe (lock-free atomics and
 // write(2)). At most one eventfd write per batch, and none while the loop is
 // awake (Netty's "write only if asleep", Seastar's _sleeping): whoever flips
