@@ -264,6 +264,10 @@ public:
     // and returns, as asyncio's run_forever does. Loop thread
     // only (from another thread: call_soon_threadsafe([&]{ s.stop(); })).
     void stop();
+    // The Scheduler whose run()/run_once()/run_forever()/run_for() the
+    // calling thread is inside, or null (asyncio's get_running_loop): what
+    // futures::submit_to completes its future on. Any thread.
+    static Scheduler* running() noexcept;
 
     // The loop's clock: read at most once per iteration, on first use after
     // the selector returned (an iteration that never asks, one with no timers
