@@ -103,6 +103,10 @@ public:
     // Harmless before start() and after an earlier stop().
     void stop();
 
+    // Whether start() or run() was called (the loops may be running).
+    // Owning thread.
+    bool started() const noexcept { return started_; }
+
     // The index of the group's loop the calling thread runs, if any.
     std::optional<std::size_t> current_index() const noexcept;
 

@@ -63,6 +63,13 @@ public:
         std::chrono::milliseconds accept_pause{100};
         std::chrono::milliseconds report_interval{10'000};  // see ErrorCallback
         ConnectionOptions connection;  // for every accepted connection
+        // Set: each accepted socket (non-blocking, close-on-exec, TCP_NODELAY
+        // for TCP) is handed to this instead of becoming a Connection on this
+        // loop; it owns the fd from then on, even if it throws (the exception
+        // then goes to the exception handler). What a GroupListener uses to
+        // give each connection to another loop (group_listener.hpp). The
+        // accept callback is not called, and connections() stays empty.
+        std::function<void(int fd)> hand_off;
     };
 
     // Binds, listens and starts accepting. `address` may use port 0 (see
