@@ -57,7 +57,10 @@ void Scheduler::refuse_posts() noexcept {
 // so that the next post or signal tries again, and wake_lost_ makes the loop
 // look for pending work at its next iteration, whatever wakes it.
 void Scheduler::wake() noexcept {
-    if (wake_pending_.exchange(true)) return;
+    // Already announced since the last drain: the announcer wakes the loop if
+    // it must. Read first, so that a stream of posts to a busy loop shares
+    // the flag's cache line instead of writing it once per post.
+    if (wake_pending_.load() || wake_pending_.exchange(true)) return;
     if (!asleep_.load()) return;
     const int saved_errno = errno;
     const std::uint64_t one = 1;
