@@ -57,12 +57,6 @@ public:
         int backlog = SOMAXCONN;
         bool reuse_address = true;  // SO_REUSEADDR (TCP): restart while old connections linger in TIME_WAIT
         bool reuse_port = false;    // SO_REUSEPORT (TCP): several listeners share a port
-        // After EMFILE/ENFILE/ENOBUFS/ENOMEM, accepting stops this long rather
-        // than spinning on a listening socket that stays readable; pending
-        // clients wait in the backlog meanwhile.
-        std::chrono::milliseconds accept_pause{100};
-        std::chrono::milliseconds report_interval{10'000};  // see ErrorCallback
-        ConnectionOptions connection;  // for every accepted connection
         // Set: each accepted socket (non-blocking, close-on-exec, TCP_NODELAY
         // for TCP) is handed to this instead of becoming a Connection on this
         // loop; it owns the fd from then on, even if it throws (the exception
@@ -70,6 +64,12 @@ public:
         // give each connection to another loop (group_listener.hpp). The
         // accept callback is not called, and connections() stays empty.
         std::function<void(int fd)> hand_off;
+        // After EMFILE/ENFILE/ENOBUFS/ENOMEM, accepting stops this long rather
+        // than spinning on a listening socket that stays readable; pending
+        // clients wait in the backlog meanwhile.
+        std::chrono::milliseconds accept_pause{100};
+        std::chrono::milliseconds report_interval{10'000};  // see ErrorCallback
+        ConnectionOptions connection;  // for every accepted connection
     };
 
     // Binds, listens and starts accepting. `address` may use port 0 (see
