@@ -263,35 +263,41 @@ BOOST_AUTO_TEST_CASE(no_epoll_fd_is_a_clear_error_at_construction,
 
 // One failed write to the wake-up eventfd (a post from another thread) is
 // not sticky: the post is found at the loop's next iteration, and the next
-// post wakes the loop as usual.
+// post wakes the loop as usual. A post writes only to a loop asleep in its
+// selector, so the poster posts until one write has been tried (the loop
+// fell asleep, idle, with nothing but a far guard timer to wake it): that
+// write fails, and the next post's write must be tried, work, and bring
+// every post in.
 BOOST_AUTO_TEST_CASE(failed_wakeup_write_from_a_post_is_not_sticky) {
     faults::Disarm disarm;
     Scheduler s(reactor_test::on(backend_under_test()));
     const int wakeup = eventfd_number();
     BOOST_REQUIRE(wakeup >= 0);
     std::atomic<int> posts_run{0};
+    std::atomic<int> posts_made{0};
+    std::atomic<bool> poster_done{false};
     faults::arm(Call::write, {.error = EAGAIN, .after = 0, .times = 1, .fd = wakeup});
-    // The first post's wake-up fails while the loop sleeps; a timer wakes
-    // it 100 ms later, and that iteration must find the post.
-    s.call_later(100ms, [] {});
-    std::thread([&] { s.call_soon_threadsafe([&] { ++posts_run; }); }).join();
-    BOOST_TEST(faults::injected(Call::write) == 1u);
-    BOOST_TEST(reactor_test::run_until(s, [&] { return posts_run == 1; }, kGuard));
-    // The second post wakes a loop that sleeps with nothing else to wake it
-    // (run_forever, no timer): its write is tried, and works.
+    constexpr int kMaxTries = 20'000;  // 1 ms apart: far beyond any loop falling asleep
     std::thread poster([&] {
-        std::this_thread::sleep_for(50ms);
-        s.call_soon_threadsafe([&] {
-            ++posts_run;
-            s.stop();
-        });
+        for (int i = 0; i < kMaxTries && faults::matched(Call::write) == 0; ++i) {
+            ++posts_made;
+            s.call_soon_threadsafe([&] { ++posts_run; });
+            std::this_thread::sleep_for(1ms);
+        }
+        // The failed write left the loop asleep; this post must wake it.
+        ++posts_made;
+        s.call_soon_threadsafe([&] { ++posts_run; });
+        poster_done = true;
     });
-    auto guard = s.call_later(kGuard, [&] { s.stop(); });
-    s.run_forever();
+    const bool all_run =
+        reactor_test::run_until(s, [&] { return poster_done && posts_run == posts_made; }, kGuard);
     poster.join();
-    guard.cancel();
-    BOOST_TEST(posts_run == 2);
+    BOOST_TEST(all_run);
+    BOOST_TEST(faults::injected(Call::write) == 1u);
+    BOOST_TEST(faults::matched(Call::write) == 2u);
+    BOOST_TEST(posts_run == posts_made);
     BOOST_TEST(s.stats().wakeup_failures == 1u);
+    BOOST_TEST(s.stats().wakeup_writes == 1u);
     s.run();
     CHECK_EMPTY(s);
 }

@@ -106,8 +106,25 @@ public:
     }
 
     // Any thread. Wakes the loop if it is blocked in the selector. Callbacks
-    // posted from one thread run in the order posted.
+    // posted from one thread run in the order posted. Posts join one
+    // multi-producer queue that the loop takes whole, once per iteration
+    // (a batch), and the eventfd is written only by the first post since the
+    // loop last took the queue, and only if the loop is asleep in the
+    // selector then: a busy loop receiving any number of posts costs its
+    // posters no system call (stats().wakeup_writes counts the writes).
     void call_soon_threadsafe(Callback cb, std::source_location where = std::source_location::current());
+    // Any thread. Like call_soon_threadsafe, unless the loop has stopped
+    // taking posts (refuse_posts): then returns false and leaves `cb` as it
+    // was, for the caller to destroy on its own thread. For layers that must
+    // know a post will be run or destroyed by its loop (futures::submit_to,
+    // LoopGroup): a loop that has ended refuses at once instead of keeping
+    // the callback until its destruction.
+    bool try_call_soon_threadsafe(Callback&& cb, std::source_location where = std::source_location::current());
+    // From now on try_call_soon_threadsafe refuses (call_soon_threadsafe
+    // still queues). Posts already queued stay queued: the next close(), or
+    // the destructor, drops them. Irreversible; any thread (a LoopGroup calls
+    // it on the loop's thread as the loop ends).
+    void refuse_posts() noexcept;
 
     // ---- fd waiters (loop thread only) ----
     // One-shot (Beazley): the waiter is removed before its callback runs.
@@ -247,6 +264,10 @@ public:
     // and returns, as asyncio's run_forever does. Loop thread
     // only (from another thread: call_soon_threadsafe([&]{ s.stop(); })).
     void stop();
+    // The Scheduler whose run()/run_once()/run_forever()/run_for() the
+    // calling thread is inside, or null (asyncio's get_running_loop): what
+    // futures::submit_to completes its future on. Any thread.
+    static Scheduler* running() noexcept;
 
     // The loop's clock: read at most once per iteration, on first use after
     // the selector returned (an iteration that never asks, one with no timers
@@ -411,8 +432,10 @@ private:
     bool remove_waiter(int fd, bool is_read);
     void drop_closed_fd(int fd, int error);
     void drain_threadsafe();
+    void consume_wakeup() noexcept;
     void wake() noexcept;  // any thread, signal handlers too
     void wait_in_selector(std::optional<std::chrono::nanoseconds> timeout);
+    void wait_announced(std::optional<std::chrono::nanoseconds> timeout);
     void on_wait_failure(const std::system_error& failure);
     bool fd_number_closed(int fd) const;
     void tell_owner_unwatchable(int fd);
@@ -492,7 +515,15 @@ private:
     mutable std::mutex posted_mutex_;  // mutable: empty() looks at posted_
     std::vector<Posted> posted_;
     std::vector<Posted> posted_batch_;
+    bool posts_refused_ = false;  // under posted_mutex_ (refuse_posts)
+    // Set by the first post (or signal) since the loop last took the queue;
+    // cleared by the loop as it takes it (drain_threadsafe).
     std::atomic<bool> wake_pending_{false};
+    // The loop is in (or about to enter) a selector wait that may block: only
+    // then does the first post write the eventfd (wake()).
+    std::atomic<bool> asleep_{false};
+    std::atomic<std::uint64_t> wake_writes_{0};  // eventfd writes made (stats().wakeup_writes)
+    std::uint64_t posts_taken_ = 0;  // posts the loop took from the queue (stats().posts_taken)
     std::atomic<bool> wake_lost_{false};  // a wake-up write failed: look for posts and signals (wake())
     std::atomic<std::uint64_t> wake_failures_{0};
     int wakeup_fd_ = -1;  // eventfd, watched for reading; owned

@@ -24,7 +24,7 @@ namespace reactor {
 //  2. poll_io: block in the selector, then mark the clock to be read (once, on
 //     first use). When there is nothing to wait for (timeout 0) and no fd to
 //     watch but our own wakeup eventfd, the selector is not called: the
-//     wake_pending_ flag already says whether that fd fired. A chain of
+//     wake_pending_ flag already says whether anything was posted. A chain of
 //     call_soon callbacks therefore costs no system call per iteration (libuv
 //     likewise skips the poll when it watches nothing).
 //  3. move_ready_io: due fd waiters (and posts from other threads, and
@@ -83,31 +83,52 @@ void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
         ++stats_.selector_waits;
         if (debug_) [[unlikely]] {
             const TimePoint before = read_clock();
-            wait_in_selector(timeout);
+            wait_announced(timeout);
             // This is the read now() would make first: keep it.
             now_ = read_clock();
             now_stale_ = false;
             stats_.selector_time += now_ - before;
             return;
         }
-        wait_in_selector(timeout);
-    } else if (wake_pending_.load(std::memory_order_acquire)) {
-        events_.push_back(FdEvent{.fd = wakeup_fd_, .readable = true});
+        wait_announced(timeout);
     }
     now_stale_ = true;
 }
 
+// A wait that may block is announced first (asleep_), and the posts are
+// looked at after the announcement: a post made before it is seen here (the
+// wait does not block), one made after it finds the loop asleep and writes
+// the eventfd (see wake()). A wait with a zero timeout is not announced, so
+// a busy loop is never written to.
+void Scheduler::wait_announced(std::optional<std::chrono::nanoseconds> timeout) {
+    if (timeout == std::chrono::nanoseconds::zero()) {
+        wait_in_selector(timeout);
+        return;
+    }
+    asleep_.store(true);
+    if (wake_pending_.load()) timeout = std::chrono::nanoseconds::zero();
+    try {
+        wait_in_selector(timeout);
+    } catch (...) {
+        asleep_.store(false, std::memory_order_relaxed);
+        throw;
+    }
+    asleep_.store(false, std::memory_order_relaxed);
+}
+
 void Scheduler::move_ready_io() {
-    // A wake-up write failed (see wake()): look for posts and signals as if
-    // the eventfd had fired.
-    if (wake_lost_.load(std::memory_order_relaxed)) [[unlikely]]
-        events_.push_back(FdEvent{.fd = wakeup_fd_, .readable = true});
+    // Posts and signals are looked for every iteration, whether or not the
+    // eventfd was written (a busy loop is not written to), and when a
+    // wake-up write failed (see wake()).
+    if (wake_pending_.load(std::memory_order_acquire) || wake_lost_.load(std::memory_order_relaxed)) {
+        drain_threadsafe();
+        // After the drain cleared wake_pending_: a signal marked pending
+        // before that is seen here, one after it wakes the loop again.
+        if (signal_handlers_ != 0) dispatch_signals();
+    }
     for (const FdEvent& ev : events_) {
         if (ev.fd == wakeup_fd_) {
-            drain_threadsafe();
-            // After the drain cleared wake_pending_: a signal marked pending
-            // before that is seen here, one after it wakes the loop again.
-            if (signal_handlers_ != 0) dispatch_signals();
+            consume_wakeup();
             continue;
         }
         if (ev.fd < 0 || static_cast<std::size_t>(ev.fd) >= waiting_.size()) continue;

@@ -42,6 +42,7 @@ Scheduler::Scheduler(Options options)
 
 // The phases are close()'s last two, then the services go (shutdown.cpp).
 Scheduler::~Scheduler() {
+    refuse_posts();
     if (debug_) report_leaks_at_destruction();
     abandon_services();  // what owns itself on this loop ends first, while the loop is whole
     drop_everything();
@@ -157,16 +158,27 @@ void Scheduler::stop() {
 
 // Marks the loop as running for the scope; refuses re-entry, because a
 // callback that ran the loop again would run the batch its caller is running.
+namespace {
+// The Scheduler this thread is running (Scheduler::running()); a run is
+// never nested on one thread for one Scheduler, but a callback may run
+// another Scheduler, so the previous one is restored.
+thread_local Scheduler* t_running = nullptr;
+}  // namespace
+
+Scheduler* Scheduler::running() noexcept { return t_running; }
+
 class Scheduler::RunGuard {
 public:
-    explicit RunGuard(Scheduler& s) : s_(s) {
+    explicit RunGuard(Scheduler& s) : s_(s), previous_(t_running) {
         s_.require_loop_thread("run/run_forever/run_once/run_for");
         if (s_.running_) throw std::logic_error("reactor: the loop is already running (run called from a callback?)");
         s_.running_ = true;
+        t_running = &s_;
         // Debug mode: the thread other threads must not be (debug.cpp).
         if (s_.debug_) s_.loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
     }
     ~RunGuard() {
+        t_running = previous_;
         s_.running_ = false;
         if (s_.debug_) s_.loop_thread_.store(std::thread::id{}, std::memory_order_release);
     }
@@ -175,6 +187,7 @@ public:
 
 private:
     Scheduler& s_;
+    Scheduler* previous_;
 };
 
 void Scheduler::run() {

@@ -58,6 +58,8 @@ LoopStats Scheduler::stats() const {
     s.timed = debug_;
     s.wrong_thread_calls = wrong_thread_calls_.load(std::memory_order_relaxed);
     s.wakeup_failures = wake_failures_.load(std::memory_order_relaxed);
+    s.wakeup_writes = wake_writes_.load(std::memory_order_relaxed);
+    s.posts_taken = posts_taken_;
     return s;
 }
 
@@ -71,6 +73,10 @@ std::string format_stats(const LoopStats& s, std::string_view prefix) {
     }
     out += fmt::format("{}loop pending: {} ready, {} timers, {} readers, {} writers, {} posted, {} signal handlers\n",
                        prefix, s.ready, s.timers, s.readers, s.writers, s.posted, s.signal_handlers);
+    if (s.posts_taken != 0) {
+        out += fmt::format("{}loop posts from other threads: {} taken, {} wake-up writes\n", prefix, s.posts_taken,
+                           s.wakeup_writes);
+    }
     if (s.lag.samples == 0) {
         out += fmt::format("{}loop lag: no timer has fired yet\n", prefix);
     } else {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Posting from other threads: call_soon_threadsafe queues under posted_mutex_
-// and wakes the loop through its eventfd (owned by the Scheduler, created in
-// its constructor); the loop thread alone drains the queue into ready_.
+// and, when the loop is asleep in its selector, wakes it through its eventfd
+// (owned by the Scheduler, created in its constructor); the loop thread alone
+// drains the queue into ready_, a whole batch at a time.
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,15 +22,46 @@ void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
     wake();
 }
 
+// Any thread.
+bool Scheduler::try_call_soon_threadsafe(Callback&& cb, std::source_location where) {
+    {
+        std::lock_guard lock(posted_mutex_);
+        if (posts_refused_) return false;
+        posted_.push_back(Posted{std::move(cb), where});
+    }
+    wake();
+    return true;
+}
+
+// Any thread.
+void Scheduler::refuse_posts() noexcept {
+    std::lock_guard lock(posted_mutex_);
+    posts_refused_ = true;
+}
+
 // Any thread, and signal handlers: async-signal-safe (lock-free atomics and
-// write(2)). One eventfd write per batch: whoever flips wake_pending_ wakes
-// the loop, and the loop's drain clears it. A write that fails (EAGAIN on a
-// full counter, or anything a failing kernel says) must not leave the flag
-// set with nobody writing: the flag is cleared so that the next post or
-// signal tries again, and wake_lost_ makes the loop look for pending work at
-// its next iteration (move_ready_io), whatever wakes it.
+// write(2)). At most one eventfd write per batch, and none while the loop is
+// awake (Netty's "write only if asleep", Seastar's _sleeping): whoever flips
+// wake_pending_ first since the loop last took the queue is the one to wake
+// it, and only if the loop has announced that it may block (asleep_).
+//
+// Why no wake-up is lost: the poster stores wake_pending_ then reads asleep_;
+// the loop stores asleep_ then reads wake_pending_ before it blocks
+// (poll_io). All four are sequentially consistent, so either the loop sees
+// the flag and does not block, or the poster sees the loop asleep and writes.
+// A write made to a loop that has just woken anyway only leaves the eventfd
+// readable: the next wait returns at once and reads it (consume_wakeup).
+//
+// A write that fails (EAGAIN on a full counter, or anything a failing kernel
+// says) must not leave the flag set with nobody writing: the flag is cleared
+// so that the next post or signal tries again, and wake_lost_ makes the loop
+// look for pending work at its next iteration, whatever wakes it.
 void Scheduler::wake() noexcept {
-    if (wake_pending_.exchange(true)) return;
+    // Already announced since the last drain: the announcer wakes the loop if
+    // it must. Read first, so that a stream of posts to a busy loop shares
+    // the flag's cache line instead of writing it once per post.
+    if (wake_pending_.load() || wake_pending_.exchange(true)) return;
+    if (!asleep_.load()) return;
     const int saved_errno = errno;
     const std::uint64_t one = 1;
     ssize_t n;
@@ -39,16 +71,25 @@ void Scheduler::wake() noexcept {
         wake_lost_.store(true);
         wake_pending_.store(false);
         wake_failures_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+        wake_writes_.fetch_add(1, std::memory_order_relaxed);
     }
     errno = saved_errno;
 }
 
-// Loop thread, from move_ready_io when the wakeup fd is readable: the posts
-// join the ready queue in the order they were made; none runs here.
-void Scheduler::drain_threadsafe() {
+// Loop thread, from move_ready_io when the selector reports the eventfd
+// readable: resets its counter, so that it does not fire again. What was
+// posted is taken by drain_threadsafe, which wake_pending_ calls for.
+void Scheduler::consume_wakeup() noexcept {
     std::uint64_t count;
     while (::read(wakeup_fd_, &count, sizeof count) < 0 && errno == EINTR) {
     }
+}
+
+// Loop thread, from move_ready_io when wake_pending_ (or wake_lost_) is set:
+// the whole queue joins the ready queue in the order it was posted (one lock
+// per batch, not per post); none runs here.
+void Scheduler::drain_threadsafe() {
     wake_lost_.store(false);
     // Sequentially consistent, not just release: dispatch_signals reads the
     // signals' pending flags after this store (see on_signal in signals.cpp).
@@ -57,6 +98,7 @@ void Scheduler::drain_threadsafe() {
         std::lock_guard lock(posted_mutex_);
         posted_batch_.swap(posted_);
     }
+    posts_taken_ += posted_batch_.size();
     for (auto& p : posted_batch_) ready_.push_back(alloc_slot(std::move(p.cb), p.where, SlotKind::soon));
     posted_batch_.clear();
 }

@@ -22,6 +22,7 @@ void ConnectionSet::remove(Connection& conn) {
     members_[i] = last;
     last->set_index_ = i;
     members_.pop_back();
+    if (leave_hook_) leave_hook_();
     if (members_.empty()) schedule_waiters();
 }
 

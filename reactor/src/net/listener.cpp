@@ -201,6 +201,11 @@ void Listener::on_readable() {
             return pause_accepting(err);
         }
         if (address_.is_ip()) detail::set_no_delay(fd);
+        if (options_.hand_off) {
+            ++accepted_;
+            options_.hand_off(fd);
+            continue;
+        }
         ConnectionPtr conn;
         try {
             // Closes fd on failure. A listener on one address (not a wildcard)

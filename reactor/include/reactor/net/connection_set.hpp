@@ -49,6 +49,11 @@ public:
     // the close callback of its last member (on the next iteration if it is
     // empty now).
     void when_empty(std::function<void()> cb);
+    // `hook` runs synchronously, on the loop thread, each time a member
+    // leaves the set (it closed, or joined another set): for a count kept
+    // off the loop (GroupListener's live connections per loop). It must not
+    // throw and must not touch the set or the connection.
+    void set_leave_hook(std::function<void()> hook) { leave_hook_ = std::move(hook); }
 
 private:
     friend class Connection;
@@ -58,6 +63,7 @@ private:
 
     Scheduler& sched_;
     std::vector<Connection*> members_;  // each knows its index (Connection::set_index_)
+    std::function<void()> leave_hook_;
     std::vector<std::function<void()>> empty_waiters_;
 };
 

@@ -57,6 +57,13 @@ public:
         int backlog = SOMAXCONN;
         bool reuse_address = true;  // SO_REUSEADDR (TCP): restart while old connections linger in TIME_WAIT
         bool reuse_port = false;    // SO_REUSEPORT (TCP): several listeners share a port
+        // Set: each accepted socket (non-blocking, close-on-exec, TCP_NODELAY
+        // for TCP) is handed to this instead of becoming a Connection on this
+        // loop; it owns the fd from then on, even if it throws (the exception
+        // then goes to the exception handler). What a GroupListener uses to
+        // give each connection to another loop (group_listener.hpp). The
+        // accept callback is not called, and connections() stays empty.
+        std::function<void(int fd)> hand_off;
         // After EMFILE/ENFILE/ENOBUFS/ENOMEM, accepting stops this long rather
         // than spinning on a listening socket that stays readable; pending
         // clients wait in the backlog meanwhile.

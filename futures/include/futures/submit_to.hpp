@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: MIT
+// futures::submit_to: runs a function on another loop and brings its result
+// back as a Future on the caller's loop (Seastar's smp::submit_to).
+//
+//   Future<int> f = futures::submit_to(group.loop(1), [] { return count_here(); });
+//
+// Ownership: a future belongs to the loop it was made on and is never touched
+// from another. So fn runs on `target` (and is destroyed there, or on the
+// caller's thread if `target` refuses it), the returned future lives on the
+// caller's loop, and the two meet only through a small shared record (the
+// outcome, a cancelled flag) handed across with posts; the caller's loop
+// keeps the future's state, on its own thread, until the outcome comes back.
+//
+// The future:
+//   - is done with fn's value, or failed with the exception fn threw; if fn
+//     returns a Future<U> (made on `target`), the result is that future's U,
+//     its failure, or, if it was cancelled there, a cancellation;
+//   - cancelled before fn started: fn never runs; cancelled after: fn (and the
+//     future it returned) runs to its end on `target`, its result is
+//     discarded, and the future is cancelled at once;
+//   - fails with futures::LoopClosedError if `target` has ended (a LoopGroup
+//     loop that stopped, a Scheduler that refuses posts) before running fn,
+//     or is closed or destroyed before the future fn returned completed;
+//   - is cancelled if the caller's own loop is closed (Scheduler::close) or
+//     destroyed before the outcome comes back: the outcome is then dropped
+//     and nothing touches that loop any more.
+// While the outcome is on its way the caller's loop counts it as work (run()
+// waits for it; live() lists it by the line of the submit_to call).
+// fn runs on another thread: it must capture only what is safe to use there
+// (values, objects owned by `target`), never the caller's futures. Its value
+// is moved across threads, so it too must not be bound to the caller's loop.
+// `target` must outlive the call (a LoopGroup's loops live as long as the
+// group); after that, an ended target is safe to name. Loop thread only (the
+// caller's loop); `target` may be that same loop.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <source_location>
+#include <stdexcept>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include <reactor/export.hpp>
+#include <reactor/loop_service.hpp>
+#include <reactor/scheduler.hpp>
+#include <reactor/work_hold.hpp>
+
+#include "futures/future.hpp"
+
+namespace futures {
+
+// The loop that was to run a submit_to function ended first.
+class REACTOR_API LoopClosedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+class SubmitPort;
+
+// How the target reaches the caller's loop: the Scheduler, cleared (under the
+// mutex) when the caller's SubmitPort is destroyed with its Scheduler, so a
+// late outcome never touches a Scheduler that is gone.
+struct SubmitMailbox {
+    std::mutex mutex;
+    reactor::Scheduler* sched;
+    explicit SubmitMailbox(reactor::Scheduler& s) : sched(&s) {}
+};
+
+// The record both loops share (a shared_ptr: destroyed by whichever lets go
+// last). Fields are grouped by who touches them.
+struct CrossCallBase {
+    enum class Outcome : std::uint8_t { none, value, error, target_closed };
+    virtual ~CrossCallBase() = default;
+    // Set before the record is handed over; read-only after.
+    std::shared_ptr<SubmitMailbox> mailbox;
+    std::source_location where;
+    // Set by the caller when its future is cancelled; the target then skips fn.
+    std::atomic<bool> cancelled{false};
+    // Written by the target before it posts the outcome (the post orders it).
+    Outcome outcome = Outcome::none;
+    std::exception_ptr error;
+    // Caller's thread only: the port keeping the waiting state, or null once
+    // nothing waits any more.
+    SubmitPort* port = nullptr;
+};
+
+template <class R>
+struct CrossCall final : CrossCallBase {
+    std::optional<Stored<R>> value;
+};
+
+// Posts `reply` to the caller's loop, if it is still there to take it. Any thread.
+REACTOR_API void deliver(const std::shared_ptr<CrossCallBase>& call, reactor::Callback&& reply) noexcept;
+
+// The caller loop's service: the states waiting for an outcome, each with a
+// work hold naming its submit_to line; ended with the loop. Loop thread only.
+class REACTOR_API SubmitPort final : public reactor::LoopService {
+public:
+    explicit SubmitPort(reactor::Scheduler& sched);
+    // No outcome is posted to the Scheduler any more once this returns.
+    ~SubmitPort() override;
+
+    const std::shared_ptr<SubmitMailbox>& mailbox() const noexcept { return mailbox_; }
+    void track(const std::shared_ptr<CrossCallBase>& call, Ref<StateBase> state);
+    // The state still waiting for `call`'s outcome (then no longer tracked), or null.
+    Ref<StateBase> untrack(CrossCallBase& call) noexcept;
+
+    // Every waiting state is cancelled ("the caller's loop was closed").
+    void close() override { drop_all(); }
+    void abandon() noexcept override { drop_all(); }
+
+private:
+    struct Waiting {
+        std::shared_ptr<CrossCallBase> call;
+        Ref<StateBase> state;
+        reactor::WorkHold hold;
+    };
+    void drop_all() noexcept;
+
+    std::shared_ptr<SubmitMailbox> mailbox_;
+    std::unordered_map<CrossCallBase*, Waiting> waiting_;
+};
+
+REACTOR_API std::exception_ptr target_closed_error(std::source_location where);
+
+// The caller's end: completes the state from the outcome. Runs on the
+// caller's loop; destroyed unrun (that loop closed), it does nothing: the
+// port has already cancelled the state.
+template <class R>
+struct SubmitReply {
+    std::shared_ptr<CrossCall<R>> call;
+
+    void operator()() {
+        if (call->port == nullptr) return;
+        Ref<StateBase> base = call->port->untrack(*call);
+        if (!base || !base->pending()) return;
+        auto& state = static_cast<State<R>&>(*base);
+        switch (call->outcome) {
+        case CrossCallBase::Outcome::value:
+            if constexpr (std::is_void_v<R>) {
+                state.finish_value();
+            } else {
+                state.finish_value(std::move(*call->value));
+            }
+            break;
+        case CrossCallBase::Outcome::error: state.finish_exception(call->error); break;
+        case CrossCallBase::Outcome::none:
+        case CrossCallBase::Outcome::target_closed: state.finish_exception(target_closed_error(call->where)); break;
+        }
+    }
+};
+
+// The target's duty to answer: sends the outcome once; destroyed without
+// having sent it (the target dropped fn, or the future fn returned, unrun),
+// it sends "target closed".
+template <class R>
+class SubmitReplier {
+public:
+    explicit SubmitReplier(std::shared_ptr<CrossCall<R>> call) noexcept : call_(std::move(call)) {}
+    SubmitReplier(SubmitReplier&&) noexcept = default;
+    SubmitReplier& operator=(SubmitReplier&&) = delete;
+    ~SubmitReplier() {
+        if (call_) {
+            call_->outcome = CrossCallBase::Outcome::target_closed;
+            send();
+        }
+    }
+    CrossCall<R>& call() const noexcept { return *call_; }
+    void send() noexcept {
+        std::shared_ptr<CrossCall<R>> c = std::move(call_);
+        std::shared_ptr<CrossCallBase> base = c;
+        deliver(base, SubmitReply<R>{std::move(c)});
+    }
+    // Nobody waits (the caller cancelled): nothing to send.
+    void drop() noexcept { call_.reset(); }
+
+private:
+    std::shared_ptr<CrossCall<R>> call_;
+};
+
+template <class R>
+void store_outcome(CrossCall<R>& call, Future<R>& f) {
+    try {
+        if constexpr (std::is_void_v<R>) {
+            f.result();
+            call.value.emplace();
+        } else {
+            call.value.emplace(std::move(f.result()));
+        }
+        call.outcome = CrossCallBase::Outcome::value;
+    } catch (...) {
+        call.error = std::current_exception();
+        call.outcome = CrossCallBase::Outcome::error;
+    }
+}
+
+template <class F>
+using submit_invoke_t = std::invoke_result_t<std::decay_t<F>&>;
+template <class T>
+struct FutureValue {
+    using type = T;
+};
+template <class U>
+struct FutureValue<Future<U>> {
+    using type = U;
+};
+
+// What runs on the target loop.
+template <class R, class F>
+class SubmitJob {
+public:
+    SubmitJob(std::shared_ptr<CrossCall<R>> call, F fn) : replier_(std::move(call)), fn_(std::move(fn)) {}
+    SubmitJob(SubmitJob&&) noexcept(std::is_nothrow_move_constructible_v<F>) = default;
+
+    void operator()() {
+        CrossCall<R>& call = replier_.call();
+        if (call.cancelled.load()) {
+            replier_.drop();
+            return;
+        }
+        using Result = submit_invoke_t<F>;
+        try {
+            if constexpr (is_future_v<Result>) {
+                Result f = fn_();
+                // The outcome goes when that future completes, on this loop.
+                f.add_done_callback([replier = std::move(replier_)](Result& done) mutable {
+                    store_outcome(replier.call(), done);
+                    replier.send();
+                }, call.where);
+                return;
+            } else if constexpr (std::is_void_v<R>) {
+                fn_();
+                call.value.emplace();
+            } else {
+                call.value.emplace(fn_());
+            }
+            call.outcome = CrossCallBase::Outcome::value;
+        } catch (...) {
+            call.error = std::current_exception();
+            call.outcome = CrossCallBase::Outcome::error;
+        }
+        replier_.send();
+    }
+
+private:
+    SubmitReplier<R> replier_;
+    F fn_;
+};
+
+// The caller's future: cancelling it tells the target (fn not started:
+// skipped) and lets go of the wait at once.
+template <class R>
+class SubmitState final : public State<R> {
+public:
+    SubmitState(reactor::Scheduler& sched, std::source_location where) : State<R>(sched, where, false) {}
+
+    template <class F>
+    void start(reactor::Scheduler& target, F&& fn) {
+        auto call = std::make_shared<CrossCall<R>>();
+        SubmitPort& port = this->scheduler().template service<SubmitPort>();
+        call->mailbox = port.mailbox();
+        call->where = this->origin();
+        port.track(call, Ref<StateBase>(this));
+        call_ = call;
+        reactor::Callback job(SubmitJob<R, std::decay_t<F>>(call, std::forward<F>(fn)));
+        // Refused (the target has ended): the job is destroyed here, unrun,
+        // and its replier posts "target closed" to this loop.
+        (void)target.try_call_soon_threadsafe(std::move(job), this->origin());
+    }
+
+private:
+    Ref<StateBase> cancel_step(bool& accepted) override {
+        Ref<StateBase> next = State<R>::cancel_step(accepted);
+        if (accepted) {
+            if (auto call = call_.lock()) {
+                call->cancelled.store(true);
+                // The caller holds a reference: we survive the port's.
+                if (call->port != nullptr) (void)call->port->untrack(*call);
+            }
+        }
+        return next;
+    }
+    void destroy_payload() noexcept override { call_.reset(); }
+
+    std::weak_ptr<CrossCall<R>> call_;
+};
+
+}  // namespace detail
+
+template <class F>
+using submit_result_t = typename detail::FutureValue<detail::submit_invoke_t<F>>::type;
+
+// Runs fn() on `target`; the future completes on `caller` (see the top of
+// this file). Loop thread of `caller` only.
+template <class F>
+[[nodiscard]] Future<submit_result_t<F>> submit_to(reactor::Scheduler& caller, reactor::Scheduler& target, F&& fn,
+                                                   std::source_location where = std::source_location::current()) {
+    using R = submit_result_t<F>;
+    static_assert(std::is_void_v<R> || (std::is_object_v<R> && std::is_move_constructible_v<R>),
+                  "submit_to: fn must return void, a movable object type, or a Future of one");
+    return detail::launch<detail::SubmitState<R>>(caller, where).start(target, std::forward<F>(fn));
+}
+
+// The same, completing on the loop the calling thread is running
+// (reactor::Scheduler::running()); std::logic_error when it runs none.
+template <class F>
+[[nodiscard]] Future<submit_result_t<F>> submit_to(reactor::Scheduler& target, F&& fn,
+                                                   std::source_location where = std::source_location::current()) {
+    reactor::Scheduler* caller = reactor::Scheduler::running();
+    if (caller == nullptr)
+        throw std::logic_error("futures::submit_to(target, fn): the calling thread runs no loop; name the caller's "
+                               "loop: submit_to(caller, target, fn)");
+    return submit_to(*caller, target, std::forward<F>(fn), where);
+}
+
+}  // namespace futures
