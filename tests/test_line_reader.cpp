@@ -22,6 +22,7 @@
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
 #include "support/framing_util.hpp"
+#include "support/futures_util.hpp"
 #include "support/net_util.hpp"
 
 using reactor::CloseKind;
@@ -288,6 +289,30 @@ BOOST_AUTO_TEST_CASE(a_line_callback_that_closes_gets_no_more_lines) {
         BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return r.closed.has_value(); }));
         BOOST_TEST(r.lines == (std::vector<std::string>{"a", "quit"}), boost::test_tools::per_element());
         BOOST_TEST(r.closed->kind == CloseKind::local);
+    }
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
+BOOST_AUTO_TEST_CASE(a_line_callback_that_throws_is_reported_and_the_lines_after_it_are_kept) {
+    reactor::Scheduler sched(reactor_test::on(reactor_test::backend_under_test()));
+    reactor_test::Reports reports(sched);
+    {
+        SocketPair pair;
+        auto conn = Connection::adopt(sched, pair.ours);
+        std::vector<std::string> lines;
+        LineReader::attach(conn, [&](Connection&, std::string_view line) {
+            lines.emplace_back(line);
+            if (line == "boom") throw std::runtime_error("bad line");
+        });
+        reactor_test::feed(sched, pair, "a\nboom\nb\nhal", [&] { return conn->fd(); });
+        BOOST_TEST(reports.size() == 1u);
+        BOOST_TEST(lines == (std::vector<std::string>{"a", "boom"}), boost::test_tools::per_element());
+        // "b" and "hal" were kept: the next read delivers them first.
+        reactor_test::feed(sched, pair, "f\n", [&] { return conn->fd(); });
+        BOOST_TEST(lines == (std::vector<std::string>{"a", "boom", "b", "half"}), boost::test_tools::per_element());
+        BOOST_TEST(conn->is_open());
+        conn->abort();
     }
     sched.run();
     CHECK_EMPTY(sched);
