@@ -10,8 +10,11 @@
 // dropped with them when the connection closes. Holds the connection weakly.
 // Messages are cut straight from the bytes a read brought in, with no copy,
 // when nothing was left over from the previous read; only an incomplete
-// message is copied, and it never exceeds the maximum plus one read. Loop
-// thread only; never calls back synchronously from a member function.
+// message is copied, and it never exceeds the maximum plus one read. A
+// message callback that throws is reported as any connection callback's
+// exception (the loop's exception handler); the messages after it are kept
+// and handed over at the next read. Loop thread only; never calls back
+// synchronously from a member function.
 #pragma once
 
 #include <cstddef>
