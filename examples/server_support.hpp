@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // What the example servers share: the --backend, --host, --port, --exit-after,
 // --max-seconds and --drain-seconds options (and --idle-timeout, for the
-// servers whose protocol has no deadlines of its own), the first line they print, a
-// ServerLifetime that ends a server on its own (for tests and scripts) or on
-// SIGINT/SIGTERM, draining then aborting what is still open, and the loop's
-// stats on SIGUSR1. Loop thread only, like everything it touches.
+// servers whose protocol has no deadlines of its own), the first line they print, the
+// lines a reactor::ServerLifetime's reports become (a server that ends on its own,
+// for tests and scripts, or on SIGINT/SIGTERM, draining then aborting what is still
+// open), and the loop's stats on SIGUSR1. Loop thread only, like everything it touches.
 #pragma once
 
 #include <csignal>
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@
 #include <reactor/net/connection.hpp>
 #include <reactor/net/listener.hpp>
 #include <reactor/net/report_limiter.hpp>
+#include <reactor/net/server_lifetime.hpp>
 
 #include "cli.hpp"
 
@@ -145,98 +147,83 @@ inline void print_stats_on_sigusr1(reactor::Scheduler& sched, std::string name) 
     });
 }
 
-// How a callback server ends: on its own (--exit-after, --max-seconds), or
-// on SIGINT or SIGTERM, gracefully. The first signal stops accepting, says so
-// on one line, and gives the open connections --drain-seconds to finish by
-// themselves (a request already under way is answered); what is still open
-// then is aborted. A second signal during the drain aborts them at once. In
-// every case run() returns once the last connection has closed, and main()
+// How a callback server ends: reactor::ServerLifetime (on SIGINT or SIGTERM,
+// or when the listener fails for good: stop accepting, give the open
+// connections --drain-seconds, abort the rest; a second signal aborts at once;
+// --max-seconds aborts everything), with the lines the example servers print
+// about it. --exit-after is the listener's own max_accepts (listen_options()).
+// In every case run() returns once the last connection has closed, and main()
 // prints its summary and exits 0: a stop asked for is not a failure.
 class ServerLifetime {
 public:
     ServerLifetime(reactor::Scheduler& sched, const ServerOptions& o, std::string name)
-        : sched_(sched), name_(std::move(name)), exit_after_(o.exit_after),
-          drain_(std::chrono::duration<double>(o.drain_seconds)) {
+        : sched_(sched), name_(std::move(name)) {
+        options_.drain_time = std::chrono::duration_cast<reactor::Duration>(std::chrono::duration<double>(o.drain_seconds));
         if (o.max_seconds > 0)
-            deadline_ = sched.call_later(std::chrono::duration<double>(o.max_seconds), [this] { abort_all(); });
-        for (int signo : {SIGINT, SIGTERM}) sched.add_signal_handler(signo, [this, signo] { on_signal(signo); });
+            options_.max_run_time = std::chrono::duration_cast<reactor::Duration>(std::chrono::duration<double>(o.max_seconds));
         print_stats_on_sigusr1(sched, name_);
     }
 
     void set_listener(reactor::ListenerPtr listener) {
-        listener_ = std::move(listener);
-        // Accept trouble (out of fds): one stderr line, rate-limited, and
-        // accepting resumes by itself. The listener failing for good (the
-        // loop cannot watch it): one stderr line, the orderly shutdown, and
-        // exit_status() says the server failed.
-        listener_->set_error_callback([this](reactor::Listener& l, std::error_code error, std::string_view what) {
-            std::uint64_t left_out = 0;
-            if (l.is_listening() && !accept_reports_.admit(sched_.now(), left_out)) return;
-            fmt::print(stderr, "{}: {} ({}){}\n", name_, what, error.message(),
-                       left_out == 0 ? std::string() : fmt::format("; {} more since the last report", left_out));
-            std::fflush(stderr);
-            if (l.is_listening()) return;
-            failed_ = true;
-            shut_down("the listener failed");
-        });
-        // Once nothing is left, no timer may keep run() going.
-        listener_->wait_closed([this] {
-            deadline_.cancel();
-            drain_timer_.cancel();
-        });
-    }
-
-    // From the accept callback.
-    void opened() {
-        if (exit_after_ > 0 && ++accepted_ >= exit_after_) listener_->close();
+        lifetime_.emplace(sched_, std::move(listener), options_,
+                          [this](const reactor::ServerLifetime::Report& r) { print(r); });
     }
 
     // Connections aborted because a shutdown did not wait for them.
-    long aborted() const { return aborted_; }
+    long aborted() const { return lifetime_ ? static_cast<long>(lifetime_->aborted()) : 0; }
 
     // What main() returns: 0 for an end asked for (signals, --exit-after,
     // --max-seconds), 1 if the listener failed (its line is on stderr).
-    int exit_status() const { return failed_ ? 1 : 0; }
+    int exit_status() const { return lifetime_ && lifetime_->failed() ? 1 : 0; }
 
-    // The orderly end, for any reason (`why` begins the line it prints): stop
-    // accepting and give open connections the drain time, then abort them.
-    // Called again while draining, it aborts at once. SIGINT and SIGTERM come
-    // here; so may a program's own reason (chat_server's console at Ctrl-D).
-    void shut_down(std::string_view why) {
-        if (draining_) {
-            fmt::print("{}: {} again: aborting {} connection(s)\n", name_, why, listener_->connections().size());
-            std::fflush(stdout);
-            return abort_all();
-        }
-        draining_ = true;
-        listener_->close();
-        fmt::print("{}: {}: stopped accepting; draining {} connection(s) for up to {}s\n", name_, why,
-                   listener_->connections().size(), std::chrono::duration<double>(drain_).count());
-        std::fflush(stdout);
-        drain_timer_ = sched_.call_later(drain_, [this] { abort_all(); });
-    }
+    // The orderly end for a program's own reason (chat_server's console at
+    // Ctrl-D): `why` begins the line it prints.
+    void shut_down(std::string_view why) { lifetime_->shut_down(why); }
 
 private:
-    void on_signal(int signo) { shut_down(signo == SIGINT ? "SIGINT" : "SIGTERM"); }
-
-    // Stops accepting and aborts every open connection; run() then returns
-    // once their close callbacks have run.
-    void abort_all() {
-        listener_->close();
-        aborted_ += static_cast<long>(listener_->connections().size());
-        listener_->connections().abort_all();
+    void print(const reactor::ServerLifetime::Report& r) {
+        using Kind = reactor::ServerLifetime::Report::Kind;
+        using Cause = reactor::ServerLifetime::Report::Cause;
+        switch (r.kind) {
+        case Kind::draining:
+            fmt::print("{}: {}: stopped accepting; draining {} connection(s) for up to {}s\n", name_, r.why,
+                       r.connections, std::chrono::duration<double>(options_.drain_time).count());
+            std::fflush(stdout);
+            return;
+        case Kind::aborting:
+            if (r.cause != Cause::stopped_again) return;  // the drain or run time is over: quietly
+            fmt::print("{}: {} again: aborting {} connection(s)\n", name_, r.why, r.connections);
+            std::fflush(stdout);
+            return;
+        case Kind::accept_trouble: {
+            // Out of fds: one stderr line, rate-limited; accepting resumes by itself.
+            std::uint64_t left_out = 0;
+            if (!accept_reports_.admit(sched_.now(), left_out)) return;
+            print_trouble(r, left_out);
+            return;
+        }
+        case Kind::listener_failed: print_trouble(r, 0); return;  // the drain follows
+        case Kind::ended: return;
+        }
+    }
+    void print_trouble(const reactor::ServerLifetime::Report& r, std::uint64_t left_out) {
+        fmt::print(stderr, "{}: {} ({}){}\n", name_, r.why, r.error.message(),
+                   left_out == 0 ? std::string() : fmt::format("; {} more since the last report", left_out));
+        std::fflush(stderr);
     }
 
     reactor::Scheduler& sched_;
     std::string name_;
-    reactor::ListenerPtr listener_;
-    long exit_after_;
-    long accepted_ = 0, aborted_ = 0;
-    bool draining_ = false;
-    bool failed_ = false;
+    reactor::ServerLifetime::Options options_;
     reactor::ReportLimiter accept_reports_{std::chrono::seconds(10)};
-    std::chrono::duration<double> drain_;
-    reactor::Handle deadline_, drain_timer_;
+    std::optional<reactor::ServerLifetime> lifetime_;
 };
+
+// The listener options of a server with these options: --exit-after.
+inline reactor::Listener::Options listen_options(const ServerOptions& o) {
+    reactor::Listener::Options options;
+    options.max_accepts = static_cast<std::uint64_t>(o.exit_after);
+    return options;
+}
 
 }  // namespace examples

@@ -70,3 +70,13 @@ BOOST_AUTO_TEST_CASE(unspecified_address) {
     BOOST_TEST(none.to_string() == "unspecified");
     BOOST_TEST(Address::local_of(-1).family() == AF_UNSPEC);
 }
+
+BOOST_AUTO_TEST_CASE(with_port_keeps_the_address_and_changes_the_port) {
+    auto v4 = reactor::Address::parse("127.0.0.1", 8080).with_port(9090);
+    BOOST_TEST(v4.to_string() == "127.0.0.1:9090");
+    auto v6 = reactor::Address::parse("::1", 80).with_port(443);
+    BOOST_TEST(v6.to_string() == "[::1]:443");
+    BOOST_TEST((reactor::Address::parse("::1", 1).with_port(0) == reactor::Address::parse("::1", 0)));
+    BOOST_CHECK_THROW(reactor::Address::unix_path("/tmp/x.sock").with_port(1), std::invalid_argument);
+    BOOST_CHECK_THROW(reactor::Address().with_port(1), std::invalid_argument);
+}

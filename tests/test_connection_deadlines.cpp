@@ -208,6 +208,8 @@ BOOST_AUTO_TEST_CASE(a_stream_read_fails_with_timed_out_at_its_read_deadline) {
     } catch (const std::system_error& e) {
         BOOST_TEST(e.code().value() == ETIMEDOUT);
         BOOST_TEST(std::string(e.what()).find("timed out") != std::string::npos, e.what());
+        // It says which deadline.
+        BOOST_TEST(std::string(e.what()).find("read_timeout passed") != std::string::npos, e.what());
     }
 }
 

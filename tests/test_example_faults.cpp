@@ -143,7 +143,7 @@ std::string echo_once(std::uint16_t port, const std::string& message) {
 // Every program of the series catches it in main (examples/program.hpp).
 BOOST_AUTO_TEST_CASE(no_example_ends_in_sigabrt_when_the_selector_fails, *needs_strace()) {
     reactor_test::SilentListener nobody;  // somewhere for echo_client to connect
-    const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
+    std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
         {"hello", {"--speed", "100"}},
         {"fd_waiters", {"--speed", "100"}},
         {"countdown", {"--speed", "100", "--port", "0"}},
@@ -162,6 +162,18 @@ BOOST_AUTO_TEST_CASE(no_example_ends_in_sigabrt_when_the_selector_fails, *needs_
         {"pipeline", {"--speed", "100"}},
         {"slow_callback", {"--block-ms", "1", "--rounds", "1"}},
     };
+    // The TLS programs, where the examples are built with reactor::tls: the
+    // servers with a self-signed certificate made in memory (no files), the
+    // client without verification; http_hello --tls-cert shares their path
+    // (its bad files: tests/test_http_hello_tls.cpp).
+    const std::vector<std::pair<std::string, std::vector<std::string>>> tls_programs = {
+        {"https_hello", {"--port", "0", "--max-seconds", "30"}},
+        {"tls_echo_server", {"--port", "0", "--max-seconds", "30"}},
+        {"tls_echo_client",
+         {"--port", std::to_string(nobody.port), "--insecure", "--connections", "1", "--max-seconds", "30"}},
+    };
+    for (const auto& p : tls_programs)
+        if (::access(reactor_test::example_path(p.first).c_str(), X_OK) == 0) programs.push_back(p);
     // A program whose loop never had to wait (on a loaded machine every
     // timer of a timer-only example can be due before the first wait, and
     // the loop skips the selector then) had nothing injected: that is not

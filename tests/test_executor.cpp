@@ -306,3 +306,25 @@ BOOST_AUTO_TEST_CASE(the_default_executor_is_one_per_process) {
     run_until_done(s, f);
     BOOST_TEST(f.result() == 11);
 }
+
+// An fn taking a std::stop_token is asked to stop when its future is
+// cancelled while it runs, and can end early.
+BOOST_AUTO_TEST_CASE(cancelling_the_future_asks_a_running_fn_to_stop) {
+    ThreadPool pool(1);
+    Scheduler sched(on(backend_under_test()));
+    auto started = std::make_shared<std::promise<void>>();
+    auto stopped_early = std::make_shared<std::atomic<bool>>(false);
+    Future<int> f = run_in_executor(sched, pool, [started, stopped_early](std::stop_token token) {
+        started->set_value();
+        const auto give_up = std::chrono::steady_clock::now() + 60s;
+        while (!token.stop_requested() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        stopped_early->store(token.stop_requested());
+        return 1;
+    });
+    started->get_future().wait();
+    BOOST_TEST(f.cancel());
+    BOOST_TEST(f.cancelled());
+    pool.shutdown();
+    BOOST_TEST(stopped_early->load());
+    sched.run();
+}

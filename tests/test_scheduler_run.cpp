@@ -243,3 +243,28 @@ BOOST_AUTO_TEST_CASE(selector_failure_leaves_the_loop_usable) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Options are copyable: one set builds several Schedulers. A selector
+// instance in them can belong to one Scheduler only: the second throws.
+BOOST_AUTO_TEST_CASE(options_build_several_schedulers_and_a_selector_instance_only_one) {
+    Scheduler::Options options;
+    options.backend = reactor_test::backend_under_test();
+    Scheduler first(options);
+    Scheduler second(options);
+    int ran = 0;
+    first.call_soon([&] { ++ran; });
+    second.call_soon([&] { ++ran; });
+    first.run();
+    second.run();
+    BOOST_TEST(ran == 2);
+    BOOST_TEST(second.selector().name() == first.selector().name());
+
+    Scheduler::Options with_instance = options;
+    with_instance.selector = reactor::make_selector(reactor_test::backend_under_test());
+    const Scheduler::Options copy = with_instance;
+    Scheduler owner(with_instance);
+    BOOST_CHECK_THROW(Scheduler{copy}, std::logic_error);
+    owner.call_soon([&] { ++ran; });
+    owner.run();
+    BOOST_TEST(ran == 3);
+}

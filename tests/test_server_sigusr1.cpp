@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // kill -USR1 on every example server (echo_server, echo_server_streams,
-// chat_server, http_hello), run for real on 127.0.0.1 with the backend under
-// test: each prints its loop's stats as one block of stdout lines
-// (reactor::format_stats, every line prefixed with the server's name), keeps
-// serving, and still ends cleanly on SIGTERM.
+// chat_server, http_hello, and http_hello serving HTTPS), run for real on
+// 127.0.0.1 with the backend under test: each prints its loop's stats as one
+// block of stdout lines (reactor::format_stats, every line prefixed with the
+// server's name), keeps serving, and still ends cleanly on SIGTERM.
 #define BOOST_TEST_MODULE server_sigusr1
 #include <boost/test/unit_test.hpp>
 #include <signal.h>
@@ -15,22 +15,30 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
+#include "support/outside_program.hpp"
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
+std::vector<std::string> with_common_args(std::vector<std::string> more) {
+    std::vector<std::string> args{"--port", "0", "--max-seconds", "60", "--backend",
+                                  std::string(reactor::to_string(reactor_test::backend_under_test()))};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
 struct Server {
     reactor_test::Child child;
     std::uint16_t port = 0;
 
-    explicit Server(const std::string& name)
-        : child(reactor_test::example_path(name),
-                {"--port", "0", "--max-seconds", "60", "--backend",
-                 std::string(reactor::to_string(reactor_test::backend_under_test()))}) {
+    explicit Server(const std::string& name, std::vector<std::string> more = {})
+        : child(reactor_test::example_path(name), with_common_args(std::move(more))) {
         auto first = child.read_line(10s);
         BOOST_REQUIRE_MESSAGE(first.has_value(), name << " printed nothing");
         std::smatch m;
@@ -140,4 +148,48 @@ BOOST_AUTO_TEST_CASE(every_server_prints_its_loop_stats_and_carries_on) {
             BOOST_TEST(server.child.read_stderr(1s) == "");
         }
     }
+}
+
+// http_hello --tls-cert: the same stats. A plain TCP client that has not
+// begun its handshake holds a connection (a reader); a curl request queued
+// behind it proves both were accepted, and that the server serves on.
+BOOST_AUTO_TEST_CASE(the_https_server_prints_its_loop_stats_and_carries_on, *reactor_test::needs_program("curl")
+                     * reactor_test::needs_program("openssl")) {
+    const std::string dir = "/tmp/reactor_test_sigusr1_tls." + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
+    reactor_test::Child openssl(*reactor_test::find_program("openssl"),
+                                {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                 "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost", "-addext",
+                                 "subjectAltName=DNS:localhost,IP:127.0.0.1"});
+    openssl.close_stdin();
+    openssl.read_all(30s);
+    BOOST_REQUIRE(openssl.wait(30s) == 0);
+    auto curl_k = [](std::uint16_t port) {
+        reactor_test::Child c(*reactor_test::find_program("curl"),
+                              {"-sS", "-k", "--noproxy", "*", "--max-time", "20",
+                               "https://127.0.0.1:" + std::to_string(port) + "/"});
+        c.close_stdin();
+        std::string out = c.read_all(25s);
+        return c.wait(10s) == 0 && out == "Hello, world!";
+    };
+    const std::string name = "http_hello";
+    Server server(name, {"--tls-cert", cert, "--tls-key", key});
+    int fd = reactor_test::connect_blocking(server.port);
+    BOOST_REQUIRE(fd >= 0);
+    BOOST_REQUIRE(curl_k(server.port));
+    const Snapshot first = stats_on_sigusr1(server, name);
+    BOOST_TEST(first.readers >= 2u);  // the listener and the client that has not said a word
+    BOOST_TEST(first.signal_handlers == 3u);
+    BOOST_TEST(first.tasks == 0u);
+    BOOST_REQUIRE(curl_k(server.port));
+    const Snapshot second = stats_on_sigusr1(server, name);
+    BOOST_TEST(second.iterations > first.iterations);
+    BOOST_TEST(second.callbacks > first.callbacks);
+    ::close(fd);
+    BOOST_REQUIRE(::kill(server.child.pid(), SIGTERM) == 0);
+    server.child.read_all(30s);
+    BOOST_TEST(server.child.wait(10s) == 0);
+    BOOST_TEST(server.child.read_stderr(1s) == "");
+    std::filesystem::remove_all(dir);
 }

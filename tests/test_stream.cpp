@@ -10,6 +10,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <random>
 #include <string>
@@ -418,6 +419,22 @@ BOOST_AUTO_TEST_CASE(serve_until_stops_accepting_and_ends_early_when_every_clien
     BOOST_TEST(!finished.failed());
     sched.run();
     BOOST_TEST(sched.empty());
+}
+
+// A stop with a value (a signal number, say) works the same: its completion
+// is what counts.
+BOOST_AUTO_TEST_CASE(serve_until_takes_a_stop_that_carries_a_value) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto server = echo_server(sched);
+    const auto port = server.address().port();
+    Future<int> stop(sched);
+    Future<void> finished = server.serve_until(stop, std::chrono::hours(1));
+    BOOST_TEST(server.is_serving());
+    stop.set_result(SIGTERM);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return finished.done(); }));
+    BOOST_TEST(!finished.failed());
+    BOOST_TEST(!server.is_serving());
+    BOOST_TEST(reactor_test::connect_blocking(port) < 0);
 }
 
 BOOST_AUTO_TEST_CASE(serve_until_aborts_the_clients_left_when_the_drain_time_is_over) {

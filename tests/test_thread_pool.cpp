@@ -397,3 +397,63 @@ BOOST_AUTO_TEST_CASE(close_with_jobs_in_flight_races_with_nothing) {
     BOOST_TEST(!log->wrong_thread);
     BOOST_TEST(s.empty());
 }
+
+namespace {
+
+// Work that runs until asked to stop (bounded: 60 s, so a broken stop fails
+// the test instead of hanging it), saying when it started and how it ended.
+struct StoppableWork {
+    std::shared_ptr<std::promise<void>> started = std::make_shared<std::promise<void>>();
+    std::shared_ptr<std::atomic<bool>> stopped_early = std::make_shared<std::atomic<bool>>(false);
+    int operator()(std::stop_token token) const {
+        started->set_value();
+        const auto give_up = std::chrono::steady_clock::now() + 60s;
+        while (!token.stop_requested() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        stopped_early->store(token.stop_requested());
+        return 1;
+    }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(cancelling_a_running_job_asks_its_stop_token_to_stop) {
+    ThreadPool pool(1);
+    Scheduler sched(on(backend_under_test()));
+    StoppableWork work;
+    bool done_ran = false;
+    reactor::Job job = pool.submit(sched, work, [&](JobResult<int>&&) { done_ran = true; });
+    work.started->get_future().wait();
+    BOOST_TEST(job.cancel());
+    pool.shutdown();  // joins: returns because the work ended early
+    BOOST_TEST(work.stopped_early->load());
+    sched.run();
+    BOOST_TEST(!done_ran);
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_asks_running_jobs_to_stop_and_does_not_wait_for_them_to_finish_their_work) {
+    ThreadPool pool(2);
+    Scheduler sched(on(backend_under_test()));
+    StoppableWork first, second;
+    std::vector<JobStatus> statuses;
+    auto keep = [&](JobResult<int>&& r) { statuses.push_back(r.status); };
+    reactor::Job a = pool.submit(sched, first, keep);
+    reactor::Job b = pool.submit(sched, second, keep);
+    first.started->get_future().wait();
+    second.started->get_future().wait();
+    pool.shutdown();
+    BOOST_TEST(first.stopped_early->load());
+    BOOST_TEST(second.stopped_early->load());
+    sched.run();
+    // They returned: their results are delivered as usual.
+    BOOST_TEST(statuses.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(work_without_a_token_has_no_stop_state) {
+    ThreadPool pool(1);
+    Scheduler sched(on(backend_under_test()));
+    int value = 0;
+    reactor::Job job = pool.submit(sched, [] { return 7; }, [&](JobResult<int>&& r) { value = *r.value; });
+    sched.run();
+    BOOST_TEST(value == 7);
+    static_assert(std::is_same_v<reactor::work_result_t<StoppableWork>, int>);
+}

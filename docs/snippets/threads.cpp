@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <stop_token>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -71,6 +72,25 @@ BOOST_AUTO_TEST_CASE(threads_cancel) {
     gate.set_value();
     pool.shutdown();
     BOOST_TEST(!ran);
+}
+
+BOOST_AUTO_TEST_CASE(threads_stop_token) {
+    reactor::Scheduler sched;
+    std::promise<void> started;
+    // [snippet:stop_token]
+    reactor::ThreadPool pool(1);
+    // A function that takes a std::stop_token is asked to stop through it.
+    auto search = futures::run_in_executor(sched, pool, [&](std::stop_token stop) {
+        started.set_value();
+        long n = 0;
+        while (!stop.stop_requested()) ++n;  // a long search, checking now and then
+        return n;
+    });
+    started.get_future().wait();
+    search.cancel();  // the future is cancelled at once, and the search stops early
+    pool.shutdown();  // so this join does not wait for a search that would never end
+    // [end-snippet:stop_token]
+    BOOST_TEST(search.cancelled());  // and we got here: the join did not wait forever
 }
 
 BOOST_AUTO_TEST_CASE(threads_callback_api) {

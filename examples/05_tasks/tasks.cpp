@@ -2,14 +2,17 @@
 // tasks: two tasks interleave on one loop, and main joins both.
 //
 // Step 05 of the series (examples/README.md). New here: a hand-written
-// state-machine task (one enum class State, one resume()), spawned and joined.
+// state-machine task (one enum class State, one resume()), spawned, which
+// joins two loops; each loop is a loop combinator (do_for_each), whose
+// future is joined like a task's.
 //
 // task1 prints "Task 1" twice, sleeping 1 s after each; task2 prints "Task 2"
-// three times, sleeping 2 s after each. main spawns both, joins task1 then
+// three times, sleeping 2 s after each. main starts both, joins task1 then
 // task2, and prints "done". Output: Task 1, Task 2, Task 1, Task 2, Task 2,
 // done (about 6 s). --speed X divides every delay by X.
 #include <chrono>
 #include <cstdio>
+#include <ranges>
 #include <string>
 
 #include <fmt/format.h>
@@ -25,41 +28,17 @@ using Seconds = std::chrono::duration<double>;
 
 using examples::say;
 
-// Prints `text` `times` times, sleeping `pause` after each.
-class Printer {
-public:
-    enum class State { print, sleeping };
+// Prints `text` `times` times, sleeping `pause` after each: a loop and
+// nothing else, so a loop combinator (futures/do_for_each.hpp) rather than a
+// machine. Its future is a join handle like a task's.
+futures::Future<void> printer(reactor::Scheduler& sched, std::string text, int times, Seconds pause) {
+    return futures::do_for_each(sched, std::views::iota(0, times), [&sched, text, pause](int) {
+        say(text);
+        return futures::sleep(sched, pause);
+    });
+}
 
-    Printer(reactor::Scheduler& sched, std::string text, int times, Seconds pause)
-        : sched_(sched), text_(std::move(text)), times_(times), pause_(pause) {}
-
-    futures::Step<void> resume() {
-        for (;;) {
-            switch (state_) {
-            case State::print:
-                say(text_);
-                state_ = State::sleeping;
-                return sleep_ = futures::sleep(sched_, pause_);
-            case State::sleeping:
-                sleep_.result();  // rethrows CancelledError if the task was cancelled
-                if (++printed_ == times_) return futures::finished;
-                state_ = State::print;
-                continue;  // print again, without waiting for anything
-            }
-        }
-    }
-
-private:
-    reactor::Scheduler& sched_;
-    std::string text_;
-    int times_;
-    Seconds pause_;
-    int printed_ = 0;
-    State state_ = State::print;
-    futures::Future<void> sleep_;
-};
-
-// Spawns both printers, joins them in turn, prints "done".
+// Starts both printers, joins them in turn, prints "done".
 class Main {
 public:
     enum class State { spawn, joining1, joining2 };
@@ -69,8 +48,8 @@ public:
     futures::Step<void> resume() {
         switch (state_) {
         case State::spawn:
-            task1_ = futures::spawn(sched_, Printer(sched_, "Task 1", 2, Seconds(1) / speed_));
-            task2_ = futures::spawn(sched_, Printer(sched_, "Task 2", 3, Seconds(2) / speed_));
+            task1_ = printer(sched_, "Task 1", 2, Seconds(1) / speed_);
+            task2_ = printer(sched_, "Task 2", 3, Seconds(2) / speed_);
             state_ = State::joining1;
             return task1_;
         case State::joining1:

@@ -36,11 +36,10 @@ int run(int argc, char** argv) {
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "echo_server");
     std::uint64_t echoed = 0;
-    reactor::Listener::Options listen_options;
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection = examples::connection_options(options);  // --idle-timeout
 
     auto on_accept = [&](const reactor::ConnectionPtr& c) {
-        lifetime.opened();
         c->set_data_callback([&echoed](Connection& c, std::string_view data) {
             echoed += data.size();
             c.write(data);

@@ -42,11 +42,9 @@ namespace {
 
 class ChatRoom {
 public:
-    ChatRoom(examples::ServerLifetime& lifetime, std::size_t max_line, std::size_t max_backlog)
-        : lifetime_(lifetime), max_line_(max_line), max_backlog_(max_backlog) {}
+    ChatRoom(std::size_t max_line, std::size_t max_backlog) : max_line_(max_line), max_backlog_(max_backlog) {}
 
     void join(const reactor::ConnectionPtr& c) {
-        lifetime_.opened();
         Member& m = members_[c.get()];
         m.id = ++last_id_;
         c->set_water_marks(max_backlog_, max_backlog_ / 4);
@@ -99,7 +97,6 @@ private:
         if (!m.dropped) broadcast(&c, fmt::format("* #{} {}\n", m.id, timed_out ? "timed out" : "left"));
     }
 
-    examples::ServerLifetime& lifetime_;
     std::size_t max_line_, max_backlog_;
     std::unordered_map<Connection*, Member> members_;  // valid until each close callback
     std::uint64_t last_id_ = 0;
@@ -130,12 +127,12 @@ int run(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "chat_server");
-    ChatRoom room(lifetime, max_line, max_backlog);
+    ChatRoom room(max_line, max_backlog);
     // Before listening: a stdin the console cannot read ends the run here.
     futures::Stream input;
     if (console) input = examples::open_console_or_exit(sched, "chat_server", max_line);
 
-    reactor::Listener::Options listen_options;
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection = examples::connection_options(options);  // --idle-timeout
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options),
                                              [&](const reactor::ConnectionPtr& c) { room.join(c); }, listen_options);

@@ -13,21 +13,29 @@
 // pipelining client that never reads cannot grow our output: reading pauses
 // above the high-water mark and resumes below the low one.
 //
+// With --tls-cert and --tls-key it serves HTTPS: the same sessions over
+// reactor::tls connections (step 17 introduces them; http_tls.hpp makes the
+// listener), keep-alive, Expect, timeouts and SIGTERM's drain unchanged, and
+// --handshake-timeout for clients that never finish their handshake. The
+// flags exist when the examples are built with reactor::tls (REACTOR_TLS):
+// the CMake step defines REACTOR_EXAMPLES_TLS to 1 or 0 for this file.
+//
 //   $ http_hello &   curl -v http://127.0.0.1:8080/
+//   $ http_hello --tls-cert chain.pem --tls-key key.pem &   curl --cacert ca.pem https://localhost:8080/
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
 #include <chrono>
 #include <string>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
-#include "http_session.hpp"
+#include "http_sessions.hpp"
+#if REACTOR_EXAMPLES_TLS
+#include "http_tls.hpp"
+#endif
 #include "program.hpp"
 #include "server_support.hpp"
-
-using reactor::Connection;
 
 namespace {
 
@@ -54,37 +62,49 @@ int run(int argc, char** argv) {
         ->check(CLI::Range(0, 86400));
     cli.add_option("--idle-timeout", idle_timeout, "seconds a connection may send nothing (close beyond)")
         ->check(CLI::Range(1, 86400));
+#if REACTOR_EXAMPLES_TLS
+    http::TlsFlags tls;
+    http::add_tls_options(cli, tls);
+#endif
     cli.parse_or_exit(argc, argv);
+#if REACTOR_EXAMPLES_TLS
+    http::check_tls_options(cli, tls);
+#endif
     const http::Timeouts timeouts{std::chrono::seconds(header_timeout), std::chrono::seconds(idle_timeout),
                                   std::chrono::seconds(body_timeout)};
 
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "http_hello");
-    std::unordered_map<Connection*, http::HttpSession> sessions;  // each until its close callback
-    std::string out;  // responses of one read, reused
-
-    auto on_accept = [&](const reactor::ConnectionPtr& c) {
-        lifetime.opened();
-        sessions.try_emplace(c.get(), *c, limits, timeouts);
-        c->set_data_callback([&](Connection& c, std::string_view data) { sessions.at(&c).on_data(data, out); });
-        c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
-        c->set_low_water_callback([&](Connection& c) { sessions.at(&c).on_low_water(out); });
-        c->set_close_callback([&](Connection& c, const reactor::CloseReason&) {
-            sessions.at(&c).closed();
-            sessions.erase(&c);
-        });
-    };
     // Reads of at most 16 KiB (a few hundred pipelined requests, or a large
     // head and then some): what a connection waiting for its output to drain
     // holds unanswered, besides that output (the 64 KiB mark + a batch).
-    reactor::Listener::Options listen_options;
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection.read_size = 16 * 1024;
-    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept, listen_options);
+    const reactor::Address address = examples::listen_address(cli, options);
+    http::Sessions<reactor::Connection> sessions{limits, timeouts, {}, {}};
+    reactor::ListenerPtr listener;
+#if REACTOR_EXAMPLES_TLS
+    http::Sessions<reactor::tls::Connection> tls_sessions{limits, timeouts, {}, {}};
+    if (tls.serve_tls())
+        listener = http::listen_tls(sched, address, tls, [&](const reactor::tls::ConnectionPtr& c) {
+            tls_sessions.start(*c);
+        }, listen_options);
+#endif
+    if (!listener) {
+        auto on_accept = [&](const reactor::ConnectionPtr& c) {
+            sessions.start(*c);
+        };
+        listener = examples::listen_or_exit(sched, address, on_accept, listen_options);
+    }
     lifetime.set_listener(listener);
     examples::announce(sched, listener->address());
 
     sched.run();
-    fmt::print("http_hello: {} connections, {} aborted\n", listener->accepted(), lifetime.aborted());
+    std::string handshakes;
+#if REACTOR_EXAMPLES_TLS
+    if (tls.serve_tls()) handshakes = fmt::format(", {} failed TLS handshakes", tls_sessions.failed_handshakes);
+#endif
+    fmt::print("http_hello: {} connections{}, {} aborted\n", listener->accepted(), handshakes, lifetime.aborted());
     std::fflush(stdout);
     return lifetime.exit_status();
 }

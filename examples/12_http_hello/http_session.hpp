@@ -12,6 +12,11 @@
 // dropped, and only then comes the answer, so the next request on the
 // connection is found where it starts.
 //
+// Over a plain reactor::Connection (HTTP) or a reactor::tls::Connection
+// (HTTPS, http_hello --tls-cert): both have the calls used here, so the
+// session is a template on the connection type rather than an interface.
+// Under TLS, close() and write_eof() send close_notify first.
+//
 // Loop thread only. The connection must outlive the session: http_hello
 // destroys it from the connection's close callback, after closed().
 #pragma once
@@ -28,10 +33,20 @@
 
 namespace http {
 
+// The loop a connection runs on: a TLS connection's is its transport's.
+template <class Conn>
+reactor::Scheduler& scheduler_of(Conn& c) {
+    if constexpr (requires { c.transport(); })
+        return c.transport().scheduler();
+    else
+        return c.scheduler();
+}
+
+template <class Conn = reactor::Connection>
 class HttpSession {
 public:
-    HttpSession(reactor::Connection& c, const Limits& limits, const Timeouts& timeouts)
-        : conn_(c), parser_(limits), timeouts_(c.scheduler(), timeouts, [this](auto expired) { timed_out(expired); }) {}
+    HttpSession(Conn& c, const Limits& limits, const Timeouts& timeouts)
+        : conn_(c), parser_(limits), timeouts_(scheduler_of(c), timeouts, [this](auto expired) { timed_out(expired); }) {}
     HttpSession(const HttpSession&) = delete;
     HttpSession& operator=(const HttpSession&) = delete;
 
@@ -138,7 +153,7 @@ private:
         timeouts_.cancel();
         conn_.write_eof();
         conn_.resume_reading();  // if the output's water mark paused it: the client's EOF must be seen
-        linger_timer_ = conn_.scheduler().call_later(kLingerTime, [this] { conn_.abort(); });
+        linger_timer_ = scheduler_of(conn_).call_later(kLingerTime, [this] { conn_.abort(); });
     }
 
     static constexpr std::chrono::seconds kLingerTime{2};
@@ -147,7 +162,7 @@ private:
     // the high-water mark.
     static constexpr std::size_t kBatch = 16 * 1024;
 
-    reactor::Connection& conn_;
+    Conn& conn_;
     RequestParser parser_;
     ConnectionTimeouts timeouts_;
     reactor::Handle linger_timer_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// pipeline: a producer and a slow consumer, two state-machine tasks joined by
-// a bounded futures::Queue; the full queue throttles the producer.
+// pipeline: a producer and a slow consumer, a state-machine task and a loop
+// (futures::repeat) joined by a bounded futures::Queue; the full queue
+// throttles the producer.
 //
 // Step 15 of the series (examples/README.md). New here: the task toolkit
 // (futures/queue.hpp): put() and get() return futures, a put to a full queue
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
@@ -78,48 +80,27 @@ private:
     Future<void> put_;
 };
 
-// Takes items until the queue is closed and empty, working `work` on each.
-// Returns how many it processed.
-class Consumer {
-public:
-    enum class State { get, got, worked };
-
-    Consumer(reactor::Scheduler& sched, Queue<int>& q, Seconds work) : sched_(sched), q_(q), work_(work) {}
-
-    Step<int> resume() {
-        switch (state_) {
-        case State::worked:
-            work_done_.result();
-            say(fmt::format("consumer: item {} done", item_));
-            ++processed_;
-            [[fallthrough]];
-        case State::get:
-            state_ = State::got;
-            return get_ = q_.get();
-        case State::got:
-            try {
-                item_ = get_.result();
-            } catch (const futures::QueueClosed&) {
+// Takes items until the queue is closed and empty, working `work` on each,
+// counting them in `processed`. A loop with nothing else to remember, so a
+// loop combinator (futures/repeat.hpp) rather than a machine: each step is
+// one get, then the work; a closed queue says stop.
+Future<void> consume(reactor::Scheduler& sched, Queue<int>& q, Seconds work, int& processed) {
+    return futures::repeat(sched, [&sched, &q, work, &processed] {
+        return q.get()
+            .then([&sched, work, &processed](int item) {
+                say(fmt::format("consumer: working on item {}", item));
+                return futures::sleep(sched, work).then([item, &processed] {
+                    say(fmt::format("consumer: item {} done", item));
+                    ++processed;
+                    return futures::StopIteration::no;
+                });
+            })
+            .catch_error([](const futures::QueueClosed&) {
                 say("consumer: the queue is closed and empty; stopping");
-                return processed_;
-            }
-            say(fmt::format("consumer: working on item {}", item_));
-            state_ = State::worked;
-            return work_done_ = futures::sleep(sched_, work_);
-        }
-        throw std::logic_error("pipeline: unknown consumer state");
-    }
-
-private:
-    reactor::Scheduler& sched_;
-    Queue<int>& q_;
-    Seconds work_;
-    State state_ = State::get;
-    Future<int> get_;
-    Future<void> work_done_;
-    int item_ = 0;
-    int processed_ = 0;
-};
+                return futures::StopIteration::yes;
+            });
+    });
+}
 
 int run(int argc, char** argv) {
     examples::Cli cli("pipeline",
@@ -145,10 +126,11 @@ int run(int argc, char** argv) {
     say(fmt::format("pipeline: {} items through a queue of {}, {}s of work each", items, capacity, work / speed));
     const auto start = sched.now();
     Future<int> producer = futures::spawn(sched, Producer(queue, items));
-    Future<int> consumer = futures::spawn(sched, Consumer(sched, queue, Seconds(work / speed)));
+    int processed = 0;
+    Future<void> consumer = consume(sched, queue, Seconds(work / speed), processed);
     auto both = futures::when_all(producer, consumer);
     if (auto status = ctrl_c.run_until(both)) return *status;
-    auto [waits, processed] = both.result();
+    const int waits = std::get<0>(both.result());
     say(fmt::format("pipeline: {} items processed in {:.2f}s; the producer waited {} times for room", processed,
                     Seconds(sched.now() - start).count(), waits));
     return 0;

@@ -11,6 +11,9 @@
 // certificate comes from --cert/--key (PEM files), or, without them, a
 // self-signed one is made in memory for localhost, 127.0.0.1 and ::1 (a
 // client must then skip verification: curl -k). docs/tls.md has the rest.
+// The session here is a few lines of HTTP on purpose, so that TLS is all
+// this step shows; the full HTTP/1.1 server of step 12 serves HTTPS too,
+// with everything it has (http_hello --tls-cert FILE --tls-key FILE).
 //
 //   $ https_hello --port 8443 &   curl -k https://127.0.0.1:8443/
 #include <chrono>
@@ -58,7 +61,6 @@ int run(int argc, char** argv) {
     long handshakes = 0, failed = 0;
 
     auto on_accept = [&](const tls::ConnectionPtr& c) {
-        lifetime.opened();
         sessions.try_emplace(c.get());
         c->set_handshake_callback([&](tls::Connection& c) {
             ++handshakes;
@@ -76,7 +78,7 @@ int run(int argc, char** argv) {
             sessions.erase(&c);
         });
     };
-    reactor::Listener::Options listen_options;
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection.read_size = 16 * 1024 + 64;  // one TLS record
     tls::Options tls_options;
     tls_options.handshake_timeout = std::chrono::seconds(handshake_timeout);

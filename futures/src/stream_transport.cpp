@@ -5,21 +5,40 @@
 
 #include <cerrno>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 
 namespace futures {
 
 StreamTransport::~StreamTransport() = default;
 
+namespace {
+
+// A deadline's error says which deadline it was: a std::system_error
+// ETIMEDOUT whose what() is, for instance, "stream: read_timeout passed
+// (nothing received for that long): Connection timed out".
+StreamTransportEnd deadline_end(const char* what) noexcept {
+    try {
+        return {ETIMEDOUT, std::make_exception_ptr(std::system_error(ETIMEDOUT, std::generic_category(), what))};
+    } catch (...) {  // out of memory: the plain "stream: connection timed out"
+        return {ETIMEDOUT, nullptr};
+    }
+}
+
+}  // namespace
+
 // A deadline of StreamOptions::connection is ETIMEDOUT, so a read that waited
-// too long fails with "timed out"; Scheduler::close() is ECANCELED.
+// too long fails with "timed out" and which deadline; Scheduler::close() is
+// ECANCELED.
 StreamTransportEnd StreamTransportEnd::from(const reactor::CloseReason& reason) noexcept {
     switch (reason.kind) {
     case reactor::CloseKind::reset:
     case reactor::CloseKind::error: return {reason.error.value(), nullptr};
-    case reactor::CloseKind::read_timeout:
+    case reactor::CloseKind::read_timeout: return deadline_end("stream: read_timeout passed (nothing received for that long)");
     case reactor::CloseKind::write_timeout:
-    case reactor::CloseKind::idle_timeout: return {ETIMEDOUT, nullptr};
+        return deadline_end("stream: write_timeout passed (buffered output made no progress for that long)");
+    case reactor::CloseKind::idle_timeout:
+        return deadline_end("stream: idle_timeout passed (nothing received or sent for that long)");
     case reactor::CloseKind::scheduler_closed: return {ECANCELED, nullptr};
     case reactor::CloseKind::local:
     case reactor::CloseKind::eof:

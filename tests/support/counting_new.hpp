@@ -26,3 +26,10 @@ void* operator new(std::size_t size) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// The nothrow forms too (std::stable_sort's buffer), or a sanitizer's own
+// operator new would meet this free() and report a mismatch.
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    ++reactor_test::allocation_count;
+    return std::malloc(size == 0 ? 1 : size);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }

@@ -11,8 +11,9 @@
 //     (result() rethrows it);
 //   - cancelled before fn started: fn never runs;
 //     cancelled while fn runs: fn runs to the end on its worker (a thread
-//     cannot be stopped safely), its result is discarded, the future is
-//     cancelled at once;
+//     cannot be stopped safely; an fn taking a std::stop_token is asked to
+//     stop through it), its result is discarded, the future is cancelled at
+//     once;
 //   - fails with reactor::ThreadPoolFull at once when the pool's queue is full
 //     (an error, not back-pressure: see thread_pool.hpp), with
 //     reactor::ThreadPoolClosed after the pool's shutdown();
@@ -103,8 +104,11 @@ private:
 
 }  // namespace detail
 
+// fn() or, for fn taking a std::stop_token, fn(token): the token is asked
+// to stop when the future is cancelled, also while fn runs, and when the
+// pool shuts down, so a CPU-bound fn can end early (reactor/thread_pool.hpp).
 template <class F>
-using executor_result_t = std::invoke_result_t<std::decay_t<F>&>;
+using executor_result_t = reactor::work_result_t<F>;
 
 // Runs fn() on `pool`; see the top of this file.
 template <class F>

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The whole futures layer in one include: Future<T> and then-chaining, Promise<T>,
 // leaf futures (sleep, readable, writable), combinators, state-machine tasks,
-// the task toolkit (queues, events, semaphores, locks), streams and datagrams.
+// loops (repeat, do_for_each, parallel_for_each, map_reduce ...), retry,
+// signals as futures (next_signal), the task
+// toolkit (queues, events, semaphores, locks), streams and datagrams.
 #pragma once
 
 #include "futures/as_completed.hpp"
@@ -13,10 +15,13 @@
 #include "futures/future.hpp"
 #include "futures/leaves.hpp"
 #include "futures/lock.hpp"
+#include "futures/next_signal.hpp"
+#include "futures/loops.hpp"
 #include "futures/process.hpp"
 #include "futures/promise.hpp"
 #include "futures/queue.hpp"
 #include "futures/resolve.hpp"
+#include "futures/retry.hpp"
 #include "futures/run.hpp"
 #include "futures/semaphore.hpp"
 #include "futures/shield.hpp"

@@ -29,6 +29,7 @@
 // futures::StreamTransport (futures/stream_transport.hpp).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -38,7 +39,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <reactor/export.hpp>
 #include <reactor/net/address.hpp>
@@ -46,6 +49,7 @@
 #include <reactor/net/connection.hpp>
 #include <reactor/net/frame.hpp>
 
+#include "futures/errors.hpp"
 #include "futures/future.hpp"
 #include "futures/stream_transport.hpp"
 
@@ -99,6 +103,21 @@ struct StreamOptions {
     // ETIMEDOUT, with no with_timeout around each read. write_timeout and
     // idle_timeout likewise (see reactor::ConnectionOptions).
     reactor::ConnectionOptions connection;
+    // open_connection only: how long the whole attempt may take (the name's
+    // lookup, every address tried, and the TLS handshake for a TLS
+    // connection) before its future fails with ConnectTimeoutError. Zero: no
+    // bound but the kernel's (minutes, for an address that never answers).
+    std::chrono::milliseconds connect_timeout{0};
+};
+
+// open_connection's connect_timeout passed. A TimeoutError, so code that
+// catches that catches this too; `step` and what() say what was under way:
+//   "open_connection to localhost:8080: timed out after 500 ms connecting to 127.0.0.1:8080"
+class REACTOR_API ConnectTimeoutError : public TimeoutError {
+public:
+    enum class Step : std::uint8_t { lookup, connect, tls_handshake };
+    ConnectTimeoutError(Step step, const std::string& what) : TimeoutError(what), step(step) {}
+    Step step;
 };
 
 namespace detail {
@@ -264,6 +283,12 @@ struct PipeStreams {
 // a regular file, as in `prog < file`, throws std::invalid_argument).
 [[nodiscard]] REACTOR_API Stream open_stdio(reactor::Scheduler& sched, int fd, StreamOptions options = {});
 
+// Connects to the first of `addresses` that accepts, trying them in turn (the
+// future fails with the last one's error); an empty list throws
+// std::invalid_argument. What the name form below does after its lookup.
+[[nodiscard]] REACTOR_API Future<Stream> open_connection(reactor::Scheduler& sched, std::vector<reactor::Address> addresses,
+                                             StreamOptions options = {},
+                                             std::source_location where = std::source_location::current());
 // Connects; the future fails with std::system_error carrying the errno
 // reactor::Connector reports (ECONNREFUSED, ECONNRESET, ETIMEDOUT, ...: the
 // full list is in reactor/net/connector.hpp).
@@ -317,6 +342,15 @@ public:
     // every one has closed. Never fails.
     [[nodiscard]] Future<void> serve_until(Future<void> stop, reactor::Duration drain,
                                            std::source_location where = std::source_location::current());
+    // The same with a stop that carries a value, such as
+    // futures::next_signal(sched, {SIGINT, SIGTERM})'s signal number: the
+    // value is ignored, the completion is what counts.
+    template <class T>
+        requires(!std::is_void_v<T>)
+    [[nodiscard]] Future<void> serve_until(Future<T> stop, reactor::Duration drain,
+                                           std::source_location where = std::source_location::current()) {
+        return serve_until(stop.then([](const T&) {}, where), drain, where);
+    }
 
 private:
     friend StreamServer start_server(reactor::Scheduler&, const reactor::Address&, Handler, StreamOptions,

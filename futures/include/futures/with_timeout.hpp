@@ -14,7 +14,9 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <source_location>
+#include <utility>
 
 #include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
@@ -27,13 +29,18 @@ namespace detail {
 
 REACTOR_API std::exception_ptr make_timeout_error(reactor::Duration delay);
 
+// What a timeout fails with: the caller's error when it gave a maker, else
+// the default TimeoutError.
+using TimeoutErrorMaker = std::function<std::exception_ptr()>;
+
 // with_timeout(fut, delay): completes like fut, or fails with TimeoutError
 // when the timer fires first, and then cancels fut.
 template <class T>
 class TimeoutState final : public WaitingState<T> {
 public:
-    TimeoutState(reactor::Scheduler& sched, std::source_location where, reactor::Duration delay)
-        : WaitingState<T>(sched, where, false), delay_(delay) {}
+    TimeoutState(reactor::Scheduler& sched, std::source_location where, reactor::Duration delay,
+                 TimeoutErrorMaker make_error = {})
+        : WaitingState<T>(sched, where, false), delay_(delay), make_error_(std::move(make_error)) {}
 
     void start(State<T>& inner) {
         this->link_.template connect<&TimeoutState::on_inner>(inner);
@@ -48,7 +55,7 @@ private:
     }
     void on_timeout() {
         if (!this->pending()) return;
-        this->finish_failed(make_timeout_error(delay_));
+        this->finish_failed(make_error_ ? make_error_() : make_timeout_error(delay_));
         this->cancel_upstream();
     }
     Ref<StateBase> cancel_step(bool& accepted) override {
@@ -58,6 +65,7 @@ private:
 
     reactor::Handle timer_;
     reactor::Duration delay_;
+    TimeoutErrorMaker make_error_;
 };
 
 }  // namespace detail
@@ -72,6 +80,19 @@ template <class T, class Rep, class Period>
     auto& inner = detail::Access::state(fut);
     auto bound = std::chrono::ceil<reactor::Duration>(delay);
     return detail::launch<detail::TimeoutState<T>>(inner.scheduler(), where, bound).start(inner);
+}
+
+// The same, failing with the error `make_error` returns when the delay
+// passes (called then, so it can say what was under way): how a library
+// bounds a step with its own TimeoutError, as open_connection does with
+// ConnectTimeoutError.
+template <class T, class Rep, class Period>
+[[nodiscard]] Future<T> with_timeout(const Future<T>& fut, std::chrono::duration<Rep, Period> delay,
+                                     std::function<std::exception_ptr()> make_error,
+                                     std::source_location where = std::source_location::current()) {
+    auto& inner = detail::Access::state(fut);
+    auto bound = std::chrono::ceil<reactor::Duration>(delay);
+    return detail::launch<detail::TimeoutState<T>>(inner.scheduler(), where, bound, std::move(make_error)).start(inner);
 }
 
 }  // namespace futures

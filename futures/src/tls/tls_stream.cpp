@@ -2,14 +2,22 @@
 // open_connection and start_server over TLS: the plain ones, with start_tls
 // on each stream they make before the user sees it (asyncio's ssl=: the
 // client's future and the server's handler wait for the handshake). Every
-// future and callback names the user's line. Loop thread only.
+// future and callback names the user's line. A connect_timeout bounds the
+// handshake too: the plain open_connection's own bound covers the lookup and
+// the connect, and what is left of it then bounds the handshake. Loop
+// thread only.
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "futures/leaves.hpp"
 #include "futures/tls/stream.hpp"
+#include "futures/with_timeout.hpp"
 
 namespace futures {
 namespace {
@@ -30,12 +38,37 @@ void check_server(const tls::ContextPtr& context) {
 
 // The connected stream, once its handshake is done. Cancelling the result
 // cancels the connect, or the handshake (which aborts the connection).
+// With a connect_timeout (`deadline` is when it passes), the handshake gets
+// what is left of it, and fails with ConnectTimeoutError when that runs out.
+struct ConnectDeadline {
+    std::chrono::milliseconds timeout{0};  // zero: none
+    reactor::TimePoint deadline{};
+    std::string target;
+};
+
+ConnectDeadline deadline_for(reactor::Scheduler& sched, const StreamOptions& options, std::string target) {
+    if (options.connect_timeout <= std::chrono::milliseconds::zero()) return {};
+    return ConnectDeadline{options.connect_timeout, sched.now() + options.connect_timeout, std::move(target)};
+}
+
 Future<Stream> handshake_after(Future<Stream> connected, tls::ContextPtr context, std::string server_name,
-                               tls::Options options, std::source_location where) {
+                               tls::Options options, ConnectDeadline bound, std::source_location where) {
     return connected.then(
-        [context = std::move(context), server_name = std::move(server_name), options, where](Stream stream) {
-            return start_tls(stream, context, server_name, options, where)
-                .then([stream] { return stream; }, where);
+        [context = std::move(context), server_name = std::move(server_name), options, bound = std::move(bound),
+         where](Stream stream) {
+            Future<Stream> handshaken =
+                start_tls(stream, context, server_name, options, where).then([stream] { return stream; }, where);
+            if (bound.timeout == std::chrono::milliseconds::zero()) return handshaken;
+            const reactor::Duration left = std::max(bound.deadline - stream.scheduler().now(), reactor::Duration::zero());
+            return with_timeout(
+                handshaken, left,
+                [bound, peer = stream.peer_address().to_string()] {
+                    return std::make_exception_ptr(ConnectTimeoutError(
+                        ConnectTimeoutError::Step::tls_handshake,
+                        fmt::format("open_connection to {}: timed out after {} ms in the TLS handshake with {}",
+                                    bound.target, bound.timeout.count(), peer)));
+                },
+                where);
         },
         where);
 }
@@ -67,7 +100,7 @@ Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address
                                std::source_location where) {
     check_client(context, server_name);
     return handshake_after(open_connection(sched, address, options, where), std::move(context), std::move(server_name),
-                           tls, where);
+                           tls, deadline_for(sched, options, address.to_string()), where);
 }
 
 Future<Stream> open_connection(reactor::Scheduler& sched, std::string_view host, std::uint16_t port,
@@ -75,7 +108,7 @@ Future<Stream> open_connection(reactor::Scheduler& sched, std::string_view host,
                                std::source_location where) {
     check_client(context, host);
     return handshake_after(open_connection(sched, host, port, options, where), std::move(context), std::string(host),
-                           tls, where);
+                           tls, deadline_for(sched, options, fmt::format("{}:{}", host, port)), where);
 }
 
 StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address, StreamServer::Handler handler,

@@ -1,19 +1,46 @@
 // SPDX-License-Identifier: MIT
 // reactor::SchedulerOptions (also spelled Scheduler::Options): what a
-// Scheduler is built with.
+// Scheduler is built with. Copyable, so one set of options can build several
+// Schedulers (`Scheduler sched(opts)`, a loop per thread).
 #pragma once
 
 #include <chrono>
+#include <concepts>
+#include <cstddef>
 #include <memory>
+#include <stdexcept>
 
 #include "reactor/clock.hpp"
 #include "reactor/selector.hpp"
 
 namespace reactor {
 
+// One selector instance handed to a Scheduler through its options (tests
+// inject a recording or virtual one). Copies of the options share it, and the
+// first Scheduler built takes it: a second one built from a copy would share
+// its selector, so it throws std::logic_error instead.
+class SelectorHandoff {
+public:
+    SelectorHandoff() = default;
+    SelectorHandoff(std::nullptr_t) noexcept {}
+    template <class S>
+        requires std::derived_from<S, Selector>
+    SelectorHandoff(std::unique_ptr<S> selector)
+        : slot_(selector ? std::make_shared<std::unique_ptr<Selector>>(std::move(selector)) : nullptr) {}
+
+    explicit operator bool() const noexcept { return slot_ != nullptr; }
+    std::unique_ptr<Selector> take() {
+        if (!*slot_) throw std::logic_error("SchedulerOptions::selector: already taken by another Scheduler");
+        return std::move(*slot_);
+    }
+
+private:
+    std::shared_ptr<std::unique_ptr<Selector>> slot_;
+};
+
 struct SchedulerOptions {
     Backend backend = Backend::select;
-    std::unique_ptr<Selector> selector;  // overrides backend when set (tests inject one)
+    SelectorHandoff selector;  // overrides backend when set (see SelectorHandoff)
     ClockFunction clock;                 // empty: Clock::now
 
     // Debug mode (docs/debugging.md): off by default, and on when `debug`

@@ -31,6 +31,15 @@
 // destroyed Scheduler. Until then Scheduler::live() lists each job whose
 // `done` is still to run, by the line that submitted it.
 //
+// Stopping early: a job whose work takes a std::stop_token (`work(token)`)
+// is asked to stop (the token's stop_requested() becomes true, and its
+// std::stop_callbacks run) when Job::cancel() is called, when its Scheduler is
+// closed or destroyed, and when the pool shuts down, including while it runs:
+// a cancelled CPU-bound job can end early instead of running to the end, and a
+// program does not wait for it at exit (std::jthread's convention). What it
+// returns then is dropped, as for any cancelled job. Work without a token
+// pays nothing for this.
+//
 // default_thread_pool() is the process's pool, made on first use, for those
 // who need one without owning it: the futures layer's run_in_executor and
 // resolve, and reactor::connect to a host name.
@@ -45,6 +54,7 @@
 #include <optional>
 #include <source_location>
 #include <stdexcept>
+#include <stop_token>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -125,6 +135,8 @@ public:
     LoopPort* port = nullptr;
     WorkHold hold;  // while done_pending
     bool done_pending = false;
+    // Any thread. Without a stop state unless the work takes a std::stop_token.
+    std::stop_source stop{std::nostopstate};
 
 protected:
     JobBase() = default;
@@ -134,21 +146,36 @@ private:
     std::atomic<std::uint32_t> refs_{1};
 };
 
+template <class F>
+inline constexpr bool takes_stop_token_v = std::is_invocable_v<F&, std::stop_token>;
+
+template <class F>
+struct WorkResult {
+    using type = std::invoke_result_t<F&>;
+};
+template <class F>
+    requires takes_stop_token_v<F>
+struct WorkResult<F> {
+    using type = std::invoke_result_t<F&, std::stop_token>;
+};
+
 template <class F, class D>
 class JobImpl final : public JobBase {
 public:
-    using R = std::invoke_result_t<F&>;
+    using R = typename WorkResult<F>::type;
 
     template <class FF, class DD>
-    JobImpl(FF&& work, DD&& done) : work_(std::in_place, std::forward<FF>(work)), done_(std::in_place, std::forward<DD>(done)) {}
+    JobImpl(FF&& work, DD&& done) : work_(std::in_place, std::forward<FF>(work)), done_(std::in_place, std::forward<DD>(done)) {
+        if constexpr (takes_stop_token_v<F>) stop = std::stop_source();
+    }
 
     void run() noexcept override {
         try {
             if constexpr (std::is_void_v<R>) {
-                (*work_)();
+                call();
                 result_.value.emplace();
             } else {
-                result_.value.emplace((*work_)());
+                result_.value.emplace(call());
             }
             result_.status = JobStatus::done;
         } catch (...) {
@@ -170,12 +197,22 @@ public:
     void drop_done() noexcept override { done_.reset(); }
 
 private:
+    R call() {
+        if constexpr (takes_stop_token_v<F>) return (*work_)(stop.get_token());
+        else return (*work_)();
+    }
+
     std::optional<F> work_;
     std::optional<D> done_;
     JobResult<R> result_;
 };
 
 }  // namespace detail
+
+// What a job's work returns: work() or, for work taking a std::stop_token,
+// work(token).
+template <class F>
+using work_result_t = typename detail::WorkResult<std::decay_t<F>>::type;
 
 // A submitted job, as its loop sees it. Loop thread only; may outlive its
 // Scheduler (the job is then cancelled). Dropping the handle does not cancel
@@ -201,8 +238,9 @@ public:
     // Loop thread. If `done` has not run yet, it never will: it is destroyed
     // now. A job still queued is taken out of the queue and its work never
     // runs; one already running runs to the end on its worker (a thread
-    // cannot be stopped safely) and its result is dropped. Returns whether
-    // `done` was still pending.
+    // cannot be stopped safely; work taking a std::stop_token is asked to
+    // stop) and its result is dropped. Returns whether `done` was still
+    // pending.
     bool cancel() noexcept;
 
 private:
@@ -227,7 +265,7 @@ public:
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
 
-    // Loop thread of `sched`. Queues `work` (called as work(), returning R or
+    // Loop thread of `sched`. Queues `work` (called as work() or work(std::stop_token), returning R or
     // void) and returns its handle; `done` (called as done(JobResult<R>&&))
     // runs on sched's loop afterwards, unless the job is cancelled. Throws
     // ThreadPoolFull when the queue is full, ThreadPoolClosed after

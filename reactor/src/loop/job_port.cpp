@@ -101,6 +101,7 @@ void LoopPort::drop_all() noexcept {
     while (JobBase* job = pending_.front()) {
         untrack(job);
         job->discarded.store(true, std::memory_order_release);
+        job->stop.request_stop();
         unqueue(job);
         job->drop_done();
         job->release();
@@ -114,6 +115,7 @@ bool Job::cancel() noexcept {
     // Locals only from here: destroying `done` may destroy this handle's owner.
     detail::JobBase* job = job_;
     job->discarded.store(true, std::memory_order_release);
+    job->stop.request_stop();  // a running job that takes a token may end early
     detail::unqueue(job);
     job->port->untrack(job);
     job->drop_done();

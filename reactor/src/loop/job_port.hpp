@@ -31,6 +31,10 @@ struct PoolCore {
     JobBase* tail = nullptr;
     std::size_t queued = 0;
     bool closed = false;
+    // The running jobs whose work takes a std::stop_token: shutdown() asks
+    // them to stop. A worker takes its job off before delivering it, so each
+    // one here is alive while the mutex is held.
+    std::vector<JobBase*> stoppable;
 
     // Under mutex.
     void push(JobBase* job) noexcept;

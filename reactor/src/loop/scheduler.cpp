@@ -25,7 +25,7 @@ namespace reactor {
 Scheduler::Scheduler() : Scheduler(Options{}) {}
 
 Scheduler::Scheduler(Options options)
-    : selector_(options.selector ? std::move(options.selector) : make_selector(options.backend)),
+    : selector_(options.selector ? options.selector.take() : make_selector(options.backend)),
       clock_(std::move(options.clock)) {
     configure_debug(options);  // debug.cpp; first: it may throw, and nothing is owned yet
     wakeup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -115,8 +115,13 @@ void ThreadPool::work_loop() noexcept {
             job = core.pop();
             if (!job) return;  // closed, and shutdown() took what was queued
             job->stage = detail::JobBase::Stage::running;
+            if (job->stop.stop_possible()) core.stoppable.push_back(job);
         }
         job->run();
+        if (job->stop.stop_possible()) {
+            std::lock_guard lock(core.mutex);
+            std::erase(core.stoppable, job);
+        }
         detail::deliver(job);  // hands over the queue's reference
     }
 }
@@ -132,6 +137,10 @@ void ThreadPool::shutdown() {
         core_->tail = nullptr;
         core_->queued = 0;
         for (detail::JobBase* j = cancelled; j; j = j->queue_next) j->stage = detail::JobBase::Stage::cancelled;
+        // Alive while the lock is held (see PoolCore::stoppable). Their
+        // std::stop_callbacks run here, under the pool's lock: they must not
+        // submit to this pool.
+        for (detail::JobBase* j : core_->stoppable) j->stop.request_stop();
     }
     core_->wake.notify_all();
     while (detail::JobBase* job = cancelled) {

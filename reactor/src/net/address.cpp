@@ -167,6 +167,18 @@ std::uint16_t Address::port() const noexcept {
     return 0;
 }
 
+Address Address::with_port(std::uint16_t port) const {
+    Address copy = *this;
+    if (family() == AF_INET) {
+        reinterpret_cast<sockaddr_in*>(&copy.storage_)->sin_port = htons(port);
+    } else if (family() == AF_INET6) {
+        reinterpret_cast<sockaddr_in6*>(&copy.storage_)->sin6_port = htons(port);
+    } else {
+        throw std::invalid_argument(fmt::format("Address::with_port: {} has no port", to_string()));
+    }
+    return copy;
+}
+
 std::string Address::host() const {
     char text[INET6_ADDRSTRLEN];
     if (family() == AF_INET) {

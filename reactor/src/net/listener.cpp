@@ -217,6 +217,7 @@ void Listener::on_readable() {
         report_left_out(accept_failure_reports_, "accept failed");
         report_left_out(refusal_reports_, "accepted connection closed");
         on_accept_.invoke(conn);
+        if (options_.max_accepts > 0 && accepted_ >= options_.max_accepts) close();
     }
 }
 

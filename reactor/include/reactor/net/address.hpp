@@ -71,6 +71,10 @@ public:
     bool is_unix() const noexcept { return family() == AF_UNIX; }
     // 0 for Unix and unspecified addresses.
     std::uint16_t port() const noexcept;
+    // The same IP address (IPv6 scope included) with another port: a
+    // server's address(), say, with_port(0) for a second listener. A Unix
+    // or unspecified address has no port: std::invalid_argument.
+    Address with_port(std::uint16_t port) const;
     // "127.0.0.1", "::1", the Unix path ("@name" for abstract), "" if unspecified.
     std::string host() const;
     // "127.0.0.1:8080", "[::1]:8080", "unix:/tmp/x.sock", "unspecified".

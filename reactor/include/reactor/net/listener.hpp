@@ -63,6 +63,9 @@ public:
         std::chrono::milliseconds accept_pause{100};
         std::chrono::milliseconds report_interval{10'000};  // see ErrorCallback
         ConnectionOptions connection;  // for every accepted connection
+        // After this many connections the listener closes itself, as close()
+        // would (connections accepted go on). Zero: no limit.
+        std::uint64_t max_accepts = 0;
     };
 
     // Binds, listens and starts accepting. `address` may use port 0 (see
