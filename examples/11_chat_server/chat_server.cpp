@@ -9,10 +9,11 @@
 // buffer grow without bound: once more than --max-backlog bytes wait for it,
 // it is DISCONNECTED (the others see "* #<id> dropped: too slow"), as IRC
 // servers drop on "SendQ exceeded". Pausing the readers that feed it instead
-// would let one stalled client silence the room. A line longer than
-// --max-line disconnects its sender. One that stays silent (and is sent
-// nothing), or stops reading, for --idle-timeout seconds (default 300) is
-// closed: the others see "* #<id> timed out".
+// would let one stalled client silence the room. Lines are cut by a
+// reactor::LineReader: a line longer than --max-line disconnects its sender
+// (gracefully: what it was sent before still goes out). One that stays
+// silent (and is sent nothing), or stops reading, for --idle-timeout seconds
+// (default 300) is closed: the others see "* #<id> timed out".
 //
 // With --console, every line typed on the server's stdin goes to every client
 // as "* server: <line>" (console.hpp), and the end of input (Ctrl-D) shuts
@@ -27,6 +28,7 @@
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
+#include <reactor/net/line_reader.hpp>
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
@@ -47,7 +49,14 @@ public:
         m.id = ++last_id_;
         c->set_water_marks(max_backlog_, max_backlog_ / 4);
         c->set_high_water_callback([this](Connection& c) { drop(c, "too slow"); });
-        c->set_data_callback([this](Connection& c, std::string_view d) { on_data(c, d); });
+        // One call per line, without its "\n" or "\r\n"; a line longer than
+        // --max-line closes the connection (CloseKind::line_too_long: see leave).
+        reactor::LineReader::attach(
+            c,
+            [this](Connection& c, std::string_view line) {
+                broadcast(&c, fmt::format("#{}: {}\n", members_.at(&c).id, line));
+            },
+            {.max_length = max_line_});
         c->set_close_callback([this](Connection& c, const reactor::CloseReason& why) { leave(c, why); });
         c->write(fmt::format("* you are #{}; {} other(s) here\n", m.id, members_.size() - 1));
         broadcast(c.get(), fmt::format("* #{} joined\n", m.id));
@@ -59,23 +68,8 @@ public:
 private:
     struct Member {
         std::uint64_t id = 0;
-        std::string partial;  // bytes after the last newline
         bool dropped = false;
     };
-
-    void on_data(Connection& c, std::string_view data) {
-        Member& m = members_.at(&c);
-        m.partial.append(data);
-        std::size_t start = 0;
-        for (std::size_t nl; (nl = m.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-            std::string_view line(m.partial.data() + start, nl - start);
-            if (line.ends_with('\r')) line.remove_suffix(1);
-            if (line.size() > max_line_) return drop(c, "line too long");
-            broadcast(&c, fmt::format("#{}: {}\n", m.id, line));  // never touches m.partial
-        }
-        m.partial.erase(0, start);
-        if (m.partial.size() > max_line_) drop(c, "line too long");
-    }
 
     // To every client but `from` (null: to all).
     void broadcast(const Connection* from, const std::string& text) {
@@ -94,8 +88,10 @@ private:
         broadcast(&c, fmt::format("* #{} dropped: {}\n", m.id, why));
     }
 
-    // --idle-timeout ended it (silent, or not reading what it was sent), or it left.
+    // --idle-timeout ended it (silent, or not reading what it was sent), its
+    // line was too long, or it left.
     void leave(Connection& c, const reactor::CloseReason& why) {
+        if (why.kind == reactor::CloseKind::line_too_long) drop(c, "line too long");  // already closed: drop() tells
         const Member m = members_.extract(&c).mapped();
         const bool timed_out = why.kind == reactor::CloseKind::idle_timeout || why.kind == reactor::CloseKind::write_timeout;
         if (!m.dropped) broadcast(&c, fmt::format("* #{} {}\n", m.id, timed_out ? "timed out" : "left"));

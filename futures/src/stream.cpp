@@ -28,6 +28,13 @@ IncompleteReadError::IncompleteReadError(std::string partial_bytes, std::optiona
 LimitOverrunError::LimitOverrunError(const std::string& what, std::size_t consumed_bytes)
     : std::runtime_error(what), consumed(consumed_bytes) {}
 
+FrameTooLargeError::FrameTooLargeError(std::size_t size_bytes, std::size_t max_bytes, std::size_t prefix_bytes)
+    : LimitOverrunError(fmt::format("stream: a frame of {} bytes is announced, over the maximum of {}", size_bytes,
+                                    max_bytes),
+                        prefix_bytes + size_bytes),
+      size(size_bytes),
+      max_size(max_bytes) {}
+
 namespace detail {
 
 // ---------------------------------------------------------------- OpenStreams
@@ -99,15 +106,29 @@ void StreamCore::end_with_loop() noexcept {
     transport_->abandon();  // and the transport's own (futures_tls: a handshake's)
 }
 
-Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter,
-                                           std::source_location where) {
+void StreamCore::check_no_read_pending() const {
     if (read_ && read_->promise.is_pending()) {
         const std::source_location other = read_->promise.where();
         throw InvalidStateError(fmt::format("stream: another read is already pending (the one made at {}:{})",
                                             other.file_name(), other.line()));
     }
-    read_.emplace(PendingRead{kind, n, std::move(delimiter), Promise<std::string>(sched_, where, "stream read"), 0});
-    Future<std::string> f = read_->promise.get_future();
+}
+
+Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter,
+                                           std::source_location where) {
+    check_no_read_pending();
+    read_.emplace(PendingRead{kind, n, std::move(delimiter), {Promise<std::string>(sched_, where, "stream read"), {}}});
+    Future<std::string> f = read_->promise.text.get_future();
+    try_read();
+    return f;
+}
+
+Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, reactor::FrameFormat format,
+                                                                 std::source_location where) {
+    check_no_read_pending();
+    read_.emplace(PendingRead{kind, 0, {},
+                              {{}, Promise<std::optional<std::string>>(sched_, where, "stream read")}, 0, format});
+    Future<std::optional<std::string>> f = read_->promise.maybe.get_future();
     try_read();
     return f;
 }
@@ -237,23 +258,60 @@ void StreamCore::try_read() {
                                           view.size()));
         break;
     }
+    case ReadKind::line: {
+        // As until "\n", then the end (and a '\r' before it) left out.
+        std::string_view view = in_.view();
+        std::size_t end = view.find('\n', r.scanned);
+        if (end != std::string_view::npos) {
+            if (end + 1 > options_.limit)
+                return fail(LimitOverrunError("stream: the line end is found, but the line is longer than the limit",
+                                              end + 1));
+            const std::size_t length = end > 0 && view[end - 1] == '\r' ? end - 1 : end;
+            return complete(0, length, end + 1);
+        }
+        r.scanned = view.size();
+        if (view.size() > options_.limit)
+            return fail(LimitOverrunError("stream: the line end is not found, and the line exceeds the limit",
+                                          view.size()));
+        break;
+    }
+    case ReadKind::frame: {
+        const std::size_t prefix = reactor::prefix_size(r.format.prefix);
+        if (in_.size() < prefix) break;
+        const std::size_t length = reactor::decode_frame_length(r.format.prefix, in_.data());
+        if (length > r.format.max_size) return fail(FrameTooLargeError(length, r.format.max_size, prefix));
+        if (in_.size() - prefix >= length) return complete(prefix, length, prefix + length);
+        break;
+    }
     }
     if (eof_) {
         // Scheduler::close() ended the connection: what waited on it is
         // cancelled, as close() cancels tasks, not failed (a conversation it
         // ends is not an error nobody retrieved).
         if (error_ == ECANCELED) {
-            Promise<std::string> p = std::move(read_->promise);
+            ReadPromise p = std::move(read_->promise);
             read_.reset();
             p.cancel();
             return;
         }
         if (error_ != 0) return fail(connection_error());
         if (r.kind == ReadKind::some) return complete(0);
+        const bool framed = r.kind == ReadKind::line || r.kind == ReadKind::frame;
+        if (framed && in_.empty()) {  // a clean end: between lines or frames
+            ReadPromise p = std::move(read_->promise);
+            read_.reset();
+            p.set_end();
+            return;
+        }
+        std::optional<std::size_t> expected;
+        if (r.kind == ReadKind::exactly) expected = r.n;
+        if (r.kind == ReadKind::frame) {
+            const std::size_t prefix = reactor::prefix_size(r.format.prefix);
+            expected = in_.size() < prefix ? prefix : prefix + reactor::decode_frame_length(r.format.prefix, in_.data());
+        }
         std::string partial(in_.view());
         in_.clear();
-        return fail(IncompleteReadError(std::move(partial),
-                                        r.kind == ReadKind::exactly ? std::optional<std::size_t>(r.n) : std::nullopt));
+        return fail(IncompleteReadError(std::move(partial), expected));
     }
     // Waiting for more: make sure it can arrive even past the buffer limit.
     if (paused_) {
@@ -266,15 +324,15 @@ void StreamCore::try_read() {
 // slower than) goes back to the heap, so an idle stream does not keep it.
 constexpr std::size_t kKeptReadBuffer = 4096;
 
-void StreamCore::complete(std::size_t n) {
-    std::string bytes(in_.data(), n);
-    in_.consume(n);
+void StreamCore::complete(std::size_t offset, std::size_t length, std::size_t consumed) {
+    std::string bytes(in_.data() + offset, length);
+    in_.consume(consumed);
     if (in_.empty() && in_.capacity() > kKeptReadBuffer) in_.release();
     deliver(std::move(bytes));
 }
 
 void StreamCore::deliver(std::string bytes) {
-    Promise<std::string> p = std::move(read_->promise);
+    ReadPromise p = std::move(read_->promise);
     read_.reset();
     if (paused_ && in_.size() <= options_.limit) {
         paused_ = false;
@@ -285,7 +343,7 @@ void StreamCore::deliver(std::string bytes) {
 
 template <class E>
 void StreamCore::fail(E error) {
-    Promise<std::string> p = std::move(read_->promise);
+    ReadPromise p = std::move(read_->promise);
     read_.reset();
     p.set_exception(std::move(error));  // an exception, or an exception_ptr
 }
@@ -329,6 +387,21 @@ Future<std::string> Stream::read_exactly(std::size_t n, std::source_location whe
 Future<std::string> Stream::read_until(std::string delimiter, std::source_location where) {
     if (delimiter.empty()) throw std::invalid_argument("Stream::read_until: empty delimiter");
     return core().start_read(detail::StreamCore::ReadKind::until, 0, std::move(delimiter), where);
+}
+
+Future<std::optional<std::string>> Stream::read_line(std::source_location where) {
+    return core().start_framed_read(detail::StreamCore::ReadKind::line, {}, where);
+}
+
+Lines Stream::lines() const { return Lines(*this); }
+
+Future<std::optional<std::string>> Stream::read_frame(reactor::FrameFormat format, std::source_location where) {
+    return core().start_framed_read(detail::StreamCore::ReadKind::frame, format, where);
+}
+
+bool Stream::write_frame(std::string_view payload, const reactor::FrameFormat& format) {
+    detail::StreamCore& c = core();
+    return c.write(reactor::make_frame(payload, format));
 }
 
 bool Stream::at_eof() const { return core().at_eof(); }

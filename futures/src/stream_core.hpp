@@ -27,6 +27,7 @@
 #include <reactor/loop_service.hpp>
 #include <reactor/net/byte_buffer.hpp>
 #include <reactor/net/connection.hpp>
+#include <reactor/net/frame.hpp>
 
 #include "futures/promise.hpp"
 #include "futures/stream.hpp"
@@ -60,7 +61,7 @@ class StreamCore final : public std::enable_shared_from_this<StreamCore>,
                          public reactor::ListMember<StreamCore>,
                          public StreamTransport::Receiver {
 public:
-    enum class ReadKind : std::uint8_t { some, exactly, until };
+    enum class ReadKind : std::uint8_t { some, exactly, until, line, frame };
 
     StreamCore(std::unique_ptr<StreamTransport> transport, const StreamOptions& options)
         : sched_(transport->connection().scheduler()), transport_(std::move(transport)), options_(options) {}
@@ -79,6 +80,10 @@ public:
 
     // One pending read at a time, else InvalidStateError.
     Future<std::string> start_read(ReadKind kind, std::size_t n, std::string delimiter, std::source_location where);
+    // read_line and read_frame: their futures hold an optional, empty at a
+    // clean end of input.
+    Future<std::optional<std::string>> start_framed_read(ReadKind kind, reactor::FrameFormat format,
+                                                         std::source_location where);
     bool at_eof() const { return eof_ && in_.empty(); }
     std::size_t buffered() const { return in_.size(); }
 
@@ -96,13 +101,47 @@ public:
     reactor::Scheduler& scheduler() const { return sched_; }
 
 private:
+    // The promise of the pending read: `text` for read, read_exactly and
+    // read_until; `maybe` for read_line and read_frame, which end with an
+    // empty optional at a clean end of input.
+    struct ReadPromise {
+        Promise<std::string> text;
+        Promise<std::optional<std::string>> maybe;
+        bool is_pending() const noexcept { return text.is_pending() || maybe.is_pending(); }
+        std::source_location where() const { return text.valid() ? text.where() : maybe.where(); }
+        void set_value(std::string bytes) {
+            if (text.valid()) {
+                text.set_value(std::move(bytes));
+            } else {
+                maybe.set_value(std::move(bytes));
+            }
+        }
+        void set_end() { maybe.set_value(std::nullopt); }
+        template <class E>
+        void set_exception(E error) {
+            if (text.valid()) {
+                text.set_exception(std::move(error));
+            } else {
+                maybe.set_exception(std::move(error));
+            }
+        }
+        void cancel() {
+            if (text.valid()) {
+                text.cancel();
+            } else {
+                maybe.cancel();
+            }
+        }
+    };
     struct PendingRead {
         ReadKind kind;
         std::size_t n;              // some: at most n; exactly: n
         std::string delimiter;      // until
-        Promise<std::string> promise;
-        std::size_t scanned;        // until: bytes already searched
+        ReadPromise promise;
+        std::size_t scanned = 0;    // until, line: bytes already searched
+        reactor::FrameFormat format{};  // frame
     };
+    void check_no_read_pending() const;
 
     // The transport's callbacks (StreamTransport::Receiver: public, so that a
     // weak_ptr<StreamCore> converts; only the transport calls them).
@@ -118,7 +157,9 @@ private:
     bool wants_more() const { return read_ && read_->promise.is_pending(); }
     // Completes the pending read if the buffer (or EOF, or an error) allows.
     void try_read();
-    void complete(std::size_t n);
+    void complete(std::size_t n) { complete(0, n, n); }
+    // Hands over `length` bytes from `offset`, consuming `consumed` (framing included).
+    void complete(std::size_t offset, std::size_t length, std::size_t consumed);
     void deliver(std::string bytes);  // completes the pending read with `bytes`
     template <class E>
     void fail(E error);

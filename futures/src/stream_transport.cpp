@@ -41,7 +41,12 @@ StreamTransportEnd StreamTransportEnd::from(const reactor::CloseReason& reason) 
         return deadline_end("stream: idle_timeout passed (nothing received or sent for that long)");
     case reactor::CloseKind::scheduler_closed: return {ECANCELED, nullptr};
     case reactor::CloseKind::local:
-    case reactor::CloseKind::eof: return {};
+    case reactor::CloseKind::eof:
+    // Only the callback layer's readers close with these; a stream reads its
+    // own frames (Stream::read_line, read_frame) and never sees them.
+    case reactor::CloseKind::line_too_long:
+    case reactor::CloseKind::frame_too_large:
+    case reactor::CloseKind::truncated: return {};
     }
     return {};
 }

@@ -40,12 +40,14 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <reactor/export.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/net/connection.hpp>
+#include <reactor/net/frame.hpp>
 
 #include "futures/errors.hpp"
 #include "futures/future.hpp"
@@ -53,13 +55,20 @@
 
 namespace futures {
 
-// EOF came before read_exactly() got n bytes, or before read_until() found its
-// delimiter. `partial` holds the bytes that were there (now consumed).
+// The input ended (the peer's EOF) inside what a read waits for: before
+// read_exactly() got its n bytes, before read_until() found its delimiter,
+// inside a line for read_line(), inside a frame for read_frame(). `partial`
+// holds the bytes received of it, now consumed (so the stream is at its end):
+// read_until's last line without its delimiter, or "" when nothing came after
+// the last one; read_frame's prefix and payload so far. `expected` is how many
+// bytes would have completed it: read_exactly's n, read_frame's prefix plus
+// payload (the prefix alone while the prefix is incomplete); none for
+// read_until and read_line.
 class REACTOR_API IncompleteReadError : public std::runtime_error {
 public:
     IncompleteReadError(std::string partial, std::optional<std::size_t> expected);
     std::string partial;
-    std::optional<std::size_t> expected;  // read_exactly's n; none for read_until
+    std::optional<std::size_t> expected;
 };
 
 // read_until() would need more than the stream's limit. The data stays in the
@@ -69,6 +78,17 @@ class REACTOR_API LimitOverrunError : public std::runtime_error {
 public:
     LimitOverrunError(const std::string& what, std::size_t consumed);
     std::size_t consumed;
+};
+
+// read_frame() read a length prefix above FrameFormat::max_size. Nothing is
+// consumed (the prefix stays in the buffer), and the payload is not read: the
+// stream is out of step with its peer, close it. Caught as a
+// LimitOverrunError too; `consumed` is the frame's whole size.
+class REACTOR_API FrameTooLargeError : public LimitOverrunError {
+public:
+    FrameTooLargeError(std::size_t size, std::size_t max_size, std::size_t prefix_bytes);
+    std::size_t size;      // the payload size the prefix announced
+    std::size_t max_size;  // FrameFormat::max_size
 };
 
 struct StreamOptions {
@@ -105,6 +125,8 @@ class StreamCore;
 class ServerCore;
 }  // namespace detail
 
+class Lines;
+
 class REACTOR_API Stream {
 public:
     // An empty handle; every member but valid() throws InvalidStateError.
@@ -138,6 +160,29 @@ public:
     // `expected` is empty. A line reader catches it (docs/networking.md).
     [[nodiscard]] Future<std::string> read_until(std::string delimiter = "\n",
                                                  std::source_location where = std::source_location::current());
+
+    // ---- framed reads (docs/networking.md, "Lines and frames") ----
+    // The next line, without its end: a line ends at "\n", and a '\r' right
+    // before it is dropped too, so LF and CRLF peers read the same (a '\r'
+    // anywhere else is part of the line); an empty line is "". An empty
+    // optional at a clean end of input (EOF right after a line end, or before
+    // any byte), where read_until fails. The input ending inside a line fails
+    // it with IncompleteReadError (`partial`: that line's bytes, consumed). A
+    // line longer than the limit (StreamOptions::limit, its end counted) fails
+    // it with LimitOverrunError, as read_until. Works unchanged over TLS.
+    [[nodiscard]] Future<std::optional<std::string>> read_line(
+        std::source_location where = std::source_location::current());
+    // The lines of this stream for a loop: next() is read_line().
+    [[nodiscard]] Lines lines() const;
+    // The payload of the next length-prefixed frame (reactor/net/frame.hpp:
+    // a u16 or u32 big-endian length, then the payload); "" for a
+    // zero-length frame. An empty optional at a clean end of input (EOF
+    // between frames). The input ending inside a frame fails it with
+    // IncompleteReadError; a prefix above format.max_size with
+    // FrameTooLargeError (before any of the payload is read). A frame may be
+    // larger than the stream's limit: the read takes what it needs.
+    [[nodiscard]] Future<std::optional<std::string>> read_frame(
+        reactor::FrameFormat format = {}, std::source_location where = std::source_location::current());
     // Reads after a connection reset or error fail with std::system_error.
     // Cancelling a pending read leaves the buffered bytes for the next read.
     // Scheduler::close() cancels a pending read or drain (as it cancels
@@ -153,6 +198,10 @@ public:
     // then done once it has drained to the low mark. Fails with
     // std::system_error if the connection is reset meanwhile.
     [[nodiscard]] Future<void> drain(std::source_location where = std::source_location::current());
+    // write() of the frame: prefix and payload in one write. Throws
+    // std::length_error, writing nothing, when the payload is larger than
+    // format.max_size or than the prefix can carry (reactor::make_frame).
+    bool write_frame(std::string_view payload, const reactor::FrameFormat& format = {});
     // Sends EOF after the buffered output; reading continues.
     void write_eof();
 
@@ -201,6 +250,25 @@ private:
     explicit Stream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
     detail::StreamCore& core() const;
     std::shared_ptr<detail::StreamCore> core_;
+};
+
+// The lines of a stream, for a loop: each next() is the stream's
+// read_line(), so an empty optional ends the loop at a clean end of input.
+// A handle that keeps the stream alive; copies share the stream and its one
+// pending read. Loop thread only.
+//
+//     futures::Lines lines = stream.lines();
+//     lines.next().then([](std::optional<std::string> line) { ... });
+class REACTOR_API Lines {
+public:
+    explicit Lines(Stream stream) : stream_(std::move(stream)) {}
+    [[nodiscard]] Future<std::optional<std::string>> next(std::source_location where = std::source_location::current()) {
+        return stream_.read_line(where);
+    }
+    Stream& stream() noexcept { return stream_; }
+
+private:
+    Stream stream_;
 };
 
 // A new pipe as two streams (reactor::open_pipe): what is written to

@@ -32,6 +32,9 @@ std::string_view to_string(CloseKind kind) noexcept {
     case CloseKind::write_timeout: return "write timeout";
     case CloseKind::idle_timeout: return "idle timeout";
     case CloseKind::scheduler_closed: return "scheduler closed";
+    case CloseKind::line_too_long: return "line too long";
+    case CloseKind::frame_too_large: return "frame too large";
+    case CloseKind::truncated: return "truncated";
     }
     return "unknown";
 }
@@ -333,7 +336,7 @@ void Connection::do_write_eof() {
 
 // ---------------------------------------------------------------- closing
 
-void Connection::close() { begin_close(CloseKind::local); }
+void Connection::close(CloseKind kind) { begin_close(kind); }
 
 void Connection::abort() {
     if (state_ == State::closed) return;

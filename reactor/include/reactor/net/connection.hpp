@@ -53,6 +53,11 @@ enum class CloseKind : std::uint8_t {
     write_timeout,  // buffered output made no progress for write_timeout (aborted)
     idle_timeout,   // nothing received or sent for idle_timeout (closed gracefully)
     scheduler_closed,  // Scheduler::close() ended the loop with the connection open (aborted)
+    // A reader of framed input (reactor/net/line_reader.hpp, frame_reader.hpp)
+    // ended it, closing gracefully (buffered output is flushed first):
+    line_too_long,    // a line longer than the LineReader's maximum
+    frame_too_large,  // a frame whose length prefix is above the FrameReader's maximum
+    truncated,        // the peer's EOF came in the middle of a line or frame (and the reader had no EOF callback)
 };
 // A connection still open (or closing) when its Scheduler is closed
 // (Scheduler::close()) is aborted, and its close callback runs with
@@ -216,7 +221,11 @@ public:
     // Graceful: stop reading, flush buffered output, then close (reason local,
     // unless the flush fails). A peer that never reads keeps it `closing`
     // forever: use abort() if you cannot wait. Idempotent.
-    void close();
+    void close() { close(CloseKind::local); }
+    // The same graceful close, reporting `kind` as the reason: for a layer
+    // that ends the connection for a reason of its own (LineReader closes
+    // with line_too_long). No effect once closing or closed.
+    void close(CloseKind kind);
     // Immediate: discard buffered output and close now; the peer sees a reset
     // (TCP). Reason local. Idempotent.
     void abort();
