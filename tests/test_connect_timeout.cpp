@@ -7,7 +7,6 @@
 // a listener whose accept queue is full makes the kernel drop new SYNs.
 #define BOOST_TEST_MODULE connect_timeout
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 
 #include "support/fds.hpp"
 #include "support/name_resolution.hpp"
+#include "support/net_util.hpp"
 #include "support/virtual_time.hpp"
 
 using namespace std::chrono_literals;
@@ -53,28 +53,6 @@ Fd bind_loopback(int backlog_or_none) {
     if (backlog_or_none >= 0) BOOST_REQUIRE(::listen(fd.get(), backlog_or_none) == 0);
     return fd;
 }
-
-// A listener that is never accepted from, its queue full: connects to it hang.
-struct FullQueue {
-    Fd listener = bind_loopback(0);
-    std::uint16_t port = bound_port(listener.get());
-    std::vector<Fd> fillers;
-    FullQueue() {
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(port);
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        for (int i = 0; i < 3; ++i) {
-            Fd c(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-            ::connect(c.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-            fillers.push_back(std::move(c));
-        }
-        // Bounded wait, no fixed sleep: the first filler's handshake is done,
-        // so the queue is full and later SYNs are dropped.
-        pollfd first{fillers[0].get(), POLLOUT, 0};
-        BOOST_REQUIRE(::poll(&first, 1, 5000) == 1);
-    }
-};
 
 // A bound port nobody listens on: connecting is refused at once.
 struct RefusedPort {
@@ -111,7 +89,7 @@ ConnectTimeoutError timeout_of(Future<T>& f) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_connect_that_hangs_fails_at_the_timeout_naming_the_address) {
-    FullQueue full;
+    reactor_test::FullAcceptQueue full;
     reactor::testing::VirtualLoop loop(backend_under_test());
     const auto start = loop.clock.now();
     Future<Stream> f = futures::open_connection(loop.sched, reactor::Address::loopback_v4(full.port),
@@ -131,7 +109,7 @@ BOOST_AUTO_TEST_CASE(a_connect_that_hangs_fails_at_the_timeout_naming_the_addres
 
 BOOST_AUTO_TEST_CASE(an_address_list_is_tried_in_turn_and_the_error_names_the_one_under_way) {
     RefusedPort refused;
-    FullQueue full;
+    reactor_test::FullAcceptQueue full;
     reactor::testing::VirtualLoop loop(backend_under_test());
     Future<Stream> f = futures::open_connection(
         loop.sched, {reactor::Address::loopback_v4(refused.port), reactor::Address::loopback_v4(full.port)},

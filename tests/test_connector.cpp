@@ -61,31 +61,13 @@ BOOST_AUTO_TEST_CASE(connect_refused_reaches_the_callback) {
 // SYNs, and our connect timeout has to fire (ETIMEDOUT).
 BOOST_AUTO_TEST_CASE(connect_timeout_reaches_the_callback) {
     const reactor::Backend backend = reactor_test::backend_under_test();
-    int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    BOOST_REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&addr), len) == 0);
-    BOOST_REQUIRE(::listen(lfd, 0) == 0);  // never accepted from
-    BOOST_REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    std::vector<int> fillers;  // fill the accept queue (backlog 0 holds one)
-    for (int i = 0; i < 3; ++i) {
-        int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-        fillers.push_back(c);
-    }
-    // Wait (bounded, no fixed sleep) until the first filler's handshake is
-    // done, i.e. the queue is full: later SYNs, ours included, are dropped.
-    pollfd first{fillers[0], POLLOUT, 0};
-    BOOST_REQUIRE(::poll(&first, 1, 5000) == 1);
-
+    reactor_test::FullAcceptQueue full;
     reactor::Scheduler sched(on(backend));
     std::optional<std::error_code> result;
     ConnectionPtr unexpected;
     reactor::Connector::Options opt;
     opt.timeout = 200ms;
-    reactor::connect(sched, reactor::Address::parse(fmt::format("127.0.0.1:{}", ntohs(addr.sin_port))),
+    reactor::connect(sched, reactor::Address::loopback_v4(full.port),
                      [&](ConnectionPtr c, std::error_code ec) {
                          result = ec;
                          unexpected = c;
@@ -96,8 +78,6 @@ BOOST_AUTO_TEST_CASE(connect_timeout_reaches_the_callback) {
     BOOST_TEST(!unexpected);
     BOOST_TEST(result->value() == ETIMEDOUT, result->message());
     BOOST_TEST(sched.empty());
-    for (int c : fillers) ::close(c);
-    ::close(lfd);
 }
 
 // A server that accepts and at once aborts (SO_LINGER {1, 0}, then close)

@@ -5,9 +5,6 @@
 // nobody accepts from: the kernel completes the TCP handshake, and the
 // ClientHello is never answered.
 #define BOOST_TEST_MODULE tls_connect_timeout
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -16,7 +13,7 @@
 #include <futures/tls/stream.hpp>
 #include <reactor/tls/context.hpp>
 
-#include "support/fds.hpp"
+#include "support/net_util.hpp"
 #include "support/tls_fixtures.hpp"
 #include "support/virtual_time.hpp"
 
@@ -24,15 +21,8 @@ using namespace std::chrono_literals;
 using futures::ConnectTimeoutError;
 
 BOOST_AUTO_TEST_CASE(a_handshake_that_never_answers_fails_at_the_timeout_naming_the_handshake) {
-    reactor_test::Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    BOOST_REQUIRE(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), len) == 0);
-    BOOST_REQUIRE(::listen(listener.get(), 8) == 0);
-    BOOST_REQUIRE(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    const std::uint16_t port = ntohs(addr.sin_port);
+    reactor_test::SilentListener silent;  // the kernel completes the TCP handshake; nobody answers
+    const std::uint16_t port = silent.port;
 
     reactor::testing::VirtualLoop loop(reactor_test::backend_under_test());
     futures::StreamOptions options;

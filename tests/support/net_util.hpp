@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -127,6 +128,43 @@ struct SilentListener {
     }
     SilentListener(const SilentListener&) = delete;
     SilentListener& operator=(const SilentListener&) = delete;
+};
+
+// A listening socket on 127.0.0.1 whose accept queue is full (backlog 0,
+// filled by clients that are never accepted): the kernel drops new SYNs, so
+// a connect to `port` hangs, as one to an address that never answers would.
+// Tests keep to loopback, so this is how a connect timeout is provoked.
+struct FullAcceptQueue {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::uint16_t port = 0;
+    std::vector<int> fillers;
+
+    FullAcceptQueue() {
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        BOOST_REQUIRE(fd >= 0);
+        BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        BOOST_REQUIRE(::listen(fd, 0) == 0);  // never accepted from
+        BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+        port = ntohs(addr.sin_port);
+        for (int i = 0; i < 3; ++i) {  // backlog 0 holds one
+            int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+            fillers.push_back(c);
+        }
+        // Bounded wait, no fixed sleep: the first filler's handshake is done,
+        // so the queue is full and later SYNs, the test's included, are dropped.
+        pollfd first{fillers[0], POLLOUT, 0};
+        BOOST_REQUIRE(::poll(&first, 1, 5000) == 1);
+    }
+    ~FullAcceptQueue() {
+        for (int c : fillers) ::close(c);
+        ::close(fd);
+    }
+    FullAcceptQueue(const FullAcceptQueue&) = delete;
+    FullAcceptQueue& operator=(const FullAcceptQueue&) = delete;
 };
 
 // Deterministic pseudo-random bytes (seeded), for payloads that catch reordering.
