@@ -20,6 +20,7 @@
 #include "support/fd_limits.hpp"
 #include "support/net_util.hpp"
 #include "support/outside_program.hpp"
+#include "support/example_servers.hpp"
 #include "support/process.hpp"
 #include "support/tls_fixtures.hpp"
 
@@ -29,25 +30,6 @@ using reactor_test::example_path;
 using reactor_test::needs_program;
 
 namespace {
-
-// The port of its first line, "listening on 127.0.0.1:PORT (backend)".
-std::uint16_t wait_for_port(Child& server) {
-    const std::regex listening("^listening on 127\\.0\\.0\\.1:([0-9]+) \\((select|poll|epoll)\\)$");
-    auto line = server.read_line(20s);
-    BOOST_REQUIRE(line);
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_search(*line, m, listening), *line);
-    return static_cast<std::uint16_t>(std::stoi(m[1]));
-}
-
-// curl's stdout for `args` (with --noproxy and a time limit), and its exit code.
-std::pair<std::string, int> curl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"-sS", "--noproxy", "*", "--max-time", "20"});
-    Child c(*reactor_test::find_program("curl"), args);
-    c.close_stdin();
-    std::string out = c.read_all(25s);
-    return {out, c.wait(10s)};
-}
 
 // The server certificate (localhost, 127.0.0.1, ::1), its key and the CA that
 // signed it, as files in a temporary directory.
@@ -89,20 +71,20 @@ constexpr int kServerFds = 256;
 BOOST_AUTO_TEST_CASE(curl_verifies_it_and_keep_alive_and_expect_work_over_tls, *needs_program("curl")) {
     CertificateFiles files;
     Child server(example_path("http_hello"), https_args(files, {"--exit-after", "3"}));
-    const std::string base = "https://localhost:" + std::to_string(wait_for_port(server));
+    const std::string base = "https://localhost:" + std::to_string(reactor_test::listening_port(server));
     // Two requests on one kept-alive connection, TLS 1.3, verified by name.
-    auto [both, code] = curl({"--cacert", files.ca, base + "/a", base + "/b"});
+    auto [both, code] = reactor_test::curl({"--cacert", files.ca, base + "/a", base + "/b"});
     BOOST_TEST(code == 0);
     BOOST_TEST(both == kHello + kHello);
     // TLS 1.2, and a body behind "Expect: 100-continue": 100, then the answer.
-    auto [continued, code2] = curl({"--cacert", files.ca, "--tls-max", "1.2", "-H", "Expect: 100-continue",
+    auto [continued, code2] = reactor_test::curl({"--cacert", files.ca, "--tls-max", "1.2", "-H", "Expect: 100-continue",
                                     "--data-binary", std::string(100'000, 'x'), "-i", base + "/upload"});
     BOOST_TEST(code2 == 0);
     BOOST_TEST(continued.starts_with("HTTP/1.1 100 Continue\r\n"), continued);
     BOOST_TEST(continued.find("HTTP/1.1 200 OK\r\n") != std::string::npos, continued);
     BOOST_TEST(continued.ends_with(kHello), continued);
     // A client that does not trust our CA refuses the certificate.
-    auto [refused, code3] = curl({base + "/"});
+    auto [refused, code3] = reactor_test::curl({base + "/"});
     BOOST_TEST(code3 == 60);  // CURLE_PEER_FAILED_VERIFICATION
     BOOST_TEST(refused.empty());
     const auto lines = reactor_test::lines_of(server.read_all(20s));
@@ -114,7 +96,7 @@ BOOST_AUTO_TEST_CASE(curl_verifies_it_and_keep_alive_and_expect_work_over_tls, *
 BOOST_AUTO_TEST_CASE(sigterm_drains_an_open_tls_connection_which_is_still_answered) {
     CertificateFiles files;
     Child server(example_path("http_hello"), https_args(files, {}));
-    const std::uint16_t port = wait_for_port(server);
+    const std::uint16_t port = reactor_test::listening_port(server);
     // A TLS client of our own, kept open across the signal.
     reactor::Scheduler sched;
     reactor::tls::ConnectionPtr client;
@@ -191,7 +173,7 @@ BOOST_AUTO_TEST_CASE(handshake_slowloris_under_256_fds_is_timed_out_and_curl_ser
     std::string command = "ulimit -n " + std::to_string(kServerFds) + " && exec '" + example_path("http_hello") + "'";
     for (const auto& a : https_args(files, {"--handshake-timeout", "1"})) command += " '" + a + "'";
     Child server("/bin/sh", {"-c", command});
-    const std::uint16_t port = wait_for_port(server);
+    const std::uint16_t port = reactor_test::listening_port(server);
     // A TLS record header announcing a 512-byte handshake record, a
     // ClientHello header, and then only part of the hello.
     std::string half_hello("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
@@ -204,7 +186,7 @@ BOOST_AUTO_TEST_CASE(handshake_slowloris_under_256_fds_is_timed_out_and_curl_ser
         clients.push_back(fd);
     }
     const auto start = std::chrono::steady_clock::now();
-    auto [out, code] = curl({"--cacert", files.ca, "https://localhost:" + std::to_string(port) + "/"});
+    auto [out, code] = reactor_test::curl({"--cacert", files.ca, "https://localhost:" + std::to_string(port) + "/"});
     const auto waited = std::chrono::steady_clock::now() - start;
     BOOST_TEST(code == 0);
     BOOST_TEST(out == kHello);

@@ -15,6 +15,7 @@
 
 #include "support/net_util.hpp"
 #include "support/outside_program.hpp"
+#include "support/example_servers.hpp"
 #include "support/process.hpp"
 #include "support/tls_fixtures.hpp"
 
@@ -23,40 +24,17 @@ using reactor_test::Child;
 using reactor_test::example_path;
 using reactor_test::needs_program;
 
-namespace {
-
-// The port of its first line, "listening on 127.0.0.1:PORT (backend)".
-std::uint16_t wait_for_port(Child& server) {
-    const std::regex listening("^listening on 127\\.0\\.0\\.1:([0-9]+) \\((select|poll|epoll)\\)$");
-    auto line = server.read_line(20s);
-    BOOST_REQUIRE(line);
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_search(*line, m, listening), *line);
-    return static_cast<std::uint16_t>(std::stoi(m[1]));
-}
-
-// curl's stdout for `args` (with --noproxy and a time limit), and its exit code.
-std::pair<std::string, int> curl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"-sS", "--noproxy", "*", "--max-time", "20"});
-    Child c(*reactor_test::find_program("curl"), args);
-    c.close_stdin();
-    std::string out = c.read_all(25s);
-    return {out, c.wait(10s)};
-}
-
-}  // namespace
-
 BOOST_AUTO_TEST_CASE(curl_k_against_the_self_signed_certificate, *needs_program("curl")) {
     Child server(example_path("https_hello"), {"--port", "0", "--exit-after", "2"});
-    const std::string base = "https://127.0.0.1:" + std::to_string(wait_for_port(server));
+    const std::string base = "https://127.0.0.1:" + std::to_string(reactor_test::listening_port(server));
     auto notice = server.read_line(20s);
     BOOST_REQUIRE(notice);
     BOOST_TEST(notice->find("self-signed certificate for localhost, 127.0.0.1 and ::1") != std::string::npos, *notice);
     // Two requests on one kept-alive connection, then a second connection.
-    auto [both, code] = curl({"-k", base + "/a", base + "/b"});
+    auto [both, code] = reactor_test::curl({"-k", base + "/a", base + "/b"});
     BOOST_TEST(code == 0);
     BOOST_TEST(both == "Hello over TLS!\nHello over TLS!\n");
-    auto [one, code2] = curl({"-k", "--tls-max", "1.2", base + "/"});
+    auto [one, code2] = reactor_test::curl({"-k", "--tls-max", "1.2", base + "/"});
     BOOST_TEST(code2 == 0);
     BOOST_TEST(one == "Hello over TLS!\n");
     const auto lines = reactor_test::lines_of(server.read_all(20s));
@@ -74,7 +52,7 @@ BOOST_AUTO_TEST_CASE(a_given_certificate_verified_by_curl_and_a_garbage_client_r
     Child server(example_path("https_hello"), {"--port", "0", "--exit-after", "2", "--cert",
                                                dir.write("chain.pem", pki.server.certificate_pem), "--key",
                                                dir.write("key.pem", pki.server.key_pem)});
-    const std::uint16_t port = wait_for_port(server);
+    const std::uint16_t port = reactor_test::listening_port(server);
     // Not TLS at all: the handshake fails, the server says why and goes on.
     int fd = reactor_test::connect_blocking(port);
     BOOST_REQUIRE(fd >= 0);
@@ -84,7 +62,7 @@ BOOST_AUTO_TEST_CASE(a_given_certificate_verified_by_curl_and_a_garbage_client_r
     auto failed = server.read_line(20s);
     BOOST_REQUIRE(failed);
     BOOST_TEST(failed->starts_with("https_hello: a handshake failed: handshake failed: error:"), *failed);
-    auto [out, code] = curl({"--cacert", ca, "https://127.0.0.1:" + std::to_string(port) + "/"});
+    auto [out, code] = reactor_test::curl({"--cacert", ca, "https://127.0.0.1:" + std::to_string(port) + "/"});
     BOOST_TEST(code == 0);
     BOOST_TEST(out == "Hello over TLS!\n");
     const auto lines = reactor_test::lines_of(server.read_all(20s));

@@ -17,6 +17,7 @@
 #include <reactor/tls/certificate_maker.hpp>
 
 #include "support/net_util.hpp"
+#include "support/example_servers.hpp"
 #include "support/process.hpp"
 #include "support/tls_fixtures.hpp"
 
@@ -25,16 +26,6 @@ using reactor_test::Child;
 using reactor_test::example_path;
 
 namespace {
-
-// The port of its first line, "listening on 127.0.0.1:PORT (backend)".
-std::uint16_t wait_for_port(Child& server) {
-    const std::regex listening("^listening on 127\\.0\\.0\\.1:([0-9]+) \\((select|poll|epoll)\\)$");
-    auto line = server.read_line(20s);
-    BOOST_REQUIRE(line);
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_search(*line, m, listening), *line);
-    return static_cast<std::uint16_t>(std::stoi(m[1]));
-}
 
 struct CertificateFiles {
     reactor_test::TempDir dir;
@@ -55,7 +46,7 @@ BOOST_AUTO_TEST_CASE(verified_conversations_and_refused_certificates) {
     CertificateFiles files;
     Child server(example_path("tls_echo_server"),
                  {"--port", "0", "--max-seconds", "60", "--cert", files.chain, "--key", files.key, "--exit-after", "14"});
-    const std::uint16_t port = wait_for_port(server);
+    const std::uint16_t port = reactor_test::listening_port(server);
     // 10 connections x 200 messages, 8 in flight each, up to 64 KiB: the
     // water marks at work on both sides.
     auto ok = client(port, {"--cafile", files.ca, "--connections", "10", "--messages", "200", "--window", "8",
@@ -86,7 +77,7 @@ BOOST_AUTO_TEST_CASE(verified_conversations_and_refused_certificates) {
 
 BOOST_AUTO_TEST_CASE(self_signed_server_and_an_insecure_client) {
     Child server(example_path("tls_echo_server"), {"--port", "0", "--max-seconds", "60", "--exit-after", "2"});
-    const std::uint16_t port = wait_for_port(server);
+    const std::uint16_t port = reactor_test::listening_port(server);
     auto notice = server.read_line(20s);
     BOOST_REQUIRE(notice);
     BOOST_TEST(notice->find("self-signed certificate") != std::string::npos, *notice);
