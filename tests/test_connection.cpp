@@ -671,3 +671,24 @@ BOOST_AUTO_TEST_CASE(destroying_the_scheduler_ends_its_open_connections) {
     char c;
     BOOST_TEST(::recv(open_pair.b.get(), &c, 1, 0) <= 0);  // the peer sees the end
 }
+
+// Aborted, its close callback queued but the loop destroyed before that
+// callback's turn: the callbacks are dropped all the same. A layer above (a
+// TLS connection) keeps itself alive through a close callback that holds it,
+// and holds the connection in turn: not dropped, the pair would leak.
+BOOST_AUTO_TEST_CASE(a_close_callback_still_queued_when_the_scheduler_goes_is_dropped_not_leaked) {
+    reactor_test::SocketPair pair;
+    std::weak_ptr<Connection> watch;
+    int close_callbacks = 0;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        auto c = Connection::adopt(sched, ::dup(pair.a.get()));
+        pair.a = reactor_test::Fd();
+        c->set_close_callback([c, &close_callbacks](Connection&, const reactor::CloseReason&) { ++close_callbacks; });
+        c->abort();  // queues the close callback; the loop never runs it
+        BOOST_TEST((c->state() == Connection::State::closed));
+        watch = c;
+    }
+    BOOST_TEST(watch.expired());  // the cycle through the callback's capture is broken
+    BOOST_TEST(close_callbacks == 0);
+}

@@ -120,7 +120,8 @@ BOOST_AUTO_TEST_CASE(the_client_on_ctrl_c_prints_its_summary_marked_interrupted)
     BOOST_REQUIRE(silent >= 0);
     BOOST_REQUIRE(::kill(c.pid(), SIGINT) == 0);
     std::string out = c.read_all(20s);
-    BOOST_TEST(c.wait(10s) == 130);
+    const std::string err = c.read_stderr(5s);
+    BOOST_TEST(c.wait(10s) == 130, err);
     ::close(silent);
     BOOST_TEST(out.starts_with("tls_echo_client: 1 connections x 100 messages to "), out);
     BOOST_TEST(out.find("(no handshake, not verified): FAILED (") != std::string::npos, out);

@@ -362,18 +362,33 @@ void Connection::fail(int error) {
 // in the selector, and epoll must not pass its registration on to a reused
 // fd number), then hands the self-reference to the close-callback call: the
 // connection is released after that callback, on a fresh stack.
+// The queued close-callback call. Every callback is dropped before the close
+// callback runs (it runs once: taken out), so a cycle through their captures
+// is broken even if it throws. Dropped unrun (the loop abandoned before its
+// turn), it drops them all the same: a capture holding the connection, as a
+// TLS layer's close callback does, would otherwise keep it alive forever.
+struct Connection::CloseCall {
+    std::shared_ptr<Connection> self;
+    CloseReason reason;
+
+    CloseCall(std::shared_ptr<Connection> c, CloseReason r) : self(std::move(c)), reason(r) {}
+    CloseCall(CloseCall&&) noexcept = default;
+    CloseCall& operator=(CloseCall&&) = delete;
+    ~CloseCall() {
+        if (self) self->clear_callbacks();
+    }
+
+    void operator()() {
+        auto on_close = self->on_close_.take();
+        self->clear_callbacks();
+        if (on_close) on_close(*self, reason);
+    }
+};
+
 void Connection::finish_close(CloseReason reason, bool abortive) {
     if (state_ == State::closed) return;
     release_fd(abortive);
-    sched_.call_soon(
-        [self = std::move(self_), reason] {
-            // All dropped before the close callback runs (it runs once: taken
-            // out), so a cycle through their captures is broken even if it throws.
-            auto on_close = self->on_close_.take();
-            self->clear_callbacks();
-            if (on_close) on_close(*self, reason);
-        },
-        where_);
+    sched_.call_soon(CloseCall(std::move(self_), reason), where_);
     // After queueing the close callback: the set's when_empty waiters run after it.
     if (auto set = std::move(set_)) set->remove(*this);
 }

@@ -261,6 +261,7 @@ private:
     void begin_close(CloseKind kind);
     void fail(int error);
     void finish_close(CloseReason reason, bool abortive);
+    struct CloseCall;  // the queued close-callback call (connection.cpp)
     void schedule_drain();
     void release_fd(bool abortive);
     void clear_callbacks() noexcept;
