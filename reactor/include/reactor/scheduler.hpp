@@ -432,6 +432,7 @@ private:
     bool remove_waiter(int fd, bool is_read);
     void drop_closed_fd(int fd, int error);
     void drain_threadsafe();
+    std::size_t posted_batch_left() const noexcept { return posted_batch_.size() - posted_next_; }
     void consume_wakeup() noexcept;
     void wake() noexcept;  // any thread, signal handlers too
     void wait_in_selector(std::optional<std::chrono::nanoseconds> timeout);
@@ -514,7 +515,10 @@ private:
     };
     mutable std::mutex posted_mutex_;  // mutable: empty() looks at posted_
     std::vector<Posted> posted_;
+    // What the loop took from posted_, run in the place of one kPostedBatch
+    // entry of the ready queue; loop thread only. posted_next_: the next to run.
     std::vector<Posted> posted_batch_;
+    std::size_t posted_next_ = 0;
     bool posts_refused_ = false;  // under posted_mutex_ (refuse_posts)
     // Set by the first post (or signal) since the loop last took the queue;
     // cleared by the loop as it takes it (drain_threadsafe).
@@ -527,6 +531,7 @@ private:
     std::atomic<bool> wake_lost_{false};  // a wake-up write failed: look for posts and signals (wake())
     std::atomic<std::uint64_t> wake_failures_{0};
     int wakeup_fd_ = -1;  // eventfd, watched for reading; owned
+    bool wakeup_read_back_ = true;  // its counter must be read after each wake-up (Selector::watch_wakeup)
 
     ExceptionHandler exception_handler_;
     bool stopping_ = false;

@@ -77,6 +77,17 @@ public:
     // runs a waiter of an fd that has no FdOwner.
     virtual bool may_report_closed_fds() const noexcept { return false; }
 
+    // The loop's own wake-up eventfd, watched for reading. A backend that can
+    // report every write to it without the loop reading the counter back
+    // returns true, and the loop saves a read(2) per wake-up: epoll, edge-
+    // triggered (each write to an eventfd is a new edge; Asio's interrupter
+    // relies on the same). The counter never fills: it takes 2^64 - 2 writes.
+    // Default: watched like any fd (level-triggered), false: read it back.
+    virtual bool watch_wakeup(int fd) {
+        set_interest(fd, Interest::read);
+        return false;
+    }
+
     // An optional hint: the owner is about to close `fd`, drop it now rather
     // than at the next wait. Nothing breaks without it (every backend copes
     // with fds closed while registered); it only saves epoll a failed

@@ -87,10 +87,17 @@ void EpollSelector::set_interest(int fd, Interest interest) {
     }
 }
 
+bool EpollSelector::watch_wakeup(int fd) {
+    set_interest(fd, Interest::read);  // the entry exists from here
+    entries_[static_cast<std::size_t>(fd)].edge_triggered = true;
+    return true;
+}
+
 void EpollSelector::forget(int fd) noexcept {
     if (fd < 0 || static_cast<std::size_t>(fd) >= entries_.size()) return;
     Entry& e = entries_[static_cast<std::size_t>(fd)];
     e.wanted = Interest::none;  // a queued change now finds nothing to do
+    e.edge_triggered = false;   // the number's next file is an ordinary one
     if (e.always_ready) {
         e.always_ready = false;
         std::erase(always_ready_, fd);
@@ -165,6 +172,8 @@ int EpollSelector::ctl(int op, int fd, Interest interest, std::uint32_t generati
     ++ctl_calls_;
     epoll_event ev{};  // non-null even for DEL (kernels before 2.6.9 require it)
     ev.events = epoll_bits(interest);
+    if (static_cast<std::size_t>(fd) < entries_.size() && entries_[static_cast<std::size_t>(fd)].edge_triggered)
+        ev.events |= EPOLLET;
     ev.data.u64 = make_tag(fd, generation);
     return ::epoll_ctl(epfd_, op, fd, &ev);
 }

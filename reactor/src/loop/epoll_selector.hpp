@@ -74,6 +74,7 @@ public:
     bool has_pending_changes() const noexcept override { return !changes_.empty(); }
     bool may_report_closed_fds() const noexcept override { return true; }
     void forget(int fd) noexcept override;  // an immediate EPOLL_CTL_DEL
+    bool watch_wakeup(int fd) override;      // edge-triggered: never read back
 
     // ---- statistics (tests, benchmarks) ----
     std::uint64_t ctl_calls() const noexcept { return ctl_calls_; }       // epoll_ctl calls made so far
@@ -90,6 +91,7 @@ private:
         bool queued = false;                  // in changes_
         bool renewed = false;                 // registered anew since the last wait: check with the kernel
         bool always_ready = false;            // epoll refused it (EPERM: a regular file): emulated
+        bool edge_triggered = false;          // the loop's wake-up eventfd (watch_wakeup)
     };
 
     using Clock = std::chrono::steady_clock;

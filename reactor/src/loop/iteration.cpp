@@ -128,7 +128,7 @@ void Scheduler::move_ready_io() {
     }
     for (const FdEvent& ev : events_) {
         if (ev.fd == wakeup_fd_) {
-            consume_wakeup();
+            if (wakeup_read_back_) consume_wakeup();  // else reported once per write (Selector::watch_wakeup)
             continue;
         }
         if (ev.fd < 0 || static_cast<std::size_t>(ev.fd) >= waiting_.size()) continue;
@@ -228,6 +228,20 @@ void Scheduler::run_batch() {
     // loop absorbed once never allocates again, whichever buffer it lands in.
     if (ready_.capacity() < running_batch_.capacity()) ready_.reserve(running_batch_.capacity());
     for (Ref r : running_batch_) {
+        if (detail::is_posted_batch(r)) {
+            // Cross-thread posts, in the order posted (drain_threadsafe). The
+            // cursor moves before each runs, so one that throws past the
+            // exception handler is not run twice; what is left then waits
+            // for the next batch, ahead of it.
+            while (posted_next_ < posted_batch_.size()) {
+                Posted& p = posted_batch_[posted_next_++];
+                run(p.cb, p.where);
+                p.cb.reset();  // its captures go now, as a slot's would
+            }
+            posted_batch_.clear();
+            posted_next_ = 0;
+            continue;
+        }
         if (r.slot != kNoSlot && (r.slot & detail::kOwnerReady) != 0) {
             // An owner's readiness (watch): still its owner's, still watched?
             if (!ready_entry_live(r)) continue;
@@ -289,6 +303,7 @@ void Scheduler::run_batch() {
 }
 
 bool Scheduler::ready_entry_live(Ref r) const {
+    if (detail::is_posted_batch(r)) return posted_batch_left() != 0;
     if (r.slot == kNoSlot || (r.slot & detail::kOwnerReady) == 0) return live(r);
     const auto fd = static_cast<std::size_t>(r.slot & detail::kOwnerFdMask);
     if (fd >= waiting_.size()) return false;

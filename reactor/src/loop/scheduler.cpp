@@ -33,7 +33,7 @@ Scheduler::Scheduler(Options options)
         throw std::system_error(errno, std::generic_category(), "reactor: cannot create the loop's wake-up eventfd");
     check_fds_before_dispatch_ = selector_->may_report_closed_fds();
     try {
-        selector_->set_interest(wakeup_fd_, Interest::read);
+        wakeup_read_back_ = !selector_->watch_wakeup(wakeup_fd_);
     } catch (...) {
         ::close(wakeup_fd_);
         throw;
@@ -146,9 +146,11 @@ bool Scheduler::empty() const {
     return posted_.empty();
 }
 
+// Posts taken from other threads count one each, not as their one entry.
 std::size_t Scheduler::ready_count() const {
-    return static_cast<std::size_t>(
-        std::count_if(ready_.begin(), ready_.end(), [this](Ref r) { return ready_entry_live(r); }));
+    return posted_batch_left() + static_cast<std::size_t>(std::count_if(ready_.begin(), ready_.end(), [this](Ref r) {
+               return !detail::is_posted_batch(r) && ready_entry_live(r);
+           }));
 }
 
 void Scheduler::stop() {

@@ -131,6 +131,8 @@ std::vector<LiveItem> Scheduler::live() const {
         std::lock_guard lock(posted_mutex_);
         for (const Posted& p : posted_) add(LiveItem::Kind::posted, "", p.where);
     }
+    for (std::size_t i = posted_next_; i < posted_batch_.size(); ++i)
+        add(LiveItem::Kind::posted, "", posted_batch_[i].where);
     holds_.for_each([&out](const WorkHold& h) { out.push_back(h.describe()); });
     // An owned fd is its owner's, listed once, by the owner, whatever its waiters.
     for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
@@ -200,9 +202,16 @@ void Scheduler::drop_everything() noexcept {
     // Destroying a callback may run user destructors that touch the scheduler
     // (schedule, cancel, report): keep every member alive until none is left.
     // posted_ only under its mutex: a pool worker may be posting right now.
+    // Posts taken but not run (a batch cut short) go first, in their order.
     auto take_posted = [this] {
+        std::vector<Posted> taken = std::exchange(posted_batch_, {});
+        const std::size_t next = std::exchange(posted_next_, 0);
+        taken.erase(taken.begin(), taken.begin() + static_cast<std::ptrdiff_t>(next));
         std::lock_guard lock(posted_mutex_);
-        return std::exchange(posted_, {});
+        for (Posted& p : posted_) taken.push_back(std::move(p));
+        posted_.clear();
+        posted_.shrink_to_fit();
+        return taken;
     };
     for (std::vector<Posted> doomed_posted = take_posted(); !slots_.empty() || !doomed_posted.empty();
          doomed_posted = take_posted()) {

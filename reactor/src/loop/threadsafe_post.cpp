@@ -2,7 +2,8 @@
 // Posting from other threads: call_soon_threadsafe queues under posted_mutex_
 // and, when the loop is asleep in its selector, wakes it through its eventfd
 // (owned by the Scheduler, created in its constructor); the loop thread alone
-// drains the queue into ready_, a whole batch at a time.
+// takes the queue, a whole batch at a time, and runs it in one place of its
+// ready queue (libuv's and Asio's queues of posted operations do the same).
 #include <unistd.h>
 
 #include <cerrno>
@@ -88,19 +89,34 @@ void Scheduler::consume_wakeup() noexcept {
 
 // Loop thread, from move_ready_io when wake_pending_ (or wake_lost_) is set:
 // the whole queue joins the ready queue in the order it was posted (one lock
-// per batch, not per post); none runs here.
+// per batch, not per post) as ONE entry, kPostedBatch, in whose place
+// run_batch runs them straight from posted_batch_. A post cannot be
+// cancelled (no Handle), so it needs no slot: no slot allocated and freed
+// per post, and a burst of posts does not grow the slot table. None runs here.
 void Scheduler::drain_threadsafe() {
     wake_lost_.store(false);
     // Sequentially consistent, not just release: dispatch_signals reads the
     // signals' pending flags after this store (see on_signal in signals.cpp).
     wake_pending_.store(false);
-    {
+    const std::size_t before = posted_batch_left();
+    if (before == 0) {
+        posted_batch_.clear();
+        posted_next_ = 0;
         std::lock_guard lock(posted_mutex_);
         posted_batch_.swap(posted_);
+    } else {
+        // Left over by a batch an exception cut short (see run_batch): the
+        // new posts go after them.
+        std::vector<Posted> fresh;
+        {
+            std::lock_guard lock(posted_mutex_);
+            fresh.swap(posted_);
+        }
+        for (Posted& p : fresh) posted_batch_.push_back(std::move(p));
     }
-    posts_taken_ += posted_batch_.size();
-    for (auto& p : posted_batch_) ready_.push_back(alloc_slot(std::move(p.cb), p.where, SlotKind::soon));
-    posted_batch_.clear();
+    const std::size_t taken = posted_batch_left() - before;
+    posts_taken_ += taken;
+    if (taken != 0) ready_.push_back(detail::kPostedBatch);
 }
 
 }  // namespace reactor

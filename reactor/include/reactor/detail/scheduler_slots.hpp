@@ -88,5 +88,11 @@ inline constexpr std::uint32_t kOwnerWrite = 1u << 30;
 inline constexpr std::uint32_t kOwnerFdMask = kOwnerWrite - 1;
 inline constexpr std::uint32_t kMaxSlots = kOwnerWrite;
 
+// The ready-queue entry standing for the batch of cross-thread posts the
+// loop took (Scheduler::drain_threadsafe): they run in its place, in the
+// order they were posted, straight from the batch, with no slot each.
+inline constexpr Ref kPostedBatch{kNoSlot, 1};
+inline constexpr bool is_posted_batch(Ref r) noexcept { return r.slot == kNoSlot && r.gen == kPostedBatch.gen; }
+
 }  // namespace detail
 }  // namespace reactor
