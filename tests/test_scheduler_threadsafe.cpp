@@ -13,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -101,6 +102,63 @@ BOOST_AUTO_TEST_CASE(post_wakes_a_loop_blocked_with_nothing_to_do) {
     // test), and a bound in real time flakes on a loaded machine.
     const double ms = std::chrono::duration<double, std::milli>(elapsed).count();
     BOOST_TEST_MESSAGE("woken after " << ms << " ms");
+    CHECK_EMPTY(s);
+}
+
+// Each wake-up of a loop asleep again must be seen (epoll watches the
+// eventfd edge-triggered and never reads it back: every write is an edge).
+// A lost one hangs the loop, and the poster's bounded wait fails the test.
+BOOST_AUTO_TEST_CASE(every_post_wakes_a_loop_that_went_back_to_sleep) {
+    Scheduler s(on(backend_under_test()));
+    constexpr int kRounds = 300;
+    std::atomic<int> ran{0};
+    std::atomic<bool> lost{false};
+    std::thread poster([&] {
+        for (int i = 1; i <= kRounds && !lost; ++i) {
+            s.call_soon_threadsafe([&] { ++ran; });
+            const auto deadline = Clock::now() + 20s;
+            while (ran.load() < i) {
+                if (Clock::now() > deadline) {
+                    lost = true;
+                    break;
+                }
+                std::this_thread::yield();
+            }
+        }
+        s.call_soon_threadsafe([&] { s.stop(); });
+    });
+    s.run_forever();  // nothing but the posts: asleep between two of them
+    poster.join();
+    BOOST_TEST(!lost.load());
+    BOOST_TEST(ran.load() == kRounds);
+    BOOST_TEST(s.stats().posts_taken == std::uint64_t{kRounds + 1});
+    CHECK_EMPTY(s);
+}
+
+// The posts taken in one batch run in one place of the ready queue; while
+// they run, those still to come are work, counted and listed one by one.
+BOOST_AUTO_TEST_CASE(posts_of_one_batch_still_to_run_are_counted_and_listed) {
+    Scheduler s(on(backend_under_test()));
+    std::vector<int> order;
+    std::size_t ready_seen = 0, posted_listed = 0;
+    bool empty_seen = true;
+    std::thread poster([&] {
+        s.call_soon_threadsafe([&] {
+            order.push_back(1);
+            ready_seen = s.stats().ready;
+            empty_seen = s.empty();
+            for (const auto& item : s.live()) posted_listed += item.kind == reactor::LiveItem::Kind::posted;
+        });
+        s.call_soon_threadsafe([&] { order.push_back(2); });
+        s.call_soon_threadsafe([&] { order.push_back(3); });
+    });
+    poster.join();  // all three are in the queue before the loop takes it
+    s.run();
+    BOOST_TEST(order == (std::vector<int>{1, 2, 3}), boost::test_tools::per_element());
+    BOOST_TEST(ready_seen == 2u);
+    BOOST_TEST(!empty_seen);
+    BOOST_TEST(posted_listed == 2u);
+    BOOST_TEST(s.stats().posts_taken == 3u);
     CHECK_EMPTY(s);
 }
 

@@ -23,7 +23,7 @@ struct REACTOR_API LiveItem {
         periodic,        // call_every
         reader,          // an fd waiter, read direction
         writer,          // an fd waiter, write direction
-        posted,          // call_soon_threadsafe, not yet taken in by the loop
+        posted,          // call_soon_threadsafe, not yet run
         signal_handler,  // add_signal_handler (not work, but alive)
         hold,            // a WorkHold (Scheduler::hold_work)
         listener,        // a Listener accepting connections
