@@ -73,7 +73,7 @@ inline int run_group_chat(const reactor::Address& address, const ServerOptions& 
     if (console) input = open_console_or_exit(loop0, "chat_server", limits.max_line);
 
     reactor::GroupListener::Options listen_options;  // least_connections, loop 0 accepting
-    listen_options.listener = examples::listen_options(options);         // --exit-after
+    listen_options.listener = examples::listen_options(options);         // --exit-after (GroupLifetime)
     listen_options.listener.connection = connection_options(options);  // --idle-timeout
     auto listener = group_listen_or_exit(
         group, address, [&rooms](const reactor::ConnectionPtr& c, std::size_t loop) { rooms[loop]->join(c); },

@@ -3,8 +3,8 @@
 // a LoopGroup (--loops N): what server_support.hpp's ServerLifetime does for
 // one loop, with the same lines. On SIGINT or SIGTERM, or shut_down(why): stop
 // accepting, give the open connections --drain-seconds, abort the rest; a
-// second signal aborts at once; --max-seconds aborts everything; --exit-after
-// is the acceptor's own limit. Once no connection is left anywhere and none
+// second signal aborts at once; --max-seconds aborts everything; after
+// --exit-after connections it stops accepting. Once no connection is left anywhere and none
 // can come, every loop is asked to stop.
 //
 // It lives on loop 0, which owns the signals (a disposition is process-wide,
@@ -99,13 +99,16 @@ private:
         listener_.close();  // posted to the acceptor, this loop: it runs before any stop of ours
     }
 
-    // A room said its clients changed. --exit-after: the acceptor closed
-    // itself at its max_accepts; the end: nothing open, nothing to come.
+    // A room said its clients changed. --exit-after: stop accepting once
+    // that many were handed to the loops; the end: nothing open, nothing to come.
     void check() {
         if (ended_) return;
         if (accepting_ && exit_after_ > 0) {
             const std::vector<std::uint64_t> handed = listener_.handed();
-            if (std::accumulate(handed.begin(), handed.end(), std::uint64_t{0}) >= exit_after_) accepting_ = false;
+            // The acceptor's Listener does not apply max_accepts to the sockets
+            // it hands off, so the group closes it here. Clients already
+            // waiting in the accept queue by then may still get in.
+            if (std::accumulate(handed.begin(), handed.end(), std::uint64_t{0}) >= exit_after_) stop_accepting();
         }
         if (accepting_ || open() > 0) return;
         ended_ = true;
