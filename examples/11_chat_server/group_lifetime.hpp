@@ -74,7 +74,6 @@ public:
         std::fflush(stdout);
         // Chat clients do not end by themselves: the timer bounds the wait.
         drain_timer_ = loop_.call_later(as_duration(drain_seconds_), [this] { abort_all(); });
-        check();
     }
 
     // `cb` runs once, when the server has ended, before the loops are asked
@@ -94,9 +93,16 @@ private:
         return std::chrono::duration_cast<reactor::Duration>(std::chrono::duration<double>(seconds));
     }
 
+    // The listener closes on its loop, this one, in a post: the post made
+    // after it runs after it (FIFO per sender), once nothing more can be
+    // handed over. Until then the server has not ended, whatever the counts.
     void stop_accepting() {
         accepting_ = false;
-        listener_.close();  // posted to the acceptor, this loop: it runs before any stop of ours
+        listener_.close();
+        (void)loop_.try_call_soon_threadsafe([this] {
+            listener_closed_ = true;
+            check();
+        });
     }
 
     // A room said its clients changed. --exit-after: stop accepting once
@@ -110,7 +116,7 @@ private:
             // waiting in the accept queue by then may still get in.
             if (std::accumulate(handed.begin(), handed.end(), std::uint64_t{0}) >= exit_after_) stop_accepting();
         }
-        if (accepting_ || open() > 0) return;
+        if (!listener_closed_ || open() > 0) return;
         ended_ = true;
         max_run_timer_.cancel();
         drain_timer_.cancel();
@@ -124,7 +130,6 @@ private:
         drain_timer_.cancel();
         for (LoopRoom* room : rooms_)
             (void)room->loop().try_call_soon_threadsafe([room] { room->abort_all(); });
-        check();  // nothing was open
     }
 
     reactor::LoopGroup& group_;
@@ -137,6 +142,7 @@ private:
     reactor::Handle max_run_timer_, drain_timer_;
     std::function<void()> on_ended_;
     bool accepting_ = true;
+    bool listener_closed_ = false;
     bool draining_ = false;
     bool ended_ = false;
 };
