@@ -193,6 +193,22 @@ BOOST_AUTO_TEST_CASE(lines_joins_and_leaves_reach_the_clients_of_both_loops) {
     BOOST_TEST(server.read_stderr(1s) == "");
 }
 
+// A client dropped on one loop (a line longer than --max-line) is announced
+// on the other, and said so on stderr.
+BOOST_AUTO_TEST_CASE(a_drop_on_one_loop_is_announced_on_the_other) {
+    reactor_test::Child server = start({"--loops", "2", "--exit-after", "2", "--max-line", "10"});
+    std::vector<Client> clients = join_all(port_of(server, 2), 2);  // #1 on loop 0, #2 on loop 1
+    wait_for_joins(clients[0], 1);
+    wait_for_joins(clients[1], 1);
+    reactor_test::send_all(clients[1].fd, "short\n" + std::string(11, 'x') + "\n");
+    BOOST_TEST(reactor_test::recv_line(clients[0].fd) == "#2: short");
+    BOOST_TEST(reactor_test::recv_line(clients[0].fd) == "* #2 dropped: line too long");
+    clients[0].close();
+    expect_summary(server, "2 connections, 0 aborted", {"1 connections, 0 lines heard", "1 connections, 1 lines heard"});
+    BOOST_TEST(server.wait(10s) == 0);
+    BOOST_TEST(server.read_stderr(1s) == "chat_server: dropping #2: line too long\n");
+}
+
 namespace {
 
 // The receiving side of one client in the big exchange: every sender's last
