@@ -5,13 +5,10 @@
 //
 // With several loops (--loops N) there is one LoopRoom per loop and nothing
 // shared between them: a line is written to the clients of this loop, and
-// posted (call_soon_threadsafe) to every other loop, whose own room writes it
-// to its own clients. Posts are batched: what this loop has to say to a peer
-// during one pass of the loop goes out as ONE post, flushed by a call_soon,
-// so a busy loop pays one post per peer per pass, not per line. A loop's
-// posts to a peer run there in the order made (FIFO per sender), and every
-// message of a client (joined, its lines, left) travels in this loop's posts:
-// each client's lines reach every loop in order.
+// relayed (relay_outbox.hpp: one batched post per other loop and pass) to the
+// other loops, whose own rooms write it to their own clients. Every message
+// of a client (joined, its lines, left) travels in this loop's posts, in the
+// order said: each client's lines reach every loop in order.
 //
 // Ids stay unique without a shared counter: loop i of N gives i+1, i+1+N,
 // i+1+2N... (with one loop: 1, 2, 3...). A room knows how many clients the
@@ -32,15 +29,9 @@
 #include <reactor/net/line_reader.hpp>
 #include <reactor/scheduler.hpp>
 
-namespace examples {
+#include "relay_outbox.hpp"
 
-// What one loop posts to another in one batch: the text for its clients, how
-// the number of clients over there changed, how many client lines it holds.
-struct Relay {
-    std::string text;
-    std::int64_t members = 0;
-    std::uint64_t lines = 0;
-};
+namespace examples {
 
 class LoopRoom {
 public:
@@ -49,22 +40,33 @@ public:
     };
 
     LoopRoom(reactor::Scheduler& loop, std::size_t index, std::size_t loops, Limits limits)
-        : loop_(loop), index_(index), loops_(loops), limits_(limits), next_id_(index + 1), outbox_(loops) {}
+        : loop_(loop), loops_(loops), limits_(limits), next_id_(index + 1), outbox_(loop, index) {}
     LoopRoom(const LoopRoom&) = delete;
     LoopRoom& operator=(const LoopRoom&) = delete;
 
     // Before the loops run: every loop's room, this one at its own index.
-    // Peers are only posted to, never touched from here.
-    void link(std::vector<LoopRoom*> rooms) { rooms_ = std::move(rooms); }
+    // The others are only posted to, never touched from here.
+    void link(const std::vector<LoopRoom*>& rooms) {
+        std::vector<RelayOutbox::Post> posts;
+        for (LoopRoom* peer : rooms) {
+            posts.push_back([peer](Relay relay) {
+                // Refused once that loop has ended (the server is stopping):
+                // its clients are gone, nobody is left to tell.
+                (void)peer->loop_.try_call_soon_threadsafe(
+                    [peer, relay = std::move(relay)] { peer->receive(relay); });
+            });
+        }
+        outbox_.connect(std::move(posts));
+    }
     // Called on this loop after the posts that tell the other loops of a
     // client's arrival or departure: the group's lifetime counts the clients.
-    void on_membership_change(std::function<void()> cb) { on_change_ = std::move(cb); }
+    void on_membership_change(std::function<void()> cb) { outbox_.on_changed(std::move(cb)); }
 
     void join(const reactor::ConnectionPtr& c);
     // To every client of the whole room: the server's own lines.
     void announce(const std::string& text) {
         broadcast(nullptr, text);
-        relay(text, 0, 0);
+        outbox_.add(text, 0, 0);
     }
     // Aborts every client, now and any that arrives from now on: the end of
     // a group server that cannot wait any longer.
@@ -76,7 +78,7 @@ public:
     std::uint64_t aborted() const noexcept { return aborted_; }
     std::uint64_t lines_heard() const noexcept { return lines_heard_; }
     std::uint64_t lines_from_peers() const noexcept { return lines_from_peers_; }
-    std::uint64_t posts_out() const noexcept { return posts_out_; }
+    std::uint64_t posts_out() const noexcept { return outbox_.posts(); }
 
 private:
     struct Member {
@@ -88,7 +90,7 @@ private:
         ++lines_heard_;
         const std::string text = fmt::format("#{}: {}\n", members_.at(&c).id, line);
         broadcast(&c, text);
-        relay(text, 0, 1);
+        outbox_.add(text, 0, 1);
     }
 
     // To every client of this loop but `from` (null: to all).
@@ -102,22 +104,6 @@ private:
     void drop(reactor::Connection& c, std::string_view why);
     void leave(reactor::Connection& c, const reactor::CloseReason& why);
 
-    // Queues `text` for every other loop; the flush goes out on the next pass.
-    void relay(const std::string& text, std::int64_t members, std::uint64_t lines) {
-        for (std::size_t i = 0; i < loops_; ++i) {
-            if (i == index_) continue;
-            outbox_[i].text += text;
-            outbox_[i].members += members;
-            outbox_[i].lines += lines;
-        }
-        if (members != 0) membership_changed_ = true;
-        schedule_flush();
-    }
-    void schedule_flush() {
-        if (loops_ == 1 || std::exchange(flush_scheduled_, true)) return;
-        loop_.call_soon([this] { flush(); });
-    }
-    void flush();
     // On this loop, posted by another one.
     void receive(const Relay& relay) {
         remote_members_ += relay.members;
@@ -126,18 +112,14 @@ private:
     }
 
     reactor::Scheduler& loop_;
-    std::size_t index_, loops_;
+    std::size_t loops_;
     Limits limits_;
     std::uint64_t next_id_;
     std::unordered_map<reactor::Connection*, Member> members_;  // valid until each close callback
     std::int64_t remote_members_ = 0;  // the other loops' clients, as far as they have told us
-    std::vector<LoopRoom*> rooms_;
-    std::vector<Relay> outbox_;  // per loop: what goes out at the next flush
-    bool flush_scheduled_ = false;
-    bool membership_changed_ = false;
+    RelayOutbox outbox_;
     bool aborting_ = false;
-    std::function<void()> on_change_;
-    std::uint64_t served_ = 0, aborted_ = 0, lines_heard_ = 0, lines_from_peers_ = 0, posts_out_ = 0;
+    std::uint64_t served_ = 0, aborted_ = 0, lines_heard_ = 0, lines_from_peers_ = 0;
 };
 
 inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
@@ -146,8 +128,7 @@ inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
         // Handed over while the server was ending: it shares that fate.
         ++aborted_;
         c->abort();
-        membership_changed_ = true;  // the count of open connections went down
-        if (loops_ > 1) schedule_flush();
+        outbox_.mark_changed();  // one open connection fewer
         return;
     }
     Member& m = members_[c.get()];
@@ -164,7 +145,7 @@ inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
     c->write(fmt::format("* you are #{}; {} other(s) here\n", m.id, others));
     const std::string joined = fmt::format("* #{} joined\n", m.id);
     broadcast(c.get(), joined);
-    relay(joined, 1, 0);
+    outbox_.add(joined, 1, 0);
 }
 
 inline void LoopRoom::drop(reactor::Connection& c, std::string_view why) {
@@ -175,7 +156,7 @@ inline void LoopRoom::drop(reactor::Connection& c, std::string_view why) {
     c.abort();
     const std::string text = fmt::format("* #{} dropped: {}\n", m.id, why);
     broadcast(&c, text);
-    relay(text, 0, 0);
+    outbox_.add(text, 0, 0);
 }
 
 // --idle-timeout ended it (silent, or not reading what it was sent), its
@@ -187,7 +168,7 @@ inline void LoopRoom::leave(reactor::Connection& c, const reactor::CloseReason& 
         why.kind == reactor::CloseKind::idle_timeout || why.kind == reactor::CloseKind::write_timeout;
     const std::string text = m.dropped ? std::string() : fmt::format("* #{} {}\n", m.id, timed_out ? "timed out" : "left");
     if (!text.empty()) broadcast(&c, text);
-    relay(text, -1, 0);
+    outbox_.add(text, -1, 0);
 }
 
 inline void LoopRoom::abort_all() {
@@ -199,22 +180,6 @@ inline void LoopRoom::abort_all() {
         ++aborted_;
         conn->abort();
     }
-}
-
-inline void LoopRoom::flush() {
-    flush_scheduled_ = false;
-    for (std::size_t i = 0; i < loops_; ++i) {
-        if (i == index_ || (outbox_[i].text.empty() && outbox_[i].members == 0)) continue;
-        LoopRoom* peer = rooms_[i];
-        ++posts_out_;
-        // Refused once that loop has ended (the server is stopping): its
-        // clients are gone, nobody is left to tell.
-        (void)peer->loop_.try_call_soon_threadsafe(
-            [peer, relay = std::exchange(outbox_[i], Relay{})] { peer->receive(relay); });
-    }
-    // After the posts: whoever counts the clients hears of a departure only
-    // once the other loops have been told of it.
-    if (std::exchange(membership_changed_, false) && on_change_) on_change_();
 }
 
 }  // namespace examples
