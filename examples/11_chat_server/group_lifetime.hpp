@@ -44,13 +44,10 @@ public:
         for (int signo : {SIGINT, SIGTERM})
             loop_.add_signal_handler(signo, [this, signo] { shut_down(signo == SIGINT ? "SIGINT" : "SIGTERM"); });
         if (o.max_seconds > 0) max_run_timer_ = loop_.call_later(as_duration(o.max_seconds), [this] { abort_all(); });
-        for (LoopRoom* room : rooms_) {
-            reactor::Scheduler& here = loop_;
-            room->on_membership_change([this, &here] {
-                // Refused only once loop 0 has ended, and then nothing is left to count.
-                (void)here.try_call_soon_threadsafe([this] { check(); });
-            });
-        }
+        // Each room calls this on its own loop: it only posts to loop 0.
+        // Refused only once loop 0 has ended, and then nothing is left to count.
+        for (LoopRoom* room : rooms_)
+            room->on_membership_change([this] { (void)loop_.try_call_soon_threadsafe([this] { check(); }); });
     }
     GroupLifetime(const GroupLifetime&) = delete;
     GroupLifetime& operator=(const GroupLifetime&) = delete;
