@@ -48,9 +48,11 @@ const std::string kBackend(reactor::to_string(reactor_test::backend_under_test()
 const std::string kNoSlowDrop = std::to_string(1 << 30);
 
 // chat_server with `args` on the backend under test, on a free port, ended by
-// --max-seconds at the latest.
+// --max-seconds at the latest, dropping nobody as too slow unless `args` say.
 reactor_test::Child start(std::vector<std::string> args) {
-    args.insert(args.end(), {"--port", "0", "--backend", kBackend, "--max-backlog", kNoSlowDrop});
+    args.insert(args.end(), {"--port", "0", "--backend", kBackend});
+    if (std::find(args.begin(), args.end(), "--max-backlog") == args.end())
+        args.insert(args.end(), {"--max-backlog", kNoSlowDrop});
     if (std::find(args.begin(), args.end(), "--max-seconds") == args.end())
         args.insert(args.end(), {"--max-seconds", "120"});
     return reactor_test::Child(reactor_test::example_path("chat_server"), args);
@@ -207,6 +209,35 @@ BOOST_AUTO_TEST_CASE(a_drop_on_one_loop_is_announced_on_the_other) {
     expect_summary(server, "2 connections, 0 aborted", {"1 connections, 0 lines heard", "1 connections, 1 lines heard"});
     BOOST_TEST(server.wait(10s) == 0);
     BOOST_TEST(server.read_stderr(1s) == "chat_server: dropping #2: line too long\n");
+}
+
+// A client on loop 1 that reads nothing while #1 on loop 0 talks: once its
+// backlog passes --max-backlog it is dropped, and #1 is told across loops.
+// #1 talks until it hears so (the kernel's socket buffers take megabytes
+// first), bounded in bytes and time.
+BOOST_AUTO_TEST_CASE(a_client_too_slow_on_one_loop_is_dropped_and_the_other_loop_told) {
+    reactor_test::Child server = start({"--loops", "2", "--exit-after", "2", "--max-backlog", "4096"});
+    std::vector<Client> clients = join_all(port_of(server, 2), 2);  // #1 on loop 0, #2 on loop 1
+    wait_for_joins(clients[0], 1);
+    std::string chunk;
+    while (chunk.size() < 64 * 1024) chunk += std::string(1000, 'x') + "\n";
+    std::string heard;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    for (std::size_t sent = 0; sent < (std::size_t{512} << 20) && std::chrono::steady_clock::now() < deadline;
+         sent += chunk.size()) {
+        BOOST_REQUIRE(reactor_test::send_all(clients[0].fd, chunk));
+        pollfd p{clients[0].fd, POLLIN, 0};
+        if (::poll(&p, 1, 0) > 0) {
+            heard = reactor_test::recv_line(clients[0].fd);
+            break;
+        }
+    }
+    BOOST_TEST(heard == "* #2 dropped: too slow");
+    clients[0].close();
+    clients[1].close();
+    server.read_all(30s);
+    BOOST_TEST(server.wait(10s) == 0);
+    BOOST_TEST(server.read_stderr(1s) == "chat_server: dropping #2: too slow\n");
 }
 
 namespace {
