@@ -19,88 +19,36 @@
 // as "* server: <line>" (console.hpp), and the end of input (Ctrl-D) shuts
 // the server down as SIGTERM does. Without it, stdin is never touched.
 //
+// With --loops N (0: one per CPU the process may use), the clients are
+// spread over N loops, one thread each (group_chat.hpp): each loop owns its
+// clients in a room of its own (loop_room.hpp), and a line reaches the others
+// by posts between loops, in order per sender. The default, one loop, is the
+// program as it was before loop groups.
+//
 //   $ chat_server          then, in two terminals:   nc 127.0.0.1 7001
-//   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
-#include <cstdint>
+//   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp);
+//                      with several loops, one line per loop (loop_report.hpp)
+#include <cstddef>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
-#include <reactor/net/line_reader.hpp>
+#include <reactor/loop_group.hpp>
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
 #include "console.hpp"
+#include "group_chat.hpp"
+#include "loop_room.hpp"
 #include "program.hpp"
 #include "server_support.hpp"
 
-using reactor::Connection;
-
 namespace {
 
-class ChatRoom {
-public:
-    ChatRoom(std::size_t max_line, std::size_t max_backlog) : max_line_(max_line), max_backlog_(max_backlog) {}
-
-    void join(const reactor::ConnectionPtr& c) {
-        Member& m = members_[c.get()];
-        m.id = ++last_id_;
-        c->set_water_marks(max_backlog_, max_backlog_ / 4);
-        c->set_high_water_callback([this](Connection& c) { drop(c, "too slow"); });
-        // One call per line, without its "\n" or "\r\n"; a line longer than
-        // --max-line closes the connection (CloseKind::line_too_long: see leave).
-        reactor::LineReader::attach(
-            c,
-            [this](Connection& c, std::string_view line) {
-                broadcast(&c, fmt::format("#{}: {}\n", members_.at(&c).id, line));
-            },
-            {.max_length = max_line_});
-        c->set_close_callback([this](Connection& c, const reactor::CloseReason& why) { leave(c, why); });
-        c->write(fmt::format("* you are #{}; {} other(s) here\n", m.id, members_.size() - 1));
-        broadcast(c.get(), fmt::format("* #{} joined\n", m.id));
-    }
-
-    // To every client: the server's own lines.
-    void announce(const std::string& text) { broadcast(nullptr, text); }
-
-private:
-    struct Member {
-        std::uint64_t id = 0;
-        bool dropped = false;
-    };
-
-    // To every client but `from` (null: to all).
-    void broadcast(const Connection* from, const std::string& text) {
-        // write() may call a high-water callback, which only aborts: the
-        // member set changes later, in close callbacks, so iterating is safe.
-        for (auto& [conn, member] : members_)
-            if (conn != from && !member.dropped) conn->write(text);
-    }
-
-    void drop(Connection& c, std::string_view why) {
-        Member& m = members_.at(&c);
-        if (m.dropped) return;
-        m.dropped = true;
-        fmt::print(stderr, "chat_server: dropping #{}: {}\n", m.id, why);
-        c.abort();
-        broadcast(&c, fmt::format("* #{} dropped: {}\n", m.id, why));
-    }
-
-    // --idle-timeout ended it (silent, or not reading what it was sent), its
-    // line was too long, or it left.
-    void leave(Connection& c, const reactor::CloseReason& why) {
-        if (why.kind == reactor::CloseKind::line_too_long) drop(c, "line too long");  // already closed: drop() tells
-        const Member m = members_.extract(&c).mapped();
-        const bool timed_out = why.kind == reactor::CloseKind::idle_timeout || why.kind == reactor::CloseKind::write_timeout;
-        if (!m.dropped) broadcast(&c, fmt::format("* #{} {}\n", m.id, timed_out ? "timed out" : "left"));
-    }
-
-    std::size_t max_line_, max_backlog_;
-    std::unordered_map<Connection*, Member> members_;  // valid until each close callback
-    std::uint64_t last_id_ = 0;
-};
+// More loops than this is a typing error rather than a machine: each one is
+// a thread and a few fds.
+constexpr std::size_t kMaxLoops = 1024;
 
 // The console's input ended: the server shuts down as on SIGTERM, unless it
 // has stopped accepting already (--exit-after, or a signal came first).
@@ -110,27 +58,15 @@ void console_ended(examples::ServerLifetime& lifetime, const reactor::Listener& 
     std::fflush(stdout);
 }
 
-int run(int argc, char** argv) {
-    examples::Cli cli("chat_server", "Line-based chat: each line is sent to every other client.");
-    examples::ServerOptions options(7001);
-    examples::add_server_options(cli, options);
-    examples::add_idle_timeout_option(cli, options);
-    std::size_t max_line = 4096, max_backlog = 256 * 1024;
-    cli.add_option("--max-line", max_line, "longest line accepted, in bytes; longer disconnects the sender")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
-    cli.add_option("--max-backlog", max_backlog, "bytes allowed to wait for a slow client before it is disconnected")
-        ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
-    bool console = false;
-    cli.add_flag("--console", console,
-                 "announce each line typed on stdin to every client as \"* server: <line>\"; the end of input "
-                 "(Ctrl-D) shuts the server down as SIGTERM does");
-    cli.parse_or_exit(argc, argv);
+// Today's server: one loop, the whole room on it.
+int run_one_loop(const examples::Cli& cli, const examples::ServerOptions& options, examples::LoopRoom::Limits limits,
+                 bool console) {
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "chat_server");
-    ChatRoom room(max_line, max_backlog);
+    examples::LoopRoom room(sched, 0, 1, limits);
     // Before listening: a stdin the console cannot read ends the run here.
     futures::Stream input;
-    if (console) input = examples::open_console_or_exit(sched, "chat_server", max_line);
+    if (console) input = examples::open_console_or_exit(sched, "chat_server", limits.max_line);
 
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection = examples::connection_options(options);  // --idle-timeout
@@ -141,7 +77,7 @@ int run(int argc, char** argv) {
     if (console) {
         console_task = futures::spawn(
             sched, examples::Console(
-                       std::move(input), "chat_server", max_line,
+                       std::move(input), "chat_server", limits.max_line,
                        [&](std::string_view line) { room.announce(fmt::format("* server: {}\n", line)); },
                        [&](std::string_view why) { console_ended(lifetime, *listener, why); }));
         // The console must not keep the loop running once the rest is done.
@@ -153,6 +89,32 @@ int run(int argc, char** argv) {
     fmt::print("chat_server: {} connections, {} aborted\n", listener->accepted(), lifetime.aborted());
     std::fflush(stdout);
     return lifetime.exit_status();
+}
+
+int run(int argc, char** argv) {
+    examples::Cli cli("chat_server", "Line-based chat: each line is sent to every other client.");
+    examples::ServerOptions options(7001);
+    examples::add_server_options(cli, options);
+    examples::add_idle_timeout_option(cli, options);
+    examples::LoopRoom::Limits limits{.max_line = 4096, .max_backlog = 256 * 1024};
+    cli.add_option("--max-line", limits.max_line, "longest line accepted, in bytes; longer disconnects the sender")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+    cli.add_option("--max-backlog", limits.max_backlog,
+                   "bytes allowed to wait for a slow client before it is disconnected")
+        ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
+    bool console = false;
+    cli.add_flag("--console", console,
+                 "announce each line typed on stdin to every client as \"* server: <line>\"; the end of input "
+                 "(Ctrl-D) shuts the server down as SIGTERM does");
+    std::size_t loops = 1;
+    cli.add_option("--loops", loops,
+                   "event loops, one thread each, the clients spread over them (0: one per CPU this process may "
+                   "use); a line reaches the clients of every loop, in order per sender")
+        ->check(CLI::Range(std::size_t{0}, kMaxLoops));
+    cli.parse_or_exit(argc, argv);
+    if (loops == 0) loops = reactor::LoopGroup::available_cpus();
+    if (loops == 1) return run_one_loop(cli, options, limits, console);
+    return examples::run_group_chat(examples::listen_address(cli, options), options, limits, console, loops);
 }
 
 }  // namespace
