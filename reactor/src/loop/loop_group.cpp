@@ -179,6 +179,14 @@ void LoopGroup::run_loop(std::size_t index) noexcept {
                std::current_exception());
     }
     s.refuse_posts();
+    // A post accepted after the drain's last look and before the refusal
+    // (another loop, or a thread, posting while this one ended) was promised
+    // a run: it gets it now, one iteration, before close() would drop it.
+    try {
+        s.run_for(Duration::zero());
+    } catch (...) {
+        report(s, fmt::format("reactor: loop {} of the group ended on an exception", index), std::current_exception());
+    }
     try {
         s.close();
     } catch (...) {
