@@ -23,22 +23,15 @@
 //   $ http_hello &   curl -v http://127.0.0.1:8080/
 //   $ http_hello --tls-cert chain.pem --tls-key key.pem &   curl --cacert ca.pem https://localhost:8080/
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
-//
-// --loops N (above 1) serves plain HTTP through N loops, each on a thread of
-// its own (a reactor::LoopGroup and a reactor::GroupListener spreading
-// connections by --spreading): each loop keeps the sessions of its own
-// connections. SIGUSR1 then prints one line per loop; the end is the same
-// drain, with one summary line that also gives each loop's share. (HTTPS
-// stays on one loop: --tls-cert with --loops above 1 is refused.)
+//   $ http_hello --loops 2 &   (one loop per thread: http_on_loops.hpp)
 #include <chrono>
-#include <memory>
 #include <string>
-#include <vector>
 
 #include <fmt/format.h>
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
+#include "http_on_loops.hpp"
 #include "http_sessions.hpp"
 #if REACTOR_EXAMPLES_TLS
 #include "http_tls.hpp"
@@ -47,25 +40,6 @@
 #include "server_support.hpp"
 
 namespace {
-
-int run_on_loops(const reactor::Address& address, const examples::ServerOptions& options,
-                 const examples::GroupOptions& loops, reactor::Listener::Options listen_options,
-                 const http::Limits& limits, const http::Timeouts& timeouts) {
-    examples::GroupServer server(options, loops, "http_hello");
-    // One Sessions per loop: each loop's connections, and its scratch buffer.
-    std::vector<std::unique_ptr<http::Sessions<reactor::Connection>>> sessions;
-    for (std::size_t i = 0; i < server.size(); ++i)
-        sessions.push_back(std::make_unique<http::Sessions<reactor::Connection>>(
-            http::Sessions<reactor::Connection>{limits, timeouts, {}, {}}));
-    server.listen(address, [&sessions](const reactor::ConnectionPtr& c, std::size_t loop) {
-        sessions[loop]->start(*c);
-    }, std::move(listen_options));
-    server.run();
-    fmt::print("http_hello: {} connections, {} aborted{}\n", server.connections(), server.aborted(),
-               server.per_loop([](std::size_t) { return std::string(); }));
-    std::fflush(stdout);
-    return 0;
-}
 
 int run(int argc, char** argv) {
     examples::Cli cli("http_hello", "Strict HTTP/1.1 server answering every request with \"Hello, world!\".");
@@ -110,7 +84,7 @@ int run(int argc, char** argv) {
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection.read_size = 16 * 1024;
     const reactor::Address address = examples::listen_address(cli, options);
-    if (loops.loop_count() > 1) return run_on_loops(address, options, loops, listen_options, limits, timeouts);
+    if (loops.loop_count() > 1) return http::run_on_loops(address, options, loops, listen_options, limits, timeouts);
 
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "http_hello");
