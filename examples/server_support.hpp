@@ -267,8 +267,11 @@ inline void add_group_options(Cli& cli, GroupOptions& g) {
 // main thread.
 class GroupServer {
 public:
-    GroupServer(const ServerOptions& o, const GroupOptions& g, std::string name)
-        : options_(o), spreading_(g.spreading), group_(group_options(o, g)), name_(std::move(name)) {}
+    // `unit` names what the drain lines count: "connection(s)", or
+    // "client(s)" for echo_server_streams, as on one loop.
+    GroupServer(const ServerOptions& o, const GroupOptions& g, std::string name, std::string unit = "connection(s)")
+        : options_(o), spreading_(g.spreading), group_(group_options(o, g)), name_(std::move(name)),
+          unit_(std::move(unit)) {}
 
     reactor::LoopGroup& group() { return group_; }
     std::size_t size() const { return group_.size(); }
@@ -340,12 +343,12 @@ private:
         using Cause = reactor::GroupServerLifetime::Report::Cause;
         switch (r.kind) {
         case Kind::draining:
-            fmt::print("{}: {}: stopped accepting; draining {} connection(s) for up to {}s\n", name_, r.why,
-                       r.total().open, options_.drain_seconds);
+            fmt::print("{}: {}: stopped accepting; draining {} {} for up to {}s\n", name_, r.why, r.total().open,
+                       unit_, options_.drain_seconds);
             break;
         case Kind::aborting:
             if (r.cause != Cause::stopped_again) return;  // the drain or run time is over: quietly
-            fmt::print("{}: {} again: aborting {} connection(s)\n", name_, r.why, r.total().open);
+            fmt::print("{}: {} again: aborting {} {}\n", name_, r.why, r.total().open, unit_);
             break;
         case Kind::ended: ended_ = {r.kind, r.cause, {}, r.loops}; return;
         }
@@ -385,6 +388,7 @@ private:
     reactor::Spreading spreading_;
     reactor::LoopGroup group_;
     std::string name_;
+    std::string unit_;
     std::unique_ptr<reactor::GroupListener> listener_;
     std::optional<reactor::GroupServerLifetime> lifetime_;
     std::atomic<std::uint64_t> accepted_{0};  // --exit-after with reuse_port: every loop counts here
