@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>

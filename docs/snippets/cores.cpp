@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // docs/cores.md: one loop per core. A LoopGroup, posting across loops,
-// futures::submit_to, a GroupListener spreading connections, and the order of
-// shutdown. Loopback sockets only; threads meet through futures and posts.
+// futures::submit_to, a GroupListener spreading connections, the order of
+// shutdown, and a server's graceful end across loops. Loopback sockets only; threads meet through futures and posts.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +18,7 @@
 #include <reactor/loop_group.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/net/group_listener.hpp>
+#include <reactor/net/group_server_lifetime.hpp>
 #include <reactor/scheduler.hpp>
 
 using namespace std::chrono_literals;
@@ -84,4 +85,33 @@ BOOST_AUTO_TEST_CASE(cores_group_listener) {
     group.stop();       // 2. each loop: run what is ready, refuse posts, close() what is left
     listener.reset();   // 3. what pointed into the loops goes before the group
     // [end-snippet:shutdown]
+}
+
+BOOST_AUTO_TEST_CASE(cores_group_server_lifetime) {
+    reactor::LoopGroupOptions options;
+    options.loops = 2;
+    reactor::LoopGroup group(options);
+    auto listener = reactor::GroupListener::listen(group, reactor::Address::parse("127.0.0.1:0"),
+                                                   [](const reactor::ConnectionPtr&, std::size_t) {});
+    reactor::GroupServerLifetime::LoopCounts total;
+    std::size_t loops_reported = 0;
+    // [snippet:group_server_lifetime]
+    reactor::GroupServerLifetime::Options how;
+    how.drain_time = 5s;  // SIGINT, SIGTERM: stop accepting, 5 s to finish, then abort
+    reactor::GroupServerLifetime lifetime(group, *listener, how, [&](const reactor::GroupServerLifetime::Report& r) {
+        // On loop 0, which owns the signals: draining, aborting, then one ended.
+        if (r.kind != reactor::GroupServerLifetime::Report::Kind::ended) return;
+        total = r.total();               // r.loops[i]: loop i's accepted, open and aborted
+        loops_reported = r.loops.size();
+    });
+    lifetime.on_ended([&] { group.request_stop(); });
+    // [end-snippet:group_server_lifetime]
+    lifetime.shut_down("the test");  // what a SIGINT does; queued for loop 0
+    // [snippet:group_server_run]
+    group.run();  // this thread runs loop 0, until on_ended stops the group
+    // [end-snippet:group_server_run]
+    BOOST_TEST(loops_reported == 2u);
+    BOOST_TEST(total.accepted == 0u);
+    BOOST_TEST(total.aborted == 0u);
+    BOOST_TEST(lifetime.ended());
 }

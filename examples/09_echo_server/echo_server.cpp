@@ -16,37 +16,72 @@
 //   listening on 127.0.0.1:7000 (epoll)
 //   ^C  (SIGINT or SIGTERM: stop accepting, drain, exit 0; see server_support.hpp)
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
+//
+// --loops N (above 1) serves through N loops, each on a thread of its own
+// (issue 24's shared-nothing layer: a reactor::LoopGroup and a
+// reactor::GroupListener spreading connections by --spreading): each
+// connection is served by one loop for its whole life, and each loop counts
+// its own echoed bytes. SIGUSR1 then prints one line per loop; the end is
+// the same drain, with one summary line that also gives each loop's share.
+#include <vector>
+
 #include <fmt/format.h>
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
 #include "program.hpp"
+#include "group_server.hpp"
 #include "server_support.hpp"
 
 using reactor::Connection;
 
 namespace {
 
+// The echo itself, and backpressure: the same on one loop or many.
+void echo(const reactor::ConnectionPtr& c, std::uint64_t& echoed) {
+    c->set_data_callback([&echoed](Connection& c, std::string_view data) {
+        echoed += data.size();
+        c.write(data);
+    });
+    c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
+    c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
+}
+
+int run_on_loops(examples::Cli& cli, const examples::ServerOptions& options, const examples::GroupOptions& loops) {
+    examples::GroupServer server(options, loops, "echo_server");
+    std::vector<std::uint64_t> echoed(server.size(), 0);  // each loop adds to its own
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
+    listen_options.connection = examples::connection_options(options);  // --idle-timeout
+    server.listen(examples::listen_address(cli, options),
+                  [&echoed](const reactor::ConnectionPtr& c, std::size_t loop) { echo(c, echoed[loop]); },
+                  listen_options);
+    server.run();
+    std::uint64_t total = 0;
+    for (std::uint64_t n : echoed) total += n;
+    fmt::print("echo_server: {} connections, {} bytes echoed, {} aborted{}\n", server.connections(), total,
+               server.aborted(), server.per_loop([&echoed](std::size_t i) {
+                   return fmt::format(", {} bytes echoed", echoed[i]);
+               }));
+    std::fflush(stdout);
+    return 0;
+}
+
 int run(int argc, char** argv) {
     examples::Cli cli("echo_server", "Callback-driven TCP echo server: every byte comes back unchanged.");
     examples::ServerOptions options(7000);  // echo_client's default too
     examples::add_server_options(cli, options);
     examples::add_idle_timeout_option(cli, options);
+    examples::GroupOptions loops;
+    examples::add_group_options(cli, loops);
     cli.parse_or_exit(argc, argv);
+    if (loops.loop_count() > 1) return run_on_loops(cli, options, loops);
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "echo_server");
     std::uint64_t echoed = 0;
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection = examples::connection_options(options);  // --idle-timeout
 
-    auto on_accept = [&](const reactor::ConnectionPtr& c) {
-        c->set_data_callback([&echoed](Connection& c, std::string_view data) {
-            echoed += data.size();
-            c.write(data);
-        });
-        c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
-        c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
-    };
+    auto on_accept = [&](const reactor::ConnectionPtr& c) { echo(c, echoed); };
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept, listen_options);
     lifetime.set_listener(listener);
     examples::announce(sched, listener->address());

@@ -16,6 +16,7 @@
 //   $ echo_server_streams                  (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
+//   $ echo_server_streams --loops 2   (one loop per thread: echo_on_loops.hpp)
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -26,8 +27,10 @@
 #include <futures/stream.hpp>
 
 #include "cli.hpp"
+#include "echo_on_loops.hpp"
 #include "echo_session.hpp"
 #include "program.hpp"
+#include "group_server.hpp"
 #include "server_support.hpp"
 
 namespace {
@@ -37,7 +40,11 @@ int run(int argc, char** argv) {
     examples::ServerOptions options(7000);  // the same port as echo_server: echo_client's default
     examples::add_server_options(cli, options);
     examples::add_idle_timeout_option(cli, options);
+    examples::GroupOptions loops;
+    examples::add_group_options(cli, loops);
     cli.parse_or_exit(argc, argv);
+    if (loops.loop_count() > 1)
+        return examples::echo_streams_on_loops(examples::listen_address(cli, options), options, loops);
     reactor::Scheduler sched(examples::on(options.backend));
     examples::EchoCounts counts;
     long accepted = 0;

@@ -23,6 +23,7 @@
 //   $ http_hello &   curl -v http://127.0.0.1:8080/
 //   $ http_hello --tls-cert chain.pem --tls-key key.pem &   curl --cacert ca.pem https://localhost:8080/
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
+//   $ http_hello --loops 2 &   (one loop per thread: http_on_loops.hpp)
 #include <chrono>
 #include <string>
 
@@ -30,11 +31,13 @@
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
+#include "http_on_loops.hpp"
 #include "http_sessions.hpp"
 #if REACTOR_EXAMPLES_TLS
 #include "http_tls.hpp"
 #endif
 #include "program.hpp"
+#include "group_server.hpp"
 #include "server_support.hpp"
 
 namespace {
@@ -66,21 +69,26 @@ int run(int argc, char** argv) {
     http::TlsFlags tls;
     http::add_tls_options(cli, tls);
 #endif
+    examples::GroupOptions loops;
+    examples::add_group_options(cli, loops);
     cli.parse_or_exit(argc, argv);
 #if REACTOR_EXAMPLES_TLS
     http::check_tls_options(cli, tls);
+    if (tls.serve_tls() && loops.loop_count() > 1) cli.fail("--tls-cert: HTTPS is served by one loop (--loops 1)");
 #endif
     const http::Timeouts timeouts{std::chrono::seconds(header_timeout), std::chrono::seconds(idle_timeout),
                                   std::chrono::seconds(body_timeout)};
 
-    reactor::Scheduler sched(examples::on(options.backend));
-    examples::ServerLifetime lifetime(sched, options, "http_hello");
     // Reads of at most 16 KiB (a few hundred pipelined requests, or a large
     // head and then some): what a connection waiting for its output to drain
     // holds unanswered, besides that output (the 64 KiB mark + a batch).
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection.read_size = 16 * 1024;
     const reactor::Address address = examples::listen_address(cli, options);
+    if (loops.loop_count() > 1) return http::run_on_loops(address, options, loops, listen_options, limits, timeouts);
+
+    reactor::Scheduler sched(examples::on(options.backend));
+    examples::ServerLifetime lifetime(sched, options, "http_hello");
     http::Sessions<reactor::Connection> sessions{limits, timeouts, {}, {}};
     reactor::ListenerPtr listener;
 #if REACTOR_EXAMPLES_TLS

@@ -178,6 +178,10 @@ void GroupListener::close() {
     }
 }
 
+ListenerPtr GroupListener::listener_on(std::size_t index) const { return shared_->loops.at(index)->listener; }
+
+ConnectionSet& GroupListener::connections_on(std::size_t index) const { return *shared_->loops.at(index)->set; }
+
 std::vector<std::size_t> GroupListener::live_connections() const {
     std::vector<std::size_t> out;
     for (const auto& l : shared_->loops) out.push_back(l->live->load());

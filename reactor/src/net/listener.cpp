@@ -204,6 +204,8 @@ void Listener::on_readable() {
         if (options_.hand_off) {
             ++accepted_;
             options_.hand_off(fd);
+            // max_accepts counts hand-offs too (a GroupListener's --exit-after).
+            if (options_.max_accepts > 0 && accepted_ >= options_.max_accepts) return close();
             continue;
         }
         ConnectionPtr conn;

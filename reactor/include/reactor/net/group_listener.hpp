@@ -47,6 +47,7 @@
 #include "reactor/loop_group.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/connection.hpp"
+#include "reactor/net/connection_set.hpp"
 #include "reactor/net/listener.hpp"
 
 namespace reactor {
@@ -90,6 +91,13 @@ public:
     std::vector<std::uint64_t> handed() const;
     // Any thread: posts every listener's close() to its loop. Idempotent.
     void close();
+
+    // Loop `index`'s own thread (or the owning thread before start()), for
+    // a layer that ends the server (GroupServerLifetime): the listener on
+    // that loop, null if it has none (a hand-off loop that does not accept)
+    // or close() took it; and the connections that loop serves.
+    ListenerPtr listener_on(std::size_t index) const;
+    ConnectionSet& connections_on(std::size_t index) const;
 
     struct Shared;  // what the loops share with this object (group_listener.cpp)
 

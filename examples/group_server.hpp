@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// The example servers on several loops (--loops N, --spreading): a
+// reactor::LoopGroup, a reactor::GroupListener spreading the connections, and
+// a reactor::GroupServerLifetime ending them all, printed the way
+// server_support.hpp prints a single loop's server (the same first line,
+// drain lines and summary, one part per loop; SIGUSR1: a line per loop).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <reactor/loop_group.hpp>
+#include <reactor/loop_stats.hpp>
+#include <reactor/net/group_listener.hpp>
+#include <reactor/net/group_server_lifetime.hpp>
+
+#include "server_support.hpp"
+
+namespace examples {
+
+// --loops and --spreading: how many loops serve, and how connections are
+// spread over them (reactor::GroupListener).
+struct GroupOptions {
+    std::size_t loops = 1;
+    reactor::Spreading spreading = reactor::Spreading::least_connections;
+
+    // --loops 0: one per CPU this process may run on.
+    std::size_t loop_count() const { return loops == 0 ? reactor::LoopGroup::available_cpus() : loops; }
+};
+
+inline void add_group_options(Cli& cli, GroupOptions& g) {
+    cli.add_option("--loops", g.loops,
+                   "event loops serving the connections, each on a thread of its own (1: one loop, on the main "
+                   "thread; 0: one per CPU this process may use)")
+        ->check(CLI::Range(0, 1024));
+    cli.add_option_function<std::string>(
+           "--spreading",
+           [&g](const std::string& name) {
+               g.spreading = name == "round_robin" ? reactor::Spreading::round_robin
+                             : name == "reuse_port" ? reactor::Spreading::reuse_port
+                                                    : reactor::Spreading::least_connections;
+           },
+           "with --loops above 1, how connections are spread: least_connections (to the loop with the fewest), "
+           "round_robin, or reuse_port (one SO_REUSEPORT listener per loop, the kernel picks)")
+        ->check(CLI::IsMember({"least_connections", "round_robin", "reuse_port"}))
+        ->default_str("least_connections");
+}
+
+// A server on several loops: the group (loop 0 is the main thread's, under
+// run()), its listener, and its end, with the lines the single-loop
+// ServerLifetime prints, the same --exit-after, --max-seconds and
+// --drain-seconds. --exit-after with reuse_port counts the connections of
+// every loop and closes the listeners at the Nth: a few more, accepted by
+// other loops meanwhile, may be served too. Made, listened and run on the
+// main thread.
+class GroupServer {
+public:
+    // `unit` names what the drain lines count: "connection(s)", or
+    // "client(s)" for echo_server_streams, as on one loop.
+    GroupServer(const ServerOptions& o, const GroupOptions& g, std::string name, std::string unit = "connection(s)")
+        : options_(o), spreading_(g.spreading), group_(group_options(o, g)), name_(std::move(name)),
+          unit_(std::move(unit)) {}
+
+    reactor::LoopGroup& group() { return group_; }
+    std::size_t size() const { return group_.size(); }
+
+    // Listens (exit 1 with the reason if it cannot), prints the first line,
+    // and arranges the end and SIGUSR1. `on_accept` runs on the
+    // connection's loop, with that loop's index.
+    void listen(const reactor::Address& address, reactor::GroupListener::AcceptCallback on_accept,
+                reactor::Listener::Options listener_options) {
+        reactor::GroupListener::Options lo;
+        lo.spreading = spreading_;
+        lo.listener = std::move(listener_options);
+        const auto exit_after = static_cast<std::uint64_t>(options_.exit_after);
+        if (spreading_ == reactor::Spreading::reuse_port && exit_after > 0) {
+            lo.listener.max_accepts = 0;  // one count for every loop's listener, below
+            on_accept = [this, exit_after, inner = std::move(on_accept)](const reactor::ConnectionPtr& c,
+                                                                         std::size_t loop) {
+                if (accepted_.fetch_add(1) + 1 == exit_after) listener_->close();
+                inner(c, loop);
+            };
+        }
+        try {
+            listener_ = reactor::GroupListener::listen(group_, address, std::move(on_accept), std::move(lo));
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "{}\n", e.what());
+            std::exit(1);
+        }
+        reactor::GroupServerLifetime::Options lifetime;
+        lifetime.drain_time = seconds_of(options_.drain_seconds);
+        if (options_.max_seconds > 0) lifetime.max_run_time = seconds_of(options_.max_seconds);
+        lifetime_.emplace(group_, *listener_, lifetime,
+                          [this](const reactor::GroupServerLifetime::Report& r) { print(r); });
+        lifetime_->on_ended([this] { group_.request_stop(); });
+        print_stats_on_sigusr1();
+        announce(group_.loop(0), listener_->address());
+    }
+
+    // Loop 0 on this thread, the others on theirs, until the end.
+    void run() { group_.run(); }
+
+    // After run(): the totals, and "; loop 0: 3 connections, 0 aborted; loop
+    // 1: ..." with `extra(i)` after each loop's connections (", 120 bytes
+    // echoed"), for the summary line.
+    std::uint64_t connections() const { return ended_.total().accepted; }
+    std::uint64_t aborted() const { return ended_.total().aborted; }
+    template <class Extra>
+    std::string per_loop(Extra extra) const {
+        std::string out;
+        for (std::size_t i = 0; i < ended_.loops.size(); ++i)
+            out += fmt::format("; loop {}: {} connections{}, {} aborted", i, ended_.loops[i].accepted, extra(i),
+                               ended_.loops[i].aborted);
+        return out;
+    }
+
+private:
+    static reactor::Duration seconds_of(double s) {
+        return std::chrono::duration_cast<reactor::Duration>(std::chrono::duration<double>(s));
+    }
+    static reactor::LoopGroupOptions group_options(const ServerOptions& o, const GroupOptions& g) {
+        reactor::LoopGroupOptions options;
+        options.loops = g.loop_count();
+        options.loop_options = [backend = o.backend](std::size_t) { return on(backend); };
+        return options;
+    }
+
+    // On loop 0: the same lines as ServerLifetime's, and the end's counts.
+    void print(const reactor::GroupServerLifetime::Report& r) {
+        using Kind = reactor::GroupServerLifetime::Report::Kind;
+        using Cause = reactor::GroupServerLifetime::Report::Cause;
+        switch (r.kind) {
+        case Kind::draining:
+            fmt::print("{}: {}: stopped accepting; draining {} {} for up to {}s\n", name_, r.why, r.total().open,
+                       unit_, options_.drain_seconds);
+            break;
+        case Kind::aborting:
+            if (r.cause != Cause::stopped_again) return;  // the drain or run time is over: quietly
+            fmt::print("{}: {} again: aborting {} {}\n", name_, r.why, r.total().open, unit_);
+            break;
+        case Kind::ended: ended_ = {r.kind, r.cause, {}, r.loops}; return;
+        }
+        std::fflush(stdout);
+    }
+
+    // `kill -USR1 <pid>`: one line per loop, "<name>: loop I: N live
+    // connection(s), ..." from that loop's own stats, gathered on loop 0 and
+    // printed there in loop order.
+    void print_stats_on_sigusr1() {
+        group_.loop(0).add_signal_handler(SIGUSR1, [this] {
+            struct Gathered {
+                std::vector<std::string> lines;
+                std::size_t left;
+            };
+            auto gathered = std::make_shared<Gathered>(Gathered{std::vector<std::string>(size()), size()});
+            for (std::size_t i = 0; i < size(); ++i) {
+                (void)group_.loop(i).try_call_soon_threadsafe([this, i, gathered] {
+                    const reactor::LoopStats st = group_.loop(i).stats();
+                    std::string line = fmt::format(
+                        "{}: loop {}: {} live connection(s), {} accepted, {} iterations, {} callbacks run, {} io "
+                        "events, {} timers fired, {} posts taken, {} wake-up writes\n",
+                        name_, i, listener_->connections_on(i).size(), listener_->handed()[i], st.iterations,
+                        st.callbacks_run, st.io_events, st.timers_fired, st.posts_taken, st.wakeup_writes);
+                    (void)group_.loop(0).try_call_soon_threadsafe([i, gathered, line = std::move(line)]() mutable {
+                        gathered->lines[i] = std::move(line);
+                        if (--gathered->left > 0) return;
+                        for (const std::string& l : gathered->lines) fmt::print("{}", l);
+                        std::fflush(stdout);
+                    });
+                });
+            }
+        });
+    }
+
+    const ServerOptions& options_;
+    reactor::Spreading spreading_;
+    reactor::LoopGroup group_;
+    std::string name_;
+    std::string unit_;
+    std::unique_ptr<reactor::GroupListener> listener_;
+    std::optional<reactor::GroupServerLifetime> lifetime_;
+    std::atomic<std::uint64_t> accepted_{0};  // --exit-after with reuse_port: every loop counts here
+    reactor::GroupServerLifetime::Report ended_;
+};
+
+}  // namespace examples
