@@ -16,24 +16,9 @@
 #include <utility>
 
 #include "reactor/handle.hpp"
+#include "stop_signal_name.hpp"
 
 namespace reactor {
-
-namespace {
-
-std::string signal_name(int signo) {
-    switch (signo) {
-        case SIGINT: return "SIGINT";
-        case SIGTERM: return "SIGTERM";
-        case SIGHUP: return "SIGHUP";
-        case SIGQUIT: return "SIGQUIT";
-        case SIGUSR1: return "SIGUSR1";
-        case SIGUSR2: return "SIGUSR2";
-        default: return "a stop signal";
-    }
-}
-
-}  // namespace
 
 GroupServerLifetime::LoopCounts GroupServerLifetime::Report::total() const noexcept {
     LoopCounts sum;
@@ -198,7 +183,8 @@ GroupServerLifetime::GroupServerLifetime(LoopGroup& group, GroupListener& listen
     std::size_t added = 0;
     try {
         for (int signo : s.options.stop_signals) {
-            control.add_signal_handler(signo, [self = state_, signo] { self->stop(signal_name(signo)); });
+            control.add_signal_handler(signo,
+                                       [self = state_, signo] { self->stop(std::string(detail::stop_signal_name(signo))); });
             ++added;
         }
     } catch (...) {

@@ -8,24 +8,9 @@
 #include <fmt/format.h>
 
 #include "reactor/error_context.hpp"
+#include "stop_signal_name.hpp"
 
 namespace reactor {
-
-namespace {
-
-std::string_view signal_name(int signo) {
-    switch (signo) {
-        case SIGINT: return "SIGINT";
-        case SIGTERM: return "SIGTERM";
-        case SIGHUP: return "SIGHUP";
-        case SIGQUIT: return "SIGQUIT";
-        case SIGUSR1: return "SIGUSR1";
-        case SIGUSR2: return "SIGUSR2";
-        default: return "a stop signal";
-    }
-}
-
-}  // namespace
 
 ServerLifetime::ServerLifetime(Scheduler& sched, ListenerPtr listener, Options options, ReportCallback on_report)
     : sched_(sched), listener_(std::move(listener)), options_(std::move(options)), on_report_(std::move(on_report)),
@@ -38,7 +23,7 @@ ServerLifetime::ServerLifetime(Scheduler& sched, ListenerPtr listener, Options o
     std::size_t added = 0;
     try {
         for (int signo : options_.stop_signals) {
-            sched_.add_signal_handler(signo, [this, signo] { shut_down(signal_name(signo)); });
+            sched_.add_signal_handler(signo, [this, signo] { shut_down(detail::stop_signal_name(signo)); });
             ++added;
         }
     } catch (...) {
