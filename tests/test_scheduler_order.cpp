@@ -180,9 +180,11 @@ BOOST_AUTO_TEST_CASE(timeout_is_zero_when_ready_else_until_earliest_live_deadlin
 // With nothing to wait for (timeout 0) and no fd watched, the selector has
 // nothing to say: the iteration skips it (a call_soon chain costs no system
 // call per hop), unless it has registrations to bring up to date (epoll's
-// batched epoll_ctl: at first, the loop's own wakeup fd). A post from
-// call_soon_threadsafe is still seen in a skipping iteration, and once an fd
-// is watched the zero-timeout poll happens again.
+// batched epoll_ctl: at first, the loop's own wakeup fd), and once an fd is
+// watched the zero-timeout poll happens again. A post from
+// call_soon_threadsafe is taken by an iteration that calls the selector or
+// has nothing else to run; a skipping iteration with callbacks to run leaves
+// it for later (see the budget test below).
 BOOST_AUTO_TEST_CASE(zero_timeout_poll_is_skipped_when_no_fd_is_watched) {
     TimeoutRecordingLoop loop(backend_under_test());
     auto& s = loop.sched;
@@ -195,14 +197,16 @@ BOOST_AUTO_TEST_CASE(zero_timeout_poll_is_skipped_when_no_fd_is_watched) {
     });
     s.call_soon_threadsafe([&] { bag.push_back("posted"); });
     s.run_once();
-    BOOST_TEST(bag == (Bag{"soon", "posted"}), boost::test_tools::per_element());
+    const Bag first = syncs != 0 ? Bag{"soon", "posted"} : Bag{"soon"};
+    BOOST_TEST(bag == first, boost::test_tools::per_element());
     BOOST_TEST(timeouts.size() == syncs);
     BOOST_TEST(!loop.selector->has_pending_changes());
     Pipe p;
     s.add_reader(p.r, [&] { bag.push_back("io"); });
     p.put();
     s.run_once();
-    BOOST_TEST(bag == (Bag{"soon", "posted", "soon 2", "io"}), boost::test_tools::per_element());
+    const Bag second = syncs != 0 ? Bag{"soon", "posted", "soon 2", "io"} : Bag{"soon", "soon 2", "posted", "io"};
+    BOOST_TEST(bag == second, boost::test_tools::per_element());
     BOOST_REQUIRE(timeouts.size() == syncs + 1);
     BOOST_TEST((timeouts.back() == std::chrono::nanoseconds::zero()));
     BOOST_TEST(s.remove_reader(p.r));

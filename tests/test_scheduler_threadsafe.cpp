@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -80,6 +81,35 @@ BOOST_AUTO_TEST_CASE(four_threads_times_ten_thousand_posts_run_once_each_in_orde
         }
     }
     BOOST_TEST(guard.cancel());
+    CHECK_EMPTY(s);
+}
+
+// A loop kept busy by a call_soon chain alone calls no selector per
+// iteration, and takes the posts every so many callbacks rather than at every
+// iteration (Scheduler::take_posts_now): a post neither waits for the chain
+// to end nor is taken in the middle of a batch. Posting from the loop thread
+// itself makes the count exact.
+BOOST_AUTO_TEST_CASE(a_loop_busy_with_callbacks_alone_takes_posts_within_a_bound) {
+    Scheduler s(on(backend_under_test()));
+    constexpr int kChain = 1000;
+    constexpr int kBound = 64 + 1;  // the budget, and the hop that spent it
+    int hops = 0;
+    std::vector<int> posted_at;  // hops done when each post ran
+    std::function<void()> hop = [&] {
+        if (++hops % 200 == 1) s.call_soon_threadsafe([&] { posted_at.push_back(hops); });
+        if (hops < kChain) s.call_soon(hop);
+    };
+    s.call_soon(hop);
+    s.run();
+    BOOST_TEST(hops == kChain);
+    BOOST_REQUIRE(posted_at.size() == 5u);
+    for (std::size_t i = 0; i < posted_at.size(); ++i) {
+        const int at = static_cast<int>(i) * 200 + 1;
+        BOOST_TEST_CONTEXT("post made at hop " << at) {
+            BOOST_TEST(posted_at[i] > at);  // never in the batch that posted it
+            BOOST_TEST(posted_at[i] <= at + kBound);
+        }
+    }
     CHECK_EMPTY(s);
 }
 

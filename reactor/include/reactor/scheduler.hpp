@@ -432,6 +432,10 @@ private:
     bool remove_waiter(int fd, bool is_read);
     void drop_closed_fd(int fd, int error);
     void drain_threadsafe();
+    bool take_posts_now() const noexcept;
+    // A loop busy with callbacks alone takes the posts once per this many
+    // callbacks run (take_posts_now).
+    static constexpr std::uint64_t kPostTakeBudget = 64;
     std::size_t posted_batch_left() const noexcept { return posted_batch_.size() - posted_next_; }
     void consume_wakeup() noexcept;
     void wake() noexcept;  // any thread, signal handlers too
@@ -508,28 +512,41 @@ private:
     std::vector<ServiceEntry> services_;
     std::size_t signal_handlers_ = 0;
 
-    // call_soon_threadsafe: the only state touched by other threads.
+    // call_soon_threadsafe: the only state touched by other threads, on
+    // cache lines of its own, so that a thread posting to a busy loop does
+    // not pull in the lines the loop writes as it runs (false sharing), and
+    // the loop's reads of wake_pending_ do not fight the posters' writes to
+    // the queue.
     struct Posted {
         Callback cb;
         std::source_location where;
     };
-    mutable std::mutex posted_mutex_;  // mutable: empty() looks at posted_
+    // Written by the posters, and by the loop as it takes the queue.
+    alignas(detail::kCacheLine) mutable std::mutex posted_mutex_;  // mutable: empty() looks at posted_
     std::vector<Posted> posted_;
-    // What the loop took from posted_, run in the place of one kPostedBatch
-    // entry of the ready queue; loop thread only. posted_next_: the next to run.
-    std::vector<Posted> posted_batch_;
-    std::size_t posted_next_ = 0;
     bool posts_refused_ = false;  // under posted_mutex_ (refuse_posts)
-    // Set by the first post (or signal) since the loop last took the queue;
-    // cleared by the loop as it takes it (drain_threadsafe).
-    std::atomic<bool> wake_pending_{false};
+    // Read at every post and every iteration, written about once per batch.
+    // wake_pending_: set by the first post (or signal) since the loop last
+    // took the queue; cleared by the loop as it takes it (drain_threadsafe).
+    alignas(detail::kCacheLine) std::atomic<bool> wake_pending_{false};
     // The loop is in (or about to enter) a selector wait that may block: only
     // then does the first post write the eventfd (wake()).
     std::atomic<bool> asleep_{false};
+    // The next iteration takes the queue, whatever wakes it and whatever its
+    // budget (take_posts_now): a wake-up write failed (wake()), posts were
+    // just refused (refuse_posts: those accepted before must run in the one
+    // iteration that follows) or the loop is closing (close).
+    std::atomic<bool> look_for_posts_{false};
     std::atomic<std::uint64_t> wake_writes_{0};  // eventfd writes made (stats().wakeup_writes)
-    std::uint64_t posts_taken_ = 0;  // posts the loop took from the queue (stats().posts_taken)
-    std::atomic<bool> wake_lost_{false};  // a wake-up write failed: look for posts and signals (wake())
     std::atomic<std::uint64_t> wake_failures_{0};
+    // What the loop took from posted_, run in the place of one kPostedBatch
+    // entry of the ready queue; loop thread only. posted_next_: the next to run.
+    alignas(detail::kCacheLine) std::vector<Posted> posted_batch_;
+    std::size_t posted_next_ = 0;
+    std::uint64_t posts_taken_ = 0;  // posts the loop took from the queue (stats().posts_taken)
+    // stats_.callbacks_run when the queue was last taken (take_posts_now).
+    std::uint64_t callbacks_at_take_ = 0;
+    bool polled_ = false;  // this iteration called the selector (poll_io)
     int wakeup_fd_ = -1;  // eventfd, watched for reading; owned
     bool wakeup_read_back_ = true;  // its counter must be read after each wake-up (Selector::watch_wakeup)
 

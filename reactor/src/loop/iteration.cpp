@@ -48,7 +48,7 @@ void Scheduler::run_once_unguarded() {
 }
 
 std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
-    if (!ready_.empty() || stopping_ || wake_lost_.load(std::memory_order_relaxed))
+    if (!ready_.empty() || stopping_ || look_for_posts_.load(std::memory_order_relaxed))
         return std::chrono::nanoseconds::zero();
     while (!sleeping_.empty() && !live(sleeping_.front().ref)) {
         std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
@@ -79,7 +79,8 @@ bool Scheduler::nothing_to_poll(std::optional<std::chrono::nanoseconds> timeout)
 
 void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
     events_.clear();
-    if (!nothing_to_poll(timeout)) {
+    polled_ = !nothing_to_poll(timeout);
+    if (polled_) {
         ++stats_.selector_waits;
         if (debug_) [[unlikely]] {
             const TimePoint before = read_clock();
@@ -116,11 +117,28 @@ void Scheduler::wait_announced(std::optional<std::chrono::nanoseconds> timeout) 
     asleep_.store(false, std::memory_order_relaxed);
 }
 
+// Whether this iteration takes what other threads posted (wake_pending_
+// says there is something). A loop that called its selector, or has nothing
+// else to run, takes it at once. A loop kept busy by callbacks alone (a
+// call_soon chain: no system call per iteration, so its iterations are
+// short) takes it once every kPostTakeBudget callbacks. Taking the queue
+// moves its cache lines to the loop's CPU and a poster pays to bring them
+// back, so a queue taken at every short iteration costs each post a cache
+// miss or two; taken in batches, it costs one per batch. (libuv's async
+// handle and Netty's task queue are taken once per iteration, but their
+// iterations all call the selector.) A post then waits at most that many
+// callbacks longer; no clock is read to decide.
+bool Scheduler::take_posts_now() const noexcept {
+    return polled_ || ready_.empty() || stats_.callbacks_run - callbacks_at_take_ >= kPostTakeBudget ||
+           look_for_posts_.load(std::memory_order_relaxed);
+}
+
 void Scheduler::move_ready_io() {
     // Posts and signals are looked for every iteration, whether or not the
     // eventfd was written (a busy loop is not written to), and when a
     // wake-up write failed (see wake()).
-    if (wake_pending_.load(std::memory_order_acquire) || wake_lost_.load(std::memory_order_relaxed)) {
+    if ((wake_pending_.load(std::memory_order_acquire) || look_for_posts_.load(std::memory_order_relaxed)) &&
+        take_posts_now()) {
         drain_threadsafe();
         // After the drain cleared wake_pending_: a signal marked pending
         // before that is seen here, one after it wakes the loop again.

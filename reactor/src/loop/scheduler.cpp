@@ -132,7 +132,7 @@ Interest Scheduler::interest_of(int fd) const {
 
 bool Scheduler::has_work() const {
     return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || !holds_.empty() ||
-           wake_pending_.load(std::memory_order_acquire) || wake_lost_.load(std::memory_order_acquire);
+           wake_pending_.load(std::memory_order_acquire) || look_for_posts_.load(std::memory_order_acquire);
 }
 
 // Not !has_work(), which may over-count (the loop then just spends one

@@ -164,6 +164,7 @@ std::vector<LiveItem> Scheduler::close() {
             bool& running;
             ~Unmark() { running = false; }
         } unmark{running_};
+        look_for_posts_.store(true);  // what was posted before close() is taken at once
         for (int i = 0; i < kCloseIterations && ready_count() != 0; ++i) run_once_unguarded();
     }
     stopping_ = false;

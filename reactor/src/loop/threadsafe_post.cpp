@@ -36,8 +36,13 @@ bool Scheduler::try_call_soon_threadsafe(Callback&& cb, std::source_location whe
 
 // Any thread.
 void Scheduler::refuse_posts() noexcept {
-    std::lock_guard lock(posted_mutex_);
-    posts_refused_ = true;
+    {
+        std::lock_guard lock(posted_mutex_);
+        posts_refused_ = true;
+    }
+    // Those accepted before this run at the loop's next iteration, whatever
+    // its budget (take_posts_now): the loop may be about to close.
+    look_for_posts_.store(true);
 }
 
 // Any thread, and signal handlers: async-signal-safe (lock-free atomics and
@@ -55,7 +60,7 @@ void Scheduler::refuse_posts() noexcept {
 //
 // A write that fails (EAGAIN on a full counter, or anything a failing kernel
 // says) must not leave the flag set with nobody writing: the flag is cleared
-// so that the next post or signal tries again, and wake_lost_ makes the loop
+// so that the next post or signal tries again, and look_for_posts_ makes the loop
 // look for pending work at its next iteration, whatever wakes it.
 void Scheduler::wake() noexcept {
     // Already announced since the last drain: the announcer wakes the loop if
@@ -69,7 +74,7 @@ void Scheduler::wake() noexcept {
     while ((n = ::write(wakeup_fd_, &one, sizeof one)) < 0 && errno == EINTR) {
     }
     if (n < 0) {
-        wake_lost_.store(true);
+        look_for_posts_.store(true);
         wake_pending_.store(false);
         wake_failures_.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -87,14 +92,15 @@ void Scheduler::consume_wakeup() noexcept {
     }
 }
 
-// Loop thread, from move_ready_io when wake_pending_ (or wake_lost_) is set:
+// Loop thread, from move_ready_io when wake_pending_ (or look_for_posts_) is set:
 // the whole queue joins the ready queue in the order it was posted (one lock
 // per batch, not per post) as ONE entry, kPostedBatch, in whose place
 // run_batch runs them straight from posted_batch_. A post cannot be
 // cancelled (no Handle), so it needs no slot: no slot allocated and freed
 // per post, and a burst of posts does not grow the slot table. None runs here.
 void Scheduler::drain_threadsafe() {
-    wake_lost_.store(false);
+    look_for_posts_.store(false);
+    callbacks_at_take_ = stats_.callbacks_run;
     // Sequentially consistent, not just release: dispatch_signals reads the
     // signals' pending flags after this store (see on_signal in signals.cpp).
     wake_pending_.store(false);

@@ -7,6 +7,7 @@
 // may change with any release.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <source_location>
 
@@ -22,6 +23,11 @@ class FdOwner;
 namespace detail {
 
 inline constexpr std::uint32_t kNoSlot = UINT32_MAX;
+
+// What two threads writing two members must keep between them not to share a
+// cache line (x86-64 and most ARM64; std::hardware_destructive_interference_size
+// would tie the layout to -mtune, which GCC warns about in a header).
+inline constexpr std::size_t kCacheLine = 64;
 
 // periodic: armed in the sleeping heap; periodic_due: in the ready queue
 // or running (re-armed after its callback returns).
