@@ -174,6 +174,7 @@ void pingpong_reactor(long n) {
     std::function<void(long)> ping = [&](long left) {
         if (left == 0) {
             done = true;
+            done.notify_one();
             return;
         }
         b.call_soon_threadsafe([&, left] { a.call_soon_threadsafe([&, left] { ping(left - 1); }); });
@@ -181,7 +182,7 @@ void pingpong_reactor(long n) {
     group.start();
     const Clock::time_point start = Clock::now();
     a.call_soon_threadsafe([&] { ping(n); });
-    while (!done.load()) std::this_thread::yield();
+    done.wait(false);  // asleep: the two loops have the two CPUs to themselves
     const Clock::time_point end = Clock::now();
     group.stop();
     std::printf("RESULT pingpong reactor ns_per_roundtrip %.1f\n", ns_per(end - start, n));
@@ -195,6 +196,7 @@ void pingpong_asio(long n) {
     std::function<void(long)> ping = [&](long left) {
         if (left == 0) {
             done = true;
+            done.notify_one();
             return;
         }
         asio::post(b, [&, left] { asio::post(a, [&, left] { ping(left - 1); }); });
@@ -203,7 +205,7 @@ void pingpong_asio(long n) {
     std::thread tb([&] { b.run(); });
     const Clock::time_point start = Clock::now();
     asio::post(a, [&] { ping(n); });
-    while (!done.load()) std::this_thread::yield();
+    done.wait(false);  // asleep: the two loops have the two CPUs to themselves
     const Clock::time_point end = Clock::now();
     ga.reset();
     gb.reset();
@@ -241,6 +243,7 @@ void pingpong_libuv(long n) {
             }
             if (s->is_a && s->left->fetch_sub(1) == 0) {
                 s->done->store(true);
+                s->done->notify_one();
                 uv_async_send(&s->other->async);  // tell b to close too
                 uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr);
                 return;
@@ -255,7 +258,7 @@ void pingpong_libuv(long n) {
     std::thread tb([&] { uv_run(&b.loop, UV_RUN_DEFAULT); });
     const Clock::time_point start = Clock::now();
     uv_async_send(&b.async);
-    while (!done.load()) std::this_thread::yield();
+    done.wait(false);  // asleep: the two loops have the two CPUs to themselves
     const Clock::time_point end = Clock::now();
     ta.join();
     tb.join();

@@ -151,6 +151,7 @@ void EpollSelector::sync(int fd, Entry& e, std::vector<FdEvent>& out) {
     }
     if (rc == 0) {
         e.in_kernel = e.wanted;
+        if (!e.edge_triggered) only_wakeup_ = false;
         return;
     }
     int error = errno;
@@ -159,6 +160,7 @@ void EpollSelector::sync(int fd, Entry& e, std::vector<FdEvent>& out) {
         // select and poll report them ready every time, and so do we.
         e.in_kernel = Interest::none;
         e.always_ready = true;
+        only_wakeup_ = false;
         always_ready_.push_back(fd);
         return;
     }
@@ -224,13 +226,26 @@ void EpollSelector::wait_blocking(std::optional<std::chrono::nanoseconds> timeou
     detail::WaitBudget budget(timeout);
     for (;;) {
         auto remaining = budget.remaining();
+        // Nothing to check (the loop's own eventfd alone is watched: an idle
+        // loop of a group): the wait is not cut into slices, so an endless
+        // wait asks the kernel for no timer (one armed and cancelled per
+        // sleep otherwise).
+        if (only_wakeup_ && !remaining) {
+            int n = ::epoll_wait(epfd_, events_.data(), static_cast<int>(events_.size()), -1);
+            if (n > 0) {
+                collect(n, out);
+                return;
+            }
+            if (n < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
+            continue;
+        }
         const auto now = Clock::now();
         if (now >= next_check_) {
             check_for_closed_fds(now, out);
             if (out.size() != before) return;
         }
         const auto until_check = std::chrono::nanoseconds(next_check_ - now);
-        const bool sliced = !remaining || *remaining > until_check;
+        const bool sliced = !only_wakeup_ && (!remaining || *remaining > until_check);
         // A slice that ends at a check needs no precision: rounding it up to
         // milliseconds only delays the check.
         int n = wait_once(sliced ? until_check : *remaining, !sliced);
@@ -303,12 +318,19 @@ void EpollSelector::report_always_ready(std::vector<FdEvent>& out) const {
 void EpollSelector::check_for_closed_fds(Clock::time_point now, std::vector<FdEvent>& out) {
     next_check_ = now + check_interval_;
     ++closed_fd_checks_;
+    bool only_wakeup = true;
     for (std::size_t key = 0; key < entries_.size(); ++key) {
         Entry& e = entries_[key];
         if (e.in_kernel == Interest::none && !e.always_ready) continue;
         int fd = static_cast<int>(key);
-        if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) unwatch(fd, e, EBADF, out);
+        if (e.edge_triggered) continue;  // the loop's own eventfd: never closed behind our back
+        if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+            unwatch(fd, e, EBADF, out);
+        } else {
+            only_wakeup = false;
+        }
     }
+    only_wakeup_ = only_wakeup;
 }
 
 // A registration we cannot remove (its fd number is closed, so epoll_ctl

@@ -118,6 +118,10 @@ private:
     unsigned waits_since_clock_ = 0;      // non-blocking waits since the clock was last read
     detail::OpenFdCheck open_fds_;
     bool stale_seen_ = false;             // an event from a registration we did not make
+    // No fd but the loop's own eventfd is in the set (or was, at the last
+    // check): none can be closed behind our back, so the blocking waits are
+    // not cut into check slices. Cleared when any other fd is added.
+    bool only_wakeup_ = true;
     bool use_pwait2_ = true;              // ns timeouts; off if the kernel lacks epoll_pwait2
     std::uint64_t ctl_calls_ = 0;
     std::uint64_t closed_fd_checks_ = 0;
