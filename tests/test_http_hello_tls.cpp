@@ -5,7 +5,7 @@
 // a TLS connection still open, bad certificate and key files, and slowloris
 // on the handshake: 300 clients that connect and send nothing or half a
 // ClientHello to a server limited to 256 fds are let go by the handshake
-// timeout, and curl is served after them. Everything on 127.0.0.1, bounded
+// timeout, and curl is served after them; and HTTPS on two loops. Everything on 127.0.0.1, bounded
 // in time; the curl cases are skipped, with the reason printed, if curl is
 // missing.
 #define BOOST_TEST_MODULE http_hello_tls
@@ -126,6 +126,53 @@ BOOST_AUTO_TEST_CASE(sigterm_drains_an_open_tls_connection_which_is_still_answer
     BOOST_TEST(server.wait(10s) == 0);
     BOOST_REQUIRE(!lines.empty());
     BOOST_TEST(lines.back() == "http_hello: 1 connections, 0 failed TLS handshakes, 0 aborted");
+}
+
+// --loops 2 with round-robin: connections alternate between the loops, and
+// the one server context serves both, so a session from loop 0 resumes on
+// loop 1. curl verifies it; one that does not trust the CA fails its
+// handshake on its loop and the summary counts it.
+BOOST_AUTO_TEST_CASE(https_on_two_loops_serves_each_and_resumes_a_session_across_them, *needs_program("curl")) {
+    CertificateFiles files;
+    Child server(example_path("http_hello"),
+                 https_args(files, {"--loops", "2", "--spreading", "round_robin", "--exit-after", "4"}));
+    const std::uint16_t port = reactor_test::listening_port(server);
+    reactor::Scheduler sched;
+    auto context = reactor_test::client_context();  // one session cache for both
+    std::vector<bool> resumed;
+    for (int i = 0; i < 2; ++i) {
+        reactor::tls::ConnectionPtr client;
+        std::string received;
+        bool closed = false;
+        reactor::tls::connect(sched, reactor::Address::loopback_v4(port), context, "localhost",
+                              [&](reactor::tls::ConnectionPtr c, std::error_code ec) {
+                                  BOOST_REQUIRE(!ec);
+                                  client = std::move(c);
+                                  client->set_handshake_callback([](reactor::tls::Connection& c) {
+                                      c.write("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+                                  });
+                                  client->set_data_callback(
+                                      [&](reactor::tls::Connection&, std::string_view d) { received += d; });
+                                  client->set_close_callback(
+                                      [&](reactor::tls::Connection&, const reactor::tls::CloseReason&) { closed = true; });
+                              });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed; }));
+        BOOST_TEST(received.starts_with("HTTP/1.1 200 OK\r\n"), received);
+        BOOST_TEST(received.ends_with(kHello), received);
+        resumed.push_back(client->session_reused());
+    }
+    BOOST_TEST((resumed == std::vector<bool>{false, true}));  // the second, on loop 1, resumed loop 0's session
+    const std::string base = "https://localhost:" + std::to_string(port);
+    auto [hello, code] = reactor_test::curl({"--cacert", files.ca, base + "/"});
+    BOOST_TEST(code == 0);
+    BOOST_TEST(hello == kHello);
+    auto [refused, code2] = reactor_test::curl({base + "/"});
+    BOOST_TEST(code2 == 60);  // CURLE_PEER_FAILED_VERIFICATION
+    const auto lines = reactor_test::lines_of(server.read_all(20s));
+    BOOST_TEST(server.wait(10s) == 0);
+    BOOST_REQUIRE(!lines.empty());
+    BOOST_TEST(lines.back() == "http_hello: 4 connections, 1 failed TLS handshakes, 0 aborted; loop 0: 2 connections, 0 "
+                               "aborted; loop 1: 2 connections, 0 aborted");
 }
 
 BOOST_AUTO_TEST_CASE(bad_certificate_or_key_files_are_refused_naming_the_file) {

@@ -14,7 +14,9 @@
 #include <boost/test/unit_test.hpp>
 #include <futures/futures.hpp>
 #include <futures/tls/stream.hpp>
+#include <reactor/loop_group.hpp>
 #include <reactor/net/connector.hpp>
+#include <reactor/net/group_listener.hpp>
 #include <reactor/net/listener.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/tls/certificate_maker.hpp>
@@ -105,6 +107,44 @@ BOOST_AUTO_TEST_CASE(server_and_verifying_client) {
     BOOST_TEST(subject == "CN=localhost,O=reactor test");
     BOOST_TEST(closed->to_string() == "local");
     listener->close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_server_on_every_loop_of_a_group) {
+    reactor::tls::ServerOptions options;
+    options.identity = certificates().server.identity();
+    auto context = reactor::tls::Context::server(options);
+    // [snippet:on_loops]
+    reactor::LoopGroupOptions group_options;
+    group_options.loops = 2;  // 0: one per CPU
+    reactor::LoopGroup group(group_options);
+    auto server = reactor::tls::listen(group, reactor::Address::parse("127.0.0.1", 0), context,
+                                       [](const reactor::tls::ConnectionPtr& c, std::size_t /*loop*/) {
+                                           c->set_data_callback([](reactor::tls::Connection& c, std::string_view data) {
+                                               c.write(data);  // on the connection's own loop
+                                           });
+                                       });
+    group.start();  // before: listen; after: the loops serve on their threads
+    // [end-snippet:on_loops]
+    reactor::Scheduler sched;
+    std::string got;
+    std::optional<reactor::tls::CloseReason> closed;
+    reactor::tls::connect(sched, server->address(), client_context(), "localhost",
+                          [&](reactor::tls::ConnectionPtr c, std::error_code error) {
+                              if (error) return;
+                              c->set_handshake_callback([](reactor::tls::Connection& c) { c.write("hello"); });
+                              c->set_data_callback([&](reactor::tls::Connection& c, std::string_view data) {
+                                  got += data;
+                                  c.close();
+                              });
+                              c->set_close_callback(
+                                  [&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) { closed = why; });
+                          });
+    BOOST_REQUIRE(run_until(sched, [&] { return closed.has_value(); }));
+    BOOST_TEST(got == "hello");
+    server->close();
+    group.stop();
     sched.run();
     BOOST_TEST(sched.empty());
 }

@@ -23,7 +23,7 @@
 //   $ http_hello &   curl -v http://127.0.0.1:8080/
 //   $ http_hello --tls-cert chain.pem --tls-key key.pem &   curl --cacert ca.pem https://localhost:8080/
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp)
-//   $ http_hello --loops 2 &   (one loop per thread: http_on_loops.hpp)
+//   $ http_hello --loops 2 &   (one loop per thread: http_on_loops.hpp; with --tls-cert too)
 #include <chrono>
 #include <string>
 
@@ -74,7 +74,6 @@ int run(int argc, char** argv) {
     cli.parse_or_exit(argc, argv);
 #if REACTOR_EXAMPLES_TLS
     http::check_tls_options(cli, tls);
-    if (tls.serve_tls() && loops.loop_count() > 1) cli.fail("--tls-cert: HTTPS is served by one loop (--loops 1)");
 #endif
     const http::Timeouts timeouts{std::chrono::seconds(header_timeout), std::chrono::seconds(idle_timeout),
                                   std::chrono::seconds(body_timeout)};
@@ -85,6 +84,10 @@ int run(int argc, char** argv) {
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection.read_size = 16 * 1024;
     const reactor::Address address = examples::listen_address(cli, options);
+#if REACTOR_EXAMPLES_TLS
+    if (loops.loop_count() > 1 && tls.serve_tls())
+        return http::run_on_loops(address, options, loops, listen_options, limits, timeouts, tls);
+#endif
     if (loops.loop_count() > 1) return http::run_on_loops(address, options, loops, listen_options, limits, timeouts);
 
     reactor::Scheduler sched(examples::on(options.backend));

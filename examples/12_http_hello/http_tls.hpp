@@ -44,21 +44,32 @@ inline void check_tls_options(const examples::Cli& cli, const TlsFlags& flags) {
     if (flags.cert.empty() != flags.key.empty()) cli.fail("--tls-cert and --tls-key go together");
 }
 
+// The server context (one, whatever the number of loops: a server context
+// may serve every loop of a group) and the handshake deadline. Throws
+// reactor::tls::Error for a bad certificate or key.
+inline reactor::tls::ContextPtr server_context(const TlsFlags& flags) {
+    reactor::tls::ServerOptions server;
+    server.identity = reactor::tls::Identity::from_files(flags.cert, flags.key);
+    server.alpn = {"http/1.1"};
+    return reactor::tls::Context::server(server);
+}
+
+inline reactor::tls::Options connection_options(const TlsFlags& flags) {
+    reactor::tls::Options tls;
+    tls.handshake_timeout = std::chrono::seconds(flags.handshake_timeout);
+    return tls;
+}
+
 // The HTTPS listener: every accepted connection starts a server handshake;
 // `on_accept` gets the TLS connection. Throws reactor::tls::Error for a bad
 // certificate or key; a port that cannot be had: one line, exit 1.
 inline reactor::ListenerPtr listen_tls(reactor::Scheduler& sched, const reactor::Address& address,
                                        const TlsFlags& flags, reactor::tls::AcceptCallback on_accept,
                                        reactor::Listener::Options listen_options) {
-    reactor::tls::ServerOptions server;
-    server.identity = reactor::tls::Identity::from_files(flags.cert, flags.key);
-    server.alpn = {"http/1.1"};
-    auto context = reactor::tls::Context::server(server);
-    reactor::tls::Options tls;
-    tls.handshake_timeout = std::chrono::seconds(flags.handshake_timeout);
+    auto context = server_context(flags);
     try {
         return reactor::tls::listen(sched, address, std::move(context), std::move(on_accept),
-                                    std::move(listen_options), tls);
+                                    std::move(listen_options), connection_options(flags));
     } catch (const std::system_error& e) {  // the port is taken...
         fmt::print(stderr, "{}\n", e.what());
         std::exit(examples::kFailed);

@@ -51,6 +51,26 @@ ListenerPtr listen(Scheduler& sched, const Address& address, std::shared_ptr<Con
         options, where);
 }
 
+std::unique_ptr<GroupListener> listen(LoopGroup& group, const Address& address, std::shared_ptr<Context> context,
+                                      GroupAcceptCallback on_accept, GroupListener::Options options, Options tls,
+                                      std::source_location where) {
+    check_role(context, Context::Role::server, "listen");
+    return GroupListener::listen(
+        group, address,
+        [context = std::move(context), on_accept = std::move(on_accept), tls](const reactor::ConnectionPtr& conn,
+                                                                              std::size_t loop) {
+            ConnectionPtr secured;
+            try {
+                secured = Connection::start_server(conn, context, tls);
+            } catch (...) {
+                conn->abort();  // never left open without an owner's callbacks
+                throw;          // to the loop's exception handler
+            }
+            if (on_accept) on_accept(secured, loop);
+        },
+        std::move(options), where);
+}
+
 std::shared_ptr<Connector> connect(Scheduler& sched, const Address& address, std::shared_ptr<Context> context,
                                    std::string server_name, ConnectCallback cb, Connector::Options options, Options tls,
                                    std::source_location where) {

@@ -17,8 +17,10 @@
 //    (Connection::session_reused() tells whether the server took it).
 // Every error at creation throws reactor::tls::Error naming the file or
 // setting, with OpenSSL's text. Loop thread only after creation (the session
-// cache and the SNI table are not locked); a context may serve connections on
-// one loop only.
+// cache and the SNI table are not locked): a client context serves one loop.
+// A server context whose SNI table is complete may serve every loop of a
+// group (tls::listen over a LoopGroup): serving only reads our settings, and
+// OpenSSL locks what it changes (its session cache, its ticket keys).
 #pragma once
 
 #include <map>

@@ -11,6 +11,7 @@
 // synchronously.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "reactor/export.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/connector.hpp"
+#include "reactor/net/group_listener.hpp"
 #include "reactor/net/listener.hpp"
 #include "reactor/tls/connection.hpp"
 #include "reactor/tls/context.hpp"
@@ -40,6 +42,19 @@ using ConnectCallback = std::function<void(ConnectionPtr, std::error_code)>;
 [[nodiscard]] REACTOR_API ListenerPtr listen(Scheduler& sched, const Address& address, std::shared_ptr<Context> context,
                                  AcceptCallback on_accept, Listener::Options options = {}, Options tls = {},
                                  std::source_location where = std::source_location::current());
+
+// The same over every loop of a LoopGroup (reactor::GroupListener, with its
+// spreading): each connection's handshake and callbacks run on the loop it
+// was given, and `on_accept` gets that loop's index. The one server context
+// serves every loop (its settings are only read once it serves; OpenSSL
+// locks its own session cache and ticket keys), so a client resumes on any
+// loop the session it got on another. Called before the group starts, as
+// GroupListener::listen; add_server_name on the context before that too.
+using GroupAcceptCallback = std::function<void(const ConnectionPtr&, std::size_t loop)>;
+[[nodiscard]] REACTOR_API std::unique_ptr<GroupListener> listen(
+    LoopGroup& group, const Address& address, std::shared_ptr<Context> context, GroupAcceptCallback on_accept,
+    GroupListener::Options options = {}, Options tls = {},
+    std::source_location where = std::source_location::current());
 
 // Connects to `address` and starts the client side of a handshake with
 // `context`, sending `server_name` (SNI) and, if the context verifies,

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+// reactor::tls::listen over a LoopGroup: HTTPS-style serving on every loop
+// with one server context. Real TLS clients (the library's, on the test's
+// own loop) on 127.0.0.1; the server's loops run on their threads. Each
+// connection's handshake and callbacks run on the loop it was handed to,
+// and a session got from one loop resumes on another (the context, and so
+// OpenSSL's ticket keys, are shared). Every wait is bounded.
+#define BOOST_TEST_MODULE tls_group
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <reactor/loop_group.hpp>
+#include <reactor/net/group_listener.hpp>
+#include <reactor/tls/connection.hpp>
+#include <reactor/tls/listen.hpp>
+
+#include "support/backends.hpp"
+#include "support/check_empty.hpp"
+#include "support/net_util.hpp"
+#include "support/tls_fixtures.hpp"
+
+namespace tls = reactor::tls;
+using reactor::LoopGroup;
+using reactor::LoopGroupOptions;
+using reactor::Spreading;
+using reactor_test::backend_under_test;
+using reactor_test::on;
+
+namespace {
+
+LoopGroupOptions loops(std::size_t n) {
+    LoopGroupOptions o;
+    o.loops = n;
+    o.loop_options = [](std::size_t) { return on(backend_under_test()); };
+    return o;
+}
+
+// What the server's loops saw, one record per finished handshake.
+struct Handshake {
+    std::size_t loop;
+    bool on_its_loop;  // the handshake callback ran on the thread of `loop`
+    bool resumed;
+    std::string alpn;
+};
+
+struct Served {
+    std::mutex mutex;
+    std::vector<Handshake> handshakes;
+    std::atomic<int> open{0};
+};
+
+// A TLS echo on every loop of `group`.
+std::unique_ptr<reactor::GroupListener> echo_on(LoopGroup& group, tls::ContextPtr context, Served& served,
+                                                Spreading spreading) {
+    reactor::GroupListener::Options options;
+    options.spreading = spreading;
+    return tls::listen(
+        group, reactor_test::any_loopback(), std::move(context),
+        [&group, &served](const tls::ConnectionPtr& c, std::size_t loop) {
+            ++served.open;
+            c->set_handshake_callback([&group, &served, loop](tls::Connection& c) {
+                std::lock_guard lock(served.mutex);
+                served.handshakes.push_back(
+                    Handshake{loop, group.current_index() == loop, c.session_reused(), std::string(c.alpn_protocol())});
+            });
+            c->set_data_callback([](tls::Connection& c, std::string_view d) { c.write(d); });
+            c->set_close_callback([&served](tls::Connection&, const tls::CloseReason&) { --served.open; });
+        },
+        options);
+}
+
+// One client connection on the test's loop: handshake, "ping" echoed, close.
+struct Exchange {
+    bool resumed = false;
+    std::string received;
+    std::optional<tls::CloseReason> reason;
+};
+
+Exchange exchange(reactor::Scheduler& sched, const reactor::Address& to, const tls::ContextPtr& context) {
+    Exchange out;
+    tls::ConnectionPtr conn;
+    std::error_code connect_error;
+    tls::connect(sched, to, context, "localhost", [&](tls::ConnectionPtr c, std::error_code ec) {
+        connect_error = ec;
+        if (ec) return;
+        conn = c;
+        c->set_handshake_callback([](tls::Connection& c) { c.write("ping"); });
+        c->set_data_callback([&out](tls::Connection& c, std::string_view d) {
+            out.received += d;
+            if (out.received == "ping") c.close();
+        });
+        c->set_close_callback([&out](tls::Connection&, const tls::CloseReason& r) { out.reason = r; });
+    });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return connect_error || out.reason.has_value(); }));
+    BOOST_REQUIRE(!connect_error);
+    out.resumed = conn->session_reused();
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_group)
+
+// Round-robin over two loops: connections 1..4 land on loops 0, 1, 0, 1.
+// The first is a full handshake; the second, on the other loop, resumes the
+// session the first loop issued, and so do the rest: one context, one set
+// of ticket keys, whatever the loop. TLS 1.3 and 1.2 (tickets both).
+BOOST_AUTO_TEST_CASE(every_loop_serves_and_a_session_from_one_loop_resumes_on_the_other) {
+    for (tls::Version version : {tls::Version::tls1_3, tls::Version::tls1_2}) {
+        BOOST_TEST_CONTEXT((version == tls::Version::tls1_3 ? "TLS 1.3" : "TLS 1.2")) {
+            LoopGroup group(loops(2));
+            auto server_options = reactor_test::server_options();
+            server_options.max_version = version;
+            server_options.alpn = {"http/1.1"};
+            Served served;
+            auto listener = echo_on(group, tls::Context::server(server_options), served, Spreading::round_robin);
+            group.start();
+
+            reactor::Scheduler sched(on(backend_under_test()));
+            auto client_options = reactor_test::client_options();
+            client_options.alpn = {"http/1.1"};
+            auto context = tls::Context::client(client_options);  // one session cache for all four
+            std::vector<bool> resumed;
+            for (int i = 0; i < 4; ++i) {
+                Exchange e = exchange(sched, listener->address(), context);
+                BOOST_TEST(e.received == "ping");
+                BOOST_REQUIRE(e.reason.has_value());
+                BOOST_TEST(e.reason->to_string() == "local");
+                resumed.push_back(e.resumed);
+            }
+            BOOST_TEST((resumed == std::vector<bool>{false, true, true, true}));
+
+            listener->close();
+            group.stop();
+            BOOST_TEST(served.open.load() == 0);
+            BOOST_REQUIRE(served.handshakes.size() == 4u);
+            for (std::size_t i = 0; i < 4; ++i) {
+                BOOST_TEST_CONTEXT("connection " << i) {
+                    const Handshake& h = served.handshakes[i];
+                    BOOST_TEST(h.loop == i % 2);
+                    BOOST_TEST(h.on_its_loop);
+                    BOOST_TEST(h.resumed == (i != 0));
+                    BOOST_TEST(h.alpn == "http/1.1");
+                }
+            }
+            sched.run();
+            CHECK_EMPTY(sched);
+        }
+    }
+}
+
+// A client that fails its handshake on one loop (garbage) is closed there;
+// the same loop and the other go on serving.
+BOOST_AUTO_TEST_CASE(a_garbage_client_is_closed_and_every_loop_goes_on_serving) {
+    LoopGroup group(loops(2));
+    Served served;
+    auto listener = echo_on(group, reactor_test::server_context(), served, Spreading::round_robin);
+    group.start();
+    {
+        const int fd = reactor_test::connect_blocking(listener->address().port());
+        BOOST_REQUIRE(fd >= 0);
+        const std::string garbage = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";  // plaintext to a TLS port
+        BOOST_REQUIRE(::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(garbage.size()));
+        char c;
+        while (::recv(fd, &c, 1, 0) > 0) {
+        }  // the server closes: recv ends (an alert, then EOF or a reset)
+        ::close(fd);
+    }
+    reactor::Scheduler sched(on(backend_under_test()));
+    auto context = reactor_test::client_context();
+    for (int i = 0; i < 2; ++i) {
+        Exchange e = exchange(sched, listener->address(), context);
+        BOOST_TEST(e.received == "ping");
+    }
+    listener->close();
+    group.stop();
+    BOOST_TEST(served.open.load() == 0);
+    BOOST_REQUIRE(served.handshakes.size() == 2u);
+    BOOST_TEST(served.handshakes[0].loop == 1u);  // the garbage took loop 0's turn
+    BOOST_TEST(served.handshakes[1].loop == 0u);
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_context_is_refused) {
+    LoopGroup group(loops(2));
+    BOOST_CHECK_THROW(static_cast<void>(tls::listen(group, reactor_test::any_loopback(), reactor_test::client_context(),
+                                                    [](const tls::ConnectionPtr&, std::size_t) {})),
+                      std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
