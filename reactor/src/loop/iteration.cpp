@@ -134,9 +134,9 @@ bool Scheduler::take_posts_now() const noexcept {
 }
 
 void Scheduler::move_ready_io() {
-    // Posts and signals are looked for every iteration, whether or not the
-    // eventfd was written (a busy loop is not written to), and when a
-    // wake-up write failed (see wake()).
+    // Posts and signals are looked for whether or not the eventfd was
+    // written (a busy loop is not written to), and when a wake-up write
+    // failed (see wake()): at once, or within the budget (take_posts_now).
     if ((wake_pending_.load(std::memory_order_acquire) || look_for_posts_.load(std::memory_order_relaxed)) &&
         take_posts_now()) {
         drain_threadsafe();
