@@ -12,7 +12,14 @@
 // byte read back: "p50_us=... p99_us=... p999_us=..." (a histogram of 1 us
 // buckets up to kLatencyBuckets us, the rest counted at its top); with --server-pid
 // also "server_cpu_ns_per_msg=...": the server's CPU time (user + kernel, from
-// /proc/PID/task/*/schedstat) during the measured window, per message.
+// /proc/PID/task/*/schedstat) during the measured window, per message, and
+// its parts and causes: "server_user_ns_per_msg=... server_sys_ns_per_msg=..."
+// (utime and stime of /proc/PID/task/*/stat, clock ticks: ~1 % of a 1 s window)
+// and "server_vcsw_per_msg=... server_ivcsw_per_msg=..." (voluntary and
+// involuntary context switches, /proc/PID/task/*/status). --perf-ctl FIFO
+// [--perf-ack FIFO] writes "enable" to FIFO when the measured window opens and
+// "disable" when it closes, for `perf stat -D -1 --control fifo:CTL[,ACK]`,
+// so that perf counts the measured window alone.
 // Exit status 0 on success, 1 on any error (mismatch, EOF, stall, timeout).
 // Every loop is bounded in time. 127.0.0.1 (or --host) only.
 #define _GNU_SOURCE
@@ -216,6 +223,68 @@ static long long server_cpu_ns(int pid) {
     return total;
 }
 
+// The server's threads' user and kernel time (ns, from the clock ticks of
+// /proc/PID/task/*/stat) and voluntary and involuntary context switches
+// (/proc/PID/task/*/status), summed; all -1 if unknown.
+struct server_counts {
+    long long user_ns, sys_ns, vcsw, ivcsw;
+};
+static struct server_counts server_counts(int pid) {
+    struct server_counts c = {-1, -1, -1, -1};
+    if (pid <= 0) return c;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d) return c;
+    const long hz = sysconf(_SC_CLK_TCK);
+    long long utick = 0, stick = 0, vcsw = 0, ivcsw = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char file[128], line[512];
+        snprintf(file, sizeof file, "/proc/%d/task/%.20s/stat", pid, e->d_name);
+        FILE *f = fopen(file, "r");
+        if (!f) continue;
+        if (fgets(line, sizeof line, f)) {
+            // After the ")" that ends the command name: field 3 (state) on; utime and stime are 14 and 15.
+            const char *p = strrchr(line, ')');
+            unsigned long long ut = 0, st = 0;
+            if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2) {
+                utick += (long long)ut;
+                stick += (long long)st;
+            }
+        }
+        fclose(f);
+        snprintf(file, sizeof file, "/proc/%d/task/%.20s/status", pid, e->d_name);
+        f = fopen(file, "r");
+        if (!f) continue;
+        while (fgets(line, sizeof line, f)) {
+            long long v;
+            if (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1) vcsw += v;
+            else if (sscanf(line, "nonvoluntary_ctxt_switches: %lld", &v) == 1) ivcsw += v;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    c.user_ns = utick * (1000000000LL / hz);
+    c.sys_ns = stick * (1000000000LL / hz);
+    c.vcsw = vcsw;
+    c.ivcsw = ivcsw;
+    return c;
+}
+
+// --perf-ctl: tell perf stat to start or stop counting; with --perf-ack, wait for its "ack".
+static int perf_ctl_fd = -1, perf_ack_fd = -1;
+static void perf_control(const char *cmd) {
+    if (perf_ctl_fd < 0) return;
+    size_t len = strlen(cmd);
+    if (write(perf_ctl_fd, cmd, len) != (ssize_t)len) die("--perf-ctl write");
+    if (perf_ack_fd >= 0) {
+        char ack[16];
+        if (read(perf_ack_fd, ack, sizeof ack) <= 0) die("--perf-ack read");
+    }
+}
+
 // The round trip (us) below which `fraction` of the recorded messages came back.
 static long latency_percentile(double fraction) {
     long total = 0, seen = 0;
@@ -233,7 +302,9 @@ static void usage(void) {
     fprintf(stderr,
             "usage: loadgen --port P [--host 127.0.0.1] [--conns N=1] [--size S=64] [--idle K=0]\n"
             "               [--warmup SECONDS=0.2] [--duration SECONDS=1] [--server-pid PID]\n"
-            "--server-pid: also report the server's CPU time per message during the measurement\n");
+            "               [--perf-ctl FIFO [--perf-ack FIFO]]\n"
+            "--server-pid: also report the server's CPU time per message during the measurement\n"
+            "--perf-ctl: write \"enable\" / \"disable\" there when the measurement starts / ends\n");
     exit(2);
 }
 
@@ -241,6 +312,7 @@ int main(int argc, char **argv) {
     int nconns = 1, nidle = 0, server_pid = 0;
     long size = 64;
     double warmup = 0.2, duration = 1.0;
+    const char *perf_ctl = NULL, *perf_ack = NULL;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (i + 1 >= argc) usage();
@@ -253,9 +325,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) warmup = atof(v);
         else if (!strcmp(a, "--duration")) duration = atof(v);
         else if (!strcmp(a, "--server-pid")) server_pid = atoi(v);
+        else if (!strcmp(a, "--perf-ctl")) perf_ctl = v;
+        else if (!strcmp(a, "--perf-ack")) perf_ack = v;
         else usage();
     }
     if (port <= 0 || nconns < 1 || nidle < 0 || size < 1 || duration <= 0 || warmup < 0) usage();
+
+    if (perf_ctl) {
+        // perf opens the FIFOs too: these block until it has.
+        perf_ctl_fd = open(perf_ctl, O_WRONLY | O_CLOEXEC);
+        if (perf_ctl_fd < 0) die("--perf-ctl");
+        if (perf_ack) {
+            perf_ack_fd = open(perf_ack, O_RDONLY | O_CLOEXEC);
+            if (perf_ack_fd < 0) die("--perf-ack");
+        }
+    }
 
     pattern = malloc((size_t)size + kPatternPeriod + 1);
     if (!pattern) die("malloc");
@@ -290,11 +374,15 @@ int main(int argc, char **argv) {
     recording = 1;  // messages started from here on are timed; the warm-up's are not counted
     run_until(__LONG_MAX__, t0 + warmup);
     memset(latency_us, 0, kLatencyBuckets * sizeof *latency_us);
+    perf_control("enable\n");
+    struct server_counts counts0 = server_counts(server_pid);
     long long cpu0 = server_cpu_ns(server_pid);
     double t1 = now_s();
     long msgs = run_until(__LONG_MAX__, t1 + duration);
     double secs = now_s() - t1;
     long long cpu1 = server_cpu_ns(server_pid);
+    struct server_counts counts1 = server_counts(server_pid);
+    perf_control("disable\n");
     recording = 0;
 
     // Stop sending and let every message in flight come back, so each
@@ -309,6 +397,12 @@ int main(int argc, char **argv) {
         printf(" p50_us=%ld p99_us=%ld p999_us=%ld", latency_percentile(0.5), latency_percentile(0.99),
                latency_percentile(0.999));
     if (cpu0 >= 0 && cpu1 >= cpu0 && msgs > 0) printf(" server_cpu_ns_per_msg=%.0f", (double)(cpu1 - cpu0) / (double)msgs);
+    if (counts0.user_ns >= 0 && counts1.user_ns >= 0 && msgs > 0) {
+        double m = (double)msgs;
+        printf(" server_user_ns_per_msg=%.0f server_sys_ns_per_msg=%.0f server_vcsw_per_msg=%.4f server_ivcsw_per_msg=%.4f",
+               (double)(counts1.user_ns - counts0.user_ns) / m, (double)(counts1.sys_ns - counts0.sys_ns) / m,
+               (double)(counts1.vcsw - counts0.vcsw) / m, (double)(counts1.ivcsw - counts0.ivcsw) / m);
+    }
     printf("\n");
     fflush(stdout);
     for (int i = 0; i < total; ++i) close(conns[i].fd);
