@@ -128,6 +128,7 @@ private:
     void on_unwatchable(int fd, std::error_code error) override;
     void close_with_loop() noexcept override;  // Scheduler::close(), ~Scheduler: see loop_sockets.hpp
     void describe(int fd, std::vector<LiveItem>& out) const override;
+    void close_now();  // close() without the thread check: the destructor, the loop's end
     void start_accepting();
     void on_readable();
     bool has_one_local_address() const noexcept;  // not a wildcard: every accepted socket's local address
