@@ -2,7 +2,8 @@
 // futures::Future<T>: a shared handle to one result slot bound to a Scheduler.
 //
 // Copying a Future copies the handle (like shared_ptr), never the value; a const
-// handle still completes and reads the shared state. Loop thread only.
+// handle still completes and reads the shared state. Loop thread only (debug
+// mode refuses and reports a call from another thread: docs/cores.md).
 // Guarantee: a done-callback or continuation never runs synchronously, not even
 // one added to an already-done future: it is scheduled with call_soon, in
 // registration order, so a million-long chain never grows the stack.

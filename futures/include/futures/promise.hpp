@@ -45,7 +45,8 @@
 //
 // Movable, not copyable; an empty Promise (default-constructed or moved
 // from) throws InvalidStateError from every member but valid(), is_pending()
-// and assignment. Loop thread only.
+// and assignment. Loop thread only (debug mode refuses and reports a call
+// from another thread: docs/cores.md).
 #pragma once
 
 #include <exception>

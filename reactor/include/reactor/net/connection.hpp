@@ -6,9 +6,10 @@
 // Owns its fd. An open connection owns itself (nobody has to keep a pointer);
 // once closed it is released on a later loop iteration, after its close
 // callback has run, so it is never freed while one of its callbacks is on the
-// stack. Loop thread only. No member calls back synchronously, except write(),
-// which may run the high-water callback before it returns (as asyncio's
-// pause_writing()).
+// stack. Loop thread only (debug mode refuses and reports a call from
+// another thread: docs/cores.md, "The ownership rule"). No member calls back
+// synchronously, except write(), which may run the high-water callback
+// before it returns (as asyncio's pause_writing()).
 //
 // State diagram:
 //

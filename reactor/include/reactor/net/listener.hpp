@@ -6,7 +6,8 @@
 // whoever holds the shared_ptr; destroying it, or close(), stops listening
 // (connections already accepted live on). The loop's end closes it too
 // (docs/scheduler.md, "What outlives what"): it may then outlive its Scheduler.
-// Loop thread only; never calls back synchronously.
+// Loop thread only (debug mode refuses and reports a call from another
+// thread: docs/cores.md); never calls back synchronously.
 #pragma once
 
 #include <chrono>
