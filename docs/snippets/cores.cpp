@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // docs/cores.md: one loop per core. A LoopGroup, posting across loops,
-// futures::submit_to, a GroupListener spreading connections, the order of
+// futures::submit_to, a ForeignPtr going home, a GroupListener spreading connections, the order of
 // shutdown, and a server's graceful end across loops. Loopback sockets only; threads meet through futures and posts.
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,6 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <latch>
+#include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include <futures/future.hpp>
 #include <futures/run.hpp>
 #include <futures/submit_to.hpp>
+#include <reactor/foreign_ptr.hpp>
 #include <reactor/loop_group.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/net/group_listener.hpp>
@@ -56,6 +60,48 @@ BOOST_AUTO_TEST_CASE(cores_submit_to) {
     futures::Future<int> late = futures::submit_to(here, there, [] { return 1; });
     futures::run_until(here, late);
     BOOST_CHECK_THROW(late.result(), futures::LoopClosedError);
+}
+
+namespace {
+// What the foreign_ptr snippet carries: it records where it dies.
+struct Table {
+    std::vector<int> rows{1, 2, 3};
+    std::atomic<std::thread::id>* died_on = nullptr;
+    std::latch* gone = nullptr;
+    ~Table() {
+        if (died_on != nullptr) died_on->store(std::this_thread::get_id());
+        if (gone != nullptr) gone->count_down();
+    }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(cores_foreign_ptr) {
+    reactor::LoopGroupOptions two;
+    two.loops = 2;
+    reactor::LoopGroup group(two);
+    group.start();
+    std::atomic<std::thread::id> loop_1_thread{}, died_on{};
+    std::latch gone(1);
+    reactor::Scheduler here;
+    // [snippet:foreign_ptr]
+    // Made on loop 1, carried back to `here` inside a ForeignPtr:
+    futures::Future<reactor::ForeignPtr<Table>> f = futures::submit_to(here, group.loop(1), [&] {
+        loop_1_thread = std::this_thread::get_id();
+        auto table = std::make_unique<Table>();
+        table->died_on = &died_on;
+        table->gone = &gone;
+        return reactor::make_foreign(std::move(table));  // owner: the loop running this, loop 1
+    });
+    futures::run_until(here, f);
+    reactor::ForeignPtr<Table> table = std::move(f.result());
+    std::size_t rows = table->rows.size();  // read here (the rows do not change)
+    table.reset();  // not loop 1's thread: the deletion is posted to loop 1, and runs there
+    // [end-snippet:foreign_ptr]
+    gone.wait();
+    BOOST_TEST(rows == 3u);
+    BOOST_TEST((died_on.load() == loop_1_thread.load()));
+    BOOST_TEST((died_on.load() != std::this_thread::get_id()));
+    group.stop();
 }
 
 BOOST_AUTO_TEST_CASE(cores_group_listener) {

@@ -2,7 +2,8 @@
 // futures::Future<T>: a shared handle to one result slot bound to a Scheduler.
 //
 // Copying a Future copies the handle (like shared_ptr), never the value; a const
-// handle still completes and reads the shared state. Loop thread only.
+// handle still completes and reads the shared state. Loop thread only (debug
+// mode refuses and reports a call from another thread: docs/cores.md).
 // Guarantee: a done-callback or continuation never runs synchronously, not even
 // one added to an already-done future: it is scheduled with call_soon, in
 // registration order, so a million-long chain never grows the stack.
@@ -127,20 +128,26 @@ public:
     void set_result() const
         requires std::is_void_v<T>
     {
-        state().require_settable("set_result");
-        state().finish_value();
+        detail::State<T>& s = state();
+        s.require_settable("set_result");
+        s.check_thread("Future::set_result", nullptr);
+        s.finish_value();
     }
     template <class U = T>
         requires(!std::is_void_v<T> && std::is_constructible_v<T, U &&>)
     void set_result(U&& value) const {
-        state().require_settable("set_result");
-        state().finish_value(std::forward<U>(value));
+        detail::State<T>& s = state();
+        s.require_settable("set_result");
+        s.check_thread("Future::set_result", nullptr);
+        s.finish_value(std::forward<U>(value));
     }
     // A CancelledError makes the future cancelled rather than failed.
     void set_exception(std::exception_ptr error) const {
         if (!error) throw std::invalid_argument("set_exception: null exception_ptr");
-        state().require_settable("set_exception");
-        state().finish_exception(std::move(error));
+        detail::State<T>& s = state();
+        s.require_settable("set_exception");
+        s.check_thread("Future::set_exception", nullptr);
+        s.finish_exception(std::move(error));
     }
     template <class E>
         requires std::is_base_of_v<std::exception, std::remove_cvref_t<E>>
@@ -153,7 +160,11 @@ public:
     // fd wait, a task's awaited future) is cancelled too. A task only receives the
     // request: it is resumed with CancelledError and decides. Returns false if the
     // future was already complete (then nothing changes).
-    bool cancel() const { return state().cancel(); }
+    bool cancel() const {
+        detail::State<T>& s = state();
+        if (s.pending()) s.check_thread("Future::cancel", nullptr);  // a complete one does nothing: not checked
+        return s.cancel();
+    }
 
     // ---- reading ----
     // The value (a reference into the shared state, valid while any handle lives).
@@ -175,6 +186,7 @@ public:
     CallbackId add_done_callback(F&& f, std::source_location where = std::source_location::current()) const {
         using Fn = std::decay_t<F>;
         detail::State<T>& s = state();
+        s.check_thread("Future::add_done_callback", &where);
         if constexpr (std::is_invocable_v<Fn&, Future&>) {
             // A plain pointer: the callback runs while the state is kept alive for
             // it, and a strong reference here would be a cycle while pending.

@@ -45,7 +45,8 @@
 //
 // Movable, not copyable; an empty Promise (default-constructed or moved
 // from) throws InvalidStateError from every member but valid(), is_pending()
-// and assignment. Loop thread only.
+// and assignment. Loop thread only (debug mode refuses and reports a call
+// from another thread: docs/cores.md).
 #pragma once
 
 #include <exception>
@@ -122,6 +123,7 @@ public:
     // the promise is completed.
     [[nodiscard]] Future<T> get_future() {
         detail::State<T>& s = state("get_future");
+        check_thread(s, "Promise::get_future");
         if (future_taken_) detail::throw_promise_error("get_future", "the future was already taken", &s, what_);
         future_taken_ = true;
         return detail::Access::share(&s);
@@ -132,7 +134,7 @@ public:
     template <class... A>
         requires(std::is_void_v<T> ? sizeof...(A) == 0 : std::is_constructible_v<T, A && ...>)
     bool set_value(A&&... args) {
-        detail::State<T>& s = settle("set_value");
+        detail::State<T>& s = settle("set_value", "Promise::set_value");
         if (!s.pending()) return false;
         s.finish_value(std::forward<A>(args)...);
         return true;
@@ -143,7 +145,7 @@ public:
     // std::invalid_argument.
     bool set_exception(std::exception_ptr error) {
         if (!error) throw std::invalid_argument("Promise::set_exception: null exception_ptr");
-        detail::State<T>& s = settle("set_exception");
+        detail::State<T>& s = settle("set_exception", "Promise::set_exception");
         if (!s.pending()) return false;
         s.finish_exception(std::move(error));
         return true;
@@ -157,7 +159,7 @@ public:
     // Cancels the future (a plain CancelledError naming its line), as its
     // consumer could: the producer gives up on purpose. False if it was no
     // longer pending.
-    bool cancel() { return settle("cancel").cancel(); }
+    bool cancel() { return settle("cancel", "Promise::cancel").cancel(); }
 
 private:
     using StateRef = detail::Ref<detail::State<T>>;
@@ -168,11 +170,18 @@ private:
         return *state_;
     }
     // The state, for the one completion this promise may make.
-    detail::State<T>& settle(const char* operation) {
+    detail::State<T>& settle(const char* operation, const char* member) {
         detail::State<T>& s = state(operation);
+        check_thread(s, member);
         if (satisfied_) detail::throw_promise_error(operation, "the promise was already completed", &s, what_);
         satisfied_ = true;
         return s;
+    }
+    // Debug mode: refused from a thread other than the loop's, naming the
+    // promise's line. Only while the future is pending: a complete one's
+    // loop may be gone.
+    static void check_thread(detail::State<T>& s, const char* member) {
+        if (s.pending()) s.check_thread(member, nullptr, "promise");
     }
     void break_if_pending() noexcept {
         if (state_ && state_->pending()) detail::break_promise(*state_, what_);

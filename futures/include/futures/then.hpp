@@ -272,6 +272,7 @@ auto Future<T>::then(F&& f, std::source_location where) const {
     static_assert(detail::then_invocable<Fn, T>(),
                   "then(f): f must be callable with the value (as T&&, T or T&), or with nothing for Future<void>");
     detail::State<T>& src = state();
+    src.check_thread("Future::then", &where);
     return detail::launch<detail::ThenState<T, Fn>>(src.scheduler(), where, std::forward<F>(f)).start(src);
 }
 
@@ -285,6 +286,7 @@ Future<T> Future<T>::catch_error(F&& f, std::source_location where) const {
                       (!std::is_void_v<T> && std::is_convertible_v<R, T>),
                   "catch_error(f): f must return T (something convertible to it) or Future<T>");
     detail::State<T>& src = state();
+    src.check_thread("Future::catch_error", &where);
     return detail::launch<detail::CatchState<T, Fn>>(src.scheduler(), where, std::forward<F>(f)).start(src);
 }
 
@@ -296,6 +298,7 @@ Future<T> Future<T>::finally(F&& f, std::source_location where) const {
     using R = std::remove_cvref_t<std::invoke_result_t<Fn&>>;
     static_assert(std::is_void_v<R> || is_future_v<R>, "finally(f): f must return void or a Future");
     detail::State<T>& src = state();
+    src.check_thread("Future::finally", &where);
     return detail::launch<detail::FinallyState<T, Fn>>(src.scheduler(), where, std::forward<F>(f)).start(src);
 }
 

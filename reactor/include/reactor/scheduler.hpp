@@ -361,6 +361,31 @@ public:
     LoopStats stats() const;
     bool debug() const noexcept { return debug_; }  // debug mode is on (Options::debug or REACTOR_DEBUG)
 
+    // ---- debug mode's check for the objects that belong to this loop ----
+    // A Connection, Listener, Future or Promise starts its members that act
+    // with one of these (docs/cores.md, "The ownership rule"). Outside debug
+    // mode each is one predictable branch on debug(). In debug mode, while a
+    // run is under way on another thread, the call is reported on this loop's
+    // exception handler (posted there, as for the Scheduler's own members):
+    //   "<member> called from a thread other than the one running its loop
+    //    (<what> made at <file>:<line>): refused (loop thread only; other
+    //    threads use call_soon_threadsafe)"
+    // with origin `where` (the caller's line) if given, else `made_at` (the
+    // object's creation line); the parenthesis naming `made_at` is left out
+    // when it is null. check_owner_thread then throws std::logic_error with
+    // that text; off_owner_thread, for noexcept members, returns true
+    // instead, and the member returns without acting. Any thread.
+    void check_owner_thread(const char* member, const std::source_location* where,
+                            const std::source_location* made_at = nullptr, const char* what = nullptr) {
+        if (debug_) [[unlikely]]
+            refuse_off_owner_thread(member, where, made_at, what);
+    }
+    [[nodiscard]] bool off_owner_thread(const char* member, const std::source_location* where,
+                                        const std::source_location* made_at = nullptr,
+                                        const char* what = nullptr) noexcept {
+        return debug_ && report_off_owner_thread(member, where, made_at, what);
+    }
+
 private:
     friend class Handle;
     friend class WorkHold;
@@ -465,6 +490,11 @@ private:
     void check_loop_thread(const char* member, const std::source_location* where);
     // The same check for noexcept members: true (reported) when off the loop thread.
     bool off_loop_thread(const char* member, const std::source_location* where) noexcept;
+    // check_owner_thread's and off_owner_thread's slow halves (debug.cpp).
+    void refuse_off_owner_thread(const char* member, const std::source_location* where,
+                                 const std::source_location* made_at, const char* what);
+    bool report_off_owner_thread(const char* member, const std::source_location* where,
+                                 const std::source_location* made_at, const char* what) noexcept;
     void purge_cancelled_timers();
 
     std::unique_ptr<Selector> selector_;

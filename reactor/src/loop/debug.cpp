@@ -34,6 +34,20 @@ std::string refusal(const char* member) {
         member);
 }
 
+// The same for an object of the loop: `made_at` is the line that made it.
+std::string owner_refusal(const char* member, const std::source_location* made_at, const char* what) {
+    if (made_at == nullptr) {
+        return fmt::format(
+            "{} called from a thread other than the one running its loop: refused (loop thread only; other "
+            "threads use call_soon_threadsafe)",
+            member);
+    }
+    return fmt::format(
+        "{} called from a thread other than the one running its loop ({} made at {}:{}): refused (loop thread "
+        "only; other threads use call_soon_threadsafe)",
+        member, what != nullptr ? what : "object", made_at->file_name(), made_at->line());
+}
+
 }  // namespace
 
 void Scheduler::configure_debug(const Options& options) {
@@ -96,6 +110,35 @@ bool Scheduler::off_loop_thread(const char* member, const std::source_location* 
         // Out of memory while reporting: the call is still refused.
     }
     return true;
+}
+
+// Any thread, as off_loop_thread: the check of the loop's objects
+// (check_owner_thread, off_owner_thread). The report names the caller's line
+// if known, else the object's.
+bool Scheduler::report_off_owner_thread(const char* member, const std::source_location* where,
+                                        const std::source_location* made_at, const char* what) noexcept {
+    const std::thread::id owner = loop_thread_.load(std::memory_order_acquire);
+    if (owner == std::thread::id{} || owner == std::this_thread::get_id()) return false;
+    wrong_thread_calls_.fetch_add(1, std::memory_order_relaxed);
+    try {
+        ErrorContext ctx;
+        ctx.message = owner_refusal(member, made_at, what);
+        const std::source_location* origin = where != nullptr ? where : made_at;
+        if (origin != nullptr) {
+            ctx.origin = *origin;
+            ctx.origin_known = true;
+        }
+        call_soon_threadsafe([this, ctx = std::move(ctx)] { call_exception_handler(ctx); });
+    } catch (...) {
+        // Out of memory while reporting: the call is still refused.
+    }
+    return true;
+}
+
+void Scheduler::refuse_off_owner_thread(const char* member, const std::source_location* where,
+                                        const std::source_location* made_at, const char* what) {
+    if (report_off_owner_thread(member, where, made_at, what))
+        throw std::logic_error(fmt::format("reactor: {}", owner_refusal(member, made_at, what)));
 }
 
 void Scheduler::check_loop_thread(const char* member, const std::source_location* where) {

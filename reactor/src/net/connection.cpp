@@ -144,24 +144,31 @@ ByteBuffer& Connection::output() {
 
 // Clearing a callback never makes the block.
 void Connection::set_eof_callback(EventCallback cb) {
+    check_thread("Connection::set_eof_callback");
     if (cb || rare_) rare().on_eof.set(std::move(cb));
 }
 void Connection::set_drain_callback(EventCallback cb) {
+    check_thread("Connection::set_drain_callback");
     if (cb || rare_) rare().on_drain.set(std::move(cb));
 }
 void Connection::set_high_water_callback(EventCallback cb) {
+    check_thread("Connection::set_high_water_callback");
     if (cb || rare_) rare().on_high_water.set(std::move(cb));
 }
 void Connection::set_low_water_callback(EventCallback cb) {
+    check_thread("Connection::set_low_water_callback");
     if (cb || rare_) rare().on_low_water.set(std::move(cb));
 }
 
 void Connection::set_no_delay(bool on) noexcept {
+    if (state_ != State::closed && sched_.off_owner_thread("Connection::set_no_delay", nullptr, &where_, "connection"))
+        return;  // noexcept: reported, not done
     int v = on ? 1 : 0;
     if (fd_ >= 0 && is_socket_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
 }
 
 void Connection::set_water_marks(std::size_t high, std::size_t low) {
+    check_thread("Connection::set_water_marks");
     if (low > high)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}", low, high));
     high_water_ = mark(high);
@@ -171,11 +178,13 @@ void Connection::set_water_marks(std::size_t high, std::size_t low) {
 // ---------------------------------------------------------------- reading
 
 void Connection::pause_reading() {
+    check_thread("Connection::pause_reading");
     reading_wanted_ = false;
     update_reader();
 }
 
 void Connection::resume_reading() {
+    check_thread("Connection::resume_reading");
     const bool was_reading = reader_registered_;
     reading_wanted_ = true;
     update_reader();
@@ -237,6 +246,7 @@ void Connection::on_eof() {
 
 bool Connection::write(std::string_view data) {
     if (state_ != State::open || shutdown_requested_) return false;
+    sched_.check_owner_thread("Connection::write", nullptr, &where_, "connection");  // debug mode only
     if (data.empty()) return true;
     if (!has_output()) {
         // Nothing queued, so order allows sending straight away: the common
@@ -321,6 +331,7 @@ void Connection::schedule_drain() {
 
 void Connection::write_eof() {
     if (state_ != State::open || shutdown_requested_) return;
+    sched_.check_owner_thread("Connection::write_eof", nullptr, &where_, "connection");
     shutdown_requested_ = true;
     if (!has_output()) do_write_eof();  // else on_writable does it once flushed
 }
@@ -336,10 +347,14 @@ void Connection::do_write_eof() {
 
 // ---------------------------------------------------------------- closing
 
-void Connection::close(CloseKind kind) { begin_close(kind); }
+void Connection::close(CloseKind kind) {
+    check_thread("Connection::close");
+    begin_close(kind);
+}
 
 void Connection::abort() {
     if (state_ == State::closed) return;
+    sched_.check_owner_thread("Connection::abort", nullptr, &where_, "connection");
     drop_output();
     finish_close({CloseKind::local, {}}, true);
 }

@@ -43,6 +43,7 @@ TimePoint Connection::idle_deadline() const noexcept {
 }
 
 void Connection::set_read_timeout(Duration t) {
+    check_thread("Connection::set_read_timeout");
     t = std::max(t, Duration::zero());
     if (t == Duration::zero() && !deadlines_) return;  // none, and none wanted
     deadlines().read_timeout = t;
@@ -52,6 +53,7 @@ void Connection::set_read_timeout(Duration t) {
 }
 
 void Connection::set_write_timeout(Duration t) {
+    check_thread("Connection::set_write_timeout");
     t = std::max(t, Duration::zero());
     if (t == Duration::zero() && !deadlines_) return;
     deadlines().write_timeout = t;
@@ -61,6 +63,7 @@ void Connection::set_write_timeout(Duration t) {
 }
 
 void Connection::set_idle_timeout(Duration t) {
+    check_thread("Connection::set_idle_timeout");
     t = std::max(t, Duration::zero());
     if (t == Duration::zero() && !deadlines_) return;
     deadlines().idle_timeout = t;

@@ -104,9 +104,18 @@ Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallb
       accept_failure_reports_(options.report_interval),
       refusal_reports_(options.report_interval) {}
 
-Listener::~Listener() { close(); }
+// Not checked for the thread (a destructor cannot refuse): the loop's
+// forget_fd still reports a listener destroyed off its loop's thread in
+// debug mode. reactor::ForeignPtr destroys one on its loop.
+Listener::~Listener() { close_now(); }
 
 void Listener::close() {
+    if (fd_ < 0) return;
+    sched_.check_owner_thread("Listener::close", nullptr, &where_, "listener");
+    close_now();
+}
+
+void Listener::close_now() {
     if (fd_ < 0) return;
     LoopSocket::unlink();  // from the loop's sockets
     sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
@@ -130,13 +139,14 @@ void Listener::close() {
 
 void Listener::close_with_loop() noexcept {
     try {
-        close();
+        close_now();
     } catch (...) {
         // out of memory handing the wait_closed callbacks on: they are dropped
     }
 }
 
 void Listener::wait_closed(std::function<void()> cb) {
+    sched_.check_owner_thread("Listener::wait_closed", nullptr, &where_, "listener");
     if (is_listening()) {
         close_waiters_.push_back(std::move(cb));
     } else {
@@ -145,7 +155,9 @@ void Listener::wait_closed(std::function<void()> cb) {
 }
 
 void Listener::set_error_callback(ErrorCallback cb) {
-    if (is_listening()) on_error_.set(std::move(cb));  // a closed listener keeps none (no cycle)
+    if (!is_listening()) return;  // a closed listener keeps none (no cycle); its loop may be gone
+    sched_.check_owner_thread("Listener::set_error_callback", nullptr, &where_, "listener");
+    on_error_.set(std::move(cb));  // a closed listener keeps none (no cycle)
 }
 
 void Listener::start_accepting() {

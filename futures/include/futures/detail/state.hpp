@@ -113,6 +113,13 @@ public:
             throw_not_done();
     }
     std::exception_ptr exception();
+    // Debug mode: a member of a Future or Promise on this state called from
+    // a thread other than the one running its loop is reported, naming
+    // `where` (else this state's origin) and refused: std::logic_error
+    // (reactor::Scheduler::check_owner_thread). Outside debug mode one branch.
+    void check_thread(const char* member, const std::source_location* where, const char* what = "future") const {
+        sched_->check_owner_thread(member, where, &origin_, what);
+    }
 
     // ---- cancellation: it travels along links, upstream ----
     // Cancels this state and, step by step, what it waits on (iteratively: a

@@ -6,9 +6,10 @@
 // Owns its fd. An open connection owns itself (nobody has to keep a pointer);
 // once closed it is released on a later loop iteration, after its close
 // callback has run, so it is never freed while one of its callbacks is on the
-// stack. Loop thread only. No member calls back synchronously, except write(),
-// which may run the high-water callback before it returns (as asyncio's
-// pause_writing()).
+// stack. Loop thread only (debug mode refuses and reports a call from
+// another thread: docs/cores.md, "The ownership rule"). No member calls back
+// synchronously, except write(), which may run the high-water callback
+// before it returns (as asyncio's pause_writing()).
 //
 // State diagram:
 //
@@ -156,7 +157,10 @@ public:
     // ---- callbacks (set or replace them any time, also from inside the
     //      callback being replaced; an empty one means "nothing to do") ----
     // Data received. Without a data callback, received bytes are discarded.
-    void set_data_callback(DataCallback cb) { on_data_.set(std::move(cb)); }
+    void set_data_callback(DataCallback cb) {
+        check_thread("Connection::set_data_callback");
+        on_data_.set(std::move(cb));
+    }
     // The peer shut down its sending side. Without an EOF callback the
     // connection then closes by itself (flushing pending output first; close
     // reason eof). With one, it stays open for writing: finish with
@@ -173,7 +177,10 @@ public:
     // Exactly once, on a later iteration than the event that closed it. After
     // it returns every callback is dropped (breaking cycles through captures)
     // and the connection releases itself.
-    void set_close_callback(CloseCallback cb) { on_close_.set(std::move(cb)); }
+    void set_close_callback(CloseCallback cb) {
+        check_thread("Connection::set_close_callback");
+        on_close_.set(std::move(cb));
+    }
 
     // ---- writing ----
     // Sends now what the kernel takes and buffers the rest, which goes out in
@@ -252,6 +259,13 @@ public:
     void set_idle_timeout(Duration d);
 
 private:
+    // Debug mode: a member called from a thread other than the one running
+    // the loop is reported, naming the line that made us, and refused
+    // (Scheduler::check_owner_thread). A closed connection is not checked:
+    // its members do nothing, and its loop may be gone.
+    void check_thread(const char* member) {
+        if (state_ != State::closed) sched_.check_owner_thread(member, nullptr, &where_, "connection");
+    }
     void on_readable();
     void on_writable();
     void on_eof();

@@ -6,7 +6,8 @@
 // whoever holds the shared_ptr; destroying it, or close(), stops listening
 // (connections already accepted live on). The loop's end closes it too
 // (docs/scheduler.md, "What outlives what"): it may then outlive its Scheduler.
-// Loop thread only; never calls back synchronously.
+// Loop thread only (debug mode refuses and reports a call from another
+// thread: docs/cores.md); never calls back synchronously.
 #pragma once
 
 #include <chrono>
@@ -128,6 +129,7 @@ private:
     void on_unwatchable(int fd, std::error_code error) override;
     void close_with_loop() noexcept override;  // Scheduler::close(), ~Scheduler: see loop_sockets.hpp
     void describe(int fd, std::vector<LiveItem>& out) const override;
+    void close_now();  // close() without the thread check: the destructor, the loop's end
     void start_accepting();
     void on_readable();
     bool has_one_local_address() const noexcept;  // not a wildcard: every accepted socket's local address
