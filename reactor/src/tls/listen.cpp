@@ -31,6 +31,20 @@ Connector::ConnectCallback client_side(std::shared_ptr<Context> context, std::st
     };
 }
 
+// An accepted connection with the server handshake started. A connection
+// that cannot be secured (OpenSSL out of memory) is aborted, never left open
+// without an owner's callbacks, and the error goes on to the loop's
+// exception handler.
+ConnectionPtr server_side(const reactor::ConnectionPtr& conn, const std::shared_ptr<Context>& context,
+                          const Options& tls) {
+    try {
+        return Connection::start_server(conn, context, tls);
+    } catch (...) {
+        conn->abort();
+        throw;
+    }
+}
+
 }  // namespace
 
 ListenerPtr listen(Scheduler& sched, const Address& address, std::shared_ptr<Context> context,
@@ -39,13 +53,7 @@ ListenerPtr listen(Scheduler& sched, const Address& address, std::shared_ptr<Con
     return Listener::listen(
         sched, address,
         [context = std::move(context), on_accept = std::move(on_accept), tls](const reactor::ConnectionPtr& conn) {
-            ConnectionPtr secured;
-            try {
-                secured = Connection::start_server(conn, context, tls);
-            } catch (...) {
-                conn->abort();  // never left open without an owner's callbacks
-                throw;          // to the loop's exception handler
-            }
+            ConnectionPtr secured = server_side(conn, context, tls);
             if (on_accept) on_accept(secured);
         },
         options, where);
@@ -59,13 +67,7 @@ std::unique_ptr<GroupListener> listen(LoopGroup& group, const Address& address, 
         group, address,
         [context = std::move(context), on_accept = std::move(on_accept), tls](const reactor::ConnectionPtr& conn,
                                                                               std::size_t loop) {
-            ConnectionPtr secured;
-            try {
-                secured = Connection::start_server(conn, context, tls);
-            } catch (...) {
-                conn->abort();  // never left open without an owner's callbacks
-                throw;          // to the loop's exception handler
-            }
+            ConnectionPtr secured = server_side(conn, context, tls);
             if (on_accept) on_accept(secured, loop);
         },
         std::move(options), where);
