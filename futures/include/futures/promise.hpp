@@ -122,8 +122,12 @@ public:
     // The future, once (InvalidStateError the second time); before or after
     // the promise is completed.
     [[nodiscard]] Future<T> get_future() {
+        // Not checked for the thread (debug mode): taking the future acts on
+        // nothing the loop runs, and it is what a handle that outlived its
+        // loop does to hand out a future that says so (Process::wait after
+        // the Scheduler is gone: docs/scheduler.md, "What outlives what"), when
+        // reading the loop's debug flag would read freed memory.
         detail::State<T>& s = state("get_future");
-        check_thread(s, "Promise::get_future");
         if (future_taken_) detail::throw_promise_error("get_future", "the future was already taken", &s, what_);
         future_taken_ = true;
         return detail::Access::share(&s);
