@@ -18,7 +18,7 @@ namespace reactor {
 void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
     {
         std::lock_guard lock(posted_mutex_);
-        posted_.emplace_back(std::move(cb), where);
+        posted_.push_back(Posted{std::move(cb), where});
     }
     wake();
 }
@@ -28,7 +28,7 @@ bool Scheduler::try_call_soon_threadsafe(Callback&& cb, std::source_location whe
     {
         std::lock_guard lock(posted_mutex_);
         if (posts_refused_) return false;
-        posted_.emplace_back(std::move(cb), where);
+        posted_.push_back(Posted{std::move(cb), where});
     }
     wake();
     return true;
