@@ -490,6 +490,9 @@ private:
     void check_loop_thread(const char* member, const std::source_location* where);
     // The same check for noexcept members: true (reported) when off the loop thread.
     bool off_loop_thread(const char* member, const std::source_location* where) noexcept;
+    // What both checks share: off the loop's thread, count and report (debug.cpp).
+    template <class Describe>
+    bool report_off_thread(Describe describe, const std::source_location* origin) noexcept;
     // check_owner_thread's and off_owner_thread's slow halves (debug.cpp).
     void refuse_off_owner_thread(const char* member, const std::source_location* where,
                                  const std::source_location* made_at, const char* what);

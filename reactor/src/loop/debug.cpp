@@ -91,39 +91,19 @@ void Scheduler::report_late_timers(Duration latest, std::size_t count, const std
 
 // Any thread. Only a run under way has a loop thread: before and between
 // runs the Scheduler may be handed from one thread to another (with the
-// program's own synchronisation), as asyncio allows. The report goes to the
-// loop thread through call_soon_threadsafe, the one member that is safe
-// here; the handler is never called on the wrong thread.
-bool Scheduler::off_loop_thread(const char* member, const std::source_location* where) noexcept {
+// program's own synchronisation), as asyncio allows. Off the loop's thread
+// the call is counted and reported on the loop's handler, naming `origin`:
+// the report goes to the loop thread through call_soon_threadsafe, the one
+// member that is safe here; the handler is never called on the wrong
+// thread. `describe` makes the message, only then.
+template <class Describe>
+bool Scheduler::report_off_thread(Describe describe, const std::source_location* origin) noexcept {
     const std::thread::id owner = loop_thread_.load(std::memory_order_acquire);
     if (owner == std::thread::id{} || owner == std::this_thread::get_id()) return false;
     wrong_thread_calls_.fetch_add(1, std::memory_order_relaxed);
     try {
         ErrorContext ctx;
-        ctx.message = refusal(member);
-        if (where != nullptr) {
-            ctx.origin = *where;
-            ctx.origin_known = true;
-        }
-        call_soon_threadsafe([this, ctx = std::move(ctx)] { call_exception_handler(ctx); });
-    } catch (...) {
-        // Out of memory while reporting: the call is still refused.
-    }
-    return true;
-}
-
-// Any thread, as off_loop_thread: the check of the loop's objects
-// (check_owner_thread, off_owner_thread). The report names the caller's line
-// if known, else the object's.
-bool Scheduler::report_off_owner_thread(const char* member, const std::source_location* where,
-                                        const std::source_location* made_at, const char* what) noexcept {
-    const std::thread::id owner = loop_thread_.load(std::memory_order_acquire);
-    if (owner == std::thread::id{} || owner == std::this_thread::get_id()) return false;
-    wrong_thread_calls_.fetch_add(1, std::memory_order_relaxed);
-    try {
-        ErrorContext ctx;
-        ctx.message = owner_refusal(member, made_at, what);
-        const std::source_location* origin = where != nullptr ? where : made_at;
+        ctx.message = describe();
         if (origin != nullptr) {
             ctx.origin = *origin;
             ctx.origin_known = true;
@@ -133,6 +113,19 @@ bool Scheduler::report_off_owner_thread(const char* member, const std::source_lo
         // Out of memory while reporting: the call is still refused.
     }
     return true;
+}
+
+// The Scheduler's own loop-thread-only members.
+bool Scheduler::off_loop_thread(const char* member, const std::source_location* where) noexcept {
+    return report_off_thread([member] { return refusal(member); }, where);
+}
+
+// The loop's objects (check_owner_thread, off_owner_thread): the report
+// names the caller's line if known, else the object's.
+bool Scheduler::report_off_owner_thread(const char* member, const std::source_location* where,
+                                        const std::source_location* made_at, const char* what) noexcept {
+    return report_off_thread([&] { return owner_refusal(member, made_at, what); },
+                             where != nullptr ? where : made_at);
 }
 
 void Scheduler::refuse_off_owner_thread(const char* member, const std::source_location* where,
