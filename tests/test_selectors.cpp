@@ -339,6 +339,38 @@ BOOST_AUTO_TEST_CASE(selector_reports_fd_closed_while_registered) {
     BOOST_TEST((out[0].fd == other.r && out[0].readable));
 }
 
+// epoll checks a bounded number of registered fds per interval, in turn: the
+// check costs the same few system calls with a million fds as with three, and
+// a closed fd behind the cursor is still found, a round later.
+BOOST_AUTO_TEST_CASE(epoll_checks_a_bounded_number_of_fds_per_interval_in_turn) {
+    if (reactor_test::backend_under_test() != Backend::epoll) return;
+    reactor::EpollSelector::Options one_per_check;
+    one_per_check.closed_fd_check_interval = 1ms;
+    one_per_check.closed_fd_checks_per_interval = 1;
+    reactor::EpollSelector sel(one_per_check);
+    Pipe a, b, c;  // ascending fd numbers: the check meets a.r, then b.r, then c.r
+    BOOST_REQUIRE((a.r < b.r && b.r < c.r));
+    std::vector<FdEvent> out;
+    for (int fd : {static_cast<int>(a.r), static_cast<int>(b.r), static_cast<int>(c.r)})
+        sel.set_interest(fd, Interest::read);
+    sel.wait(0ns, out);  // registered with the kernel
+    BOOST_TEST(out.empty());
+    const int fd = c.r;
+    c.r.close();  // its last reference: the kernel drops the registration silently
+    const std::uint64_t before = sel.closed_fd_checks();
+    for (int i = 0; i < 20 && out.empty(); ++i) sel.wait(20ms, out);
+    BOOST_TEST_REQUIRE(out.size() == 1u);
+    BOOST_TEST((out[0].fd == fd && out[0].error == EBADF));
+    // One fd per check: a.r and b.r cost a check each before c.r's turn.
+    BOOST_TEST(sel.closed_fd_checks() - before == 3u);
+    // The others are still watched.
+    a.put();
+    out.clear();
+    sel.wait(1s, out);
+    BOOST_TEST_REQUIRE(out.size() == 1u);
+    BOOST_TEST((out[0].fd == a.r && out[0].readable));
+}
+
 // Through the Scheduler: the waiters are dropped and reported, run() returns.
 BOOST_AUTO_TEST_CASE(scheduler_drops_waiters_of_closed_fd) {
     const reactor::Backend backend = reactor_test::backend_under_test();

@@ -62,6 +62,7 @@ EpollSelector::EpollSelector() : EpollSelector(Options{}) {}
 EpollSelector::EpollSelector(Options options)
     : events_(kInitialEvents),
       check_interval_(std::max(options.closed_fd_check_interval, std::chrono::nanoseconds(1))),
+      checks_per_interval_(std::max<std::size_t>(options.closed_fd_checks_per_interval, 1)),
       next_check_(Clock::now() + check_interval_) {
     epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) throw std::system_error(errno, std::generic_category(), "reactor: epoll backend: epoll_create1");
@@ -151,7 +152,7 @@ void EpollSelector::sync(int fd, Entry& e, std::vector<FdEvent>& out) {
     }
     if (rc == 0) {
         e.in_kernel = e.wanted;
-        if (!e.edge_triggered) only_wakeup_ = false;
+        if (!e.edge_triggered) note_checkable();
         return;
     }
     int error = errno;
@@ -160,7 +161,7 @@ void EpollSelector::sync(int fd, Entry& e, std::vector<FdEvent>& out) {
         // select and poll report them ready every time, and so do we.
         e.in_kernel = Interest::none;
         e.always_ready = true;
-        only_wakeup_ = false;
+        note_checkable();
         always_ready_.push_back(fd);
         return;
     }
@@ -318,19 +319,28 @@ void EpollSelector::report_always_ready(std::vector<FdEvent>& out) const {
 void EpollSelector::check_for_closed_fds(Clock::time_point now, std::vector<FdEvent>& out) {
     next_check_ = now + check_interval_;
     ++closed_fd_checks_;
-    bool only_wakeup = true;
-    for (std::size_t key = 0; key < entries_.size(); ++key) {
+    std::size_t budget = checks_per_interval_;
+    // At most one round over the entries per check; an entry with nothing
+    // registered costs no system call and no budget.
+    for (std::size_t seen = 0; seen < entries_.size() && budget > 0; ++seen) {
+        const std::size_t key = check_cursor_++;
         Entry& e = entries_[key];
-        if (e.in_kernel == Interest::none && !e.always_ready) continue;
-        int fd = static_cast<int>(key);
-        if (e.edge_triggered) continue;  // the loop's own eventfd: never closed behind our back
-        if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
-            unwatch(fd, e, EBADF, out);
-        } else {
-            only_wakeup = false;
+        // The loop's own eventfd is never closed behind our back.
+        if ((e.in_kernel != Interest::none || e.always_ready) && !e.edge_triggered) {
+            --budget;
+            const int fd = static_cast<int>(key);
+            if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+                unwatch(fd, e, EBADF, out);
+            } else {
+                round_saw_watched_ = true;
+            }
+        }
+        if (check_cursor_ == entries_.size()) {  // a round over every entry is complete
+            only_wakeup_ = !round_saw_watched_;
+            round_saw_watched_ = false;
+            check_cursor_ = 0;
         }
     }
-    only_wakeup_ = only_wakeup;
 }
 
 // A registration we cannot remove (its fd number is closed, so epoll_ctl

@@ -25,7 +25,8 @@
 //   never renewed is deleted (EPOLL_CTL_DEL) at the next wait.
 // * A watched fd closed behind our back is found (and reported as
 //   FdEvent{fd, error = EBADF}, then forgotten) by its next epoll_ctl, or by a
-//   check of every registered fd with fcntl(F_GETFD) about once per
+//   check of the registered fds with fcntl(F_GETFD), at most
+//   closed_fd_checks_per_interval of them, in turn, about once per
 //   closed_fd_check_interval, busy or idle: a blocking wait is cut to end when
 //   the check is due, and a loop that never blocks reads the clock every few
 //   waits to see whether it is. This finds a registration the kernel dropped
@@ -55,11 +56,18 @@ namespace reactor {
 class EpollSelector final : public Selector {
 public:
     struct Options {
-        // How often every registered fd is checked for having been closed
-        // (one fcntl each). Short enough that a closed fd is reported
-        // promptly, long enough that the check stays a small fraction of a
-        // loop with tens of thousands of fds.
+        // How often registered fds are checked for having been closed (one
+        // fcntl each). Short enough that a closed fd is reported promptly,
+        // long enough that the check stays a small fraction of a busy loop.
         std::chrono::nanoseconds closed_fd_check_interval = std::chrono::seconds(1);
+        // How many registered fds one check looks at, at most (one fcntl
+        // each); the next check goes on where this one stopped. The check
+        // then costs a bounded number of system calls per interval however
+        // many fds the loop watches (a server holding a million idle
+        // connections would otherwise spend most of its CPU on it), and an
+        // fd closed behind our back is found within
+        // ceil(watched fds / this) intervals.
+        std::size_t closed_fd_checks_per_interval = 1024;
     };
 
     EpollSelector();
@@ -107,6 +115,13 @@ private:
     void report_always_ready(std::vector<FdEvent>& out) const;
     void rebuild(std::vector<FdEvent>& out);
     void unwatch(int fd, Entry& e, int error, std::vector<FdEvent>& out);
+    // An fd that could be closed behind our back is now in the set: waits are
+    // cut into check slices again, and the round of checks under way does
+    // not conclude that there is none (the fd may sit behind its cursor).
+    void note_checkable() noexcept {
+        only_wakeup_ = false;
+        round_saw_watched_ = true;
+    }
 
     int epfd_ = -1;
     std::vector<Entry> entries_;          // indexed by fd
@@ -114,13 +129,17 @@ private:
     std::vector<int> always_ready_;       // fds with always_ready set
     std::vector<epoll_event> events_;     // epoll_wait's output, reused; grows when filled
     std::chrono::nanoseconds check_interval_;
-    Clock::time_point next_check_;        // when every registered fd is next checked for being closed
+    std::size_t checks_per_interval_;     // fcntl calls one check may make
+    Clock::time_point next_check_;        // when the next registered fds are checked for being closed
+    std::size_t check_cursor_ = 0;        // the entry the next check starts from
+    bool round_saw_watched_ = false;      // this round of checks met an fd that can be closed on us
     unsigned waits_since_clock_ = 0;      // non-blocking waits since the clock was last read
     detail::OpenFdCheck open_fds_;
     bool stale_seen_ = false;             // an event from a registration we did not make
-    // No fd but the loop's own eventfd is in the set (or was, at the last
-    // check): none can be closed behind our back, so the blocking waits are
-    // not cut into check slices. Cleared when any other fd is added.
+    // No fd but the loop's own eventfd is in the set (or was, when the last
+    // round of checks went over every entry): none can be closed behind our
+    // back, so the blocking waits are not cut into check slices. Cleared when
+    // any other fd is added.
     bool only_wakeup_ = true;
     bool use_pwait2_ = true;              // ns timeouts; off if the kernel lacks epoll_pwait2
     std::uint64_t ctl_calls_ = 0;
