@@ -97,6 +97,42 @@ def fmt_ratio(r):
     return "—" if r is None else f"{r:.2f}x"
 
 
+def span(values, fmt):
+    """'lo–hi' of the values formatted with fmt, or one figure when they agree."""
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def headline(machine, shapes, med, best_of, mmed):
+    """The paragraph README.md and docs/performance.md quote: the best of our backends
+    against the C epoll loop and against the best of libuv, libevent and Asio, at every
+    shape measured, and the two micro figures a reader of the README asks about."""
+    to_ceiling, to_peer = [], []
+    for shape in shapes:
+        ours, _ = best_of(shape, OURS)
+        peer, _ = best_of(shape, TARGET_PEERS)
+        if ratio(ours, med(shape, CEILING)) is not None:
+            to_ceiling.append(ratio(ours, med(shape, CEILING)))
+        if ratio(ours, peer) is not None:
+            to_peer.append(ratio(ours, peer))
+    parts, micro = [], []
+    if to_ceiling and to_peer:
+        parts.append(f"our echo server (best backend per shape) runs at {span(to_ceiling, '{:.2f}')}× a "
+                     f"hand-written C epoll loop and {span(to_peer, '{:.2f}')}× the best of libuv, libevent and Asio "
+                     f"at each of the {len(shapes)} shapes")
+    hops = [v for v in (mmed("chain", "ns_per_hop", l) for l in OURS) if v is not None]
+    if hops:
+        micro.append(f"a `call_soon` hop costs {span(hops, '{:.0f}')} ns")
+    thens = [v for v in (mmed("futures", "ns_per_then", l) for l in OURS) if v is not None]
+    if thens:
+        micro.append(f"a `then` continuation about {min(thens):.0f} ns")
+    if micro:
+        parts.append(" and ".join(micro))
+    text = "; ".join(parts) if parts else "nothing was measured"
+    return (f"On a {machine.get('nproc', '?')}-vCPU KVM guest (`bench/run` of {machine.get('date', '?')}), "
+            f"{text}.")
+
+
 def main():
     raw, out = Path(sys.argv[1]), Path(sys.argv[2])
     machine = dict((r[0], r[1]) for r in read_tsv(raw / "machine.tsv") if len(r) >= 2)
@@ -220,6 +256,13 @@ def main():
     if fan is not None:
         targets.append((f"then fan-out: ns per continuation ({n})", f"{fan:.1f} ns (goal ≤ 80 ns)", fan <= 80,
                         "informative: no loop iteration per link"))
+
+    w("## Headline")
+    w("")
+    w("<!-- README.md and docs/performance.md quote the next paragraph verbatim: bench/publish_headline copies it")
+    w("     there, and the test published_figures fails when a copy differs. -->")
+    w(headline(machine, shapes, med, best_of, mmed))
+    w("")
 
     w("## Targets (issue 5)")
     w("")
