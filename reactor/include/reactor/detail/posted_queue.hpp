@@ -9,6 +9,13 @@
 // walk every batch twice, to run and to destroy, and a burst grow buffers
 // that fell out of the caches and faulted in fresh pages.)
 //
+// Every emptied chunk is kept, as the vectors kept their capacity: a loop
+// that once absorbed a burst absorbs the next one without allocating. A cap
+// was tried: when a poster outruns a busy loop the queue is routinely that
+// long, and the chunks given back to the allocator came back as fresh pages
+// (a page fault each). The spares go at close() and with the Scheduler
+// (release_spares).
+//
 // Not thread-safe: the Scheduler keeps two, the posters' (under its mutex)
 // and the loop's, and moves chunks from one to the other under that mutex
 // (append, swap_spares), O(1) whatever their length. Not part of the API.
@@ -36,9 +43,6 @@ public:
     static constexpr std::size_t kChunkBytes = 4096;
     static constexpr std::size_t kLine = 64;
     static constexpr std::size_t kChunkEntries = (kChunkBytes - kLine) / sizeof(Entry);
-    // Emptied chunks kept for reuse, by each queue: what a burst needed more
-    // than this goes back to the allocator.
-    static constexpr std::size_t kMaxSpares = 32;
 
     PostedQueue() noexcept = default;
     PostedQueue(const PostedQueue&) = delete;
@@ -170,13 +174,9 @@ private:
         head_ = c->next;
         if (head_ == nullptr) tail_ = nullptr;
         first_ = 0;
-        if (spare_count_ < kMaxSpares) {
-            c->next = spares_;
-            spares_ = c;
-            ++spare_count_;
-        } else {
-            delete c;
-        }
+        c->next = spares_;
+        spares_ = c;
+        ++spare_count_;
     }
 
     Chunk* head_ = nullptr;
