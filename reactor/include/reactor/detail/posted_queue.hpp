@@ -10,11 +10,11 @@
 // that fell out of the caches and faulted in fresh pages.)
 //
 // Every emptied chunk is kept, as the vectors kept their capacity: a loop
-// that once absorbed a burst absorbs the next one without allocating. A cap
-// was tried: when a poster outruns a busy loop the queue is routinely that
-// long, and the chunks given back to the allocator came back as fresh pages
-// (a page fault each). The spares go at close() and with the Scheduler
-// (release_spares).
+// that once absorbed a burst absorbs the next one without allocating. A
+// small cap on the spares was tried: a poster outrunning a busy loop
+// routinely makes batches longer than that, and the chunks given back to the
+// allocator came back as fresh pages (a page fault each). The spares go at
+// close() and with the Scheduler (release_spares).
 //
 // Not thread-safe: the Scheduler keeps two, the posters' (under its mutex)
 // and the loop's, and moves chunks from one to the other under that mutex
@@ -39,7 +39,8 @@ public:
         std::source_location where;
     };
 
-    // One page per chunk: a line of header, then whole cache lines of entries.
+    // One page per chunk: a line of header, then whole cache lines of entries
+    // (kLine: detail::kCacheLine, not included here for one constant).
     static constexpr std::size_t kChunkBytes = 4096;
     static constexpr std::size_t kLine = 64;
     static constexpr std::size_t kChunkEntries = (kChunkBytes - kLine) / sizeof(Entry);
