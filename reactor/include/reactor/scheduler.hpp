@@ -33,6 +33,7 @@
 #include "reactor/export.hpp"
 #include "reactor/callback.hpp"
 #include "reactor/clock.hpp"
+#include "reactor/detail/posted_queue.hpp"
 #include "reactor/detail/scheduler_slots.hpp"
 #include "reactor/error_context.hpp"
 #include "reactor/fd_owner.hpp"
@@ -461,7 +462,7 @@ private:
     // A loop busy with callbacks alone takes the posts once per this many
     // callbacks run (take_posts_now).
     static constexpr std::uint64_t kPostTakeBudget = 64;
-    std::size_t posted_batch_left() const noexcept { return posted_batch_.size() - posted_next_; }
+    std::size_t posted_batch_left() const noexcept { return posted_batch_.size(); }
     void consume_wakeup() noexcept;
     void wake() noexcept;  // any thread, signal handlers too
     void wait_in_selector(std::optional<std::chrono::nanoseconds> timeout);
@@ -550,13 +551,10 @@ private:
     // not pull in the lines the loop writes as it runs (false sharing), and
     // the loop's reads of wake_pending_ do not fight the posters' writes to
     // the queue.
-    struct Posted {
-        Callback cb;
-        std::source_location where;
-    };
+    using Posted = detail::PostedQueue::Entry;
     // Written by the posters, and by the loop as it takes the queue.
     alignas(detail::kCacheLine) mutable std::mutex posted_mutex_;  // mutable: empty() looks at posted_
-    std::vector<Posted> posted_;
+    detail::PostedQueue posted_;
     bool posts_refused_ = false;  // under posted_mutex_ (refuse_posts)
     // Read at every post and every iteration, written about once per batch.
     // wake_pending_: set by the first post (or signal) since the loop last
@@ -573,9 +571,9 @@ private:
     std::atomic<std::uint64_t> wake_writes_{0};  // eventfd writes made (stats().wakeup_writes)
     std::atomic<std::uint64_t> wake_failures_{0};
     // What the loop took from posted_, run in the place of one kPostedBatch
-    // entry of the ready queue; loop thread only. posted_next_: the next to run.
-    alignas(detail::kCacheLine) std::vector<Posted> posted_batch_;
-    std::size_t posted_next_ = 0;
+    // entry of the ready queue; loop thread only. Its spares are the chunks
+    // it emptied, handed back to posted_ at the next take.
+    alignas(detail::kCacheLine) detail::PostedQueue posted_batch_;
     std::uint64_t posts_taken_ = 0;  // posts the loop took from the queue (stats().posts_taken)
     // stats_.callbacks_run when the queue was last taken (take_posts_now).
     std::uint64_t callbacks_at_take_ = 0;

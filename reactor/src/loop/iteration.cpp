@@ -247,17 +247,12 @@ void Scheduler::run_batch() {
     if (ready_.capacity() < running_batch_.capacity()) ready_.reserve(running_batch_.capacity());
     for (Ref r : running_batch_) {
         if (detail::is_posted_batch(r)) {
-            // Cross-thread posts, in the order posted (drain_threadsafe). The
-            // cursor moves before each runs, so one that throws past the
-            // exception handler is not run twice; what is left then waits
-            // for the next batch, ahead of it.
-            while (posted_next_ < posted_batch_.size()) {
-                Posted& p = posted_batch_[posted_next_++];
-                run(p.cb, p.where);
-                p.cb.reset();  // its captures go now, as a slot's would
-            }
-            posted_batch_.clear();
-            posted_next_ = 0;
+            // Cross-thread posts, in the order posted (drain_threadsafe), run
+            // where the poster put them and destroyed at once (their captures
+            // go now, as a slot's would). Each leaves the queue before it
+            // runs, so one that throws past the exception handler is not run
+            // twice; what is left then waits for the next batch, ahead of it.
+            posted_batch_.consume([&](Posted& p) { run(p.cb, p.where); });
             continue;
         }
         if (r.slot != kNoSlot && (r.slot & detail::kOwnerReady) != 0) {

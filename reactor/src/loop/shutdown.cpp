@@ -129,10 +129,9 @@ std::vector<LiveItem> Scheduler::live() const {
     }
     {
         std::lock_guard lock(posted_mutex_);
-        for (const Posted& p : posted_) add(LiveItem::Kind::posted, "", p.where);
+        posted_.for_each([&](const Posted& p) { add(LiveItem::Kind::posted, "", p.where); });
     }
-    for (std::size_t i = posted_next_; i < posted_batch_.size(); ++i)
-        add(LiveItem::Kind::posted, "", posted_batch_[i].where);
+    posted_batch_.for_each([&](const Posted& p) { add(LiveItem::Kind::posted, "", p.where); });
     holds_.for_each([&out](const WorkHold& h) { out.push_back(h.describe()); });
     // An owned fd is its owner's, listed once, by the owner, whatever its waiters.
     for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
@@ -204,18 +203,20 @@ void Scheduler::drop_everything() noexcept {
     // (schedule, cancel, report): keep every member alive until none is left.
     // posted_ only under its mutex: a pool worker may be posting right now.
     // Posts taken but not run (a batch cut short) go first, in their order.
-    auto take_posted = [this] {
-        std::vector<Posted> taken = std::exchange(posted_batch_, {});
-        const std::size_t next = std::exchange(posted_next_, 0);
-        taken.erase(taken.begin(), taken.begin() + static_cast<std::ptrdiff_t>(next));
+    // Their chunks go back to the allocator, spares too.
+    auto take_posted = [this](detail::PostedQueue& doomed) {
+        doomed.append(posted_batch_);
+        posted_batch_.release_spares();
         std::lock_guard lock(posted_mutex_);
-        for (Posted& p : posted_) taken.push_back(std::move(p));
-        posted_.clear();
-        posted_.shrink_to_fit();
-        return taken;
+        doomed.append(posted_);
+        posted_.release_spares();
     };
-    for (std::vector<Posted> doomed_posted = take_posted(); !slots_.empty() || !doomed_posted.empty();
-         doomed_posted = take_posted()) {
+    // Each round's posts and slots are destroyed at its end; what their
+    // destructors schedule or post is dropped by the next round.
+    for (;;) {
+        detail::PostedQueue doomed_posted;
+        take_posted(doomed_posted);
+        if (slots_.empty() && doomed_posted.empty()) break;
         auto doomed_slots = std::move(slots_);
         slots_.clear();
         periodic_.clear();

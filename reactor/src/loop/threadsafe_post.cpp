@@ -18,7 +18,7 @@ namespace reactor {
 void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
     {
         std::lock_guard lock(posted_mutex_);
-        posted_.push_back(Posted{std::move(cb), where});
+        posted_.push(std::move(cb), where);
     }
     wake();
 }
@@ -28,7 +28,7 @@ bool Scheduler::try_call_soon_threadsafe(Callback&& cb, std::source_location whe
     {
         std::lock_guard lock(posted_mutex_);
         if (posts_refused_) return false;
-        posted_.push_back(Posted{std::move(cb), where});
+        posted_.push(std::move(cb), where);
     }
     wake();
     return true;
@@ -105,20 +105,13 @@ void Scheduler::drain_threadsafe() {
     // signals' pending flags after this store (see on_signal in signals.cpp).
     wake_pending_.store(false);
     const std::size_t before = posted_batch_left();
-    if (before == 0) {
-        posted_batch_.clear();
-        posted_next_ = 0;
+    {
+        // Chunks change hands, none is copied: the posts join what a batch
+        // an exception cut short left (see run_batch), after it, and the
+        // chunks the last batch emptied go back to the posters.
         std::lock_guard lock(posted_mutex_);
-        posted_batch_.swap(posted_);
-    } else {
-        // Left over by a batch an exception cut short (see run_batch): the
-        // new posts go after them.
-        std::vector<Posted> fresh;
-        {
-            std::lock_guard lock(posted_mutex_);
-            fresh.swap(posted_);
-        }
-        for (Posted& p : fresh) posted_batch_.push_back(std::move(p));
+        posted_batch_.append(posted_);
+        posted_.swap_spares(posted_batch_);
     }
     const std::size_t taken = posted_batch_left() - before;
     posts_taken_ += taken;
