@@ -641,8 +641,10 @@ void print_sizes() {
         "output buffer: a heap block from the first partial write until drained");
     row("reactor::CallbackSlot<void(Connection&)>", sizeof(reactor::CallbackSlot<void(reactor::Connection&)>),
         "two in the connection (data, close); eof, drain, high, low in a block made when one is set");
+    row("reactor::SlotFunction<void(Connection&)>", sizeof(reactor::SlotFunction<void(reactor::Connection&)>),
+        "inside a CallbackSlot; a target above 16 bytes, or whose move may throw, goes to the heap");
     row("std::function<void(Connection&)>", sizeof(std::function<void(reactor::Connection&)>),
-        "inside a CallbackSlot; a target that is not trivially copyable or above 16 bytes goes to the heap");
+        "what a CallbackSlot held before (with a generation)");
     row("reactor::ConnectionOptions", sizeof(reactor::ConnectionOptions), "");
     row("reactor::Handle", sizeof(reactor::Handle), "the deadline timer, in the deadline block");
     row("reactor::Callback", sizeof(reactor::Callback), "inside a Slot: 48-byte inline buffer");

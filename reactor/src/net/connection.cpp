@@ -143,19 +143,19 @@ ByteBuffer& Connection::output() {
 }
 
 // Clearing a callback never makes the block.
-void Connection::set_eof_callback(EventCallback cb) {
+void Connection::set_eof_callback(EventFunction cb) {
     check_thread("Connection::set_eof_callback");
     if (cb || rare_) rare().on_eof.set(std::move(cb));
 }
-void Connection::set_drain_callback(EventCallback cb) {
+void Connection::set_drain_callback(EventFunction cb) {
     check_thread("Connection::set_drain_callback");
     if (cb || rare_) rare().on_drain.set(std::move(cb));
 }
-void Connection::set_high_water_callback(EventCallback cb) {
+void Connection::set_high_water_callback(EventFunction cb) {
     check_thread("Connection::set_high_water_callback");
     if (cb || rare_) rare().on_high_water.set(std::move(cb));
 }
-void Connection::set_low_water_callback(EventCallback cb) {
+void Connection::set_low_water_callback(EventFunction cb) {
     check_thread("Connection::set_low_water_callback");
     if (cb || rare_) rare().on_low_water.set(std::move(cb));
 }
