@@ -682,13 +682,13 @@ void print_connection_fields() {
         {"base FdOwner (vtable pointer)", sizeof(void*)},
         {"base ListMember (list, prev, next)", sizeof(reactor::ListMember<Connection>)},
         {"sched_, where_ (pointers)", sizeof(reactor::Scheduler*) + sizeof(std::source_location)},
-        {"self_, set_ (shared_ptr)", 2 * sizeof(std::shared_ptr<Connection>)},
-        {"set_index_ (size_t)", sizeof(std::size_t)},
+        {"self_ (shared_ptr)", sizeof(std::shared_ptr<Connection>)},
+        {"set_ (ConnectionSet*)", sizeof(void*)},
         {"out_, deadlines_, rare_ (unique_ptr: made on first use)", 3 * sizeof(void*)},
         {"on_data_, on_close_ (CallbackSlot)", 2 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
         {"local_, peer_ (PackedAddress)", 2 * sizeof(reactor::detail::PackedAddress)},
-        {"fd_, restore_flags_ (int)", 2 * sizeof(int)},
-        {"high_water_, low_water_, read_size_ (uint32)", 3 * sizeof(std::uint32_t)},
+        {"fd_ (int)", sizeof(int)},
+        {"set_index_, high_water_, low_water_, read_size_ (uint32)", 4 * sizeof(std::uint32_t)},
         {"state_, closing_kind_ (uint8 enums), 11 one-bit flags", 2 + 2},
     };
     std::size_t sum = 0;

@@ -329,8 +329,9 @@ private:
     }
     void note_read_time();
     void note_write_time();
-    // What most connections never use, made on first use: an idle connection
-    // pays a pointer for each (issue 22; bench/results/memory.md has the budget).
+    // What most connections never use (the rarer callbacks, adopt_stdio's
+    // flags), made on first use: an idle connection pays a pointer for it
+    // (issue 22; bench/results/memory.md has the budget).
     struct RareCallbacks;
     RareCallbacks& rare();
     bool has_output() const noexcept { return out_ && !out_->empty(); }
@@ -351,8 +352,9 @@ private:
     std::source_location where_;              // the user's line that made us: see adopt()
     std::shared_ptr<Connection> self_;        // set while open or closing: see the header comment
     friend class ConnectionSet;
-    std::shared_ptr<ConnectionSet> set_;      // the set it is in, if any; left as it closes
-    std::size_t set_index_ = 0;               // its slot there
+    // The set it is in, if any; left as it closes. A plain pointer: a set
+    // keeps itself alive while it has members (ConnectionSet::self_).
+    ConnectionSet* set_ = nullptr;
     std::unique_ptr<ByteBuffer> out_;         // output the kernel has not taken yet, if any
     std::unique_ptr<Deadlines> deadlines_;    // once a timeout is set
     std::unique_ptr<RareCallbacks> rare_;     // once an eof, drain or water-mark callback is set
@@ -361,7 +363,7 @@ private:
     detail::PackedAddress local_;  // as of adoption: see local_address()
     detail::PackedAddress peer_;
     int fd_;
-    int restore_flags_ = -1;  // adopt_stdio: file status flags to put back when closing
+    std::uint32_t set_index_ = 0;  // our slot in set_
     std::uint32_t high_water_;
     std::uint32_t low_water_;
     std::uint32_t read_size_;
