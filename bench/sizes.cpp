@@ -641,8 +641,10 @@ void print_sizes() {
         "output buffer: a heap block from the first partial write until drained");
     row("reactor::CallbackSlot<void(Connection&)>", sizeof(reactor::CallbackSlot<void(reactor::Connection&)>),
         "two in the connection (data, close); eof, drain, high, low in a block made when one is set");
+    row("reactor::SlotFunction<void(Connection&)>", sizeof(reactor::SlotFunction<void(reactor::Connection&)>),
+        "inside a CallbackSlot; a target above 16 bytes, or whose move may throw, goes to the heap");
     row("std::function<void(Connection&)>", sizeof(std::function<void(reactor::Connection&)>),
-        "inside a CallbackSlot; a target that is not trivially copyable or above 16 bytes goes to the heap");
+        "what a CallbackSlot held before (with a generation)");
     row("reactor::ConnectionOptions", sizeof(reactor::ConnectionOptions), "");
     row("reactor::Handle", sizeof(reactor::Handle), "the deadline timer, in the deadline block");
     row("reactor::Callback", sizeof(reactor::Callback), "inside a Slot: 48-byte inline buffer");
@@ -680,13 +682,13 @@ void print_connection_fields() {
         {"base FdOwner (vtable pointer)", sizeof(void*)},
         {"base ListMember (list, prev, next)", sizeof(reactor::ListMember<Connection>)},
         {"sched_, where_ (pointers)", sizeof(reactor::Scheduler*) + sizeof(std::source_location)},
-        {"self_, set_ (shared_ptr)", 2 * sizeof(std::shared_ptr<Connection>)},
-        {"set_index_ (size_t)", sizeof(std::size_t)},
+        {"self_ (shared_ptr)", sizeof(std::shared_ptr<Connection>)},
+        {"set_ (ConnectionSet*)", sizeof(void*)},
         {"out_, deadlines_, rare_ (unique_ptr: made on first use)", 3 * sizeof(void*)},
         {"on_data_, on_close_ (CallbackSlot)", 2 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
         {"local_, peer_ (PackedAddress)", 2 * sizeof(reactor::detail::PackedAddress)},
-        {"fd_, restore_flags_ (int)", 2 * sizeof(int)},
-        {"high_water_, low_water_, read_size_ (uint32)", 3 * sizeof(std::uint32_t)},
+        {"fd_ (int)", sizeof(int)},
+        {"set_index_, high_water_, low_water_, read_size_ (uint32)", 4 * sizeof(std::uint32_t)},
         {"state_, closing_kind_ (uint8 enums), 11 one-bit flags", 2 + 2},
     };
     std::size_t sum = 0;

@@ -143,19 +143,19 @@ ByteBuffer& Connection::output() {
 }
 
 // Clearing a callback never makes the block.
-void Connection::set_eof_callback(EventCallback cb) {
+void Connection::set_eof_callback(EventFunction cb) {
     check_thread("Connection::set_eof_callback");
     if (cb || rare_) rare().on_eof.set(std::move(cb));
 }
-void Connection::set_drain_callback(EventCallback cb) {
+void Connection::set_drain_callback(EventFunction cb) {
     check_thread("Connection::set_drain_callback");
     if (cb || rare_) rare().on_drain.set(std::move(cb));
 }
-void Connection::set_high_water_callback(EventCallback cb) {
+void Connection::set_high_water_callback(EventFunction cb) {
     check_thread("Connection::set_high_water_callback");
     if (cb || rare_) rare().on_high_water.set(std::move(cb));
 }
-void Connection::set_low_water_callback(EventCallback cb) {
+void Connection::set_low_water_callback(EventFunction cb) {
     check_thread("Connection::set_low_water_callback");
     if (cb || rare_) rare().on_low_water.set(std::move(cb));
 }
@@ -405,7 +405,7 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
     release_fd(abortive);
     sched_.call_soon(CloseCall(std::move(self_), reason), where_);
     // After queueing the close callback: the set's when_empty waiters run after it.
-    if (auto set = std::move(set_)) set->remove(*this);
+    if (ConnectionSet* set = std::exchange(set_, nullptr)) set->remove(*this);
 }
 
 void Connection::release_fd(bool abortive) {
@@ -415,7 +415,7 @@ void Connection::release_fd(bool abortive) {
     sched_.forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
     if (abortive && is_socket_) detail::set_linger_zero(fd_);
-    if (restore_flags_ >= 0) ::fcntl(fd_, F_SETFL, restore_flags_);  // adopt_stdio: the description outlives us
+    if (rare_ && rare_->restore_flags >= 0) ::fcntl(fd_, F_SETFL, rare_->restore_flags);  // adopt_stdio: the description outlives us
     detail::close_fd(fd_);
     fd_ = -1;
     drop_output();
@@ -457,7 +457,7 @@ void Connection::end_with_loop_abandoned() noexcept {
     release_fd(true);
     auto self = std::move(self_);  // freed when this returns, unless a callback's capture holds it
     clear_callbacks();
-    if (auto set = std::move(set_)) set->remove(*this);
+    if (ConnectionSet* set = std::exchange(set_, nullptr)) set->remove(*this);
 }
 
 void Connection::describe_for_live(std::vector<LiveItem>& out) const {

@@ -13,6 +13,7 @@ struct Connection::RareCallbacks {
     CallbackSlot<void(Connection&)> on_drain;
     CallbackSlot<void(Connection&)> on_high_water;
     CallbackSlot<void(Connection&)> on_low_water;
+    int restore_flags = -1;  // adopt_stdio: file status flags to put back when closing
 };
 
 // The three timeouts and when each count (re)started (connection_deadlines.cpp).

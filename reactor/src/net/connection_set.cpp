@@ -3,27 +3,33 @@
 // is O(1): the last member takes the slot), and the when_empty waiters.
 #include "reactor/net/connection_set.hpp"
 
+#include <cstdint>
 #include <utility>
 
 namespace reactor {
 
 void ConnectionSet::add(const ConnectionPtr& conn) {
     if (!conn || conn->state() == Connection::State::closed) return;
-    if (conn->set_.get() == this) return;
-    if (auto old = conn->set_) old->remove(*conn);
-    conn->set_ = shared_from_this();
-    conn->set_index_ = members_.size();
+    if (conn->set_ == this) return;
+    if (ConnectionSet* old = std::exchange(conn->set_, nullptr)) old->remove(*conn);  // may free `old`
     members_.push_back(conn.get());
+    if (members_.size() == 1) self_ = shared_from_this();
+    conn->set_ = this;
+    conn->set_index_ = static_cast<std::uint32_t>(members_.size() - 1);
 }
 
 void ConnectionSet::remove(Connection& conn) {
-    std::size_t i = conn.set_index_;
+    const std::uint32_t i = conn.set_index_;
     Connection* last = members_.back();
     members_[i] = last;
     last->set_index_ = i;
     members_.pop_back();
     if (leave_hook_) leave_hook_();
-    if (members_.empty()) schedule_waiters();
+    if (members_.empty()) {
+        schedule_waiters();
+        // Last: this may free the set, when nobody else holds it.
+        auto release = std::move(self_);
+    }
 }
 
 std::vector<ConnectionPtr> ConnectionSet::snapshot() const {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "connection_parts.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -42,7 +43,7 @@ ConnectionPtr adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options) {
         ::fcntl(fd, F_SETFL, flags);
         throw;
     }
-    conn->restore_flags_ = flags;
+    conn->rare().restore_flags = flags;
     return conn;
 }
 

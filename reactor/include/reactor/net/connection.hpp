@@ -121,6 +121,13 @@ public:
     using DataCallback = std::function<void(Connection&, std::string_view data)>;
     using EventCallback = std::function<void(Connection&)>;
     using CloseCallback = std::function<void(Connection&, const CloseReason&)>;
+    // What the setters take and the connection keeps: move-only, smaller
+    // than a std::function (reactor/callback_slot.hpp). A lambda, a
+    // std::function (the types above), a function pointer or nullptr
+    // converts to it.
+    using DataFunction = SlotFunction<void(Connection&, std::string_view data)>;
+    using EventFunction = SlotFunction<void(Connection&)>;
+    using CloseFunction = SlotFunction<void(Connection&, const CloseReason&)>;
 
     // Takes ownership of `fd` and starts reading (the data callback can first
     // run on the next iteration, so set callbacks right after adopting).
@@ -157,7 +164,7 @@ public:
     // ---- callbacks (set or replace them any time, also from inside the
     //      callback being replaced; an empty one means "nothing to do") ----
     // Data received. Without a data callback, received bytes are discarded.
-    void set_data_callback(DataCallback cb) {
+    void set_data_callback(DataFunction cb) {
         check_thread("Connection::set_data_callback");
         on_data_.set(std::move(cb));
     }
@@ -165,19 +172,19 @@ public:
     // connection then closes by itself (flushing pending output first; close
     // reason eof). With one, it stays open for writing: finish with
     // write_eof() (which then closes it, reason eof) or close().
-    void set_eof_callback(EventCallback cb);
+    void set_eof_callback(EventFunction cb);
     // The output buffer became empty: everything written so far was handed to
     // the kernel. Runs on a later iteration, never from inside write().
-    void set_drain_callback(EventCallback cb);
+    void set_drain_callback(EventFunction cb);
     // buffered() grew above the high mark (called from write(): the only
     // synchronous callback), and later fell to the low mark (from the loop).
     // Each crossing is reported once; high and low alternate.
-    void set_high_water_callback(EventCallback cb);
-    void set_low_water_callback(EventCallback cb);
+    void set_high_water_callback(EventFunction cb);
+    void set_low_water_callback(EventFunction cb);
     // Exactly once, on a later iteration than the event that closed it. After
     // it returns every callback is dropped (breaking cycles through captures)
     // and the connection releases itself.
-    void set_close_callback(CloseCallback cb) {
+    void set_close_callback(CloseFunction cb) {
         check_thread("Connection::set_close_callback");
         on_close_.set(std::move(cb));
     }
@@ -322,8 +329,9 @@ private:
     }
     void note_read_time();
     void note_write_time();
-    // What most connections never use, made on first use: an idle connection
-    // pays a pointer for each (issue 22; bench/results/memory.md has the budget).
+    // What most connections never use (the rarer callbacks, adopt_stdio's
+    // flags), made on first use: an idle connection pays a pointer for it
+    // (issue 22; bench/results/memory.md has the budget).
     struct RareCallbacks;
     RareCallbacks& rare();
     bool has_output() const noexcept { return out_ && !out_->empty(); }
@@ -344,8 +352,9 @@ private:
     std::source_location where_;              // the user's line that made us: see adopt()
     std::shared_ptr<Connection> self_;        // set while open or closing: see the header comment
     friend class ConnectionSet;
-    std::shared_ptr<ConnectionSet> set_;      // the set it is in, if any; left as it closes
-    std::size_t set_index_ = 0;               // its slot there
+    // The set it is in, if any; left as it closes. A plain pointer: a set
+    // keeps itself alive while it has members (ConnectionSet::self_).
+    ConnectionSet* set_ = nullptr;
     std::unique_ptr<ByteBuffer> out_;         // output the kernel has not taken yet, if any
     std::unique_ptr<Deadlines> deadlines_;    // once a timeout is set
     std::unique_ptr<RareCallbacks> rare_;     // once an eof, drain or water-mark callback is set
@@ -354,7 +363,7 @@ private:
     detail::PackedAddress local_;  // as of adoption: see local_address()
     detail::PackedAddress peer_;
     int fd_;
-    int restore_flags_ = -1;  // adopt_stdio: file status flags to put back when closing
+    std::uint32_t set_index_ = 0;  // our slot in set_
     std::uint32_t high_water_;
     std::uint32_t low_water_;
     std::uint32_t read_size_;

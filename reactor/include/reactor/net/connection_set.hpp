@@ -9,8 +9,9 @@
 // never keeps a connection alive and never holds a closed one. It belongs to
 // one set at most: adding it to another moves it. Holds its members by plain
 // pointer (a member removes itself before it can be freed). Owned through a
-// shared_ptr, also by each member: a when_empty() callback still runs when
-// whoever made the set (a Listener) is gone first. Loop thread only; never
+// shared_ptr, and by itself while it has members (they hold it by plain
+// pointer): a when_empty() callback still runs when whoever made the set (a
+// Listener) is gone first. Loop thread only; never
 // calls back synchronously.
 #pragma once
 
@@ -65,6 +66,7 @@ private:
     std::vector<Connection*> members_;  // each knows its index (Connection::set_index_)
     std::function<void()> leave_hook_;
     std::vector<std::function<void()>> empty_waiters_;
+    std::shared_ptr<ConnectionSet> self_;  // while it has members
 };
 
 using ConnectionSetPtr = std::shared_ptr<ConnectionSet>;

@@ -75,6 +75,10 @@ public:
     using DataCallback = std::function<void(Connection&, std::string_view plaintext)>;
     using EventCallback = std::function<void(Connection&)>;
     using CloseCallback = std::function<void(Connection&, const CloseReason&)>;
+    // What the setters take (as the plain Connection's: see there).
+    using DataFunction = SlotFunction<void(Connection&, std::string_view plaintext)>;
+    using EventFunction = SlotFunction<void(Connection&)>;
+    using CloseFunction = SlotFunction<void(Connection&, const CloseReason&)>;
 
     // Starts the server or client side of a handshake over `transport` (an
     // open plain connection: accepted, connected, or one that spoke plaintext
@@ -98,21 +102,21 @@ public:
 
     // ---- callbacks (as the plain Connection's; set or replace any time) ----
     // Decrypted data; valid only during the call.
-    void set_data_callback(DataCallback cb) { on_data_.set(std::move(cb)); }
+    void set_data_callback(DataFunction cb) { on_data_.set(std::move(cb)); }
     // The handshake finished: the peer is verified (if the context verifies),
     // alpn_protocol(), peer_subject() and session_reused() are known. Runs once.
-    void set_handshake_callback(EventCallback cb) { on_handshake_.set(std::move(cb)); }
+    void set_handshake_callback(EventFunction cb) { on_handshake_.set(std::move(cb)); }
     // The peer sent close_notify. Without an EOF callback the connection then
     // answers with its own and closes (reason close_notify); with one it
     // stays open for writing: finish with write_eof() or close().
-    void set_eof_callback(EventCallback cb) { on_eof_.set(std::move(cb)); }
+    void set_eof_callback(EventFunction cb) { on_eof_.set(std::move(cb)); }
     // Everything written so far was handed to the kernel.
-    void set_drain_callback(EventCallback cb) { on_drain_.set(std::move(cb)); }
-    void set_high_water_callback(EventCallback cb) { on_high_water_.set(std::move(cb)); }
-    void set_low_water_callback(EventCallback cb) { on_low_water_.set(std::move(cb)); }
+    void set_drain_callback(EventFunction cb) { on_drain_.set(std::move(cb)); }
+    void set_high_water_callback(EventFunction cb) { on_high_water_.set(std::move(cb)); }
+    void set_low_water_callback(EventFunction cb) { on_low_water_.set(std::move(cb)); }
     // Exactly once, on a later iteration than the event that closed it; then
     // every callback is dropped and the connection releases itself.
-    void set_close_callback(CloseCallback cb) { on_close_.set(std::move(cb)); }
+    void set_close_callback(CloseFunction cb) { on_close_.set(std::move(cb)); }
 
     // ---- writing ----
     // Encrypts and sends (or keeps the plaintext until the handshake is done).
