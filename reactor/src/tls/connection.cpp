@@ -236,7 +236,7 @@ bool Connection::encrypt(std::string_view data) {
         int r;
         {
             InEngine engine(*this);
-            r = SSL_write_ex(ssl_, data.data(), data.size(), &written);  // every record goes to the transport
+            r = SSL_write_ex(ssl_, data.data(), data.size(), &written);  // its records go to the transport
         }
         if (r != 1) {
             // A transport that closed refused the records: its close reason says why.

@@ -1,14 +1,24 @@
 // SPDX-License-Identifier: MIT
 // The BIO between the TLS engine and the transport (a custom BIO, as
 // libevent's filter mode): the engine reads the ciphertext the transport
-// delivered, and every record it writes goes to the transport's write() at
-// once. Nothing is buffered here, so neither side keeps a copy: the
-// transport's output buffer is the only write buffer, its water marks see
+// delivered, and the records it writes go to the transport's write(). The
+// transport's output buffer is the only write buffer: its water marks see
 // every byte, and an idle connection holds no BIO memory.
+//
+// The short records one engine call writes are held (in one buffer per
+// thread) and handed over together when the call returns (InEngine): a TLS
+// 1.3 server writes its two session tickets as two records, and each would
+// otherwise be a send(2) of its own, where Asio's memory BIO sends them as
+// one. A record of full size goes at once (after what is held), so bulk data
+// is not copied twice. The buffer is empty between engine calls, and no
+// engine call starts inside another connection's (user callbacks wait until
+// it returns), so the thread's connections can share it.
 #include <openssl/bio.h>
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "reactor/tls/connection.hpp"
 #include "engine_bio.hpp"
@@ -28,7 +38,7 @@ struct EngineBio {
     }
     static long ctrl(BIO* bio, int cmd, long, void*) {
         switch (cmd) {
-        case BIO_CTRL_FLUSH: return 1;  // after each flight: writes are already handed over
+        case BIO_CTRL_FLUSH: return 1;  // after each flight: held records go when the engine call returns
         // The transport's EOF, all input read: the engine then reports
         // "unexpected eof while reading" (a truncation), not a syscall error.
         case BIO_CTRL_EOF: return static_cast<Connection*>(BIO_get_data(bio))->engine_at_eof() ? 1 : 0;
@@ -69,17 +79,47 @@ int Connection::engine_read(char* out, int size) {
     return static_cast<int>(n);
 }
 
+namespace {
+
+// A full record's plaintext: records this long or longer are not held.
+constexpr std::size_t kHeldLimit = 16 * 1024;
+
+std::string& held_records() {
+    thread_local std::string held;
+    return held;
+}
+
+}  // namespace
+
 int Connection::engine_write(const char* data, int size) {
     // A closed transport refuses: the engine reports the failure, and the
     // transport's close callback says why it closed.
-    const bool was_open = transport_->state() != reactor::Connection::State::closed;
-    if (!transport_->write(std::string_view(data, static_cast<std::size_t>(size)))) {
-        // This write closed it (EPIPE: an alert to a peer that left): the
-        // failure the engine is reporting is the cause, not the transport's.
-        if (was_open) transport_closed_by_engine_ = true;
-        return -1;
+    if (transport_->state() == reactor::Connection::State::closed) return -1;
+    const std::string_view record(data, static_cast<std::size_t>(size));
+    std::string& held = held_records();
+    if (in_engine_ > 0 && held.size() + record.size() <= kHeldLimit) {
+        held.append(record);
+        return size;
     }
-    return size;
+    if (!flush_engine_output()) return -1;
+    return write_to_transport(record) ? size : -1;
+}
+
+bool Connection::flush_engine_output() {
+    std::string& held = held_records();
+    if (held.empty()) return true;
+    const bool ok = write_to_transport(held);
+    held.clear();
+    return ok;
+}
+
+bool Connection::write_to_transport(std::string_view records) {
+    const bool was_open = transport_->state() != reactor::Connection::State::closed;
+    if (transport_->write(records)) return true;
+    // This write closed it (EPIPE: an alert to a peer that left): the
+    // failure the engine is reporting is the cause, not the transport's.
+    if (was_open) transport_closed_by_engine_ = true;
+    return false;
 }
 
 }  // namespace reactor::tls

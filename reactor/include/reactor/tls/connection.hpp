@@ -4,10 +4,10 @@
 // The TLS engine (OpenSSL) talks to a BIO of ours (in memory, as a memory
 // BIO pair would be), never to the socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
 // libevent's filter mode): the ciphertext the transport receives is what the
-// engine reads, and each record the engine makes goes straight to the
-// transport's write() (no buffer of ours between: the kernel takes it, or the
-// transport's own output buffer keeps it). So there is one write path, and
-// the transport's water marks, deadlines (read/write/idle timeouts),
+// engine reads, and the records the engine makes go to the transport's
+// write() when each engine call returns (no buffer of ours at rest: the
+// kernel takes them, or the transport's own output buffer keeps them). So
+// there is one write path, and the transport's water marks, deadlines (read/write/idle timeouts),
 // write_eof and close reasons, and the virtual clock kit, all work under TLS
 // unchanged. An idle TLS connection keeps no buffer of its own: only bytes
 // the engine has not read yet (reading paused) are kept.
@@ -203,6 +203,8 @@ private:
     friend struct InEngine;
     int engine_read(char* out, int size);
     int engine_write(const char* data, int size);
+    bool flush_engine_output();  // the records held during an engine call (connection_bio.cpp)
+    bool write_to_transport(std::string_view records);
     bool engine_at_eof() const noexcept { return input_eof_ && input_.empty(); }
     void feed(std::string_view fresh);
     std::string_view input_;    // ciphertext the engine may read now
