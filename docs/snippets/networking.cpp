@@ -72,14 +72,17 @@ BOOST_AUTO_TEST_CASE(callback_echo_server) {
     const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);
     // [snippet:echo_server]
     std::size_t open = 0;
-    auto listener = reactor::Listener::listen(sched, address, [&](const reactor::ConnectionPtr& c) {
-        ++open;
-        c->set_data_callback([](reactor::Connection& c, std::string_view data) { c.write(data); });
-        // Backpressure: a client that does not read its echoes stops being read from.
-        c->set_high_water_callback([](reactor::Connection& c) { c.pause_reading(); });
-        c->set_low_water_callback([](reactor::Connection& c) { c.resume_reading(); });
-        c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason&) { --open; });
-    });
+    reactor::Listener::Options options;
+    // Backpressure: a client that does not read its echoes stops being read from.
+    options.connection.pause_reading_above_high_water = true;
+    auto listener = reactor::Listener::listen(
+        sched, address,
+        [&](const reactor::ConnectionPtr& c) {
+            ++open;
+            c->set_data_callback([](reactor::Connection& c, std::string_view data) { c.write(data); });
+            c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason&) { --open; });
+        },
+        options);
     // [end-snippet:echo_server]
 
     // A client that sends 1 MiB at once: whatever the water marks do

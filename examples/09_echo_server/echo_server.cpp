@@ -8,7 +8,9 @@
 // Backpressure: a client that sends without reading its echoes makes them
 // pile up in our output buffer; past the high-water mark (64 KiB) we stop
 // reading from that client until the buffer drains to the low mark (16 KiB),
-// so TCP flow control holds the client back and memory stays bounded.
+// so TCP flow control holds the client back and memory stays bounded. The
+// connections do it themselves (ConnectionOptions::pause_reading_above_high_water):
+// no water-mark callbacks, so nothing per connection to store them.
 // --idle-timeout (default 300 s) ends a connection that makes no progress,
 // so silent clients cannot hold every fd.
 //
@@ -37,14 +39,19 @@ using reactor::Connection;
 
 namespace {
 
-// The echo itself, and backpressure: the same on one loop or many.
+// The echo itself: the same on one loop or many.
 void echo(const reactor::ConnectionPtr& c, std::uint64_t& echoed) {
     c->set_data_callback([&echoed](Connection& c, std::string_view data) {
         echoed += data.size();
         c.write(data);
     });
-    c->set_high_water_callback([](Connection& c) { c.pause_reading(); });
-    c->set_low_water_callback([](Connection& c) { c.resume_reading(); });
+}
+
+// --idle-timeout, and backpressure (see the top of the file).
+reactor::ConnectionOptions echo_connection_options(const examples::ServerOptions& options) {
+    reactor::ConnectionOptions connection = examples::connection_options(options);
+    connection.pause_reading_above_high_water = true;
+    return connection;
 }
 
 int run_on_loops(examples::Cli& cli, const examples::ServerOptions& options, const examples::GroupOptions& loops) {
@@ -57,7 +64,7 @@ int run_on_loops(examples::Cli& cli, const examples::ServerOptions& options, con
     };
     std::vector<Count> echoed(server.size());
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
-    listen_options.connection = examples::connection_options(options);  // --idle-timeout
+    listen_options.connection = echo_connection_options(options);
     server.listen(examples::listen_address(cli, options),
                   [&echoed](const reactor::ConnectionPtr& c, std::size_t loop) { echo(c, echoed[loop].n); },
                   listen_options);
@@ -85,7 +92,7 @@ int run(int argc, char** argv) {
     examples::ServerLifetime lifetime(sched, options, "echo_server");
     std::uint64_t echoed = 0;
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
-    listen_options.connection = examples::connection_options(options);  // --idle-timeout
+    listen_options.connection = echo_connection_options(options);
 
     auto on_accept = [&](const reactor::ConnectionPtr& c) { echo(c, echoed); };
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept, listen_options);

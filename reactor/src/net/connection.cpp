@@ -110,6 +110,7 @@ Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOption
       high_water_(mark(options.high_water)),
       low_water_(mark(options.low_water)),
       read_size_(mark(options.read_size)) {
+    pause_above_high_ = options.pause_reading_above_high_water;
     const Duration zero = Duration::zero();
     if (options.read_timeout > zero || options.write_timeout > zero || options.idle_timeout > zero) {
         Deadlines& d = deadlines();
@@ -185,8 +186,13 @@ void Connection::pause_reading() {
 
 void Connection::resume_reading() {
     check_thread("Connection::resume_reading");
-    const bool was_reading = reader_registered_;
     reading_wanted_ = true;
+    reading_may_resume();
+}
+
+// After the user's resume_reading() or the buffer's fall to the low mark.
+void Connection::reading_may_resume() {
+    const bool was_reading = reader_registered_;
     update_reader();
     if (!was_reading && reader_registered_ && has_deadlines()) {
         deadlines_->read_start = sched_.now();  // the read timeout counts from the resumption
@@ -196,7 +202,8 @@ void Connection::resume_reading() {
 
 // The one place that decides whether the fd is watched for reading.
 void Connection::update_reader() {
-    bool want = state_ == State::open && (watch_reader_gone_ || (reading_wanted_ && !read_eof_));
+    const bool held_back = pause_above_high_ && above_high_;  // ConnectionOptions::pause_reading_above_high_water
+    bool want = state_ == State::open && (watch_reader_gone_ || (reading_wanted_ && !held_back && !read_eof_));
     if (want == reader_registered_) return;
     watch_fd(want, writer_registered_);  // self_ keeps `this` alive while watched
     reader_registered_ = want;
@@ -277,6 +284,7 @@ bool Connection::write(std::string_view data) {
     // Last, so the callback sees a consistent connection and may do anything.
     if (!above_high_ && out_->size() > high_water_) {
         above_high_ = true;
+        if (pause_above_high_) update_reader();
         if (rare_) rare_->on_high_water.invoke(*this);
         // An abort() in the callback (or a failed write from it) discarded the
         // buffer, `data` included: say so. close() or write_eof() there
@@ -305,6 +313,7 @@ void Connection::on_writable() {
     }
     if (above_high_ && buffered() <= low_water_) {
         above_high_ = false;
+        if (pause_above_high_) reading_may_resume();
         if (rare_) rare_->on_low_water.invoke(*this);  // may write, close, abort...
         if (state_ == State::closed) return;
     }

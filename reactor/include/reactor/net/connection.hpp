@@ -86,6 +86,17 @@ struct ConnectionOptions {
     // when it then falls to `low_water` or below. Requires low <= high.
     std::size_t high_water = 64 * 1024;
     std::size_t low_water = 16 * 1024;
+    // Backpressure with no callback, for servers that answer what they read
+    // (echo, proxies, request/response): reading pauses when buffered()
+    // grows above `high_water` and resumes when it falls to `low_water`, so
+    // a peer that does not read its answers is held back by TCP and the
+    // buffer stays bounded. The same as a high-water callback calling
+    // pause_reading() and a low-water one calling resume_reading() (the
+    // water-mark callbacks still run), but it costs no callback storage and
+    // leaves pause_reading()/resume_reading() to the user: reading happens
+    // only while neither pauses it. Off by default (as asyncio, libuv and Asio,
+    // where a buffer grows until the application acts).
+    bool pause_reading_above_high_water = false;
     // Most bytes one recv(2) may return; one recv per readiness, so no
     // connection can starve the others. The bytes land in a buffer shared by
     // all connections of the thread, hence no per-connection cost.
@@ -224,6 +235,7 @@ public:
     void resume_reading();
     // True while data can still arrive: open, not paused, no EOF yet (never
     // for a write-only pipe).
+    // (paused by the user, or by ConnectionOptions::pause_reading_above_high_water).
     bool is_reading() const noexcept { return reader_registered_ && !watch_reader_gone_; }
     // EOF was read (always true of a write-only pipe, which never reads).
     bool at_eof() const noexcept { return read_eof_; }
@@ -277,6 +289,7 @@ private:
     void on_writable();
     void on_eof();
     void update_reader();
+    void reading_may_resume();
     void register_writer();
     void do_write_eof();
     void begin_close(CloseKind kind);
@@ -380,6 +393,7 @@ private:
     bool is_socket_ : 1 = true;           // else read(2)/write(2), and no shutdown()
     bool is_fifo_ : 1 = false;            // writes may raise SIGPIPE: see write()
     bool watch_reader_gone_ : 1 = false;  // a write-only pipe: readiness means its reader left
+    bool pause_above_high_ : 1 = false;   // ConnectionOptions::pause_reading_above_high_water
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
