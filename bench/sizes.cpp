@@ -646,12 +646,13 @@ void print_sizes() {
     row("std::function<void(Connection&)>", sizeof(std::function<void(reactor::Connection&)>),
         "what a CallbackSlot held before (with a generation)");
     row("reactor::ConnectionOptions", sizeof(reactor::ConnectionOptions), "");
-    row("reactor::Handle", sizeof(reactor::Handle), "the deadline timer, in the deadline block");
+    row("reactor::Handle", sizeof(reactor::Handle), "what call_later returns (a connection's deadline timer has none)");
     row("reactor::Callback", sizeof(reactor::Callback), "inside a Slot: 48-byte inline buffer");
     row("reactor::detail::Slot", sizeof(reactor::detail::Slot),
-        "Scheduler::slots_: one per timer and per waiter (a Connection watches its fd without one)");
+        "Scheduler::slots_: one per timer and per waiter (a Connection watches its fd and times its deadlines without one)");
     row("reactor::detail::FdWaiters", sizeof(reactor::detail::FdWaiters), "Scheduler::waiting_: one per fd number");
-    row("reactor::detail::Timer", sizeof(reactor::detail::Timer), "Scheduler::sleeping_: one per armed timer");
+    row("reactor::detail::Timer", sizeof(reactor::detail::Timer),
+        "Scheduler::sleeping_: one per armed timer (a connection with deadlines: one)");
     row("reactor::detail::Ref", sizeof(reactor::detail::Ref), "");
     row("std::source_location", sizeof(std::source_location), "");
     row("std::shared_ptr<T>", sizeof(std::shared_ptr<int>), "");

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <vector>
 
+#include "reactor/clock.hpp"
 #include "reactor/export.hpp"
 #include "reactor/live_item.hpp"
 #include "reactor/selector.hpp"
@@ -36,6 +37,9 @@ namespace reactor {
 // An owner may also watch its fd itself (Scheduler::watch) instead of
 // registering waiters: the loop then calls on_ready, and names origin() in
 // the reports of an exception it throws or of a slow call (debug mode).
+// Likewise it may keep one timer in the loop with no slot of its own
+// (Scheduler::set_owner_timer): the loop calls on_owner_timer when it is
+// due, and asks owner_timer_due to tell it from the earlier ones it replaced.
 class REACTOR_API FdOwner {
 public:
     virtual void on_unwatchable(int fd, std::error_code error) = 0;
@@ -44,6 +48,18 @@ public:
     virtual void on_ready(int fd, Interest which) {
         (void)fd;
         (void)which;
+    }
+    // The time given to Scheduler::set_owner_timer(fd, ...) has come: from
+    // the run phase, as a timer's callback would run. Exceptions go to the
+    // exception handler, naming origin().
+    virtual void on_owner_timer(int fd) { (void)fd; }
+    // The time last given to Scheduler::set_owner_timer(fd, ...): the loop
+    // keeps no time of its own for fd, and asks this (when an entry of its
+    // heap comes up) to tell the owner's timer from the entries of the
+    // times it replaced. An owner that sets timers overrides both.
+    virtual TimePoint owner_timer_due(int fd) const noexcept {
+        (void)fd;
+        return TimePoint::max();
     }
     // The user's line that made this owner, for reports.
     virtual std::source_location origin() const noexcept { return {}; }

@@ -158,6 +158,24 @@ public:
     // forget_fd, or a new set_fd_owner, ends it. Throws as add_reader does,
     // and std::logic_error if fd has no owner.
     void watch(int fd, Interest interest);
+    // For fd's owner: one timer, with no slot and no callback of its own.
+    // Once `due` has come, the owner's on_owner_timer(fd) runs from the run
+    // phase, in the place a timer's callback would take. The owner keeps
+    // `due` and answers it from owner_timer_due(fd): the loop keeps only a
+    // heap entry (named by fd and the ownership, as watch's readiness is).
+    // A call while the timer is pending replaces it: the replaced entry
+    // stays in the heap, skipped when it comes up, so an owner calls again
+    // only to move its timer earlier (replaced entries then are later than
+    // the one pending, and are dropped like cancelled timers). Like a timer
+    // it keeps run() going while pending. forget_fd, or a new set_fd_owner,
+    // ends it. Throws std::logic_error if fd has no owner.
+    void set_owner_timer(int fd, TimePoint due);
+    // Whether fd's owner has a timer that has not come due yet (one that
+    // is due but whose on_owner_timer has not run yet is not pending).
+    bool owner_timer_pending(int fd) const noexcept {
+        return fd >= 0 && static_cast<std::size_t>(fd) < waiting_.size() &&
+               waiting_[static_cast<std::size_t>(fd)].owner_timer;
+    }
     // Registering again on the same fd and direction replaces the waiter.
     // A negative fd, one that is not open, or one the selector cannot watch
     // (select: fd >= FD_SETSIZE) throws std::invalid_argument and changes
@@ -354,6 +372,9 @@ public:
     // ---- introspection (tests, debugging) ----
     std::size_t ready_count() const;              // live callbacks in the ready queue
     std::size_t timer_count() const noexcept { return live_timers_; }
+    // Entries of the sleeping heap, cancelled or replaced ones not yet
+    // dropped included: what its memory holds.
+    std::size_t timer_entries() const noexcept { return sleeping_.size(); }
     std::size_t waiter_count() const noexcept { return waiters_; }
     bool empty() const;  // nothing ready, sleeping, waiting or posted
     const Selector& selector() const noexcept { return *selector_; }
@@ -451,6 +472,8 @@ private:
     bool live(Ref r) const { return r.slot != kNoSlot && slots_[r.slot].gen == r.gen; }
     bool ready_entry_live(Ref r) const;  // a slot's, or an owner's readiness (watch)
     void unwatch_owned(FdWaiters& w) noexcept;
+    bool timer_live(const Timer& t) const noexcept;  // a slot's timer, or an owner's (set_owner_timer)
+    void end_owner_timer(FdWaiters& w) noexcept;
     Ref alloc_slot(Callback&& cb, std::source_location where, SlotKind kind);
     void free_slot(std::uint32_t slot);
     bool cancel(std::uint32_t slot, std::uint32_t gen);
@@ -472,6 +495,8 @@ private:
     void tell_owner_unwatchable(int fd);
     void invoke(Callback& cb, const std::source_location& where) noexcept;
     void invoke_owner(FdOwner& owner, int fd, Interest which) noexcept;
+    void invoke_owner_timer(FdOwner& owner, int fd) noexcept;
+    void report_owner_exception(const FdOwner& owner) noexcept;
 
     // Debug mode and stats (debug.cpp, stats.cpp). run_ready picks the timed
     // run_batch once per batch, so a loop not in debug mode pays no branch
@@ -499,7 +524,8 @@ private:
                                  const std::source_location* made_at, const char* what);
     bool report_off_owner_thread(const char* member, const std::source_location* where,
                                  const std::source_location* made_at, const char* what) noexcept;
-    void purge_cancelled_timers();
+    void purge_cancelled_timers() noexcept;
+    void purge_if_mostly_dead(std::size_t more) noexcept;
 
     std::unique_ptr<Selector> selector_;
     ClockFunction clock_;  // empty: Clock::now, called directly

@@ -41,17 +41,26 @@ bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {
     // The queue entry stays behind and is skipped when reached (its gen no
     // longer matches); the callable is released now. A periodic timer that is
     // due or running is in no heap: once its slot is free it is not re-armed.
-    if (s.kind == SlotKind::timer || s.kind == SlotKind::periodic) {
+    const bool in_heap = s.kind == SlotKind::timer || s.kind == SlotKind::periodic;
+    free_slot(slot);
+    if (in_heap) {
         --live_timers_;
         ++dead_timers_;
+        purge_if_mostly_dead(0);
     }
-    free_slot(slot);
-    if (dead_timers_ >= kPurgeMinDeadTimers && dead_timers_ > live_timers_) purge_cancelled_timers();
     return true;
 }
 
-void Scheduler::purge_cancelled_timers() {
-    std::erase_if(sleeping_, [this](const Timer& t) { return !live(t.ref); });
+// `more` dead entries are about to be left behind (set_owner_timer purges
+// before its owner's time changes, while the entry it replaces is still
+// told live).
+void Scheduler::purge_if_mostly_dead(std::size_t more) noexcept {
+    const std::size_t dead = dead_timers_ + more;
+    if (dead >= kPurgeMinDeadTimers && dead > live_timers_) purge_cancelled_timers();
+}
+
+void Scheduler::purge_cancelled_timers() noexcept {
+    std::erase_if(sleeping_, [this](const Timer& t) { return !timer_live(t); });
     std::make_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
     dead_timers_ = 0;
 }

@@ -80,8 +80,9 @@ void Scheduler::forget_fd(int fd) noexcept {
     if (static_cast<std::size_t>(fd) < waiting_.size()) {
         FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
         unwatch_owned(w);
+        end_owner_timer(w);
         w.owner = nullptr;  // a report not yet delivered is dropped with it
-        ++w.owner_gen;      // and so is readiness queued for it
+        ++w.owner_gen;      // and so is readiness queued for it, and its timer
         w.unwatchable = 0;
     }
     selector_->forget(fd);
@@ -114,6 +115,9 @@ void Scheduler::set_fd_owner(int fd, FdOwner& owner) {
     require_loop_thread("set_fd_owner");
     if (fd < 0) throw std::invalid_argument(fmt::format("reactor: invalid fd {} (negative)", fd));
     if (fd == wakeup_fd_) throw std::invalid_argument(fmt::format("reactor: fd {} is the loop's own wakeup fd", fd));
+    // An owner's queue entries carry the number in kOwnerFdMask's bits.
+    if (static_cast<std::uint32_t>(fd) > detail::kOwnerFdMask)
+        throw std::invalid_argument(fmt::format("reactor: fd {} is too large to have an owner", fd));
     const auto index = static_cast<std::size_t>(fd);
     if (index >= waiting_.size()) waiting_.resize(index + 1);
     FdWaiters& w = waiting_[index];
@@ -121,6 +125,7 @@ void Scheduler::set_fd_owner(int fd, FdOwner& owner) {
         unwatch_owned(w);
         selector_->set_interest(fd, interest_of(fd));
     }
+    end_owner_timer(w);  // and so does its timer
     w.owner = &owner;
     ++w.owner_gen;
     w.unwatchable = 0;
@@ -138,6 +143,7 @@ void Scheduler::tell_owner_unwatchable(int fd) {
     if (static_cast<std::size_t>(fd) >= waiting_.size()) return;
     FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
     if (w.owner == nullptr || w.unwatchable == 0) return;
+    end_owner_timer(w);
     FdOwner* owner = std::exchange(w.owner, nullptr);
     const int error = std::exchange(w.unwatchable, std::int16_t{0});
     const std::uint32_t gen = ++w.owner_gen;  // its queued readiness is dropped

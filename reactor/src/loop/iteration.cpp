@@ -50,7 +50,7 @@ void Scheduler::run_once_unguarded() {
 std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
     if (!ready_.empty() || stopping_ || look_for_posts_.load(std::memory_order_relaxed))
         return std::chrono::nanoseconds::zero();
-    while (!sleeping_.empty() && !live(sleeping_.front().ref)) {
+    while (!sleeping_.empty() && !timer_live(sleeping_.front())) {
         std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
         sleeping_.pop_back();
         --dead_timers_;
@@ -183,18 +183,28 @@ void Scheduler::move_due_timers() {
     Duration latest{};
     std::source_location latest_where;
     while (!sleeping_.empty() && sleeping_.front().deadline <= t) {
+        const bool is_live = timer_live(sleeping_.front());
         const Ref r = sleeping_.front().ref;
         const TimePoint deadline = sleeping_.front().deadline;
         std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
         sleeping_.pop_back();
-        if (!live(r)) {
+        if (!is_live) {
             --dead_timers_;
             continue;
         }
         // Due: from now on it is an ordinary ready callback (a periodic one is
-        // re-armed after it runs).
-        Slot& s = slots_[r.slot];
-        s.kind = s.kind == SlotKind::periodic ? SlotKind::periodic_due : SlotKind::soon;
+        // re-armed after it runs); an owner's timer, an owner entry of the
+        // ready queue, its pending one ended (the owner may set the next).
+        FdOwner* owner = nullptr;
+        Slot* s = nullptr;
+        if (detail::is_owner_timer(r)) {
+            FdWaiters& w = waiting_[static_cast<std::size_t>(detail::owner_fd(r))];
+            w.owner_timer = false;
+            owner = w.owner;
+        } else {
+            s = &slots_[r.slot];
+            s->kind = s->kind == SlotKind::periodic ? SlotKind::periodic_due : SlotKind::soon;
+        }
         --live_timers_;
         ready_.push_back(r);
         // Loop lag: how long after its deadline the loop got to this timer.
@@ -205,7 +215,7 @@ void Scheduler::move_due_timers() {
             ++late;
             if (lateness >= latest) {
                 latest = lateness;
-                latest_where = s.where;
+                latest_where = s != nullptr ? s->where : owner->origin();
             }
         }
     }
@@ -255,15 +265,20 @@ void Scheduler::run_batch() {
             posted_batch_.consume([&](Posted& p) { run(p.cb, p.where); });
             continue;
         }
-        if (r.slot != kNoSlot && (r.slot & detail::kOwnerReady) != 0) {
-            // An owner's readiness (watch): still its owner's, still watched?
+        if (detail::is_owner_entry(r)) {
+            // An owner's readiness (watch) or timer (set_owner_timer): still
+            // its owner's, still watched?
             if (!ready_entry_live(r)) continue;
-            const int fd = static_cast<int>(r.slot & detail::kOwnerFdMask);
-            const Interest which = (r.slot & detail::kOwnerWrite) != 0 ? Interest::write : Interest::read;
+            const int fd = detail::owner_fd(r);
             FdOwner& owner = *waiting_[static_cast<std::size_t>(fd)].owner;
             // Asked before the call: the owner may be gone after it.
             const std::source_location where = Timed ? owner.origin() : std::source_location{};
-            measured([&] { invoke_owner(owner, fd, which); }, [&] { return where; });
+            if (detail::is_owner_timer(r)) {
+                measured([&] { invoke_owner_timer(owner, fd); }, [&] { return where; });
+            } else {
+                const Interest which = (r.slot & detail::kOwnerWrite) != 0 ? Interest::write : Interest::read;
+                measured([&] { invoke_owner(owner, fd, which); }, [&] { return where; });
+            }
             continue;
         }
         // Skips entries cancelled or removed by an earlier callback of this batch.
@@ -317,10 +332,11 @@ void Scheduler::run_batch() {
 
 bool Scheduler::ready_entry_live(Ref r) const {
     if (detail::is_posted_batch(r)) return posted_batch_left() != 0;
-    if (r.slot == kNoSlot || (r.slot & detail::kOwnerReady) == 0) return live(r);
-    const auto fd = static_cast<std::size_t>(r.slot & detail::kOwnerFdMask);
+    if (!detail::is_owner_entry(r)) return live(r);
+    const auto fd = static_cast<std::size_t>(detail::owner_fd(r));
     if (fd >= waiting_.size()) return false;
     const FdWaiters& w = waiting_[fd];
+    if (detail::is_owner_timer(r)) return w.owner != nullptr && w.owner_gen == r.gen;
     const Interest which = (r.slot & detail::kOwnerWrite) != 0 ? Interest::write : Interest::read;
     return w.owner != nullptr && w.owner_gen == r.gen && wants(w.watched, which);
 }
@@ -329,13 +345,26 @@ void Scheduler::invoke_owner(FdOwner& owner, int fd, Interest which) noexcept {
     try {
         owner.on_ready(fd, which);
     } catch (...) {
-        ErrorContext ctx;
-        ctx.message = "exception in callback";
-        ctx.exception = std::current_exception();
-        ctx.origin = owner.origin();
-        ctx.origin_known = true;
-        call_exception_handler(ctx);
+        report_owner_exception(owner);
     }
+}
+
+void Scheduler::invoke_owner_timer(FdOwner& owner, int fd) noexcept {
+    try {
+        owner.on_owner_timer(fd);
+    } catch (...) {
+        report_owner_exception(owner);
+    }
+}
+
+// From inside a catch block: the exception in flight is the one reported.
+void Scheduler::report_owner_exception(const FdOwner& owner) noexcept {
+    ErrorContext ctx;
+    ctx.message = "exception in callback";
+    ctx.exception = std::current_exception();
+    ctx.origin = owner.origin();
+    ctx.origin_known = true;
+    call_exception_handler(ctx);
 }
 
 void Scheduler::invoke(Callback& cb, const std::source_location& where) noexcept {

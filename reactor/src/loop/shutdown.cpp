@@ -98,10 +98,11 @@ std::vector<LiveItem> Scheduler::live() const {
     auto add = [&out](LiveItem::Kind kind, std::string detail, std::source_location where) {
         out.push_back(LiveItem{kind, std::move(detail), where, true});
     };
-    // Timers by deadline, from the heap (a cancelled entry's slot is no longer live).
+    // Timers by deadline, from the heap (a cancelled entry's slot is no
+    // longer live). An owner's timer is its owner's: listed with it, below.
     std::vector<Timer> timers;
     for (const Timer& t : sleeping_) {
-        if (live(t.ref)) timers.push_back(t);
+        if (!detail::is_owner_timer(t.ref) && timer_live(t)) timers.push_back(t);
     }
     std::sort(timers.begin(), timers.end(),
               [](const Timer& a, const Timer& b) { return a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq); });
@@ -136,7 +137,8 @@ std::vector<LiveItem> Scheduler::live() const {
     // An owned fd is its owner's, listed once, by the owner, whatever its waiters.
     for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
         const FdWaiters& w = waiting_[fd];
-        if (w.owner && (live(w.read) || live(w.write) || w.watched != Interest::none)) w.owner->describe(static_cast<int>(fd), out);
+        if (w.owner && (live(w.read) || live(w.write) || w.watched != Interest::none || w.owner_timer))
+            w.owner->describe(static_cast<int>(fd), out);
     }
     for (const ServiceEntry& e : services_) e.service->describe(out);
     std::stable_sort(out.begin(), out.end(), [](const LiveItem& a, const LiveItem& b) { return a.kind < b.kind; });

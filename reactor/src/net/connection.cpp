@@ -420,8 +420,7 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
 void Connection::release_fd(bool abortive) {
     state_ = State::closed;
     unlink();  // from the open connections of the loop
-    if (deadlines_) deadlines_->timer.cancel();
-    sched_.forget_fd(fd_);
+    sched_.forget_fd(fd_);  // and with it our deadline timer
     reader_registered_ = writer_registered_ = false;
     if (abortive && is_socket_) detail::set_linger_zero(fd_);
     if (rare_ && rare_->restore_flags >= 0) ::fcntl(fd_, F_SETFL, rare_->restore_flags);  // adopt_stdio: the description outlives us

@@ -5,11 +5,14 @@
 // so a connection that never has one pays a pointer for it. Receiving and
 // sending only store the loop's cached now() (note_read, note_written);
 // nothing is cancelled or re-armed per byte. One timer per connection is set
-// for the earliest deadline. When it fires, a deadline that has really
-// passed closes the connection; otherwise activity moved them all, and the
-// timer is set again for the new earliest one. A deadline that comes nearer
-// than the timer (output queued with a short write timeout, a shorter timeout
-// set) moves the timer earlier at once.
+// for the earliest deadline: the fd owner's timer of the loop
+// (Scheduler::set_owner_timer), a heap entry with no slot or callback. When
+// it fires, a deadline that has really passed closes the connection;
+// otherwise activity moved them all, and the timer is set again for the new
+// earliest one. A deadline that comes nearer than the timer (output queued
+// with a short write timeout, a shorter timeout set) moves the timer earlier
+// at once; the entry it replaces is dropped by the loop when it comes up (or
+// in a purge), so moving it often leaves no trail.
 #include <algorithm>
 #include <optional>
 
@@ -82,10 +85,17 @@ void Connection::arm_deadline_timer() {
     if (d.write_timeout > Duration::zero() && has_output()) keep_earliest(earliest, write_deadline());
     if (d.idle_timeout > Duration::zero() && state_ == State::open) keep_earliest(earliest, idle_deadline());
     if (!earliest) return;  // a pending timer finds nothing due and lapses
-    if (d.timer.is_pending() && d.timer_at <= *earliest) return;
-    d.timer.cancel();
-    d.timer_at = *earliest;
-    d.timer = sched_.call_at(*earliest, [this] { on_deadline_timer(); }, where_);  // cancelled as it closes
+    if (sched_.owner_timer_pending(fd_) && d.timer_at <= *earliest) return;
+    sched_.set_owner_timer(fd_, *earliest);  // ended by forget_fd as it closes
+    d.timer_at = *earliest;                  // after: the loop tells the entry it replaces by the old time
+}
+
+void Connection::on_owner_timer(int /*fd*/) {
+    if (state_ != State::closed) on_deadline_timer();
+}
+
+TimePoint Connection::owner_timer_due(int /*fd*/) const noexcept {
+    return deadlines_ ? deadlines_->timer_at : TimePoint::max();
 }
 
 void Connection::on_deadline_timer() {

@@ -27,8 +27,10 @@ struct Connection::Deadlines {
     TimePoint read_start{};   // bytes received, the timeout set, reading resumed
     TimePoint write_start{};  // bytes sent or output queued, the timeout set
     TimePoint idle_start{};   // bytes either way, the timeout set
-    Handle timer;             // for the earliest deadline, re-armed only when it fires
-    TimePoint timer_at{};
+    // The loop's timer for the earliest deadline (Scheduler::set_owner_timer):
+    // its time, while the loop says it is pending; set again when it fires,
+    // or to move it earlier.
+    TimePoint timer_at = TimePoint::max();
 };
 
 }  // namespace reactor

@@ -82,17 +82,29 @@ struct FdWaiters {
     std::uint32_t owner_gen = 0;  // bumped by set_fd_owner and forget_fd: see OwnerReady
     std::int16_t unwatchable = 0;  // errno to tell the owner (tell_owner_unwatchable), 0: none
     Interest watched = Interest::none;  // Scheduler::watch: the owner's own readiness
+    bool owner_timer = false;  // Scheduler::set_owner_timer: one entry of the heap is the owner's, not yet due
 };
 
 // A ready-queue entry for an owner's readiness (Scheduler::watch) holds no
 // slot: its `slot` is kOwnerReady | (kOwnerWrite for the write side) | fd,
 // its `gen` the fd's owner_gen when it was queued, so an entry queued for an
 // owner that has since forgotten the fd (and maybe handed the number to a
-// new owner) is skipped. Slot indexes stay below kOwnerWrite.
+// new owner) is skipped. An owner's timer (Scheduler::set_owner_timer) is
+// kOwnerReady | kOwnerTimer | fd, with the same `gen`, both in the sleeping
+// heap and, once due, in the ready queue. Slot indexes stay below
+// kMaxSlots, so kOwnerReady tells the two apart; fd numbers stay at or
+// below kOwnerFdMask (set_fd_owner refuses larger ones).
 inline constexpr std::uint32_t kOwnerReady = 1u << 31;
 inline constexpr std::uint32_t kOwnerWrite = 1u << 30;
-inline constexpr std::uint32_t kOwnerFdMask = kOwnerWrite - 1;
+inline constexpr std::uint32_t kOwnerTimer = 1u << 29;
+inline constexpr std::uint32_t kOwnerFdMask = kOwnerTimer - 1;
 inline constexpr std::uint32_t kMaxSlots = kOwnerWrite;
+static_assert((kOwnerFdMask & (kOwnerReady | kOwnerWrite | kOwnerTimer)) == 0);
+static_assert(kMaxSlots <= kOwnerReady);
+
+inline constexpr bool is_owner_entry(Ref r) noexcept { return r.slot != kNoSlot && (r.slot & kOwnerReady) != 0; }
+inline constexpr bool is_owner_timer(Ref r) noexcept { return is_owner_entry(r) && (r.slot & kOwnerTimer) != 0; }
+inline constexpr int owner_fd(Ref r) noexcept { return static_cast<int>(r.slot & kOwnerFdMask); }
 
 // The ready-queue entry standing for the batch of cross-thread posts the
 // loop took (Scheduler::drain_threadsafe): they run in its place, in the

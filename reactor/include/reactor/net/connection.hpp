@@ -112,7 +112,8 @@ struct ConnectionOptions {
     //    closed gracefully (an idle keep-alive connection, say).
     // Cheap: no timer work per byte. Each connection has one timer, set for
     // the earliest deadline and moved only when it fires (libuv and nginx
-    // re-arm lazily the same way).
+    // re-arm lazily the same way), or earlier when a nearer deadline starts;
+    // it takes an entry of the loop's timer heap and no slot.
     Duration read_timeout{};
     Duration write_timeout{};
     Duration idle_timeout{};
@@ -311,6 +312,8 @@ private:
     // reason carrying the error (CloseKind::error), so the peer sees a reset.
     void on_unwatchable(int fd, std::error_code error) override;
     void on_ready(int fd, Interest which) override;
+    void on_owner_timer(int fd) override;                      // the deadline timer (connection_deadlines.cpp)
+    TimePoint owner_timer_due(int fd) const noexcept override;
     std::source_location origin() const noexcept override { return where_; }
     void watch_fd(bool read, bool write);
     // What adopt() learns of the fd, and what follows from it (connection_fd.cpp).
