@@ -690,7 +690,7 @@ void print_connection_fields() {
         {"local_, peer_ (PackedAddress)", 2 * sizeof(reactor::detail::PackedAddress)},
         {"fd_ (int)", sizeof(int)},
         {"set_index_, high_water_, low_water_, read_size_ (uint32)", 4 * sizeof(std::uint32_t)},
-        {"state_, closing_kind_ (uint8 enums), 11 one-bit flags", 2 + 2},
+        {"state_, closing_kind_ (uint8 enums), 12 one-bit flags", 2 + 2},
     };
     std::size_t sum = 0;
     std::printf("## reactor::Connection, member by member\n\n| members | bytes |\n|---|---:|\n");
