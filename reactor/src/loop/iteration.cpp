@@ -238,8 +238,8 @@ void Scheduler::run_batch() {
             call();
         }
     };
-    auto run = [&](Callback& cb, const std::source_location& where) {
-        measured([&] { invoke(cb, where); }, [&] { return where; });
+    auto run = [&](auto& target, const std::source_location& where) {
+        measured([&] { invoke(target, where); }, [&] { return where; });
     };
     running_batch_.swap(ready_);
     // Both buffers keep the largest capacity either has needed: a burst the
@@ -252,7 +252,7 @@ void Scheduler::run_batch() {
             // go now, as a slot's would). Each leaves the queue before it
             // runs, so one that throws past the exception handler is not run
             // twice; what is left then waits for the next batch, ahead of it.
-            posted_batch_.consume([&](Posted& p) { run(p.cb, p.where); });
+            posted_batch_.consume([&](Posted& p) { run(p, p.where); });
             continue;
         }
         if (r.slot != kNoSlot && (r.slot & detail::kOwnerReady) != 0) {
@@ -316,7 +316,7 @@ void Scheduler::run_batch() {
 }
 
 bool Scheduler::ready_entry_live(Ref r) const {
-    if (detail::is_posted_batch(r)) return posted_batch_left() != 0;
+    if (detail::is_posted_batch(r)) return !posted_batch_.empty();
     if (r.slot == kNoSlot || (r.slot & detail::kOwnerReady) == 0) return live(r);
     const auto fd = static_cast<std::size_t>(r.slot & detail::kOwnerFdMask);
     if (fd >= waiting_.size()) return false;
@@ -338,9 +338,10 @@ void Scheduler::invoke_owner(FdOwner& owner, int fd, Interest which) noexcept {
     }
 }
 
-void Scheduler::invoke(Callback& cb, const std::source_location& where) noexcept {
+template <class Target>
+void Scheduler::invoke(Target& target, const std::source_location& where) noexcept {
     try {
-        cb();
+        target();
     } catch (...) {
         ErrorContext ctx;
         ctx.message = "exception in callback";
