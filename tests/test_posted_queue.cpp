@@ -7,8 +7,9 @@
 // spares). Entries take the bytes their targets use: targets of every kind
 // a Callback holds (a few bytes, its whole inline buffer, boxed, move-only,
 // with a destructor), mixed in one queue, pack the chunks as tightly as
-// their sizes allow, and each is destroyed exactly once. Used here as the Scheduler uses it: a posters' queue and a loop's
-// queue, chunks moved between them by append and swap_spares.
+// their sizes allow, and each is destroyed exactly once. Used here as the
+// Scheduler uses it: a posters' queue and a loop's queue, chunks moved
+// between them by append and swap_spares.
 //
 // The chunks are over-aligned: this executable counts the aligned forms of
 // operator new.

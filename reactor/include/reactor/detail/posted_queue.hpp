@@ -13,7 +13,11 @@
 // `where`, and its bytes (see CallbackTarget), packed one after the other
 // and never across chunks. Every line a poster writes was last read by the
 // loop, on the other CPU, and each costs a transfer between them: small
-// posts share lines, where a whole Callback would take one line each.
+// posts share lines, where a whole Callback would take one line each. And a
+// push asks for the line a few entries ahead of it (prefetch_for_write):
+// the poster's unlock waits until each store before it owns its line, so a
+// line fetched only when written is a wait inside the post that writes it
+// first; fetched ahead, the transfer overlaps the posts before.
 //
 // Every emptied chunk is kept, as the vectors kept their capacity: a loop
 // that once absorbed a burst absorbs the next one without allocating. A
@@ -36,6 +40,7 @@
 #include "reactor/callback.hpp"
 #include "reactor/detail/cache_line.hpp"
 #include "reactor/detail/callback_target.hpp"
+#include "reactor/detail/prefetch.hpp"
 
 namespace reactor::detail {
 
@@ -67,6 +72,8 @@ public:
     static constexpr std::size_t kChunkStorage = kChunkBytes - kCacheLine;
     static constexpr std::size_t kMaxEntryBytes = sizeof(Entry) + CallbackTarget::kMaxSize;
     static_assert(kMaxEntryBytes <= kChunkStorage);
+    // How far ahead of its entry a push asks for the line it will write.
+    static constexpr std::size_t kPrefetchAhead = 4 * kCacheLine;
 
     PostedQueue() noexcept = default;
     PostedQueue(const PostedQueue&) = delete;
@@ -90,6 +97,9 @@ public:
         CallbackTarget::relocate(cb, e->target());
         tail_->end += static_cast<std::uint32_t>(bytes);
         ++size_;
+        // Where the entries after the next few go (see the top of the file).
+        const std::size_t ahead = tail_->end + kPrefetchAhead;
+        if (ahead < kChunkStorage) prefetch_for_write(tail_->storage + ahead);
     }
 
     // Moves every entry of `other` to the back of this queue, in order,
@@ -192,6 +202,8 @@ private:
             --spare_count_;
             c->next = nullptr;
             c->end = 0;
+            // Its first lines, which no earlier push asked for.
+            for (std::size_t line = 0; line < kPrefetchAhead; line += kCacheLine) prefetch_for_write(c->storage + line);
         } else {
             c = new Chunk;
         }
