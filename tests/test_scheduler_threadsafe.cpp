@@ -15,6 +15,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <source_location>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -200,6 +203,61 @@ BOOST_AUTO_TEST_CASE(post_from_the_loop_thread_is_work) {
     BOOST_TEST(!s.empty());  // posted counts as work: run() must not return early
     s.run();
     BOOST_TEST(ran == 1);
+    CHECK_EMPTY(s);
+}
+
+// Posts keep only their targets' bytes in the loop's queue: small, whole
+// inline buffers, boxed and move-only targets posted from another thread
+// run in order; one that throws goes to the exception handler with where it
+// was posted, and the rest of its batch runs.
+BOOST_AUTO_TEST_CASE(posts_of_every_size_run_in_order_and_one_that_throws_is_reported) {
+    Scheduler s(on(backend_under_test()));
+    std::vector<int> order;
+    std::vector<unsigned> reported_lines;
+    s.set_exception_handler([&](const reactor::ErrorContext& ctx) { reported_lines.push_back(ctx.origin.line()); });
+    const std::source_location thrower_where = std::source_location::current();
+    std::thread poster([&] {
+        s.call_soon_threadsafe([&order] { order.push_back(1); });
+        s.call_soon_threadsafe([&order, pad = std::array<std::uint64_t, 5>{}] { order.push_back(2 + int(pad[0])); });
+        s.call_soon_threadsafe([] { throw std::runtime_error("thrown by a post"); }, thrower_where);
+        s.call_soon_threadsafe([&order, big = std::array<std::uint64_t, 16>{}] { order.push_back(3 + int(big[0])); });
+        s.call_soon_threadsafe([&order, p = std::make_unique<int>(4)] { order.push_back(*p); });
+    });
+    poster.join();  // all in the queue before the loop takes it: one batch
+    s.run();
+    BOOST_TEST(order == (std::vector<int>{1, 2, 3, 4}), boost::test_tools::per_element());
+    BOOST_TEST(reported_lines == (std::vector<unsigned>{thrower_where.line()}), boost::test_tools::per_element());
+    BOOST_TEST(s.stats().posts_taken == 5u);
+    CHECK_EMPTY(s);
+}
+
+// close() destroys the posts left unrun, each once, whatever its size.
+BOOST_AUTO_TEST_CASE(close_destroys_each_post_left_once) {
+    Scheduler s(on(backend_under_test()));
+    s.set_exception_handler([](const reactor::ErrorContext&) {});  // close() reports the posts left
+    auto small = std::make_shared<int>(0);
+    auto boxed = std::make_shared<int>(0);
+    bool ran = false;
+    std::thread poster([&] {
+        for (int i = 0; i < 300; ++i) {
+            s.call_soon_threadsafe([small, &ran] { ran = true; });
+            s.call_soon_threadsafe([boxed, &ran, big = std::array<std::uint64_t, 16>{}] { ran = big[0] == 0; });
+        }
+    });
+    poster.join();
+    BOOST_TEST(small.use_count() == 301);
+    s.close();
+    BOOST_TEST(small.use_count() == 1);
+    BOOST_TEST(boxed.use_count() == 1);
+    BOOST_TEST(!ran);
+    CHECK_EMPTY(s);
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_callback_is_refused) {
+    Scheduler s(on(backend_under_test()));
+    BOOST_CHECK_THROW(s.call_soon_threadsafe(reactor::Callback{}), std::invalid_argument);
+    reactor::Callback empty;
+    BOOST_CHECK_THROW((void)s.try_call_soon_threadsafe(std::move(empty)), std::invalid_argument);
     CHECK_EMPTY(s);
 }
 

@@ -21,6 +21,10 @@
 
 namespace reactor {
 
+namespace detail {
+struct CallbackTarget;
+}
+
 // A callable that may move as plain bytes, its moved-from copy then simply
 // forgotten (never destroyed): every trivially copyable type (a lambda that
 // captures pointers and numbers), and a class that declares
@@ -81,11 +85,22 @@ public:
     }
 
 private:
+    // The loop's queue of posts parks a target in its own storage
+    // (detail::PostedQueue): it needs the ops and the target's size.
+    friend struct detail::CallbackTarget;
+
     struct Ops {
         void (*invoke)(void*);
         void (*move_to)(void* from, void* to) noexcept;  // leaves `from` destroyed; null: copy the bytes
         void (*destroy)(void*) noexcept;                 // null: nothing to do
+        // The bytes of storage_ the target uses (itself, or its box's
+        // pointer), rounded up to kInlineAlign: what a move must carry.
+        std::size_t size;
     };
+
+    static constexpr std::size_t stored_size(std::size_t bytes) {
+        return (bytes + kInlineAlign - 1) / kInlineAlign * kInlineAlign;
+    }
 
     template <class T>
     static constexpr bool fits_inline() {
@@ -104,6 +119,7 @@ private:
         [](void* p) { (*static_cast<T*>(p))(); },
         Relocatable<T> ? nullptr : &move_inline<T>,
         std::is_trivially_destructible_v<T> ? nullptr : +[](void* p) noexcept { static_cast<T*>(p)->~T(); },
+        stored_size(sizeof(T)),
     };
 
     template <class T>
@@ -111,6 +127,7 @@ private:
         [](void* p) { (**static_cast<T**>(p))(); },
         nullptr,  // the box pointer moves as bytes
         [](void* p) noexcept { delete *static_cast<T**>(p); },
+        sizeof(T*),
     };
 
     void take(Callback& other) noexcept {

@@ -113,6 +113,7 @@ public:
     // loop last took the queue, and only if the loop is asleep in the
     // selector then: a busy loop receiving any number of posts costs its
     // posters no system call (stats().wakeup_writes counts the writes).
+    // An empty callback throws std::invalid_argument and posts nothing.
     void call_soon_threadsafe(Callback cb, std::source_location where = std::source_location::current());
     // Any thread. Like call_soon_threadsafe, unless the loop has stopped
     // taking posts (refuse_posts): then returns false and leaves `cb` as it
@@ -485,7 +486,6 @@ private:
     // A loop busy with callbacks alone takes the posts once per this many
     // callbacks run (take_posts_now).
     static constexpr std::uint64_t kPostTakeBudget = 64;
-    std::size_t posted_batch_left() const noexcept { return posted_batch_.size(); }
     void consume_wakeup() noexcept;
     void wake() noexcept;  // any thread, signal handlers too
     void wait_in_selector(std::optional<std::chrono::nanoseconds> timeout);
@@ -493,7 +493,9 @@ private:
     void on_wait_failure(const std::system_error& failure);
     bool fd_number_closed(int fd) const;
     void tell_owner_unwatchable(int fd);
-    void invoke(Callback& cb, const std::source_location& where) noexcept;
+    // A Callback, or a posted entry (detail::PostedQueue::Entry).
+    template <class Target>
+    void invoke(Target& target, const std::source_location& where) noexcept;
     void invoke_owner(FdOwner& owner, int fd, Interest which) noexcept;
     void invoke_owner_timer(FdOwner& owner, int fd) noexcept;
     void report_owner_exception(const FdOwner& owner) noexcept;

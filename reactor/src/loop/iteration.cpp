@@ -248,8 +248,8 @@ void Scheduler::run_batch() {
             call();
         }
     };
-    auto run = [&](Callback& cb, const std::source_location& where) {
-        measured([&] { invoke(cb, where); }, [&] { return where; });
+    auto run = [&](auto& target, const std::source_location& where) {
+        measured([&] { invoke(target, where); }, [&] { return where; });
     };
     running_batch_.swap(ready_);
     // Both buffers keep the largest capacity either has needed: a burst the
@@ -262,7 +262,7 @@ void Scheduler::run_batch() {
             // go now, as a slot's would). Each leaves the queue before it
             // runs, so one that throws past the exception handler is not run
             // twice; what is left then waits for the next batch, ahead of it.
-            posted_batch_.consume([&](Posted& p) { run(p.cb, p.where); });
+            posted_batch_.consume([&](Posted& p) { run(p, p.where); });
             continue;
         }
         if (detail::is_owner_entry(r)) {
@@ -331,7 +331,7 @@ void Scheduler::run_batch() {
 }
 
 bool Scheduler::ready_entry_live(Ref r) const {
-    if (detail::is_posted_batch(r)) return posted_batch_left() != 0;
+    if (detail::is_posted_batch(r)) return !posted_batch_.empty();
     if (!detail::is_owner_entry(r)) return live(r);
     const auto fd = static_cast<std::size_t>(detail::owner_fd(r));
     if (fd >= waiting_.size()) return false;
@@ -367,9 +367,10 @@ void Scheduler::report_owner_exception(const FdOwner& owner) noexcept {
     call_exception_handler(ctx);
 }
 
-void Scheduler::invoke(Callback& cb, const std::source_location& where) noexcept {
+template <class Target>
+void Scheduler::invoke(Target& target, const std::source_location& where) noexcept {
     try {
-        cb();
+        target();
     } catch (...) {
         ErrorContext ctx;
         ctx.message = "exception in callback";

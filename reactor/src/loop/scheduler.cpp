@@ -148,7 +148,7 @@ bool Scheduler::empty() const {
 
 // Posts taken from other threads count one each, not as their one entry.
 std::size_t Scheduler::ready_count() const {
-    return posted_batch_left() + static_cast<std::size_t>(std::count_if(ready_.begin(), ready_.end(), [this](Ref r) {
+    return posted_batch_.size() + static_cast<std::size_t>(std::count_if(ready_.begin(), ready_.end(), [this](Ref r) {
                return !detail::is_posted_batch(r) && ready_entry_live(r);
            }));
 }

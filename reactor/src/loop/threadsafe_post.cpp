@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <mutex>
+#include <stdexcept>
 
 #include "reactor/scheduler.hpp"
 
@@ -16,6 +17,7 @@ namespace reactor {
 
 // Any thread.
 void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
+    if (!cb) throw std::invalid_argument("reactor: empty callback");
     {
         std::lock_guard lock(posted_mutex_);
         posted_.push(std::move(cb), where);
@@ -25,6 +27,7 @@ void Scheduler::call_soon_threadsafe(Callback cb, std::source_location where) {
 
 // Any thread.
 bool Scheduler::try_call_soon_threadsafe(Callback&& cb, std::source_location where) {
+    if (!cb) throw std::invalid_argument("reactor: empty callback");
     {
         std::lock_guard lock(posted_mutex_);
         if (posts_refused_) return false;
@@ -104,7 +107,7 @@ void Scheduler::drain_threadsafe() {
     // Sequentially consistent, not just release: dispatch_signals reads the
     // signals' pending flags after this store (see on_signal in signals.cpp).
     wake_pending_.store(false);
-    const std::size_t before = posted_batch_left();
+    const std::size_t before = posted_batch_.size();
     {
         // Chunks change hands, none is copied: the posts join what a batch
         // an exception cut short left (see run_batch), after it, and the
@@ -113,7 +116,7 @@ void Scheduler::drain_threadsafe() {
         posted_batch_.append(posted_);
         posted_.swap_spares(posted_batch_);
     }
-    const std::size_t taken = posted_batch_left() - before;
+    const std::size_t taken = posted_batch_.size() - before;
     posts_taken_ += taken;
     if (taken != 0) ready_.push_back(detail::kPostedBatch);
 }

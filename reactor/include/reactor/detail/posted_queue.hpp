@@ -9,6 +9,16 @@
 // walk every batch twice, to run and to destroy, and a burst grow buffers
 // that fell out of the caches and faulted in fresh pages.)
 //
+// An entry is only what its callback's target uses: the target's ops, its
+// `where`, and its bytes (see CallbackTarget), packed one after the other
+// and never across chunks. Every line a poster writes was last read by the
+// loop, on the other CPU, and each costs a transfer between them: small
+// posts share lines, where a whole Callback would take one line each. And a
+// push asks for the line a few entries ahead of it (prefetch_for_write):
+// the poster's unlock waits until each store before it owns its line, so a
+// line fetched only when written is a wait inside the post that writes it
+// first; fetched ahead, the transfer overlaps the posts before.
+//
 // Every emptied chunk is kept, as the vectors kept their capacity: a loop
 // that once absorbed a burst absorbs the next one without allocating. A
 // small cap on the spares was tried: a poster outrunning a busy loop
@@ -23,27 +33,47 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <new>
 #include <source_location>
 #include <utility>
 
 #include "reactor/callback.hpp"
+#include "reactor/detail/cache_line.hpp"
+#include "reactor/detail/callback_target.hpp"
+#include "reactor/detail/prefetch.hpp"
 
 namespace reactor::detail {
 
 class PostedQueue {
 public:
-    struct Entry {
-        Callback cb;
+    // An entry's head; the target's bytes follow it.
+    class Entry {
+    public:
         std::source_location where;
-    };
 
-    // One page per chunk: a line of header, then whole cache lines of entries
-    // (kLine: detail::kCacheLine, not included here for one constant).
+        void operator()() { CallbackTarget::invoke(*ops_, target()); }
+
+    private:
+        friend class PostedQueue;
+        Entry(const CallbackTarget::Ops& ops, const std::source_location& w) noexcept : where(w), ops_(&ops) {}
+        ~Entry() { CallbackTarget::destroy(*ops_, target()); }
+        Entry(const Entry&) = delete;
+        Entry& operator=(const Entry&) = delete;
+
+        void* target() noexcept { return this + 1; }
+        std::size_t bytes() const noexcept { return sizeof(Entry) + CallbackTarget::size(*ops_); }
+
+        const CallbackTarget::Ops* ops_;
+    };
+    static_assert(sizeof(Entry) % CallbackTarget::kAlign == 0 && alignof(Entry) == CallbackTarget::kAlign);
+
+    // One page per chunk: a line of header, then the entries.
     static constexpr std::size_t kChunkBytes = 4096;
-    static constexpr std::size_t kLine = 64;
-    static constexpr std::size_t kChunkEntries = (kChunkBytes - kLine) / sizeof(Entry);
+    static constexpr std::size_t kChunkStorage = kChunkBytes - kCacheLine;
+    static constexpr std::size_t kMaxEntryBytes = sizeof(Entry) + CallbackTarget::kMaxSize;
+    static_assert(kMaxEntryBytes <= kChunkStorage);
+    // How far ahead of its entry a push asks for the line it will write.
+    static constexpr std::size_t kPrefetchAhead = 4 * kCacheLine;
 
     PostedQueue() noexcept = default;
     PostedQueue(const PostedQueue&) = delete;
@@ -57,12 +87,19 @@ public:
     bool empty() const noexcept { return size_ == 0; }
     std::size_t spares() const noexcept { return spare_count_; }
 
-    // May throw std::bad_alloc (a new chunk), the queue then unchanged.
+    // Takes the target of `cb` (non-empty), leaving `cb` empty. May throw
+    // std::bad_alloc (a new chunk), the queue and `cb` then unchanged.
     void push(Callback&& cb, const std::source_location& where) {
-        if (tail_ == nullptr || tail_->end == kChunkEntries) add_chunk();
-        ::new (static_cast<void*>(tail_->at(tail_->end))) Entry{std::move(cb), where};
-        ++tail_->end;
+        const CallbackTarget::Ops& ops = CallbackTarget::ops(cb);
+        const std::size_t bytes = sizeof(Entry) + CallbackTarget::size(ops);
+        if (tail_ == nullptr || kChunkStorage - tail_->end < bytes) add_chunk();
+        Entry* e = ::new (static_cast<void*>(tail_->storage + tail_->end)) Entry(ops, where);
+        CallbackTarget::relocate(cb, e->target());
+        tail_->end += static_cast<std::uint32_t>(bytes);
         ++size_;
+        // Where the entries after the next few go (see the top of the file).
+        const std::size_t ahead = tail_->end + kPrefetchAhead;
+        if (ahead < kChunkStorage) prefetch_for_write(tail_->storage + ahead);
     }
 
     // Moves every entry of `other` to the back of this queue, in order,
@@ -98,11 +135,12 @@ public:
         while (head_ != nullptr) {
             Chunk* c = head_;
             while (first_ < c->end) {
-                Entry* e = c->at(first_++);
+                Entry* e = c->at(first_);
+                first_ += static_cast<std::uint32_t>(e->bytes());
                 --size_;
                 struct Destroy {
                     Entry* e;
-                    ~Destroy() { std::destroy_at(e); }
+                    ~Destroy() { e->~Entry(); }
                 } destroy{e};
                 run(*e);
             }
@@ -115,7 +153,11 @@ public:
     void for_each(F&& f) const {
         std::uint32_t i = first_;
         for (const Chunk* c = head_; c != nullptr; c = c->next, i = 0) {
-            for (; i < c->end; ++i) f(*c->at(i));
+            while (i < c->end) {
+                const Entry* e = c->at(i);
+                i += static_cast<std::uint32_t>(e->bytes());
+                f(*e);
+            }
         }
     }
 
@@ -125,8 +167,10 @@ public:
         while (head_ != nullptr) {
             Chunk* c = head_;
             while (first_ < c->end) {
+                Entry* e = c->at(first_);
+                first_ += static_cast<std::uint32_t>(e->bytes());
                 --size_;
-                std::destroy_at(c->at(first_++));
+                e->~Entry();
             }
             pop_chunk();
         }
@@ -138,14 +182,15 @@ public:
     }
 
 private:
-    struct alignas(kLine) Chunk {
+    struct alignas(kCacheLine) Chunk {
         Chunk* next = nullptr;
-        std::uint32_t end = 0;  // entries constructed: [0, end)
-        alignas(kLine) std::byte storage[kChunkEntries * sizeof(Entry)];
+        std::uint32_t end = 0;  // bytes of entries constructed: [0, end)
+        alignas(kCacheLine) std::byte storage[kChunkStorage];
 
-        Entry* at(std::uint32_t i) noexcept { return std::launder(reinterpret_cast<Entry*>(storage)) + i; }
-        const Entry* at(std::uint32_t i) const noexcept {
-            return std::launder(reinterpret_cast<const Entry*>(storage)) + i;
+        // The entry at byte offset `at`.
+        Entry* at(std::uint32_t offset) noexcept { return std::launder(reinterpret_cast<Entry*>(storage + offset)); }
+        const Entry* at(std::uint32_t offset) const noexcept {
+            return std::launder(reinterpret_cast<const Entry*>(storage + offset));
         }
     };
     static_assert(sizeof(Chunk) == kChunkBytes);
@@ -157,6 +202,8 @@ private:
             --spare_count_;
             c->next = nullptr;
             c->end = 0;
+            // Its first lines, which no earlier push asked for.
+            for (std::size_t line = 0; line < kPrefetchAhead; line += kCacheLine) prefetch_for_write(c->storage + line);
         } else {
             c = new Chunk;
         }
@@ -182,7 +229,7 @@ private:
 
     Chunk* head_ = nullptr;
     Chunk* tail_ = nullptr;
-    std::uint32_t first_ = 0;  // the head chunk's first entry not yet taken
+    std::uint32_t first_ = 0;  // the head chunk's first entry not yet taken, a byte offset
     std::size_t size_ = 0;
     Chunk* spares_ = nullptr;  // a stack: the last emptied is the first reused
     std::size_t spare_count_ = 0;

@@ -12,6 +12,7 @@
 #include <source_location>
 
 #include "reactor/callback.hpp"
+#include "reactor/detail/cache_line.hpp"
 #include "reactor/clock.hpp"
 #include "reactor/periodic.hpp"
 #include "reactor/selector.hpp"
@@ -23,11 +24,6 @@ class FdOwner;
 namespace detail {
 
 inline constexpr std::uint32_t kNoSlot = UINT32_MAX;
-
-// What two threads writing two members must keep between them not to share a
-// cache line (x86-64 and most ARM64; std::hardware_destructive_interference_size
-// would tie the layout to -mtune, which GCC warns about in a header).
-inline constexpr std::size_t kCacheLine = 64;
 
 // periodic: armed in the sleeping heap; periodic_due: in the ready queue
 // or running (re-armed after its callback returns).
