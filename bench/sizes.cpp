@@ -489,8 +489,9 @@ reactor::ConnectionOptions with_deadlines(bool read, bool write, bool idle) {
 }
 
 // Callback server: the accept callback sets a data callback (echo) and a
-// close callback, or, as examples/09_echo_server does, the data callback and
-// the high and low water callbacks.
+// close callback, or the data callback and the high and low water callbacks
+// (examples/09_echo_server did, before ConnectionOptions::
+// pause_reading_above_high_water made them unnecessary).
 class CallbackServer final : public Server {
 public:
     enum class Shape { data_close, echo_server };
@@ -824,7 +825,7 @@ int main(int argc, char** argv) {
          [](reactor::Scheduler& s) {
              return std::make_unique<CallbackServer>(s, Shape::data_close, with_deadlines(true, true, true));
          }},
-        {"callbacks as examples/09 (data, high/low water; idle + write timeouts)",
+        {"callbacks with water marks (data, high/low water; idle + write timeouts)",
          [](reactor::Scheduler& s) {
              return std::make_unique<CallbackServer>(s, Shape::echo_server, with_deadlines(false, true, true));
          }},
