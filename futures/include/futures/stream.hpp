@@ -219,8 +219,10 @@ public:
     // stream or its Scheduler goes first).
     [[nodiscard]] Future<void> wait_closed(std::source_location where = std::source_location::current());
 
-    // As of the connection's start, kept for its whole life: still valid
-    // once the stream is closed or reset (see reactor::Connection).
+    // The peer's: as of the connection's start, kept for its whole life,
+    // still valid once the stream is closed or reset. The local one: the
+    // kernel's answer while open, unspecified once closed (see
+    // reactor::Connection::local_address).
     reactor::Address local_address() const;
     reactor::Address peer_address() const;
     reactor::Scheduler& scheduler() const;

@@ -149,6 +149,12 @@ public:
     // of the exception handler, when the loop cannot watch fd). Replaces an
     // earlier owner. A negative fd throws std::invalid_argument.
     void set_fd_owner(int fd, FdOwner& owner);
+    // fd's owner (set_fd_owner), or null: how a service that keeps its
+    // objects by fd number finds them (the connections of a loop).
+    FdOwner* fd_owner(int fd) const noexcept {
+        return fd >= 0 && static_cast<std::size_t>(fd) < waiting_.size() ? waiting_[static_cast<std::size_t>(fd)].owner
+                                                                          : nullptr;
+    }
     // For fd's owner: watch fd for `interest` (Interest::none stops) without
     // a callback of its own. The owner's on_ready(fd, Interest::read or
     // Interest::write) runs from the run phase, like a persistent waiter's

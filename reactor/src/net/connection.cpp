@@ -69,24 +69,18 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
     const FdKind kind = inspect_fd(fd);  // connection_fd.cpp
     auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options, where);
     conn->adapt_to_fd_kind(kind);
-    if (kind.type == S_IFSOCK) {
-        conn->local_ = Address::local_of(fd);
-        conn->peer_ = Address::peer_of(fd);
-    }
+    if (kind.type == S_IFSOCK) conn->peer_ = Address::peer_of(fd);
     return start(std::move(conn));
 }
 
 // The listener accepted `fd` with accept4(SOCK_NONBLOCK): a connected stream
-// socket, read-write, non-blocking. accept4 gave the peer's address; `local`,
-// when the listener has a specific address, is every accepted connection's.
+// socket, read-write, non-blocking. accept4 gave the peer's address.
 std::shared_ptr<Connection> Connection::adopt_accepted(Scheduler& sched, int fd, const Address& peer,
-                                                       const Address* local, const ConnectionOptions& options,
-                                                       std::source_location where) {
+                                                       const ConnectionOptions& options, std::source_location where) {
     detail::UniqueFd owned(fd);
     check_options(options);
     auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options, where);
     conn->peer_ = peer;
-    conn->local_ = local ? *local : Address::local_of(fd);
     return start(std::move(conn));
 }
 
@@ -96,8 +90,8 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) 
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
+    sched.service<detail::OpenConnections>().add(conn->fd_);
     conn->self_ = conn;
-    sched.service<detail::OpenConnections>().add(*conn);
     conn->arm_deadline_timer();
     return conn;
 }
@@ -419,7 +413,7 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
 
 void Connection::release_fd(bool abortive) {
     state_ = State::closed;
-    unlink();  // from the open connections of the loop
+    if (auto* open = sched_.find_service<detail::OpenConnections>()) open->remove(fd_);
     sched_.forget_fd(fd_);  // and with it our deadline timer
     reader_registered_ = writer_registered_ = false;
     if (abortive && is_socket_) detail::set_linger_zero(fd_);
@@ -468,9 +462,13 @@ void Connection::end_with_loop_abandoned() noexcept {
     if (ConnectionSet* set = std::exchange(set_, nullptr)) set->remove(*this);
 }
 
+Address Connection::local_address() const {
+    return fd_ >= 0 && is_socket_ ? Address::local_of(fd_) : Address();
+}
+
 void Connection::describe_for_live(std::vector<LiveItem>& out) const {
     out.push_back(LiveItem{LiveItem::Kind::connection,
-                           fmt::format("fd {}, {} <-> {}, {} byte(s) unsent", fd_, local_.get().to_string(),
+                           fmt::format("fd {}, {} <-> {}, {} byte(s) unsent", fd_, local_address().to_string(),
                                        peer_.get().to_string(), buffered()),
                            where_, true});
 }

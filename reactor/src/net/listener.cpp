@@ -188,15 +188,6 @@ void Listener::on_unwatchable(int fd, std::error_code error) {
     sched_.call_exception_handler(ctx);
 }
 
-bool Listener::has_one_local_address() const noexcept {
-    if (address_.is_unix()) return true;
-    if (address_.family() == AF_INET)
-        return reinterpret_cast<const sockaddr_in*>(address_.data())->sin_addr.s_addr != htonl(INADDR_ANY);
-    if (address_.family() == AF_INET6)
-        return !IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(address_.data())->sin6_addr);
-    return false;
-}
-
 // Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.
 void Listener::on_readable() {
     auto keep_alive = shared_from_this();  // the accept callback may drop the last reference
@@ -222,10 +213,9 @@ void Listener::on_readable() {
         }
         ConnectionPtr conn;
         try {
-            // Closes fd on failure. A listener on one address (not a wildcard)
-            // knows every accepted connection's local address.
+            // Closes fd on failure.
             conn = Connection::adopt_accepted(sched_, fd, Address::from_sockaddr(reinterpret_cast<sockaddr*>(&peer), peer_len),
-                                              has_one_local_address() ? &address_ : nullptr, options_.connection, where_);
+                                              options_.connection, where_);
         } catch (const std::invalid_argument& e) {
             ++refused_;
             report(refusal_reports_, EMFILE, fmt::format("accepted connection closed: {}", e.what()));

@@ -123,7 +123,7 @@ namespace detail {
 class OpenConnections;
 }  // namespace detail
 
-class REACTOR_API Connection final : public std::enable_shared_from_this<Connection>, private FdOwner, private ListMember<Connection> {
+class REACTOR_API Connection final : public std::enable_shared_from_this<Connection>, private FdOwner {
     struct Passkey {};
 
 public:
@@ -263,12 +263,17 @@ public:
     State state() const noexcept { return state_; }
     bool is_open() const noexcept { return state_ == State::open; }
     int fd() const noexcept { return fd_; }  // -1 once closed
-    // Both addresses are read once, when the connection is adopted, and kept
-    // for its whole life: the close callback can still log who the peer was,
-    // even after a reset (the closed fd, or a reset socket, no longer knows).
-    // Unspecified only if the peer was already gone before adoption.
-    // (Kept packed, 32 bytes each: returned by value.)
-    Address local_address() const { return local_.get(); }
+    // The peer's address is read once, when the connection is adopted, and
+    // kept for its whole life: the close callback can still log who the peer
+    // was, even after a reset (the closed fd, or a reset socket, no longer
+    // knows). Unspecified only if the peer was already gone before adoption.
+    // (Kept packed, in 32 bytes: returned by value.)
+    // The local address is asked of the kernel (getsockname) when called, as
+    // libuv's uv_tcp_getsockname and Asio's local_endpoint() do: while the
+    // fd is open; unspecified once closed (in the close callback too), and
+    // for a pipe or a terminal. Keeping it too would cost every connection
+    // 32 bytes for an address that is one system call away while it matters.
+    Address local_address() const;
     Address peer_address() const { return peer_.get(); }
     Scheduler& scheduler() const noexcept { return sched_; }
     // TCP_NODELAY (Listener and connect() turn it on for TCP). No-op on Unix sockets.
@@ -304,7 +309,6 @@ private:
     // close() aborts us with CloseKind::scheduler_closed and runs our close
     // callback; abandon() aborts us with no callback run, only destroyed.
     friend class detail::OpenConnections;
-    friend class IntrusiveList<Connection>;
     void end_with_loop_closing();
     void end_with_loop_abandoned() noexcept;
     void describe_for_live(std::vector<LiveItem>& out) const;
@@ -358,8 +362,7 @@ private:
     // listener already knows (no fstat, fcntl or getpeername per accept).
     friend class Listener;
     static std::shared_ptr<Connection> adopt_accepted(Scheduler& sched, int fd, const Address& peer,
-                                                      const Address* local, const ConnectionOptions& options,
-                                                      std::source_location where);
+                                                      const ConnectionOptions& options, std::source_location where);
     static void check_options(const ConnectionOptions& options);
     static std::shared_ptr<Connection> start(std::shared_ptr<Connection> conn);
 
@@ -376,8 +379,7 @@ private:
     std::unique_ptr<RareCallbacks> rare_;     // once an eof, drain or water-mark callback is set
     CallbackSlot<void(Connection&, std::string_view)> on_data_;
     CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
-    detail::PackedAddress local_;  // as of adoption: see local_address()
-    detail::PackedAddress peer_;
+    detail::PackedAddress peer_;  // as of adoption: see peer_address()
     int fd_;
     std::uint32_t set_index_ = 0;  // our slot in set_
     std::uint32_t high_water_;

@@ -132,7 +132,6 @@ private:
     void close_now();  // close() without the thread check: the destructor, the loop's end
     void start_accepting();
     void on_readable();
-    bool has_one_local_address() const noexcept;  // not a wildcard: every accepted socket's local address
     void pause_accepting(int error);
     void report(ReportLimiter& limiter, int error, std::string_view what);
     void report_left_out(ReportLimiter& limiter, std::string_view what);
