@@ -3,7 +3,7 @@
 // links live in the members themselves, so joining and leaving allocate
 // nothing and are O(1), and a member leaves its list by itself when it is
 // destroyed. How the loop's services keep the objects that must end with
-// the loop (connections, tasks, parked futures, child watches, work holds),
+// the loop (listeners and sockets, tasks, parked futures, child watches, work holds),
 // and how a user's own service can keep its objects (docs/scheduler.md,
 // "Extending the loop").
 //
