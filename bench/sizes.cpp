@@ -651,7 +651,10 @@ void print_sizes() {
     row("reactor::Callback", sizeof(reactor::Callback), "inside a Slot: 48-byte inline buffer");
     row("reactor::detail::Slot", sizeof(reactor::detail::Slot),
         "Scheduler::slots_: one per timer and per waiter (a Connection watches its fd and times its deadlines without one)");
-    row("reactor::detail::FdWaiters", sizeof(reactor::detail::FdWaiters), "Scheduler::waiting_: one per fd number");
+    row("reactor::detail::FdWaiters", sizeof(reactor::detail::FdWaiters),
+        "Scheduler::waiting_: one per fd number (an fd's owner and its watch)");
+    row("reactor::detail::FdCallbacks", sizeof(reactor::detail::FdCallbacks),
+        "Scheduler::callback_waiters_: one per fd number up to the largest given add_reader & co (none for connections)");
     row("reactor::detail::Timer", sizeof(reactor::detail::Timer),
         "Scheduler::sleeping_: one per armed timer (a connection with deadlines: one)");
     row("reactor::detail::Ref", sizeof(reactor::detail::Ref), "");

@@ -428,6 +428,7 @@ private:
     using Ref = detail::Ref;
     using Timer = detail::Timer;
     using FdWaiters = detail::FdWaiters;
+    using FdCallbacks = detail::FdCallbacks;
     static constexpr std::uint32_t kNoSlot = detail::kNoSlot;
 
     // Phases of one iteration, in order (run_once_unguarded).
@@ -475,7 +476,12 @@ private:
         if (Wide(delay) >= Wide(TimePoint::max() - base)) return TimePoint::max();
         return base + std::chrono::ceil<Duration>(delay);
     }
-    Interest interest_of(int fd) const;
+    Interest interest_of(int fd) const;  // fd < waiting_.size()
+    // An fd beyond callback_waiters_'s end has no callback waiter.
+    FdCallbacks callbacks_of(int fd) const noexcept {
+        const auto index = static_cast<std::size_t>(fd);
+        return index < callback_waiters_.size() ? callback_waiters_[index] : FdCallbacks{};
+    }
     bool live(Ref r) const { return r.slot != kNoSlot && slots_[r.slot].gen == r.gen; }
     bool ready_entry_live(Ref r) const;  // a slot's, or an owner's readiness (watch)
     void unwatch_owned(FdWaiters& w) noexcept;
@@ -553,7 +559,13 @@ private:
     std::size_t live_timers_ = 0;  // in the heap and not cancelled
     std::size_t dead_timers_ = 0;  // cancelled but still in the heap (removed lazily)
 
-    std::vector<FdWaiters> waiting_;  // indexed by fd: the read/write waiter maps
+    // Indexed by fd. waiting_: the owner of each fd and what it watches (one
+    // entry per fd number up to the largest owned or given a callback
+    // waiter); callback_waiters_: the add_reader/add_writer/read_wait/
+    // write_wait callbacks, only up to the largest fd given one (never
+    // longer than waiting_, so an fd with a callback has an entry in both).
+    std::vector<FdWaiters> waiting_;
+    std::vector<FdCallbacks> callback_waiters_;
     std::size_t waiters_ = 0;
     // Work no slot shows (hold_work): run() keeps going, idle in the
     // selector, while a hold is linked here.

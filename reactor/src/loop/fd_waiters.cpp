@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The read/write waiter maps: registering, replacing and removing the waiter
-// of an fd, and dropping the waiters of an fd found closed. Never owns the
-// fds; loop thread only. The run phase that invokes the waiters is in
-// iteration.cpp.
+// The per-fd tables: registering, replacing and removing the callback
+// waiter of an fd, an fd's owner and what it watches, and dropping the
+// waiters of an fd found closed. Never owns the fds; loop thread only. The
+// run phase that invokes the waiters is in iteration.cpp.
 #include <fcntl.h>
 
 #include <cerrno>
@@ -47,12 +47,13 @@ void Scheduler::set_waiter(int fd, bool is_read, bool persistent, Callback cb, s
     Interest wanted = index < waiting_.size() ? interest_of(fd) : Interest::none;
     wanted = wanted | (is_read ? Interest::read : Interest::write);
     selector_->set_interest(fd, wanted);  // validates fd first: on throw nothing has changed
+    if (index >= callback_waiters_.size()) callback_waiters_.resize(index + 1);
     if (index >= waiting_.size()) waiting_.resize(index + 1);
 
     Ref r = alloc_slot(std::move(cb), where, persistent ? SlotKind::persistent_waiter : SlotKind::oneshot_waiter);
     slots_[r.slot].fd = fd;
     slots_[r.slot].is_read = is_read;
-    Ref& entry = is_read ? waiting_[index].read : waiting_[index].write;
+    Ref& entry = is_read ? callback_waiters_[index].read : callback_waiters_[index].write;
     Ref old = std::exchange(entry, r);
     if (live(old)) {
         free_slot(old.slot);
@@ -62,8 +63,9 @@ void Scheduler::set_waiter(int fd, bool is_read, bool persistent, Callback cb, s
 }
 
 bool Scheduler::remove_waiter(int fd, bool is_read) {
-    if (fd < 0 || static_cast<std::size_t>(fd) >= waiting_.size()) return false;
-    Ref& entry = is_read ? waiting_[static_cast<std::size_t>(fd)].read : waiting_[static_cast<std::size_t>(fd)].write;
+    const auto index = static_cast<std::size_t>(fd);
+    if (fd < 0 || index >= callback_waiters_.size()) return false;
+    Ref& entry = is_read ? callback_waiters_[index].read : callback_waiters_[index].write;
     if (!live(entry)) return false;
     Ref old = std::exchange(entry, Ref{});
     --waiters_;
@@ -101,9 +103,10 @@ void Scheduler::watch(int fd, Interest interest) {
         throw std::logic_error(fmt::format("reactor: watch(fd {}): the fd has no owner (set_fd_owner first)", fd));
     FdWaiters& w = waiting_[index];
     if (w.watched == interest) return;
+    const FdCallbacks c = callbacks_of(fd);
     Interest waiters = Interest::none;
-    if (live(w.read)) waiters = waiters | Interest::read;
-    if (live(w.write)) waiters = waiters | Interest::write;
+    if (live(c.read)) waiters = waiters | Interest::read;
+    if (live(c.write)) waiters = waiters | Interest::write;
     selector_->set_interest(fd, waiters | interest);  // validates fd first: on throw nothing has changed
     unwatch_owned(w);
     w.watched = interest;
@@ -147,13 +150,14 @@ void Scheduler::tell_owner_unwatchable(int fd) {
     FdOwner* owner = std::exchange(w.owner, nullptr);
     const int error = std::exchange(w.unwatchable, std::int16_t{0});
     const std::uint32_t gen = ++w.owner_gen;  // its queued readiness is dropped
-    const FdWaiters dropped = w;  // the owner may register new waiters on the same number: those stay
+    const FdCallbacks dropped = callbacks_of(fd);  // the owner may register new waiters on the same number: those stay
     owner->on_unwatchable(fd, std::error_code(error, std::generic_category()));
     FdWaiters& now = waiting_[static_cast<std::size_t>(fd)];
     if (now.owner_gen == gen) unwatch_owned(now);  // nobody took the number meanwhile
-    if (live(dropped.read) && now.read.slot == dropped.read.slot && now.read.gen == dropped.read.gen)
+    const FdCallbacks kept = callbacks_of(fd);
+    if (live(dropped.read) && kept.read.slot == dropped.read.slot && kept.read.gen == dropped.read.gen)
         remove_waiter(fd, true);
-    if (live(dropped.write) && now.write.slot == dropped.write.slot && now.write.gen == dropped.write.gen)
+    if (live(dropped.write) && kept.write.slot == dropped.write.slot && kept.write.gen == dropped.write.gen)
         remove_waiter(fd, false);
 }
 
@@ -174,7 +178,8 @@ void Scheduler::drop_closed_fd(int fd, int error) {
     ctx.message = error == EBADF
                       ? fmt::format("fd {} was closed while registered; its waiters were dropped", fd)
                       : fmt::format("fd {} cannot be watched ({}); its waiters were dropped", fd, std::strerror(error));
-    for (Ref r : {w.read, w.write}) {
+    const FdCallbacks c = callbacks_of(fd);
+    for (Ref r : {c.read, c.write}) {
         if (live(r) && !ctx.origin_known) {
             ctx.origin = slots_[r.slot].where;
             ctx.origin_known = true;

@@ -154,9 +154,12 @@ void Scheduler::move_ready_io() {
             drop_closed_fd(ev.fd, ev.error);
             continue;
         }
+        // Every fd with a callback waiter has an entry in waiting_ too, so
+        // the check above skips none; an fd beyond callback_waiters_ has none.
         const FdWaiters& w = waiting_[static_cast<std::size_t>(ev.fd)];
-        const bool read = ev.readable && live(w.read);
-        const bool write = ev.writable && live(w.write);
+        const FdCallbacks c = callbacks_of(ev.fd);
+        const bool read = ev.readable && live(c.read);
+        const bool write = ev.writable && live(c.write);
         const bool owner_read = ev.readable && wants(w.watched, Interest::read);
         const bool owner_write = ev.writable && wants(w.watched, Interest::write);
         if (!read && !write && !owner_read && !owner_write) continue;
@@ -167,9 +170,9 @@ void Scheduler::move_ready_io() {
         // An owner's readiness is an entry of its own (see OwnerReady), in
         // the place a waiter's callback would take.
         const auto fd_bits = static_cast<std::uint32_t>(ev.fd);
-        if (read) ready_.push_back(w.read);
+        if (read) ready_.push_back(c.read);
         if (owner_read) ready_.push_back(Ref{detail::kOwnerReady | fd_bits, w.owner_gen});
-        if (write) ready_.push_back(w.write);
+        if (write) ready_.push_back(c.write);
         if (owner_write) ready_.push_back(Ref{detail::kOwnerReady | detail::kOwnerWrite | fd_bits, w.owner_gen});
         stats_.io_events += unsigned(read) + unsigned(owner_read) + unsigned(write) + unsigned(owner_write);
     }
@@ -294,8 +297,8 @@ void Scheduler::run_batch() {
         case SlotKind::oneshot_waiter: {
             // One-shot: deregistered before it runs, so it may re-register itself.
             int fd = s.fd;
-            Ref& entry = s.is_read ? waiting_[static_cast<std::size_t>(fd)].read
-                                   : waiting_[static_cast<std::size_t>(fd)].write;
+            FdCallbacks& registered = callback_waiters_[static_cast<std::size_t>(fd)];  // live: registered
+            Ref& entry = s.is_read ? registered.read : registered.write;
             entry = Ref{};
             --waiters_;
             free_slot(r.slot);

@@ -121,11 +121,11 @@ TimePoint Scheduler::timer_base() {
 
 // Registration lives in fd_waiters.cpp; this is used by run_ready.
 Interest Scheduler::interest_of(int fd) const {
-    const FdWaiters& w = waiting_[static_cast<std::size_t>(fd)];
+    const FdCallbacks c = callbacks_of(fd);
     Interest i = Interest::none;
-    if (live(w.read)) i = i | Interest::read;
-    if (live(w.write)) i = i | Interest::write;
-    return i | w.watched;
+    if (live(c.read)) i = i | Interest::read;
+    if (live(c.write)) i = i | Interest::write;
+    return i | waiting_[static_cast<std::size_t>(fd)].watched;
 }
 
 // ---------------------------------------------------------------- the loop

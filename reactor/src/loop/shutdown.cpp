@@ -137,7 +137,8 @@ std::vector<LiveItem> Scheduler::live() const {
     // An owned fd is its owner's, listed once, by the owner, whatever its waiters.
     for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
         const FdWaiters& w = waiting_[fd];
-        if (w.owner && (live(w.read) || live(w.write) || w.watched != Interest::none || w.owner_timer))
+        const FdCallbacks c = callbacks_of(static_cast<int>(fd));
+        if (w.owner && (live(c.read) || live(c.write) || w.watched != Interest::none || w.owner_timer))
             w.owner->describe(static_cast<int>(fd), out);
     }
     for (const ServiceEntry& e : services_) e.service->describe(out);
@@ -228,12 +229,13 @@ void Scheduler::drop_everything() noexcept {
         // The fds stay open (they are not ours), but the selector must stop
         // watching them: close() leaves a loop that may run again.
         for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
-            if (waiting_[fd].read.slot != kNoSlot || waiting_[fd].write.slot != kNoSlot ||
-                waiting_[fd].watched != Interest::none) {
+            const FdCallbacks c = callbacks_of(static_cast<int>(fd));
+            if (c.read.slot != kNoSlot || c.write.slot != kNoSlot || waiting_[fd].watched != Interest::none) {
                 selector_->forget(static_cast<int>(fd));
             }
         }
         waiting_.clear();
+        callback_waiters_.clear();
         signal_handling_.clear();
         live_timers_ = dead_timers_ = waiters_ = 0;
     }

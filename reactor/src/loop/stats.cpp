@@ -45,9 +45,11 @@ LoopStats Scheduler::stats() const {
     LoopStats s = stats_;
     s.ready = ready_count();
     s.timers = live_timers_;
-    for (const FdWaiters& w : waiting_) {
-        if (live(w.read) || wants(w.watched, Interest::read)) ++s.readers;
-        if (live(w.write) || wants(w.watched, Interest::write)) ++s.writers;
+    for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
+        const FdWaiters& w = waiting_[fd];
+        const FdCallbacks c = callbacks_of(static_cast<int>(fd));
+        if (live(c.read) || wants(w.watched, Interest::read)) ++s.readers;
+        if (live(c.write) || wants(w.watched, Interest::write)) ++s.writers;
     }
     {
         std::lock_guard lock(posted_mutex_);

@@ -71,14 +71,26 @@ struct Timer {
     Ref ref;
 };
 
-// The read and write waiters of one fd (Scheduler::waiting_ is indexed by fd).
+// What the loop keeps per fd number for the fd's owner (Scheduler::waiting_
+// is indexed by fd). An idle connection pays for this entry and nothing
+// else, so the callback waiters, which owners rarely use, are kept aside
+// (FdCallbacks).
 struct FdWaiters {
-    Ref read, write;
     FdOwner* owner = nullptr;  // set_fd_owner, until forget_fd
     std::uint32_t owner_gen = 0;  // bumped by set_fd_owner and forget_fd: see OwnerReady
     std::int16_t unwatchable = 0;  // errno to tell the owner (tell_owner_unwatchable), 0: none
     Interest watched = Interest::none;  // Scheduler::watch: the owner's own readiness
     bool owner_timer = false;  // Scheduler::set_owner_timer: one entry of the heap is the owner's, not yet due
+};
+// Paid per connection: growing it is a decision, not an accident.
+static_assert(sizeof(void*) != 8 || sizeof(FdWaiters) == 16);
+
+// The callback waiters of one fd (add_reader, add_writer, read_wait,
+// write_wait): Scheduler::callback_waiters_, indexed by fd, grown only to
+// the largest fd given one, so a program whose fds all have owners never
+// grows it. An fd beyond its end has none.
+struct FdCallbacks {
+    Ref read, write;
 };
 
 // A ready-queue entry for an owner's readiness (Scheduler::watch) holds no
