@@ -637,7 +637,7 @@ void print_sizes() {
     row("reactor::Address", sizeof(reactor::Address), "what local_address()/peer_address() return");
     row("sockaddr_storage", sizeof(sockaddr_storage), "inside Address");
     row("reactor::detail::PackedAddress", sizeof(reactor::detail::PackedAddress),
-        "two per connection: local, peer (IPv4/IPv6 inline, a Unix path on the heap)");
+        "one per connection: the peer's (IPv4/IPv6 inline, a Unix path on the heap)");
     row("reactor::ByteBuffer", sizeof(reactor::ByteBuffer),
         "output buffer: a heap block from the first partial write until drained");
     row("reactor::CallbackSlot<void(Connection&)>", sizeof(reactor::CallbackSlot<void(reactor::Connection&)>),

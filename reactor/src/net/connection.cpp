@@ -22,6 +22,12 @@
 
 namespace reactor {
 
+// Paid per idle connection, in one heap block with make_shared's control
+// block: up to 200 bytes it is a 224-byte chunk, which keeps an idle
+// connection at or below libuv's (issue 22, bench/results/memory.md).
+// Growing it is a decision, not an accident.
+static_assert(sizeof(void*) != 8 || sizeof(Connection) <= 200);
+
 std::string_view to_string(CloseKind kind) noexcept {
     switch (kind) {
     case CloseKind::local: return "local";
