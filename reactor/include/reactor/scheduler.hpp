@@ -82,6 +82,11 @@ public:
     }
     Handle call_at(TimePoint deadline, Callback cb,
                    std::source_location where = std::source_location::current());
+    // call_at for a service's own timer (LoopService), one that serves what
+    // the service lists itself: live() and close()'s report leave it out, so
+    // an object is named once, by its service (the connections' deadline
+    // queues). Otherwise a timer like any other: it keeps run() going.
+    Handle call_at_unlisted(TimePoint deadline, Callback cb, std::source_location where);
 
     // A periodic timer: `cb` runs every `interval` (the first time `interval`
     // from now, rounded up to the clock's tick) until the Handle is cancelled,

@@ -82,6 +82,7 @@ void Scheduler::free_slot(std::uint32_t i) {
     Callback doomed = std::move(s.cb);
     if (s.kind == SlotKind::periodic || s.kind == SlotKind::periodic_due) periodic_.erase(i);
     s.kind = SlotKind::free;
+    s.unlisted = false;
     ++s.gen;
     s.fd = -1;
     s.next_free = free_head_;
@@ -102,6 +103,12 @@ Handle Scheduler::call_at(TimePoint deadline, Callback cb, std::source_location 
     Ref r = alloc_slot(std::move(cb), where, SlotKind::timer);
     arm_timer(deadline, r);
     return Handle(this, r.slot, r.gen);
+}
+
+Handle Scheduler::call_at_unlisted(TimePoint deadline, Callback cb, std::source_location where) {
+    Handle h = call_at(deadline, std::move(cb), where);
+    slots_[h.slot_].unlisted = true;  // free_slot clears it
+    return h;
 }
 
 void Scheduler::arm_timer(TimePoint deadline, Ref r) {

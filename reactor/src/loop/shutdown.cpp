@@ -99,10 +99,11 @@ std::vector<LiveItem> Scheduler::live() const {
         out.push_back(LiveItem{kind, std::move(detail), where, true});
     };
     // Timers by deadline, from the heap (a cancelled entry's slot is no
-    // longer live). An owner's timer is its owner's: listed with it, below.
+    // longer live). An owner's timer is its owner's: listed with it, below;
+    // an unlisted one (call_at_unlisted), its service's.
     std::vector<Timer> timers;
     for (const Timer& t : sleeping_) {
-        if (!detail::is_owner_timer(t.ref) && timer_live(t)) timers.push_back(t);
+        if (!detail::is_owner_timer(t.ref) && timer_live(t) && !slots_[t.ref.slot].unlisted) timers.push_back(t);
     }
     std::sort(timers.begin(), timers.end(),
               [](const Timer& a, const Timer& b) { return a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq); });

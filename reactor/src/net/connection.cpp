@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "connection_parts.hpp"
+#include "deadline_queues.hpp"
 #include "open_connections.hpp"
 #include "socket_ops.hpp"
 
@@ -98,7 +99,7 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) 
     conn->update_reader();
     sched.service<detail::OpenConnections>().add(conn->fd_);
     conn->self_ = conn;
-    conn->arm_deadline_timer();
+    conn->start_deadlines();
     return conn;
 }
 
@@ -113,17 +114,15 @@ Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOption
     pause_above_high_ = options.pause_reading_above_high_water;
     const Duration zero = Duration::zero();
     if (options.read_timeout > zero || options.write_timeout > zero || options.idle_timeout > zero) {
-        Deadlines& d = deadlines();
-        d.read_timeout = std::max(options.read_timeout, zero);
-        d.write_timeout = std::max(options.write_timeout, zero);
-        d.idle_timeout = std::max(options.idle_timeout, zero);
-        d.read_start = d.write_start = d.idle_start = sched_.now();
+        timeouts_ = &join_timeouts(std::max(options.read_timeout, zero), std::max(options.write_timeout, zero),
+                                   std::max(options.idle_timeout, zero));  // start() puts it in the queues
     }
 }
 
 Connection::~Connection() {
     // Only reached open if adopt() failed before the reader was registered.
     if (fd_ >= 0) {
+        leave_deadlines();
         sched_.forget_fd(fd_);  // it may already have an owner: us
         detail::close_fd(fd_);
     }
@@ -138,8 +137,8 @@ Connection::RareCallbacks& Connection::rare() {
     return *rare_;
 }
 
-ByteBuffer& Connection::output() {
-    if (!out_) out_ = std::make_unique<ByteBuffer>();
+Connection::Output& Connection::output() {
+    if (!out_) out_ = std::make_unique<Output>();
     return *out_;
 }
 
@@ -192,12 +191,7 @@ void Connection::resume_reading() {
 
 // After the user's resume_reading() or the buffer's fall to the low mark.
 void Connection::reading_may_resume() {
-    const bool was_reading = reader_registered_;
     update_reader();
-    if (!was_reading && reader_registered_ && has_deadlines()) {
-        deadlines_->read_start = sched_.now();  // the read timeout counts from the resumption
-        arm_deadline_timer();
-    }
 }
 
 // The one place that decides whether the fd is watched for reading.
@@ -207,6 +201,12 @@ void Connection::update_reader() {
     if (want == reader_registered_) return;
     watch_fd(want, writer_registered_);  // self_ keeps `this` alive while watched
     reader_registered_ = want;
+    if (!has_deadlines()) return;
+    if (want) {
+        reading_started();  // the read timeout counts from here
+    } else {
+        reading_stopped();
+    }
 }
 
 // The loop calls on_ready for what we watch: no callback slot of our own.
@@ -274,10 +274,7 @@ bool Connection::write(std::string_view data) {
         data.remove_prefix(static_cast<std::size_t>(n));
         output().append(data);
         register_writer();
-        if (has_deadlines()) {
-            note_written();  // the write timeout counts from here
-            arm_deadline_timer();
-        }
+        if (has_deadlines()) output_queued();
     } else {
         out_->append(data);  // the writer is registered: it sends in order
     }
@@ -373,6 +370,7 @@ void Connection::begin_close(CloseKind kind) {
     if (!has_output()) return finish_close({kind, {}}, false);
     state_ = State::closing;
     closing_kind_ = kind;
+    if (has_deadlines()) deadline_queues().unlink(*timeouts_, detail::DeadlineKind::idle, fd_);
     update_reader();  // the writer stays: on_writable finishes the close once flushed
 }
 
@@ -418,6 +416,7 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
 }
 
 void Connection::release_fd(bool abortive) {
+    leave_deadlines();
     state_ = State::closed;
     if (auto* open = sched_.find_service<detail::OpenConnections>()) open->remove(fd_);
     sched_.forget_fd(fd_);  // and with it our deadline timer

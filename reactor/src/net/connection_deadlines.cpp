@@ -1,116 +1,142 @@
 // SPDX-License-Identifier: MIT
 // Connection deadlines: read, write and idle timeouts (see ConnectionOptions).
 //
-// Their state (Connection::Deadlines) is made when a timeout is first set,
-// so a connection that never has one pays a pointer for it. Receiving and
-// sending only store the loop's cached now() (note_read, note_written);
-// nothing is cancelled or re-armed per byte. One timer per connection is set
-// for the earliest deadline: the fd owner's timer of the loop
-// (Scheduler::set_owner_timer), a heap entry with no slot or callback. When
-// it fires, a deadline that has really passed closes the connection;
-// otherwise activity moved them all, and the timer is set again for the new
-// earliest one. A deadline that comes nearer than the timer (output queued
-// with a short write timeout, a shorter timeout set) moves the timer earlier
-// at once; the entry it replaces is dropped by the loop when it comes up (or
-// in a purge), so moving it often leaves no trail.
+// The loop times them (detail::DeadlineQueues, deadline_queues.hpp): a
+// connection with a timeout joins the group of its loop's connections with
+// the same three timeouts, and sits in one of the group's queues for each
+// deadline that runs now: the read deadline while reading (open, not
+// paused, before EOF), the write deadline while output waits, the idle
+// deadline while open. Traffic restarts a clock and moves the connection to
+// the back of that queue; setting a timeout starts its clock now, as does
+// resuming reading for the read deadline. Nothing is allocated or timed
+// per connection: the group's one timer ends the connections whose
+// deadlines have passed.
 #include <algorithm>
-#include <optional>
 
 #include "connection_parts.hpp"
+#include "deadline_queues.hpp"
 
 namespace reactor {
-namespace {
 
-void keep_earliest(std::optional<TimePoint>& earliest, TimePoint t) {
-    if (!earliest || t < *earliest) earliest = t;
+using detail::DeadlineKind;
+
+// Ours while the fd is: `timeouts_` is set.
+detail::DeadlineQueues& Connection::deadline_queues() const noexcept { return *timeouts_->queues; }
+
+// The group for (read, write, idle), not all zero, joined; the clocks made
+// first if we had no group. May throw (std::bad_alloc) with nothing changed.
+detail::TimeoutGroup& Connection::join_timeouts(Duration read, Duration write, Duration idle) {
+    if (timeouts_) return deadline_queues().join(read, write, idle);
+    auto& queues = sched_.service<detail::DeadlineQueues>();
+    detail::DeadlineClocks& clocks = queues.make_clocks(fd_);
+    clocks.read_start = clocks.idle_start = sched_.now();
+    if (out_) out_->write_start = sched_.now();
+    return queues.join(read, write, idle);
 }
 
-}  // namespace
-
-Connection::Deadlines& Connection::deadlines() {
-    if (!deadlines_) deadlines_ = std::make_unique<Deadlines>();
-    return *deadlines_;
+// Each deadline that runs now, in its queue.
+void Connection::start_deadlines() {
+    if (!timeouts_) return;
+    detail::DeadlineQueues& queues = deadline_queues();
+    if (reader_registered_) queues.link(*timeouts_, DeadlineKind::read, fd_);
+    if (has_output()) queues.link(*timeouts_, DeadlineKind::write, fd_);
+    if (state_ == State::open) queues.link(*timeouts_, DeadlineKind::idle, fd_);
 }
 
-void Connection::note_read_time() { deadlines_->read_start = deadlines_->idle_start = sched_.now(); }
-void Connection::note_write_time() { deadlines_->write_start = deadlines_->idle_start = sched_.now(); }
+// Out of every queue and the group: before the fd is forgotten (the queues
+// find their connections through it).
+void Connection::leave_deadlines() noexcept {
+    if (!timeouts_) return;
+    detail::DeadlineQueues& queues = deadline_queues();
+    queues.unlink(*timeouts_, DeadlineKind::read, fd_);
+    queues.unlink(*timeouts_, DeadlineKind::idle, fd_);
+    if (out_) queues.unlink(*timeouts_, DeadlineKind::write, fd_);
+    queues.leave(*std::exchange(timeouts_, nullptr));
+}
 
-TimePoint Connection::read_deadline() const noexcept {
-    return deadlines_->read_start + deadlines_->read_timeout;
-}
-TimePoint Connection::write_deadline() const noexcept {
-    return deadlines_->write_start + deadlines_->write_timeout;
-}
-TimePoint Connection::idle_deadline() const noexcept {
-    return deadlines_->idle_start + deadlines_->idle_timeout;
+void Connection::change_timeout(DeadlineKind kind, Duration t) {
+    t = std::max(t, Duration::zero());
+    if (state_ == State::closed) return;  // nothing to time; the loop may be gone
+    const Duration zero = Duration::zero();
+    Duration read = timeouts_ ? timeouts_->read : zero;
+    Duration write = timeouts_ ? timeouts_->write : zero;
+    Duration idle = timeouts_ ? timeouts_->idle : zero;
+    (kind == DeadlineKind::read ? read : kind == DeadlineKind::write ? write : idle) = t;
+    if (read == zero && write == zero && idle == zero) return leave_deadlines();
+    detail::TimeoutGroup& next = join_timeouts(read, write, idle);
+    leave_deadlines();
+    timeouts_ = &next;
+    detail::DeadlineClocks& clocks = deadline_queues().clocks(fd_);
+    switch (kind) {  // its count starts now
+    case DeadlineKind::read: clocks.read_start = sched_.now(); break;
+    case DeadlineKind::write:
+        if (out_) out_->write_start = sched_.now();
+        break;
+    case DeadlineKind::idle: clocks.idle_start = sched_.now(); break;
+    }
+    start_deadlines();
 }
 
 void Connection::set_read_timeout(Duration t) {
     check_thread("Connection::set_read_timeout");
-    t = std::max(t, Duration::zero());
-    if (t == Duration::zero() && !deadlines_) return;  // none, and none wanted
-    deadlines().read_timeout = t;
-    if (state_ == State::closed) return;  // nothing to time; the loop may be gone
-    deadlines_->read_start = sched_.now();
-    arm_deadline_timer();
+    change_timeout(DeadlineKind::read, t);
 }
 
 void Connection::set_write_timeout(Duration t) {
     check_thread("Connection::set_write_timeout");
-    t = std::max(t, Duration::zero());
-    if (t == Duration::zero() && !deadlines_) return;
-    deadlines().write_timeout = t;
-    if (state_ == State::closed) return;
-    deadlines_->write_start = sched_.now();
-    arm_deadline_timer();
+    change_timeout(DeadlineKind::write, t);
 }
 
 void Connection::set_idle_timeout(Duration t) {
     check_thread("Connection::set_idle_timeout");
-    t = std::max(t, Duration::zero());
-    if (t == Duration::zero() && !deadlines_) return;
-    deadlines().idle_timeout = t;
-    if (state_ == State::closed) return;
-    deadlines_->idle_start = sched_.now();
-    arm_deadline_timer();
+    change_timeout(DeadlineKind::idle, t);
 }
 
-void Connection::arm_deadline_timer() {
-    if (state_ == State::closed || !deadlines_) return;
-    Deadlines& d = *deadlines_;
-    std::optional<TimePoint> earliest;
-    // Reading is watched only while open, not paused and before EOF: the
-    // same condition as update_reader's.
-    if (d.read_timeout > Duration::zero() && reader_registered_) keep_earliest(earliest, read_deadline());
-    if (d.write_timeout > Duration::zero() && has_output()) keep_earliest(earliest, write_deadline());
-    if (d.idle_timeout > Duration::zero() && state_ == State::open) keep_earliest(earliest, idle_deadline());
-    if (!earliest) return;  // a pending timer finds nothing due and lapses
-    if (sched_.owner_timer_pending(fd_) && d.timer_at <= *earliest) return;
-    sched_.set_owner_timer(fd_, *earliest);  // ended by forget_fd as it closes
-    d.timer_at = *earliest;                  // after: the loop tells the entry it replaces by the old time
+void Connection::note_read_time() noexcept {
+    detail::DeadlineQueues& queues = deadline_queues();
+    detail::DeadlineClocks& clocks = queues.clocks(fd_);
+    clocks.read_start = clocks.idle_start = sched_.now();
+    queues.touch(*timeouts_, DeadlineKind::read, fd_);
+    queues.touch(*timeouts_, DeadlineKind::idle, fd_);
 }
 
-void Connection::on_owner_timer(int /*fd*/) {
-    if (state_ != State::closed) on_deadline_timer();
+void Connection::note_write_time() noexcept {
+    detail::DeadlineQueues& queues = deadline_queues();
+    queues.clocks(fd_).idle_start = sched_.now();
+    queues.touch(*timeouts_, DeadlineKind::idle, fd_);
+    if (!out_) return;
+    out_->write_start = sched_.now();
+    queues.touch(*timeouts_, DeadlineKind::write, fd_);
 }
 
-TimePoint Connection::owner_timer_due(int /*fd*/) const noexcept {
-    return deadlines_ ? deadlines_->timer_at : TimePoint::max();
+void Connection::output_queued() {
+    note_write_time();  // the write timeout counts from here
+    deadline_queues().link(*timeouts_, DeadlineKind::write, fd_);
 }
 
-void Connection::on_deadline_timer() {
-    const TimePoint now = sched_.now();
-    const Deadlines& d = *deadlines_;
-    if (d.write_timeout > Duration::zero() && has_output() && now >= write_deadline()) {
+// The reader was registered (the read timeout counts from here) or dropped.
+void Connection::reading_started() {
+    deadline_queues().clocks(fd_).read_start = sched_.now();
+    deadline_queues().link(*timeouts_, DeadlineKind::read, fd_);
+}
+
+void Connection::reading_stopped() noexcept { deadline_queues().unlink(*timeouts_, DeadlineKind::read, fd_); }
+
+// From the group's timer: our `kind` deadline has passed (the queue has let
+// go of us already).
+void Connection::on_deadline(DeadlineKind kind) {
+    switch (kind) {
+    case DeadlineKind::write:
         drop_output();  // the peer does not read: it cannot be flushed
         return finish_close({CloseKind::write_timeout, {}}, true);
+    case DeadlineKind::read: return begin_close(CloseKind::read_timeout);
+    case DeadlineKind::idle: return begin_close(CloseKind::idle_timeout);
     }
-    if (state_ == State::open) {
-        if (d.read_timeout > Duration::zero() && reader_registered_ && now >= read_deadline())
-            return begin_close(CloseKind::read_timeout);
-        if (d.idle_timeout > Duration::zero() && now >= idle_deadline()) return begin_close(CloseKind::idle_timeout);
-    }
-    arm_deadline_timer();
+}
+
+void Connection::drop_output() noexcept {
+    if (out_ && timeouts_) deadline_queues().unlink(*timeouts_, DeadlineKind::write, fd_);
+    out_.reset();
 }
 
 }  // namespace reactor

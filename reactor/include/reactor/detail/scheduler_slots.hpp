@@ -45,6 +45,7 @@ struct Slot {
     std::uint32_t next_free = 0;
     SlotKind kind = SlotKind::free;
     bool is_read = false;  // fd waiters: the read side
+    bool unlisted = false;  // timers: Scheduler::call_at_unlisted, not in live()
     int fd = -1;           // fd waiters: the fd; signal handlers: the signal number
 };
 // One slot per reader and per timer, so every byte here is paid per

@@ -35,6 +35,7 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/byte_buffer.hpp"
+#include "reactor/net/detail/fd_queue.hpp"
 #include "reactor/net/detail/packed_address.hpp"
 #include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
@@ -121,6 +122,9 @@ struct ConnectionOptions {
 
 namespace detail {
 class OpenConnections;
+class DeadlineQueues;
+struct TimeoutGroup;
+enum class DeadlineKind : unsigned char;
 }  // namespace detail
 
 class REACTOR_API Connection final : public std::enable_shared_from_this<Connection>, private FdOwner {
@@ -316,8 +320,6 @@ private:
     // reason carrying the error (CloseKind::error), so the peer sees a reset.
     void on_unwatchable(int fd, std::error_code error) override;
     void on_ready(int fd, Interest which) override;
-    void on_owner_timer(int fd) override;                      // the deadline timer (connection_deadlines.cpp)
-    TimePoint owner_timer_due(int fd) const noexcept override;
     std::source_location origin() const noexcept override { return where_; }
     void watch_fd(bool read, bool write);
     // What adopt() learns of the fd, and what follows from it (connection_fd.cpp).
@@ -329,16 +331,19 @@ private:
     void adapt_to_fd_kind(FdKind kind) noexcept;
     long transfer_out(const char* data, std::size_t n) noexcept;  // send(2) or write(2), -1 and errno on error
     friend std::shared_ptr<Connection> adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
-    // Deadlines (connection_deadlines.cpp).
-    struct Deadlines;
-    // On every read and send: one load (the block exists once any timeout was set).
-    bool has_deadlines() const noexcept { return deadlines_ != nullptr; }
-    Deadlines& deadlines();  // made on first use
-    TimePoint read_deadline() const noexcept;
-    TimePoint write_deadline() const noexcept;
-    TimePoint idle_deadline() const noexcept;
-    void arm_deadline_timer();
-    void on_deadline_timer();
+    // Deadlines (connection_deadlines.cpp): the loop's DeadlineQueues time
+    // them, in the group of connections with our three timeouts.
+    friend class detail::DeadlineQueues;
+    // On every read and send: one load (a group once any timeout was set).
+    bool has_deadlines() const noexcept { return timeouts_ != nullptr; }
+    detail::DeadlineQueues& deadline_queues() const noexcept;
+    detail::TimeoutGroup& join_timeouts(Duration read, Duration write, Duration idle);
+    void change_timeout(detail::DeadlineKind kind, Duration t);
+    void start_deadlines();
+    void leave_deadlines() noexcept;
+    void reading_started();
+    void reading_stopped() noexcept;
+    void on_deadline(detail::DeadlineKind kind);
     void note_read() {
         if (has_deadlines()) [[unlikely]]
             note_read_time();
@@ -347,16 +352,23 @@ private:
         if (has_deadlines()) [[unlikely]]
             note_write_time();
     }
-    void note_read_time();
-    void note_write_time();
+    void note_read_time() noexcept;
+    void note_write_time() noexcept;
+    void output_queued();  // the first bytes the kernel did not take: the write clock starts
     // What most connections never use (the rarer callbacks, adopt_stdio's
     // flags), made on first use: an idle connection pays a pointer for it
     // (issue 22; bench/results/memory.md has the budget).
     struct RareCallbacks;
     RareCallbacks& rare();
     bool has_output() const noexcept { return out_ && !out_->empty(); }
-    ByteBuffer& output();           // made on first partial write
-    void drop_output() noexcept { out_.reset(); }  // released once drained or discarded
+    // Output the kernel has not taken yet, with the write deadline's clock
+    // and queue links: a write deadline runs only while there is output.
+    struct Output : ByteBuffer {
+        TimePoint write_start{};  // bytes sent, output queued, the timeout set
+        detail::FdLinks writes;
+    };
+    Output& output();  // made on first partial write
+    void drop_output() noexcept;  // released once drained or discarded
     static std::uint32_t mark(std::size_t bytes) noexcept;
     // Listener: an accepted socket, whose kind, flags and addresses the
     // listener already knows (no fstat, fcntl or getpeername per accept).
@@ -374,8 +386,8 @@ private:
     // The set it is in, if any; left as it closes. A plain pointer: a set
     // keeps itself alive while it has members (ConnectionSet::self_).
     ConnectionSet* set_ = nullptr;
-    std::unique_ptr<ByteBuffer> out_;         // output the kernel has not taken yet, if any
-    std::unique_ptr<Deadlines> deadlines_;    // once a timeout is set
+    std::unique_ptr<Output> out_;             // output the kernel has not taken yet, if any
+    detail::TimeoutGroup* timeouts_ = nullptr;  // once a timeout is set: its loop's group
     std::unique_ptr<RareCallbacks> rare_;     // once an eof, drain or water-mark callback is set
     CallbackSlot<void(Connection&, std::string_view)> on_data_;
     CallbackSlot<void(Connection&, const CloseReason&)> on_close_;

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// The deadlines of one loop's connections (read, write and idle timeouts:
+// ConnectionOptions), a service of the loop (LoopService).
+//
+// Connections with the same three timeouts form a group (TimeoutGroup),
+// shared, made when the first joins and freed when the last leaves. A group
+// keeps one queue per kind of deadline, each in the order its clocks
+// started: the connection whose clock started first is at the front, and
+// its deadline is the earliest of the queue, because every member waits the
+// same timeout. The group has one loop timer, for the earliest front.
+// Traffic restarts a clock and moves the connection to the back of that
+// queue: a few stores, no timer touched. A timer that finds its front moved
+// away finds nothing due and is set again for the new front. This is
+// libev's "timer trick" for many equal timeouts (ev.pod, "Be smart about
+// timeouts", 4), and why a connection's deadlines cost it no timer of its
+// own (issue 22, bench/results/memory.md).
+//
+// What a connection pays: its group's pointer, and per fd number the read
+// and idle clocks with their links (DeadlineClocks, 32 bytes, in a table
+// indexed by fd); the write clock and its links are in the output block,
+// which exists only while output waits, the only time a write deadline runs.
+//
+// Every fd in a queue is an open connection of this loop, its fd's owner
+// (Scheduler::fd_owner): a connection leaves every queue before it
+// forgets its fd (Connection::release_fd). Loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "reactor/handle.hpp"
+#include "reactor/loop_service.hpp"
+#include "reactor/net/connection.hpp"
+#include "reactor/net/detail/fd_queue.hpp"
+
+namespace reactor::detail {
+
+enum class DeadlineKind : unsigned char { write, read, idle };  // the order they are checked in
+
+// The read and idle clocks of the connection that has an fd number: when
+// each count (re)started, and the fd's place in its group's queues.
+struct DeadlineClocks {
+    TimePoint read_start{};  // bytes received, the timeout set, reading resumed
+    TimePoint idle_start{};  // bytes either way, the timeout set
+    FdLinks reads;
+    FdLinks idles;
+};
+
+class DeadlineQueues;
+
+// The connections of a loop with the same three timeouts (zero: none).
+struct TimeoutGroup {
+    DeadlineQueues* queues;
+    Duration read, write, idle;
+    FdQueue reads, writes, idles;
+    std::size_t members = 0;
+    Handle timer;                            // for the earliest front, or none
+    TimePoint timer_at = TimePoint::max();  // its due time; max: none pending
+
+    Duration timeout(DeadlineKind kind) const noexcept;
+    FdQueue& queue(DeadlineKind kind) noexcept;
+};
+
+class DeadlineQueues final : public LoopService {
+public:
+    // Empty by the time the loop destroys it: every connection has left its
+    // group as the loop ended (OpenConnections).
+    explicit DeadlineQueues(Scheduler& sched) noexcept : LoopService(sched) {}
+
+    // The group for these timeouts (not all zero), joined; may throw
+    // (std::bad_alloc) with nothing changed.
+    TimeoutGroup& join(Duration read, Duration write, Duration idle);
+    void leave(TimeoutGroup& group) noexcept;  // freed with its last member
+
+    // The clocks of `fd`, made for it (may throw std::bad_alloc), then,
+    // once made, for as long as the fd is a connection's.
+    DeadlineClocks& make_clocks(int fd);
+    DeadlineClocks& clocks(int fd) noexcept { return clocks_[static_cast<std::size_t>(fd)]; }
+
+    // `fd`'s place in the `kind` queue of its group: put in start order
+    // (the clock set first), dropped, or moved to the back as its clock
+    // restarts now. Dropping or moving one not in the queue does nothing.
+    void link(TimeoutGroup& group, DeadlineKind kind, int fd);
+    void unlink(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept;
+    void touch(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept;
+    bool is_linked(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept;
+
+private:
+    using Key = std::tuple<Duration::rep, Duration::rep, Duration::rep>;
+    std::map<Key, TimeoutGroup> groups_;  // a node each: a group never moves
+    std::vector<DeadlineClocks> clocks_;  // indexed by fd
+
+    Connection& connection(int fd) const noexcept;
+    FdLinks& links(DeadlineKind kind, int fd) noexcept;
+    TimePoint start(DeadlineKind kind, int fd) noexcept;
+    TimePoint deadline(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept;
+    void on_timer(TimeoutGroup& group);
+    void expire(TimeoutGroup& group, DeadlineKind kind, TimePoint now);
+    void arm(TimeoutGroup& group);
+    void set_timer(TimeoutGroup& group, TimePoint due);
+    void end_timer(TimeoutGroup& group) noexcept;
+};
+
+}  // namespace reactor::detail
