@@ -647,7 +647,7 @@ void print_sizes() {
     row("std::function<void(Connection&)>", sizeof(std::function<void(reactor::Connection&)>),
         "what a CallbackSlot held before (with a generation)");
     row("reactor::ConnectionOptions", sizeof(reactor::ConnectionOptions), "");
-    row("reactor::Handle", sizeof(reactor::Handle), "what call_later returns (a connection's deadline timer has none)");
+    row("reactor::Handle", sizeof(reactor::Handle), "what call_later returns (a connection's deadlines have none)");
     row("reactor::Callback", sizeof(reactor::Callback), "inside a Slot: 48-byte inline buffer");
     row("reactor::detail::Slot", sizeof(reactor::detail::Slot),
         "Scheduler::slots_: one per timer and per waiter (a Connection watches its fd and times its deadlines without one)");
@@ -656,7 +656,10 @@ void print_sizes() {
     row("reactor::detail::FdCallbacks", sizeof(reactor::detail::FdCallbacks),
         "Scheduler::callback_waiters_: one per fd number up to the largest given add_reader & co (none for connections)");
     row("reactor::detail::Timer", sizeof(reactor::detail::Timer),
-        "Scheduler::sleeping_: one per armed timer (a connection with deadlines: one)");
+        "Scheduler::sleeping_: one per armed timer (a connection with deadlines: none; its group of equal timeouts: one)");
+    row("deadline clocks of one fd (2 TimePoint, 2 detail::FdLinks)",
+        2 * sizeof(reactor::TimePoint) + 2 * sizeof(reactor::detail::FdLinks),
+        "DeadlineQueues' table by fd: the read and idle clocks and queue links of a connection with deadlines");
     row("reactor::detail::Ref", sizeof(reactor::detail::Ref), "");
     row("std::source_location", sizeof(std::source_location), "");
     row("std::shared_ptr<T>", sizeof(std::shared_ptr<int>), "");
@@ -688,7 +691,7 @@ void print_connection_fields() {
         {"sched_, where_ (pointers)", sizeof(reactor::Scheduler*) + sizeof(std::source_location)},
         {"self_ (shared_ptr)", sizeof(std::shared_ptr<Connection>)},
         {"set_ (ConnectionSet*)", sizeof(void*)},
-        {"out_, deadlines_, rare_ (unique_ptr: made on first use)", 3 * sizeof(void*)},
+        {"out_, rare_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any)", 3 * sizeof(void*)},
         {"on_data_, on_close_ (CallbackSlot)", 2 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
         {"peer_ (PackedAddress; the local address is asked of the kernel)", sizeof(reactor::detail::PackedAddress)},
         {"fd_ (int)", sizeof(int)},

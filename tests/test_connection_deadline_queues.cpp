@@ -20,7 +20,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include <reactor/live_item.hpp>
 #include <reactor/net/connection.hpp>
 
 #include "support/fds.hpp"
@@ -298,4 +300,21 @@ BOOST_AUTO_TEST_CASE(drained_output_ends_the_write_deadline) {
     w.conn->close();
     loop.sched.run();
     BOOST_TEST((*w.reason == CloseKind::local));
+}
+
+BOOST_AUTO_TEST_CASE(live_lists_a_connection_with_deadlines_once_and_not_its_groups_timer) {
+    VirtualLoop loop(backend_under_test());
+    SocketPair pair;
+    Watched w;
+    adopt(loop, w, pair.a.get(), 30s);
+    BOOST_TEST(loop.sched.timer_count() == 1u);  // its group's, armed
+    const std::vector<reactor::LiveItem> items = loop.sched.live();
+    BOOST_REQUIRE(items.size() == 1u);
+    BOOST_TEST((items[0].kind == reactor::LiveItem::Kind::connection));
+    // An ordinary timer is still listed beside it.
+    loop.sched.call_later(5s, [] {});
+    BOOST_TEST(loop.sched.live().size() == 2u);
+    loop.sched.close();
+    BOOST_TEST((*w.reason == CloseKind::scheduler_closed));
+    BOOST_TEST(loop.sched.timer_count() == 0u);  // the group ended with its connection
 }
