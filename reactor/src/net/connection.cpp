@@ -370,7 +370,7 @@ void Connection::begin_close(CloseKind kind) {
     if (!has_output()) return finish_close({kind, {}}, false);
     state_ = State::closing;
     closing_kind_ = kind;
-    if (has_deadlines()) deadline_queues().unlink(*timeouts_, detail::DeadlineKind::idle, fd_);
+    if (has_deadlines()) deadline_queues().unlink<detail::DeadlineKind::idle>(*timeouts_, fd_);
     update_reader();  // the writer stays: on_writable finishes the close once flushed
 }
 

@@ -38,9 +38,9 @@ detail::TimeoutGroup& Connection::join_timeouts(Duration read, Duration write, D
 void Connection::start_deadlines() {
     if (!timeouts_) return;
     detail::DeadlineQueues& queues = deadline_queues();
-    if (reader_registered_) queues.link(*timeouts_, DeadlineKind::read, fd_);
-    if (has_output()) queues.link(*timeouts_, DeadlineKind::write, fd_);
-    if (state_ == State::open) queues.link(*timeouts_, DeadlineKind::idle, fd_);
+    if (reader_registered_) queues.link<DeadlineKind::read>(*timeouts_, fd_);
+    if (has_output()) queues.link<DeadlineKind::write>(*timeouts_, fd_);
+    if (state_ == State::open) queues.link<DeadlineKind::idle>(*timeouts_, fd_);
 }
 
 // Out of every queue and the group: before the fd is forgotten (the queues
@@ -48,9 +48,9 @@ void Connection::start_deadlines() {
 void Connection::leave_deadlines() noexcept {
     if (!timeouts_) return;
     detail::DeadlineQueues& queues = deadline_queues();
-    queues.unlink(*timeouts_, DeadlineKind::read, fd_);
-    queues.unlink(*timeouts_, DeadlineKind::idle, fd_);
-    if (out_) queues.unlink(*timeouts_, DeadlineKind::write, fd_);
+    queues.unlink<DeadlineKind::read>(*timeouts_, fd_);
+    queues.unlink<DeadlineKind::idle>(*timeouts_, fd_);
+    if (out_) queues.unlink<DeadlineKind::write>(*timeouts_, fd_);
     queues.leave(*std::exchange(timeouts_, nullptr));
 }
 
@@ -96,31 +96,31 @@ void Connection::note_read_time() noexcept {
     detail::DeadlineQueues& queues = deadline_queues();
     detail::DeadlineClocks& clocks = queues.clocks(fd_);
     clocks.read_start = clocks.idle_start = sched_.now();
-    queues.touch(*timeouts_, DeadlineKind::read, fd_);
-    queues.touch(*timeouts_, DeadlineKind::idle, fd_);
+    queues.touch<DeadlineKind::read>(*timeouts_, fd_);
+    queues.touch<DeadlineKind::idle>(*timeouts_, fd_);
 }
 
 void Connection::note_write_time() noexcept {
     detail::DeadlineQueues& queues = deadline_queues();
     queues.clocks(fd_).idle_start = sched_.now();
-    queues.touch(*timeouts_, DeadlineKind::idle, fd_);
+    queues.touch<DeadlineKind::idle>(*timeouts_, fd_);
     if (!out_) return;
     out_->write_start = sched_.now();
-    queues.touch(*timeouts_, DeadlineKind::write, fd_);
+    queues.touch<DeadlineKind::write>(*timeouts_, fd_);
 }
 
 void Connection::output_queued() {
     note_write_time();  // the write timeout counts from here
-    deadline_queues().link(*timeouts_, DeadlineKind::write, fd_);
+    deadline_queues().link<DeadlineKind::write>(*timeouts_, fd_);
 }
 
 // The reader was registered (the read timeout counts from here) or dropped.
 void Connection::reading_started() {
     deadline_queues().clocks(fd_).read_start = sched_.now();
-    deadline_queues().link(*timeouts_, DeadlineKind::read, fd_);
+    deadline_queues().link<DeadlineKind::read>(*timeouts_, fd_);
 }
 
-void Connection::reading_stopped() noexcept { deadline_queues().unlink(*timeouts_, DeadlineKind::read, fd_); }
+void Connection::reading_stopped() noexcept { deadline_queues().unlink<DeadlineKind::read>(*timeouts_, fd_); }
 
 // From the group's timer: our `kind` deadline has passed (the queue has let
 // go of us already).
@@ -135,7 +135,7 @@ void Connection::on_deadline(DeadlineKind kind) {
 }
 
 void Connection::drop_output() noexcept {
-    if (out_ && timeouts_) deadline_queues().unlink(*timeouts_, DeadlineKind::write, fd_);
+    if (out_ && timeouts_) deadline_queues().unlink<DeadlineKind::write>(*timeouts_, fd_);
     out_.reset();
 }
 

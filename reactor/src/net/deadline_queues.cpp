@@ -8,31 +8,9 @@
 #include "reactor/scheduler.hpp"
 
 namespace reactor::detail {
-namespace {
 
-// start + timeout, or TimePoint::max() where that would not fit.
-TimePoint add_saturated(TimePoint start, Duration timeout) noexcept {
+TimePoint DeadlineQueues::add_saturated(TimePoint start, Duration timeout) noexcept {
     return timeout >= TimePoint::max() - start ? TimePoint::max() : start + timeout;
-}
-
-}  // namespace
-
-Duration TimeoutGroup::timeout(DeadlineKind kind) const noexcept {
-    switch (kind) {
-    case DeadlineKind::read: return read;
-    case DeadlineKind::write: return write;
-    case DeadlineKind::idle: return idle;
-    }
-    return Duration::zero();
-}
-
-FdQueue& TimeoutGroup::queue(DeadlineKind kind) noexcept {
-    switch (kind) {
-    case DeadlineKind::read: return reads;
-    case DeadlineKind::write: return writes;
-    case DeadlineKind::idle: break;
-    }
-    return idles;
 }
 
 TimeoutGroup& DeadlineQueues::join(Duration read, Duration write, Duration idle) {
@@ -64,53 +42,8 @@ Connection& DeadlineQueues::connection(int fd) const noexcept {
     return static_cast<Connection&>(*scheduler().fd_owner(fd));  // see the header: every queued fd is one's
 }
 
-FdLinks& DeadlineQueues::links(DeadlineKind kind, int fd) noexcept {
-    switch (kind) {
-    case DeadlineKind::read: return clocks(fd).reads;
-    case DeadlineKind::write: return connection(fd).out_->writes;
-    case DeadlineKind::idle: break;
-    }
-    return clocks(fd).idles;
-}
-
-TimePoint DeadlineQueues::start(DeadlineKind kind, int fd) noexcept {
-    switch (kind) {
-    case DeadlineKind::read: return clocks(fd).read_start;
-    case DeadlineKind::write: return connection(fd).out_->write_start;
-    case DeadlineKind::idle: break;
-    }
-    return clocks(fd).idle_start;
-}
-
-TimePoint DeadlineQueues::deadline(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept {
-    return add_saturated(start(kind, fd), group.timeout(kind));
-}
-
-bool DeadlineQueues::is_linked(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept {
-    return group.queue(kind).contains(fd, [this, kind](int f) -> FdLinks& { return links(kind, f); });
-}
-
-void DeadlineQueues::link(TimeoutGroup& group, DeadlineKind kind, int fd) {
-    if (group.timeout(kind) == Duration::zero() || is_linked(group, kind, fd)) return;
-    FdQueue& queue = group.queue(kind);
-    queue.insert(fd, [this, kind](int f) -> FdLinks& { return links(kind, f); },
-                 [this, kind](int f) { return start(kind, f); });
-    if (queue.front() != fd) return;  // a front earlier than ours has the timer's attention already
-    const TimePoint due = deadline(group, kind, fd);
-    if (due < group.timer_at) set_timer(group, due);
-}
-
-void DeadlineQueues::unlink(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept {
-    if (!is_linked(group, kind, fd)) return;
-    group.queue(kind).remove(fd, [this, kind](int f) -> FdLinks& { return links(kind, f); });
-    // Nothing left to time: a timer kept would hold run() back for nothing.
-    if (group.reads.empty() && group.writes.empty() && group.idles.empty()) end_timer(group);
-}
-
-void DeadlineQueues::touch(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept {
-    if (!is_linked(group, kind, fd)) return;
-    group.queue(kind).move_to_back(fd, [this, kind](int f) -> FdLinks& { return links(kind, f); });
-}
+FdLinks& DeadlineQueues::write_links(int fd) noexcept { return connection(fd).out_->writes; }
+TimePoint DeadlineQueues::write_start(int fd) noexcept { return connection(fd).out_->write_start; }
 
 // The group's timer: every front whose deadline has come is ended, write
 // deadlines first (as a connection due for several reports the write one),
@@ -124,28 +57,32 @@ void DeadlineQueues::on_timer(TimeoutGroup& group) {
         ~Release() { queues.leave(group); }
     } release{*this, group};
     const TimePoint now = scheduler().now();
-    for (DeadlineKind kind : {DeadlineKind::write, DeadlineKind::read, DeadlineKind::idle}) expire(group, kind, now);
-    arm(group);
+    expire<DeadlineKind::write>(group, now);
+    expire<DeadlineKind::read>(group, now);
+    expire<DeadlineKind::idle>(group, now);
+    arm_for(group, std::min({front_deadline<DeadlineKind::write>(group), front_deadline<DeadlineKind::read>(group),
+                             front_deadline<DeadlineKind::idle>(group)}));
 }
 
-void DeadlineQueues::expire(TimeoutGroup& group, DeadlineKind kind, TimePoint now) {
-    FdQueue& queue = group.queue(kind);
-    while (!queue.empty() && deadline(group, kind, queue.front()) <= now) {
+template <DeadlineKind K>
+void DeadlineQueues::expire(TimeoutGroup& group, TimePoint now) {
+    FdQueue& queue = group.queue<K>();
+    while (!queue.empty() && deadline<K>(group, queue.front()) <= now) {
         const int fd = queue.front();
         // Out of the queue first, so the loop ends whatever the connection does.
-        queue.remove(fd, [this, kind](int f) -> FdLinks& { return links(kind, f); });
-        connection(fd).on_deadline(kind);
+        queue.remove(fd, links<K>());
+        connection(fd).on_deadline(K);
     }
 }
 
-void DeadlineQueues::arm(TimeoutGroup& group) {
-    TimePoint earliest = TimePoint::max();
-    for (DeadlineKind kind : {DeadlineKind::write, DeadlineKind::read, DeadlineKind::idle}) {
-        const FdQueue& queue = group.queue(kind);
-        if (!queue.empty()) earliest = std::min(earliest, deadline(group, kind, queue.front()));
-    }
-    if (earliest == TimePoint::max()) return end_timer(group);
-    if (earliest < group.timer_at) set_timer(group, earliest);
+template <DeadlineKind K>
+TimePoint DeadlineQueues::front_deadline(TimeoutGroup& group) noexcept {
+    const FdQueue& queue = group.queue<K>();
+    return queue.empty() ? TimePoint::max() : deadline<K>(group, queue.front());
+}
+
+void DeadlineQueues::arm_for(TimeoutGroup& group, TimePoint due) {
+    if (due < group.timer_at) set_timer(group, due);  // max: nothing to time
 }
 
 void DeadlineQueues::set_timer(TimeoutGroup& group, TimePoint due) {

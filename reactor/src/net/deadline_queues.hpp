@@ -59,10 +59,24 @@ struct TimeoutGroup {
     Handle timer;                            // for the earliest front, or none
     TimePoint timer_at = TimePoint::max();  // its due time; max: none pending
 
-    Duration timeout(DeadlineKind kind) const noexcept;
-    FdQueue& queue(DeadlineKind kind) noexcept;
+    template <DeadlineKind K>
+    Duration timeout() const noexcept {
+        if constexpr (K == DeadlineKind::read) return read;
+        if constexpr (K == DeadlineKind::write) return write;
+        if constexpr (K == DeadlineKind::idle) return idle;
+    }
+    template <DeadlineKind K>
+    FdQueue& queue() noexcept {
+        if constexpr (K == DeadlineKind::read) return reads;
+        if constexpr (K == DeadlineKind::write) return writes;
+        if constexpr (K == DeadlineKind::idle) return idles;
+    }
+    bool nothing_queued() const noexcept { return reads.empty() && writes.empty() && idles.empty(); }
 };
 
+// The kind of deadline is a template argument throughout: touch() runs on
+// every read and send, and knowing the kind at compile time leaves it a
+// few loads and stores.
 class DeadlineQueues final : public LoopService {
 public:
     // Empty by the time the loop destroys it: every connection has left its
@@ -79,13 +93,32 @@ public:
     DeadlineClocks& make_clocks(int fd);
     DeadlineClocks& clocks(int fd) noexcept { return clocks_[static_cast<std::size_t>(fd)]; }
 
-    // `fd`'s place in the `kind` queue of its group: put in start order
-    // (the clock set first), dropped, or moved to the back as its clock
-    // restarts now. Dropping or moving one not in the queue does nothing.
-    void link(TimeoutGroup& group, DeadlineKind kind, int fd);
-    void unlink(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept;
-    void touch(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept;
-    bool is_linked(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept;
+    // `fd`'s place in the K queue of its group: put in start order (the
+    // clock set first; not if K has no timeout), dropped, or moved to the
+    // back as its clock restarts now. Dropping or moving one not in the
+    // queue does nothing.
+    template <DeadlineKind K>
+    void link(TimeoutGroup& group, int fd) {
+        FdQueue& queue = group.queue<K>();
+        if (group.timeout<K>() == Duration::zero() || queue.contains(fd, links<K>())) return;
+        queue.insert(fd, links<K>(), [this](int f) { return start<K>(f); });
+        // Only a new front can be due before the timer.
+        if (queue.front() == fd) arm_for(group, deadline<K>(group, fd));
+    }
+    template <DeadlineKind K>
+    void unlink(TimeoutGroup& group, int fd) noexcept {
+        FdQueue& queue = group.queue<K>();
+        if (!queue.contains(fd, links<K>())) return;
+        queue.remove(fd, links<K>());
+        // Nothing left to time: a timer kept would hold run() back for nothing.
+        if (group.nothing_queued()) end_timer(group);
+    }
+    template <DeadlineKind K>
+    void touch(TimeoutGroup& group, int fd) noexcept {
+        FdQueue& queue = group.queue<K>();
+        if (queue.back() == fd || !queue.contains(fd, links<K>())) return;
+        queue.move_to_back(fd, links<K>());
+    }
 
 private:
     using Key = std::tuple<Duration::rep, Duration::rep, Duration::rep>;
@@ -93,12 +126,36 @@ private:
     std::vector<DeadlineClocks> clocks_;  // indexed by fd
 
     Connection& connection(int fd) const noexcept;
-    FdLinks& links(DeadlineKind kind, int fd) noexcept;
-    TimePoint start(DeadlineKind kind, int fd) noexcept;
-    TimePoint deadline(TimeoutGroup& group, DeadlineKind kind, int fd) noexcept;
+    // What FdQueue asks for: the links of an fd in the K queue.
+    template <DeadlineKind K>
+    auto links() noexcept {
+        return [this](int fd) -> FdLinks& {
+            if constexpr (K == DeadlineKind::read) return clocks(fd).reads;
+            if constexpr (K == DeadlineKind::idle) return clocks(fd).idles;
+            if constexpr (K == DeadlineKind::write) return write_links(fd);
+        };
+    }
+    template <DeadlineKind K>
+    TimePoint start(int fd) noexcept {
+        if constexpr (K == DeadlineKind::read) return clocks(fd).read_start;
+        if constexpr (K == DeadlineKind::idle) return clocks(fd).idle_start;
+        if constexpr (K == DeadlineKind::write) return write_start(fd);
+    }
+    template <DeadlineKind K>
+    TimePoint deadline(TimeoutGroup& group, int fd) noexcept {
+        return add_saturated(start<K>(fd), group.timeout<K>());
+    }
+    // The write clock and links are in the connection's output block.
+    FdLinks& write_links(int fd) noexcept;
+    TimePoint write_start(int fd) noexcept;
+    static TimePoint add_saturated(TimePoint start, Duration timeout) noexcept;
+
     void on_timer(TimeoutGroup& group);
-    void expire(TimeoutGroup& group, DeadlineKind kind, TimePoint now);
-    void arm(TimeoutGroup& group);
+    template <DeadlineKind K>
+    void expire(TimeoutGroup& group, TimePoint now);
+    template <DeadlineKind K>
+    TimePoint front_deadline(TimeoutGroup& group) noexcept;
+    void arm_for(TimeoutGroup& group, TimePoint due);  // if before the pending timer
     void set_timer(TimeoutGroup& group, TimePoint due);
     void end_timer(TimeoutGroup& group) noexcept;
 };

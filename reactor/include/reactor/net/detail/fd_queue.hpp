@@ -21,6 +21,7 @@ class FdQueue {
 public:
     bool empty() const noexcept { return head_ < 0; }
     int front() const noexcept { return head_; }  // -1 if empty
+    int back() const noexcept { return tail_; }
 
     template <class Links>
     bool contains(int fd, Links links) const {
