@@ -85,10 +85,13 @@ void DeadlineQueues::arm_for(TimeoutGroup& group, TimePoint due) {
     if (due < group.timer_at) set_timer(group, due);  // max: nothing to time
 }
 
+// The new timer first: if arming it throws (std::bad_alloc), the one it
+// would replace still stands, and the deadlines end late rather than never.
 void DeadlineQueues::set_timer(TimeoutGroup& group, TimePoint due) {
-    end_timer(group);  // an earlier due time replaces it
-    group.timer = scheduler().call_at_unlisted(due, [&group] { group.queues->on_timer(group); },
-                                               std::source_location::current());
+    Handle timer = scheduler().call_at_unlisted(due, [&group] { group.queues->on_timer(group); },
+                                                std::source_location::current());
+    end_timer(group);  // the later due time it replaces
+    group.timer = timer;
     group.timer_at = due;
 }
 
