@@ -4,8 +4,8 @@
 // owner's readiness is in the ready queue (Scheduler::watch). The owner
 // keeps its due time; the loop keeps one bit per fd (FdWaiters::owner_timer)
 // that says an entry of the heap is the owner's pending timer, and tells
-// that entry from the ones it replaced by asking the owner its time. A
-// connection with deadlines thus costs the loop a heap entry, not a slot.
+// that entry from the ones it replaced by asking the owner its time. An
+// owner's timer thus costs the loop a heap entry, not a slot.
 // Loop thread only; the run phase that calls the owner is in iteration.cpp.
 #include <algorithm>
 #include <stdexcept>
