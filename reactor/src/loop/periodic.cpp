@@ -16,18 +16,12 @@
 namespace reactor {
 namespace {
 
-// `t + d`, saturating at TimePoint::max() ("never") instead of overflowing
-// into the past, which would make the timer fire at once, forever.
-TimePoint saturating_add(TimePoint t, Duration d) {
-    return d >= TimePoint::max() - t ? TimePoint::max() : t + d;
-}
-
 // fixed_rate: the first grid point deadline + k * interval (k >= 1) that is
 // not before `t`. Skipping to it in one step, rather than adding `interval`
 // until it is reached, keeps a long stall (a suspended laptop) from costing
 // one pass per missed tick.
 TimePoint next_on_grid(TimePoint deadline, Duration interval, TimePoint t) {
-    const TimePoint next = saturating_add(deadline, interval);
+    const TimePoint next = detail::saturating_add(deadline, interval);
     if (next >= t) return next;
     const std::int64_t behind = (t - deadline).count();
     const std::int64_t step = interval.count();
@@ -44,7 +38,7 @@ Handle Scheduler::call_every_checked(Duration interval, Callback cb, Periodic po
     if (policy != Periodic::fixed_rate && policy != Periodic::fixed_delay) {
         throw std::invalid_argument("reactor: call_every: unknown Periodic policy");
     }
-    const TimePoint first = saturating_add(timer_base(), interval);
+    const TimePoint first = detail::saturating_add(timer_base(), interval);
     Ref r = alloc_slot(std::move(cb), where, SlotKind::periodic);
     periodic_[r.slot] = PeriodicTiming{policy, interval, first};
     arm_timer(first, r);
@@ -59,7 +53,7 @@ Handle Scheduler::call_every_checked(Duration interval, Callback cb, Periodic po
 void Scheduler::rearm_periodic(Ref r) {
     PeriodicTiming& p = periodic_.at(r.slot);
     const TimePoint t = read_clock();
-    p.deadline = p.policy == Periodic::fixed_delay ? saturating_add(t, p.interval)
+    p.deadline = p.policy == Periodic::fixed_delay ? detail::saturating_add(t, p.interval)
                                                    : next_on_grid(p.deadline, p.interval, t);
     slots_[r.slot].kind = SlotKind::periodic;
     arm_timer(p.deadline, r);

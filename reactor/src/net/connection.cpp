@@ -186,11 +186,6 @@ void Connection::pause_reading() {
 void Connection::resume_reading() {
     check_thread("Connection::resume_reading");
     reading_wanted_ = true;
-    reading_may_resume();
-}
-
-// After the user's resume_reading() or the buffer's fall to the low mark.
-void Connection::reading_may_resume() {
     update_reader();
 }
 
@@ -310,7 +305,7 @@ void Connection::on_writable() {
     }
     if (above_high_ && buffered() <= low_water_) {
         above_high_ = false;
-        if (pause_above_high_) reading_may_resume();
+        if (pause_above_high_) update_reader();
         if (rare_) rare_->on_low_water.invoke(*this);  // may write, close, abort...
         if (state_ == State::closed) return;
     }
@@ -419,7 +414,7 @@ void Connection::release_fd(bool abortive) {
     leave_deadlines();
     state_ = State::closed;
     if (auto* open = sched_.find_service<detail::OpenConnections>()) open->remove(fd_);
-    sched_.forget_fd(fd_);  // and with it our deadline timer
+    sched_.forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
     if (abortive && is_socket_) detail::set_linger_zero(fd_);
     if (rare_ && rare_->restore_flags >= 0) ::fcntl(fd_, F_SETFL, rare_->restore_flags);  // adopt_stdio: the description outlives us

@@ -9,10 +9,6 @@
 
 namespace reactor::detail {
 
-TimePoint DeadlineQueues::add_saturated(TimePoint start, Duration timeout) noexcept {
-    return timeout >= TimePoint::max() - start ? TimePoint::max() : start + timeout;
-}
-
 TimeoutGroup& DeadlineQueues::join(Duration read, Duration write, Duration idle) {
     auto [it, made] = groups_.try_emplace(Key{read.count(), write.count(), idle.count()});
     TimeoutGroup& group = it->second;

@@ -143,12 +143,11 @@ private:
     }
     template <DeadlineKind K>
     TimePoint deadline(TimeoutGroup& group, int fd) noexcept {
-        return add_saturated(start<K>(fd), group.timeout<K>());
+        return saturating_add(start<K>(fd), group.timeout<K>());
     }
     // The write clock and links are in the connection's output block.
     FdLinks& write_links(int fd) noexcept;
     TimePoint write_start(int fd) noexcept;
-    static TimePoint add_saturated(TimePoint start, Duration timeout) noexcept;
 
     void on_timer(TimeoutGroup& group);
     template <DeadlineKind K>

@@ -299,7 +299,6 @@ private:
     void on_writable();
     void on_eof();
     void update_reader();
-    void reading_may_resume();
     void register_writer();
     void do_write_eof();
     void begin_close(CloseKind kind);

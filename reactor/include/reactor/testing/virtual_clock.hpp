@@ -32,7 +32,7 @@ public:
     // std::invalid_argument and changes nothing.
     void advance(Duration d) {
         if (d < Duration::zero()) throw std::invalid_argument("VirtualClock: cannot advance by a negative duration");
-        now_ = d >= TimePoint::max() - now_ ? TimePoint::max() : now_ + d;
+        now_ = detail::saturating_add(now_, d);
     }
     // Moves time forward to `t`; a `t` earlier than now() throws
     // std::invalid_argument and changes nothing.

@@ -116,7 +116,7 @@ public:
         std::optional<TimePoint> target;
         if (timeout) {
             const auto step = std::chrono::ceil<Duration>(*timeout);
-            target = step >= TimePoint::max() - clock_.now() ? TimePoint::max() : clock_.now() + step;
+            target = detail::saturating_add(clock_.now(), step);
         }
         if (auto next = script_.next_deliverable(); next && (!target || *next < *target)) {
             target = std::max(*next, clock_.now());
