@@ -33,6 +33,7 @@
 #include "reactor/export.hpp"
 #include "reactor/callback.hpp"
 #include "reactor/clock.hpp"
+#include "reactor/detail/adaptive_mutex.hpp"
 #include "reactor/detail/posted_queue.hpp"
 #include "reactor/detail/scheduler_slots.hpp"
 #include "reactor/error_context.hpp"
@@ -604,7 +605,8 @@ private:
     // the queue.
     using Posted = detail::PostedQueue::Entry;
     // Written by the posters, and by the loop as it takes the queue.
-    alignas(detail::kCacheLine) mutable std::mutex posted_mutex_;  // mutable: empty() looks at posted_
+    // Spins before it sleeps: see adaptive_mutex.hpp.
+    alignas(detail::kCacheLine) mutable detail::AdaptiveMutex posted_mutex_;  // mutable: empty() looks at posted_
     detail::PostedQueue posted_;
     bool posts_refused_ = false;  // under posted_mutex_ (refuse_posts)
     // Read at every post and every iteration, written about once per batch.
