@@ -534,13 +534,16 @@ public:
 
     futures::Step<void> resume() {
         for (;;) {
+            // Each finished future taken out of its member as its result is
+            // taken, as examples/10's session does: kept, its state would stay
+            // allocated through the next wait.
             if (draining_) {
-                drain_.result();
+                std::exchange(drain_, {}).result();
                 draining_ = false;
                 return read_ = stream_.read();
             }
             if (!read_.valid()) return read_ = stream_.read();
-            std::string data = read_.result();
+            std::string data = std::exchange(read_, {}).result();
             if (data.empty()) return futures::finished;  // EOF
             *echoed_ += data.size();
             stream_.write(data);

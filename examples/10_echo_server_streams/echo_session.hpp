@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
@@ -43,7 +44,11 @@ public:
                 if (!read_.valid()) return read_ = stream_.read();
                 std::string data;
                 try {
-                    data = read_.result();
+                    // Taken out of the member (std::exchange), so the finished
+                    // future's state goes now: kept, it would stay allocated
+                    // for as long as the next wait lasts, an idle client's
+                    // whole life (see members below).
+                    data = std::exchange(read_, {}).result();
                 } catch (const std::system_error& e) {
                     return gone(e);
                 }
@@ -55,7 +60,7 @@ public:
             }
             case State::draining:
                 try {
-                    drain_.result();
+                    std::exchange(drain_, {}).result();
                 } catch (const std::system_error& e) {
                     return gone(e);  // typically a client that sent a lot, read nothing and reset
                 }
@@ -91,6 +96,9 @@ private:
     futures::Stream stream_;
     EchoCounts& counts_;
     State state_ = State::reading;
+    // The wait in progress: at most one of the two is valid at a time. A
+    // future holds its state (a heap block) until it is reset or replaced,
+    // result taken or not; resume() lets each go as it takes its result.
     futures::Future<std::string> read_;
     futures::Future<void> drain_;
 };

@@ -171,7 +171,7 @@ void StreamCore::on_data(std::string_view d) {
     try_read();
     // Flow control (asyncio's): stop reading while twice the limit waits
     // unread; reading resumes once a read takes it back to the limit.
-    if (!paused_ && in_.size() > 2 * options_.limit && !wants_more()) {
+    if (!paused_ && in_.size() > 2 * limit_ && !wants_more()) {
         paused_ = true;
         transport_->pause_reading();
     }
@@ -248,12 +248,12 @@ void StreamCore::try_read() {
         std::size_t pos = view.find(r.delimiter, from);
         if (pos != std::string_view::npos) {
             std::size_t end = pos + r.delimiter.size();
-            if (end > options_.limit)
+            if (end > limit_)
                 return fail(LimitOverrunError("stream: the delimiter is found, but the chunk is longer than the limit", end));
             return complete(end);
         }
         r.scanned = view.size();
-        if (view.size() > options_.limit)
+        if (view.size() > limit_)
             return fail(LimitOverrunError("stream: the delimiter is not found, and the chunk exceeds the limit",
                                           view.size()));
         break;
@@ -263,14 +263,14 @@ void StreamCore::try_read() {
         std::string_view view = in_.view();
         std::size_t end = view.find('\n', r.scanned);
         if (end != std::string_view::npos) {
-            if (end + 1 > options_.limit)
+            if (end + 1 > limit_)
                 return fail(LimitOverrunError("stream: the line end is found, but the line is longer than the limit",
                                               end + 1));
             const std::size_t length = end > 0 && view[end - 1] == '\r' ? end - 1 : end;
             return complete(0, length, end + 1);
         }
         r.scanned = view.size();
-        if (view.size() > options_.limit)
+        if (view.size() > limit_)
             return fail(LimitOverrunError("stream: the line end is not found, and the line exceeds the limit",
                                           view.size()));
         break;
@@ -334,7 +334,7 @@ void StreamCore::complete(std::size_t offset, std::size_t length, std::size_t co
 void StreamCore::deliver(std::string bytes) {
     ReadPromise p = std::move(read_->promise);
     read_.reset();
-    if (paused_ && in_.size() <= options_.limit) {
+    if (paused_ && in_.size() <= limit_) {
         paused_ = false;
         transport_->resume_reading();
     }

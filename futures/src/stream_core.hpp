@@ -64,7 +64,7 @@ public:
     enum class ReadKind : std::uint8_t { some, exactly, until, line, frame };
 
     StreamCore(std::unique_ptr<StreamTransport> transport, const StreamOptions& options)
-        : sched_(transport->connection().scheduler()), transport_(std::move(transport)), options_(options) {}
+        : sched_(transport->connection().scheduler()), transport_(std::move(transport)), limit_(options.limit) {}
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
@@ -166,7 +166,10 @@ private:
 
     reactor::Scheduler& sched_;
     std::unique_ptr<StreamTransport> transport_;
-    StreamOptions options_;
+    // StreamOptions::limit, the one option a stream uses after it is made
+    // (the connection's are the transport's): kept alone, not the whole
+    // StreamOptions, because every idle stream pays for what it keeps.
+    std::size_t limit_;
     reactor::ByteBuffer in_;
     std::optional<PendingRead> read_;
     std::vector<Promise<void>> drain_waiters_;
