@@ -670,7 +670,7 @@ void print_sizes() {
     row("reactor::Scheduler", sizeof(reactor::Scheduler), "one per loop");
     row("futures::Stream", sizeof(futures::Stream), "a handle: shared_ptr to StreamCore");
     row("futures::detail::StreamCore", sizeof(futures::detail::StreamCore), "one per stream, in a make_shared block");
-    row("futures::StreamOptions", sizeof(futures::StreamOptions), "copied into each StreamCore");
+    row("futures::StreamOptions", sizeof(futures::StreamOptions), "what start_server and Stream::from take; a StreamCore keeps its limit alone");
     row("futures::Future<std::string>", sizeof(futures::Future<std::string>), "a handle to a pooled state");
     row("futures::Promise<std::string>", sizeof(futures::Promise<std::string>), "");
     row("futures::Promise<void>", sizeof(futures::Promise<void>), "");
@@ -694,7 +694,7 @@ void print_connection_fields() {
         {"sched_, where_ (pointers)", sizeof(reactor::Scheduler*) + sizeof(std::source_location)},
         {"self_ (shared_ptr)", sizeof(std::shared_ptr<Connection>)},
         {"set_ (ConnectionSet*)", sizeof(void*)},
-        {"out_, rare_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any)", 3 * sizeof(void*)},
+        {"out_, rare_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any), layer_ (a layer's events receiver, if any)", 4 * sizeof(void*)},
         {"on_data_, on_close_ (CallbackSlot)", 2 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
         {"peer_ (PackedAddress; the local address is asked of the kernel)", sizeof(reactor::detail::PackedAddress)},
         {"fd_ (int)", sizeof(int)},

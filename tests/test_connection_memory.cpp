@@ -29,19 +29,22 @@
 
 namespace {
 
-// Live heap bytes (malloc_usable_size of every block operator new made).
+// Live heap bytes (malloc_usable_size of every block operator new made) and blocks.
 std::atomic<long> live_bytes{0};
+std::atomic<long> live_blocks{0};
 
 void* counted_new(std::size_t n) {
     void* p = std::malloc(n == 0 ? 1 : n);
     if (!p) throw std::bad_alloc();
     live_bytes.fetch_add(static_cast<long>(::malloc_usable_size(p)), std::memory_order_relaxed);
+    live_blocks.fetch_add(1, std::memory_order_relaxed);
     return p;
 }
 
 void counted_delete(void* p) noexcept {
     if (!p) return;
     live_bytes.fetch_sub(static_cast<long>(::malloc_usable_size(p)), std::memory_order_relaxed);
+    live_blocks.fetch_sub(1, std::memory_order_relaxed);
     std::free(p);
 }
 
@@ -238,5 +241,33 @@ BOOST_AUTO_TEST_CASE(a_stream_keeps_no_read_buffer_once_read) {
     BOOST_TEST(stream.buffered() == 0u);
     BOOST_TEST(live_bytes.load() - idle < 4096 + 1024, "the burst's buffer was kept");
     stream.close();
+    server.disconnect(clients);
+}
+
+// A stream over a connection adds its own state and its transport, and
+// nothing to the connection: the EOF and low-water events reach the stream
+// through the connection's layer events, not through callbacks in a block
+// the connection would make for them (issue 22).
+BOOST_AUTO_TEST_CASE(a_stream_adds_two_blocks_to_its_connection) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Server server(sched);
+    auto clients = server.connect(2);
+    // The first stream of a loop also makes the loop's table of open streams.
+    futures::Stream first = futures::Stream::from(server.accepted[0]);
+    const long blocks = live_blocks.load();
+    futures::Stream second = futures::Stream::from(server.accepted[1]);
+    BOOST_TEST(live_blocks.load() - blocks == 2, "the stream's state, its transport");
+    // Both events still arrive: the peer's EOF ends a read with what came first.
+    BOOST_REQUIRE(reactor_test::send_all(clients[1], "last words"));
+    ::shutdown(clients[1], SHUT_WR);
+    futures::Future<std::string> all = second.read_exactly(10);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return all.done(); }));
+    BOOST_TEST(all.result() == "last words");
+    futures::Future<std::string> after = second.read();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return after.done(); }));
+    BOOST_TEST(after.result().empty(), "a read at EOF ends empty");
+    BOOST_TEST(second.write("still writable after the peer's EOF"));
+    first.close();
+    second.close();
     server.disconnect(clients);
 }

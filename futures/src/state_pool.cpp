@@ -17,14 +17,24 @@ namespace {
 
 constexpr std::size_t kGranule = 16;  // operator new's alignment: a block fits any class member
 constexpr std::size_t kClasses = kMaxPooledSize / kGranule;
-
-// Size class c holds blocks of (c + 1) * kGranule bytes; kClasses: not pooled.
-constexpr std::size_t class_of(std::size_t size) noexcept { return size == 0 ? 0 : (size - 1) / kGranule; }
+// Class c holds blocks of kFirst + c * kGranule bytes (24, 40, 56, ...; the
+// last is just above kMaxPooledSize); kClasses: not pooled. Not multiples of
+// 16: malloc (glibc's, and ptmalloc's relatives) puts an 8-byte size word
+// before each block and hands out 16-byte chunks, so a request of 16k - 8
+// bytes fills a chunk of 16k, and one of 16k bytes takes 16k + 16. A state of
+// 120 bytes is then a 128-byte chunk, not 144.
+constexpr std::size_t kFirst = kGranule + 8;
+constexpr std::size_t block_of_class(std::size_t c) noexcept { return kFirst + c * kGranule; }
+constexpr std::size_t class_of(std::size_t size) noexcept {
+    return size <= kFirst ? 0 : (size - kFirst + kGranule - 1) / kGranule;
+}
 // What a block for `size` bytes really is: every block of a class has the
 // class's size, so that any state of that class can reuse it.
 constexpr std::size_t block_size(std::size_t size) noexcept {
-    return class_of(size) < kClasses ? (class_of(size) + 1) * kGranule : size;
+    return class_of(size) < kClasses ? block_of_class(class_of(size)) : size;
 }
+static_assert(block_of_class(kClasses - 1) >= kMaxPooledSize, "every size up to kMaxPooledSize is pooled");
+static_assert(block_size(120) == 120 && block_size(121) == 136 && block_size(1) == 24);
 
 void poison(void* block, std::size_t size) noexcept {
 #if defined(__SANITIZE_ADDRESS__)
@@ -56,14 +66,14 @@ public:
     void* pop(std::size_t c) noexcept {
         FreeBlock* b = heads_[c];
         if (!b) return nullptr;
-        unpoison(b, (c + 1) * kGranule);
+        unpoison(b, block_of_class(c));
         heads_[c] = b->next;
         --blocks_;
-        bytes_ -= (c + 1) * kGranule;
+        bytes_ -= block_of_class(c);
         return b;
     }
     bool push(void* block, std::size_t c) noexcept {
-        std::size_t size = (c + 1) * kGranule;
+        std::size_t size = block_of_class(c);
         if (bytes_ + size > kMaxCachedBytes) return false;
         heads_[c] = ::new (block) FreeBlock{heads_[c]};
         poison(block, size);
@@ -92,7 +102,7 @@ Pool::~Pool() {
     pool_gone = true;
     spare_waiters.reset();
     for (std::size_t c = 0; c < kClasses; ++c) {
-        while (void* b = pop(c)) ::operator delete(b, (c + 1) * kGranule);
+        while (void* b = pop(c)) ::operator delete(b, block_of_class(c));
     }
 }
 

@@ -45,7 +45,7 @@ void OpenStreams::abandon() noexcept {
 
 // ---------------------------------------------------------------- StreamCore
 
-// The promises (read_, drain_waiters_, close_waiters_) break as the members
+// The promises (read_, waiters_) break as the members
 // go: nobody can complete them any more.
 StreamCore::~StreamCore() {
     // The transport's data, EOF and low-water callbacks hold a plain pointer
@@ -64,7 +64,7 @@ void StreamCore::attach() {
     // holds a weak_ptr.
     transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
     // Until its close callback has run, the loop's end must reach it (see OpenStreams).
-    sched_.service<OpenStreams>().add(*this);
+    scheduler().service<OpenStreams>().add(*this);
 }
 
 // The new transport takes the connection over from the old one, which is
@@ -101,8 +101,7 @@ void StreamCore::end_with_loop() noexcept {
     closed_ = true;
     eof_ = true;
     read_.reset();  // each promise still pending breaks, naming its line
-    drain_waiters_.clear();
-    close_waiters_.clear();
+    waiters_.reset();
     transport_->abandon();  // and the transport's own (futures_tls: a handshake's)
 }
 
@@ -117,8 +116,9 @@ void StreamCore::check_no_read_pending() const {
 Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter,
                                            std::source_location where) {
     check_no_read_pending();
-    read_.emplace(PendingRead{kind, n, std::move(delimiter), {Promise<std::string>(sched_, where, "stream read"), {}}});
-    Future<std::string> f = read_->promise.text.get_future();
+    Promise<std::string> promise(scheduler(), where, "stream read");
+    Future<std::string> f = promise.get_future();
+    read_.emplace(PendingRead{.delimiter = std::move(delimiter), .promise = {std::move(promise)}, .n = n, .kind = kind});
     try_read();
     return f;
 }
@@ -126,18 +126,20 @@ Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::st
 Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, reactor::FrameFormat format,
                                                                  std::source_location where) {
     check_no_read_pending();
-    read_.emplace(PendingRead{kind, 0, {},
-                              {{}, Promise<std::optional<std::string>>(sched_, where, "stream read")}, 0, format});
-    Future<std::optional<std::string>> f = read_->promise.maybe.get_future();
+    Promise<std::optional<std::string>> promise(scheduler(), where, "stream read");
+    Future<std::optional<std::string>> f = promise.get_future();
+    read_.emplace(PendingRead{.delimiter = {}, .promise = {std::move(promise)}, .format = format, .kind = kind});
     try_read();
     return f;
 }
 
 Future<void> StreamCore::drain(std::source_location where) {
-    if (error_ != 0) return make_exception_future<void>(sched_, connection_error(), where);
-    if (closed_ || !transport_->above_high_water()) return make_ready_future(sched_, where);
-    std::erase_if(drain_waiters_, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
-    return drain_waiters_.emplace_back(sched_, where, "stream drain").get_future();
+    reactor::Scheduler& sched = scheduler();
+    if (error_ != 0) return make_exception_future<void>(sched, connection_error(), where);
+    if (closed_ || !transport_->above_high_water()) return make_ready_future(sched, where);
+    std::vector<Promise<void>>& drains = waiters().drain;
+    std::erase_if(drains, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
+    return drains.emplace_back(sched, where, "stream drain").get_future();
 }
 
 void StreamCore::close() {
@@ -151,9 +153,10 @@ void StreamCore::abort() {
 }
 
 Future<void> StreamCore::wait_closed(std::source_location where) {
-    if (closed_) return make_ready_future(sched_, where);
-    std::erase_if(close_waiters_, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
-    return close_waiters_.emplace_back(sched_, where, "wait for the stream to close").get_future();
+    if (closed_) return make_ready_future(scheduler(), where);
+    std::vector<Promise<void>>& closes = waiters().close;
+    std::erase_if(closes, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
+    return closes.emplace_back(scheduler(), where, "wait for the stream to close").get_future();
 }
 
 void StreamCore::on_data(std::string_view d) {
@@ -196,8 +199,10 @@ void StreamCore::on_closed(const StreamTransportEnd& end) {
     error_ = end.error;
     error_exception_ = end.exception;
     finish_drains(error_);
-    for (auto& p : std::exchange(close_waiters_, {}))
-        if (p.is_pending()) p.set_value();
+    if (waiters_) {
+        for (auto& p : std::exchange(waiters_->close, {}))
+            if (p.is_pending()) p.set_value();
+    }
     try_read();
 }
 
@@ -215,7 +220,8 @@ std::exception_ptr StreamCore::connection_error() const {
 }
 
 void StreamCore::finish_drains(int error) {
-    for (auto& p : std::exchange(drain_waiters_, {})) {
+    if (!waiters_) return;
+    for (auto& p : std::exchange(waiters_->drain, {})) {
         if (!p.is_pending()) continue;  // cancelled by its owner
         if (error == ECANCELED) {
             p.cancel();  // Scheduler::close(): see try_read

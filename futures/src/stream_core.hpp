@@ -21,6 +21,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <reactor/intrusive_list.hpp>
@@ -64,7 +65,7 @@ public:
     enum class ReadKind : std::uint8_t { some, exactly, until, line, frame };
 
     StreamCore(std::unique_ptr<StreamTransport> transport, const StreamOptions& options)
-        : sched_(transport->connection().scheduler()), transport_(std::move(transport)), limit_(options.limit) {}
+        : transport_(std::move(transport)), limit_(options.limit) {}
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
@@ -93,54 +94,59 @@ public:
 
     void close();
     void abort();
-    bool is_closing() const { return closing_ || closed_; }
+    bool is_closing() const { return closing_ || closed_ || !transport_->is_open(); }
     Future<void> wait_closed(std::source_location where);
 
     reactor::Connection& connection() const { return transport_->connection(); }
     StreamTransport& transport() const { return *transport_; }
-    reactor::Scheduler& scheduler() const { return sched_; }
+    reactor::Scheduler& scheduler() const { return transport_->connection().scheduler(); }
 
 private:
-    // The promise of the pending read: `text` for read, read_exactly and
-    // read_until; `maybe` for read_line and read_frame, which end with an
-    // empty optional at a clean end of input.
+    // The promise of the pending read: Promise<std::string> for read,
+    // read_exactly and read_until; Promise<std::optional<std::string>> for
+    // read_line and read_frame, which end with an empty optional at a clean
+    // end of input. One or the other, never both: a variant.
     struct ReadPromise {
-        Promise<std::string> text;
-        Promise<std::optional<std::string>> maybe;
-        bool is_pending() const noexcept { return text.is_pending() || maybe.is_pending(); }
-        std::source_location where() const { return text.valid() ? text.where() : maybe.where(); }
-        void set_value(std::string bytes) {
-            if (text.valid()) {
-                text.set_value(std::move(bytes));
-            } else {
-                maybe.set_value(std::move(bytes));
-            }
+        std::variant<Promise<std::string>, Promise<std::optional<std::string>>> promise;
+
+        bool is_pending() const noexcept {
+            return std::visit([](const auto& p) { return p.is_pending(); }, promise);
         }
-        void set_end() { maybe.set_value(std::nullopt); }
+        std::source_location where() const {
+            return std::visit([](const auto& p) { return p.where(); }, promise);
+        }
+        void set_value(std::string bytes) {
+            std::visit([&](auto& p) { p.set_value(std::move(bytes)); }, promise);
+        }
+        void set_end() { std::get<1>(promise).set_value(std::nullopt); }
         template <class E>
         void set_exception(E error) {
-            if (text.valid()) {
-                text.set_exception(std::move(error));
-            } else {
-                maybe.set_exception(std::move(error));
-            }
+            std::visit([&](auto& p) { p.set_exception(std::move(error)); }, promise);
         }
         void cancel() {
-            if (text.valid()) {
-                text.cancel();
-            } else {
-                maybe.cancel();
-            }
+            std::visit([](auto& p) { p.cancel(); }, promise);
         }
     };
+    // Largest members first: an idle stream pays for this whole struct.
     struct PendingRead {
-        ReadKind kind;
-        std::size_t n;              // some: at most n; exactly: n
         std::string delimiter;      // until
         ReadPromise promise;
+        std::size_t n = 0;          // some: at most n; exactly: n
         std::size_t scanned = 0;    // until, line: bytes already searched
         reactor::FrameFormat format{};  // frame
+        ReadKind kind;
     };
+    // The waiters of drain() and wait_closed(), made on first use: most
+    // streams never wait for either (drain() of output below the high-water
+    // mark is ready at once), so an idle stream pays a pointer for them.
+    struct Waiters {
+        std::vector<Promise<void>> drain;
+        std::vector<Promise<void>> close;
+    };
+    Waiters& waiters() {
+        if (!waiters_) waiters_ = std::make_unique<Waiters>();
+        return *waiters_;
+    }
     void check_no_read_pending() const;
 
     // The transport's callbacks (StreamTransport::Receiver: public, so that a
@@ -164,16 +170,14 @@ private:
     template <class E>
     void fail(E error);
 
-    reactor::Scheduler& sched_;
-    std::unique_ptr<StreamTransport> transport_;
+    std::unique_ptr<StreamTransport> transport_;  // and through it, the connection and its loop
     // StreamOptions::limit, the one option a stream uses after it is made
     // (the connection's are the transport's): kept alone, not the whole
     // StreamOptions, because every idle stream pays for what it keeps.
     std::size_t limit_;
     reactor::ByteBuffer in_;
     std::optional<PendingRead> read_;
-    std::vector<Promise<void>> drain_waiters_;
-    std::vector<Promise<void>> close_waiters_;
+    std::unique_ptr<Waiters> waiters_;
     int error_ = 0;         // errno of a reset or failure
     std::exception_ptr error_exception_;  // the transport's own exception for it, if it gave one
     bool eof_ = false;      // no more bytes will arrive

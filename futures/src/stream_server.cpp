@@ -34,15 +34,16 @@ void ServerCore::listen(const reactor::Address& address) {
         lopt, where_);
 }
 
+// The conversation's continuation holds the stream until the conversation
+// ends (as the task or callbacks behind it usually do too); the server only
+// counts. Aborting the clients is the listener's: its connection set has every
+// connection still open, whether its conversation runs or it still flushes.
 void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
     Stream stream = Stream::from(conn, options_);
-    StreamCore* key = stream.core_.get();
-    active_.emplace(key, stream);
     Future<void> conversation;
     try {
         conversation = handler_(stream);
     } catch (...) {
-        active_.erase(key);
         stream.abort();
         reactor::ErrorContext ctx;
         ctx.message = fmt::format("stream server {}: the handler threw", listener_->address().to_string());
@@ -52,18 +53,13 @@ void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
         sched_.call_exception_handler(ctx);
         return;
     }
-    auto finished = [weak = weak_from_this(), stream, key]() mutable {
+    ++active_;
+    auto finished = [weak = weak_from_this(), stream]() mutable {
         stream.close();
-        if (auto self = weak.lock()) self->active_.erase(key);
+        if (auto self = weak.lock()) --self->active_;
     };
     if (!conversation.valid()) return finished();
     conversation.add_done_callback(std::move(finished), where_);
-}
-
-void ServerCore::abort_clients() {
-    auto doomed = active_;  // aborting does not call back synchronously, but be safe
-    for (auto& [key, stream] : doomed) stream.abort();
-    listener_->connections().abort_all();  // and those whose conversation ended but still flush
 }
 
 // The listener holds the promise (shared: its waiters are std::functions)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Internal: the state behind a StreamServer. Owns the listener and a Stream
-// handle per conversation still running; the listener's accept callback refers
-// to it weakly, so the StreamServer handles alone decide how long it lives.
+// Internal: the state behind a StreamServer. Owns the listener and counts the
+// conversations still running; the listener's accept callback refers to it
+// weakly, so the StreamServer handles alone decide how long it lives.
 // Loop thread only.
 #pragma once
 
@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <memory>
 #include <source_location>
-#include <unordered_map>
 #include <utility>
 
 #include <reactor/net/address.hpp>
@@ -34,10 +33,10 @@ public:
     const reactor::Address& address() const { return listener_->address(); }
     void close() { listener_->close(); }  // conversations in progress go on
     bool is_serving() const { return listener_->is_listening(); }
-    std::size_t active() const { return active_.size(); }
+    std::size_t active() const { return active_; }
     std::uint64_t accepted() const { return listener_->accepted(); }
     void close_clients() { listener_->connections().close_all(); }
-    void abort_clients();
+    void abort_clients() { listener_->connections().abort_all(); }
     Future<void> wait_closed(std::source_location where);
     Future<void> serve_until(Future<void> stop, reactor::Duration drain, std::source_location where);
 
@@ -49,8 +48,9 @@ private:
     StreamOptions options_;
     std::source_location where_;
     reactor::ListenerPtr listener_;
-    // Keyed by the stream's core: an entry goes when its conversation ends.
-    std::unordered_map<StreamCore*, Stream> active_;
+    // Conversations whose future is not complete yet. A count, not a table of
+    // their streams: an idle connection pays for what the server keeps.
+    std::size_t active_ = 0;
 };
 
 }  // namespace futures::detail

@@ -238,8 +238,13 @@ void Connection::on_readable() {
 void Connection::on_eof() {
     read_eof_ = true;
     update_reader();
-    if (!rare_ || !rare_->on_eof) return begin_close(CloseKind::eof);
-    rare_->on_eof.invoke(*this);
+    if (layer_) {
+        layer_->on_eof(*this);
+    } else if (rare_ && rare_->on_eof) {
+        rare_->on_eof.invoke(*this);
+    } else {
+        return begin_close(CloseKind::eof);
+    }
     // Both directions are finished: nothing more can happen on this socket.
     if (state_ == State::open && write_shut_) finish_close({CloseKind::eof, {}}, false);
 }
@@ -306,7 +311,12 @@ void Connection::on_writable() {
     if (above_high_ && buffered() <= low_water_) {
         above_high_ = false;
         if (pause_above_high_) update_reader();
-        if (rare_) rare_->on_low_water.invoke(*this);  // may write, close, abort...
+        // Either may write, close, abort...
+        if (layer_) {
+            layer_->on_low_water(*this);
+        } else if (rare_) {
+            rare_->on_low_water.invoke(*this);
+        }
         if (state_ == State::closed) return;
     }
     if (has_output()) return;
@@ -428,6 +438,7 @@ void Connection::release_fd(bool abortive) {
 void Connection::clear_callbacks() noexcept {
     on_close_.reset();
     on_data_.reset();
+    layer_ = nullptr;
     if (rare_) {  // the block stays: one of its callbacks may be running
         rare_->on_eof.reset();
         rare_->on_drain.reset();

@@ -4,14 +4,14 @@
 // Every future is one heap block (its state), made when the future is made and
 // freed when its last handle goes, so a then() chain or a fan-out allocates and
 // frees at the rate the loop runs them. Freed blocks are kept on a free list per
-// size class (multiples of 16 bytes, up to kMaxPooledSize) and handed out again
-// by the next state of that class: a pop instead of malloc, a push instead of
-// free. Bigger states go straight to operator new/delete. Futures are loop-thread
-// only, so each thread has its own pool and needs no lock. A thread keeps at most
-// kMaxCachedBytes of free blocks; beyond that, freed blocks go back to the
-// allocator. So the pool holds on to the memory of the largest burst of futures
-// so far, as the Scheduler keeps its largest ready queue, up to a bound that a
-// library may pin per thread without surprising anyone (64 MiB: half a million
+// size class (16 bytes apart, each sized to fill a malloc chunk, up to
+// kMaxPooledSize) and handed out again by the next state of that class: a pop
+// instead of malloc, a push instead of free. Bigger states go straight to
+// operator new/delete. Futures are loop-thread only, so each thread has its own
+// pool and needs no lock. A thread keeps at most kMaxCachedBytes of free
+// blocks; beyond that, freed blocks go back to the allocator. So the pool holds
+// on to the memory of the largest burst of futures so far, as the Scheduler
+// keeps its largest ready queue, up to a bound that a library may pin per thread without surprising anyone (64 MiB: half a million
 // 128-byte states). A burst beyond it works as before the pool, through
 // operator new and delete, and pays what the allocator pays (glibc may hand
 // the overflow back to the kernel and fault it in again next time). The

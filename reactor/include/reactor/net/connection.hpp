@@ -205,6 +205,29 @@ public:
         on_close_.set(std::move(cb));
     }
 
+    // ---- for a layer over the connection (futures' plain stream transport) ----
+    // The peer's EOF and the fall to the low-water mark, delivered to an
+    // object the layer has anyway instead of to an EOF and a low-water
+    // callback: those live in a block made on first use (see rare_), which a
+    // layer over every connection would make every connection pay for. While
+    // a receiver is set it gets both events and the EOF and low-water
+    // callbacks are not called; as with an EOF callback, the connection stays
+    // open for writing after the peer's EOF. The receiver must stay valid
+    // until it is replaced or cleared (nullptr); the connection clears it
+    // with its callbacks, once the close callback has run.
+    class LayerEvents {
+    public:
+        virtual void on_eof(Connection& conn) = 0;
+        virtual void on_low_water(Connection& conn) = 0;
+
+    protected:
+        ~LayerEvents() = default;
+    };
+    void set_layer_events(LayerEvents* events) {
+        check_thread("Connection::set_layer_events");
+        layer_ = events;
+    }
+
     // ---- writing ----
     // Sends now what the kernel takes and buffers the rest, which goes out in
     // order as the socket becomes writable (write interest is registered only
@@ -388,6 +411,7 @@ private:
     std::unique_ptr<Output> out_;             // output the kernel has not taken yet, if any
     detail::TimeoutGroup* timeouts_ = nullptr;  // once a timeout is set: its loop's group
     std::unique_ptr<RareCallbacks> rare_;     // once an eof, drain or water-mark callback is set
+    LayerEvents* layer_ = nullptr;            // see set_layer_events
     CallbackSlot<void(Connection&, std::string_view)> on_data_;
     CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
     detail::PackedAddress peer_;  // as of adoption: see peer_address()
