@@ -7,6 +7,8 @@
 // Each test records what happened in a bag and asserts exact order, and ends by
 // checking that the scheduler holds nothing (CHECK_EMPTY).
 #define BOOST_TEST_MODULE future
+#include <malloc.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include <array>
@@ -14,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include <futures/futures.hpp>
@@ -513,6 +516,35 @@ BOOST_AUTO_TEST_CASE(memory_held_by_a_weak_link_returns_to_the_pool_when_the_lin
     BOOST_TEST(next.cancelled());
     BOOST_TEST(!reuse.done());
     reuse.cancel();
+    CHECK_EMPTY(loop.sched);
+}
+
+// A pooled block is no bigger than malloc's chunk for it can use: the pool's
+// classes are 16k + 8 bytes, which fill a glibc chunk (its size word is the
+// 8 bytes before the block). Classes of 16k bytes took 16 bytes more for
+// every state whose size is 16k + 1 to 16k + 8. Under ASan, usable means
+// requested.
+template <class T>
+void check_block_fills_its_chunk(reactor::Scheduler& sched) {
+    Future<T> f(sched);
+    const std::size_t state = sizeof(futures::detail::SettableState<T>);
+    const std::size_t usable = ::malloc_usable_size(const_cast<void*>(block_of(f)));
+    BOOST_TEST_INFO("Future<" << typeid(T).name() << ">: a " << state << "-byte state");
+    BOOST_TEST(usable >= state);
+    BOOST_TEST(usable < state + 16, "usable bytes beyond the class's own");
+    f.cancel();
+}
+
+BOOST_AUTO_TEST_CASE(a_states_block_fills_its_malloc_chunk) {
+    VirtualLoop loop(backend_under_test());
+    check_block_fills_its_chunk<void>(loop.sched);
+    check_block_fills_its_chunk<char>(loop.sched);
+    check_block_fills_its_chunk<long>(loop.sched);
+    check_block_fills_its_chunk<std::array<char, 12>>(loop.sched);
+    check_block_fills_its_chunk<std::array<char, 20>>(loop.sched);
+    check_block_fills_its_chunk<std::string>(loop.sched);
+    check_block_fills_its_chunk<std::array<char, 100>>(loop.sched);
+    loop.sched.run();
     CHECK_EMPTY(loop.sched);
 }
 

@@ -178,8 +178,8 @@ private:
     reactor::ByteBuffer in_;
     std::optional<PendingRead> read_;
     std::unique_ptr<Waiters> waiters_;
-    int error_ = 0;         // errno of a reset or failure
-    std::exception_ptr error_exception_;  // the transport's own exception for it, if it gave one
+    std::exception_ptr error_exception_;  // the transport's own exception for error_, if it gave one
+    int error_ = 0;         // errno of a reset or failure (beside the flags: no padding)
     bool eof_ = false;      // no more bytes will arrive
     bool closed_ = false;   // the connection is closed
     bool closing_ = false;  // close() or abort() was called
