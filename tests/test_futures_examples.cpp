@@ -67,11 +67,14 @@ BOOST_AUTO_TEST_CASE(toy_jobs_run_concurrently) {
     BOOST_TEST(r.out[0] == "job A: start (2 s of work)");
     BOOST_TEST(r.out[1] == "job B: start (1 s of work)");
     BOOST_TEST(r.out[2] == "job C: start (3 s of work)");
-    // They finish in order of length, each at about its own length.
+    // They finish in order of length (the lines' order), each no earlier
+    // than its own length. Not strictly apart: on a loaded machine the loop
+    // can wake late enough to find two timers due in one pass, which then
+    // report the same time (a flake seen under stress-ng: B and A both at 2.19s).
     double b = number_in(r.out[3], R"(job B: done at (\d+\.\d\d)s)");
     double a = number_in(r.out[4], R"(job A: done at (\d+\.\d\d)s)");
     double c = number_in(r.out[5], R"(job C: done at (\d+\.\d\d)s)");
-    BOOST_TEST((b >= 1.0 && b < a && a < c), r.out[3] << " / " << r.out[4] << " / " << r.out[5]);
+    BOOST_TEST((b >= 1.0 && b <= a && a <= c), r.out[3] << " / " << r.out[4] << " / " << r.out[5]);
     BOOST_TEST(a >= 2.0);
     // Concurrency shows in the order (all three start before any is done),
     // not in how late the timers fire on a loaded machine: the total is
