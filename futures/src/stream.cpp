@@ -45,12 +45,13 @@ void OpenStreams::abandon() noexcept {
 
 // ---------------------------------------------------------------- StreamCore
 
-// The promises (read_, waiters_) break as the members
-// go: nobody can complete them any more.
+// The promises (read_, waiters_) break as the members go: nobody can
+// complete them any more.
 StreamCore::~StreamCore() {
-    // The transport's data, EOF and low-water callbacks hold a plain pointer
-    // to us: none may run after us. Without them the connection closes by
-    // itself at the peer's EOF.
+    // The transport delivers data, EOF and low water through a plain pointer
+    // to us (the plain one: its connection's data callback and layer events):
+    // none may arrive after us. Without them the connection closes by itself
+    // at the peer's EOF.
     transport_->detach();
     if (transport_->is_open()) transport_->close();  // the last handle went: finish politely
 }
