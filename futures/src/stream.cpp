@@ -129,7 +129,8 @@ Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, 
     check_no_read_pending();
     Promise<std::optional<std::string>> promise(scheduler(), where, "stream read");
     Future<std::optional<std::string>> f = promise.get_future();
-    read_.emplace(PendingRead{.delimiter = {}, .promise = {std::move(promise)}, .format = format, .kind = kind});
+    read_.emplace(PendingRead{
+        .delimiter = {}, .promise = {std::move(promise)}, .n = format.max_size, .kind = kind, .prefix = format.prefix});
     try_read();
     return f;
 }
@@ -283,10 +284,10 @@ void StreamCore::try_read() {
         break;
     }
     case ReadKind::frame: {
-        const std::size_t prefix = reactor::prefix_size(r.format.prefix);
+        const std::size_t prefix = reactor::prefix_size(r.prefix);
         if (in_.size() < prefix) break;
-        const std::size_t length = reactor::decode_frame_length(r.format.prefix, in_.data());
-        if (length > r.format.max_size) return fail(FrameTooLargeError(length, r.format.max_size, prefix));
+        const std::size_t length = reactor::decode_frame_length(r.prefix, in_.data());
+        if (length > r.n) return fail(FrameTooLargeError(length, r.n, prefix));
         if (in_.size() - prefix >= length) return complete(prefix, length, prefix + length);
         break;
     }
@@ -313,8 +314,8 @@ void StreamCore::try_read() {
         std::optional<std::size_t> expected;
         if (r.kind == ReadKind::exactly) expected = r.n;
         if (r.kind == ReadKind::frame) {
-            const std::size_t prefix = reactor::prefix_size(r.format.prefix);
-            expected = in_.size() < prefix ? prefix : prefix + reactor::decode_frame_length(r.format.prefix, in_.data());
+            const std::size_t prefix = reactor::prefix_size(r.prefix);
+            expected = in_.size() < prefix ? prefix : prefix + reactor::decode_frame_length(r.prefix, in_.data());
         }
         std::string partial(in_.view());
         in_.clear();

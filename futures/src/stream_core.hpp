@@ -127,14 +127,16 @@ private:
             std::visit([](auto& p) { p.cancel(); }, promise);
         }
     };
-    // Largest members first: an idle stream pays for this whole struct.
+    // Largest members first, and a frame's format in `n` and `prefix`
+    // rather than a FrameFormat of its own: an idle stream pays for this
+    // whole struct.
     struct PendingRead {
         std::string delimiter;      // until
         ReadPromise promise;
-        std::size_t n = 0;          // some: at most n; exactly: n
+        std::size_t n = 0;          // some: at most n; exactly: n; frame: the largest payload (max_size)
         std::size_t scanned = 0;    // until, line: bytes already searched
-        reactor::FrameFormat format{};  // frame
         ReadKind kind;
+        reactor::LengthPrefix prefix = reactor::LengthPrefix::u32;  // frame
     };
     // The waiters of drain() and wait_closed(), made on first use: most
     // streams never wait for either (drain() of output below the high-water
