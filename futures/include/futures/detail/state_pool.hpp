@@ -11,8 +11,9 @@
 // pool and needs no lock. A thread keeps at most kMaxCachedBytes of free
 // blocks; beyond that, freed blocks go back to the allocator. So the pool holds
 // on to the memory of the largest burst of futures so far, as the Scheduler
-// keeps its largest ready queue, up to a bound that a library may pin per thread without surprising anyone (64 MiB: half a million
-// 128-byte states). A burst beyond it works as before the pool, through
+// keeps its largest ready queue, up to a bound that a library may pin per
+// thread without surprising anyone (64 MiB: half a million 128-byte states).
+// A burst beyond it works as before the pool, through
 // operator new and delete, and pays what the allocator pays (glibc may hand
 // the overflow back to the kernel and fault it in again next time). The
 // pool is emptied when its thread exits. Under AddressSanitizer a cached block
