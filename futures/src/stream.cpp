@@ -101,14 +101,14 @@ void StreamCore::end_with_loop() noexcept {
     const std::shared_ptr<StreamCore> keep = weak_from_this().lock();
     closed_ = true;
     eof_ = true;
-    read_.reset();  // each promise still pending breaks, naming its line
+    read_ = {};  // a promise still pending breaks, naming its line
     waiters_.reset();
     transport_->abandon();  // and the transport's own (futures_tls: a handshake's)
 }
 
 void StreamCore::check_no_read_pending() const {
-    if (read_ && read_->promise.is_pending()) {
-        const std::source_location other = read_->promise.where();
+    if (read_.promise.is_pending()) {
+        const std::source_location other = read_.promise.where();
         throw InvalidStateError(fmt::format("stream: another read is already pending (the one made at {}:{})",
                                             other.file_name(), other.line()));
     }
@@ -117,9 +117,11 @@ void StreamCore::check_no_read_pending() const {
 Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter,
                                            std::source_location where) {
     check_no_read_pending();
-    Promise<std::string> promise(scheduler(), where, "stream read");
-    Future<std::string> f = promise.get_future();
-    read_.emplace(PendingRead{.delimiter = std::move(delimiter), .promise = {std::move(promise)}, .n = n, .kind = kind});
+    Future<std::string> f;
+    read_ = PendingRead{.delimiter = std::move(delimiter),
+                        .promise = ReadPromise::make(scheduler(), where, f),
+                        .n = n,
+                        .kind = kind};
     try_read();
     return f;
 }
@@ -127,10 +129,12 @@ Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::st
 Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, reactor::FrameFormat format,
                                                                  std::source_location where) {
     check_no_read_pending();
-    Promise<std::optional<std::string>> promise(scheduler(), where, "stream read");
-    Future<std::optional<std::string>> f = promise.get_future();
-    read_.emplace(PendingRead{
-        .delimiter = {}, .promise = {std::move(promise)}, .n = format.max_size, .kind = kind, .prefix = format.prefix});
+    Future<std::optional<std::string>> f;
+    read_ = PendingRead{.delimiter = {},
+                        .promise = ReadPromise::make(scheduler(), where, f),
+                        .n = format.max_size,
+                        .kind = kind,
+                        .prefix = format.prefix};
     try_read();
     return f;
 }
@@ -166,8 +170,8 @@ void StreamCore::on_data(std::string_view d) {
     // A read waiting on an empty buffer takes the bytes straight from the
     // connection's loop-wide read buffer: a stream whose reader keeps up
     // keeps no buffer of its own (uvloop's streams do the same).
-    if (in_.empty() && wants_more() && read_->kind == ReadKind::some) {
-        const std::size_t n = std::min(read_->n, d.size());
+    if (in_.empty() && wants_more() && read_.kind == ReadKind::some) {
+        const std::size_t n = std::min(read_.n, d.size());
         deliver(std::string(d.substr(0, n)));
         d.remove_prefix(n);
         if (d.empty()) return;
@@ -236,12 +240,12 @@ void StreamCore::finish_drains(int error) {
 }
 
 void StreamCore::try_read() {
-    if (!read_) return;
-    if (!read_->promise.is_pending()) {  // cancelled by its owner: the bytes stay for the next read
-        read_.reset();
+    if (!read_.active()) return;
+    if (!read_.promise.is_pending()) {  // cancelled by its owner: the bytes stay for the next read
+        read_ = {};
         return;
     }
-    PendingRead& r = *read_;
+    PendingRead& r = read_;
     switch (r.kind) {
     case ReadKind::some:
         if (r.n == 0 || !in_.empty()) return complete(std::min(r.n, in_.size()));
@@ -297,18 +301,13 @@ void StreamCore::try_read() {
         // cancelled, as close() cancels tasks, not failed (a conversation it
         // ends is not an error nobody retrieved).
         if (error_ == ECANCELED) {
-            ReadPromise p = std::move(read_->promise);
-            read_.reset();
-            p.cancel();
+            read_.take().cancel();
             return;
         }
         if (error_ != 0) return fail(connection_error());
         if (r.kind == ReadKind::some) return complete(0);
-        const bool framed = r.kind == ReadKind::line || r.kind == ReadKind::frame;
-        if (framed && in_.empty()) {  // a clean end: between lines or frames
-            ReadPromise p = std::move(read_->promise);
-            read_.reset();
-            p.set_end();
+        if (r.framed() && in_.empty()) {  // a clean end: between lines or frames
+            read_.take().set_end();
             return;
         }
         std::optional<std::size_t> expected;
@@ -340,20 +339,18 @@ void StreamCore::complete(std::size_t offset, std::size_t length, std::size_t co
 }
 
 void StreamCore::deliver(std::string bytes) {
-    ReadPromise p = std::move(read_->promise);
-    read_.reset();
+    const bool framed = read_.framed();
+    ReadPromise p = read_.take();
     if (paused_ && in_.size() <= limit_) {
         paused_ = false;
         transport_->resume_reading();
     }
-    p.set_value(std::move(bytes));
+    p.set_value(std::move(bytes), framed);
 }
 
 template <class E>
 void StreamCore::fail(E error) {
-    ReadPromise p = std::move(read_->promise);
-    read_.reset();
-    p.set_exception(std::move(error));  // an exception, or an exception_ptr
+    read_.take().set_exception(std::move(error));  // an exception, or an exception_ptr
 }
 
 }  // namespace detail

@@ -21,7 +21,6 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include <reactor/intrusive_list.hpp>
@@ -102,41 +101,94 @@ public:
     reactor::Scheduler& scheduler() const { return transport_->connection().scheduler(); }
 
 private:
-    // The promise of the pending read: Promise<std::string> for read,
-    // read_exactly and read_until; Promise<std::optional<std::string>> for
-    // read_line and read_frame, which end with an empty optional at a clean
-    // end of input. One or the other, never both: a variant.
-    struct ReadPromise {
-        std::variant<Promise<std::string>, Promise<std::optional<std::string>>> promise;
+    // The promise of the pending read: one reference to its future's state,
+    // a State<std::string> for read, read_exactly and read_until, a
+    // State<std::optional<std::string>> for read_line and read_frame (which
+    // end with an empty optional at a clean end of input), told apart by the
+    // read's kind. Not a Promise<T>, whose name and two flags would cost an
+    // idle stream a word, nor a variant of two, which would cost it two. As
+    // a Promise does, it breaks a future still pending when it goes
+    // ("broken promise: the stream read created at ...").
+    class ReadPromise {
+    public:
+        ReadPromise() noexcept = default;
+        ReadPromise(ReadPromise&& other) noexcept = default;
+        ReadPromise& operator=(ReadPromise&& other) noexcept {
+            if (this != &other) {
+                break_if_pending();
+                state_ = std::move(other.state_);
+            }
+            return *this;
+        }
+        ~ReadPromise() { break_if_pending(); }
 
-        bool is_pending() const noexcept {
-            return std::visit([](const auto& p) { return p.is_pending(); }, promise);
+        // A promise of a new pending Future<T> (T: std::string or
+        // std::optional<std::string>) whose origin is `where`.
+        template <class T>
+        static ReadPromise make(reactor::Scheduler& sched, std::source_location where, Future<T>& future) {
+            auto* state = new State<T>(sched, where, false);
+            ReadPromise p;
+            p.state_ = Ref<StateBase>::adopt(state);
+            future = Access::share(state);
+            return p;
         }
-        std::source_location where() const {
-            return std::visit([](const auto& p) { return p.where(); }, promise);
+
+        bool valid() const noexcept { return static_cast<bool>(state_); }
+        bool is_pending() const noexcept { return state_ && state_->pending(); }
+        std::source_location where() const noexcept { return state_->origin(); }
+        // `framed`: the future holds an optional (read_line, read_frame).
+        // Unless its consumer cancelled it.
+        void set_value(std::string bytes, bool framed) {
+            if (!is_pending()) return;
+            if (framed) {
+                static_cast<State<std::optional<std::string>>&>(*state_).finish_value(std::move(bytes));
+            } else {
+                static_cast<State<std::string>&>(*state_).finish_value(std::move(bytes));
+            }
         }
-        void set_value(std::string bytes) {
-            std::visit([&](auto& p) { p.set_value(std::move(bytes)); }, promise);
+        // A framed read's clean end of input: an empty optional.
+        void set_end() {
+            if (is_pending()) static_cast<State<std::optional<std::string>>&>(*state_).finish_value(std::nullopt);
         }
-        void set_end() { std::get<1>(promise).set_value(std::nullopt); }
+        void set_exception(std::exception_ptr error) {
+            if (is_pending()) state_->finish_exception(std::move(error));
+        }
         template <class E>
         void set_exception(E error) {
-            std::visit([&](auto& p) { p.set_exception(std::move(error)); }, promise);
+            set_exception(std::make_exception_ptr(std::move(error)));
         }
         void cancel() {
-            std::visit([](auto& p) { p.cancel(); }, promise);
+            if (state_) state_->cancel();
         }
+
+    private:
+        void break_if_pending() noexcept {
+            if (is_pending()) break_promise(*state_, "stream read");
+        }
+
+        Ref<StateBase> state_;
     };
-    // Largest members first, and a frame's format in `n` and `prefix`
-    // rather than a FrameFormat of its own: an idle stream pays for this
-    // whole struct.
+    // The pending read, if its promise is valid. Largest members first, and
+    // a frame's format in `n` and `prefix` rather than a FrameFormat of its
+    // own: an idle stream pays for this whole struct.
     struct PendingRead {
         std::string delimiter;      // until
         ReadPromise promise;
         std::size_t n = 0;          // some: at most n; exactly: n; frame: the largest payload (max_size)
         std::size_t scanned = 0;    // until, line: bytes already searched
-        ReadKind kind;
+        ReadKind kind = ReadKind::some;
         reactor::LengthPrefix prefix = reactor::LengthPrefix::u32;  // frame
+
+        bool active() const noexcept { return promise.valid(); }
+        // Its future holds a std::optional<std::string>.
+        bool framed() const noexcept { return kind == ReadKind::line || kind == ReadKind::frame; }
+        // The promise, taken out: no read is pending any more (a promise
+        // still pending in it breaks if it is dropped).
+        ReadPromise take() {
+            ReadPromise p = std::move(promise);
+            *this = PendingRead{};
+            return p;
+        }
     };
     // The waiters of drain() and wait_closed(), made on first use: most
     // streams never wait for either (drain() of output below the high-water
@@ -162,7 +214,7 @@ private:
     std::exception_ptr connection_error() const;
     void finish_drains(int error);
     // A pending read that the buffer cannot satisfy yet needs more bytes.
-    bool wants_more() const { return read_ && read_->promise.is_pending(); }
+    bool wants_more() const { return read_.promise.is_pending(); }
     // Completes the pending read if the buffer (or EOF, or an error) allows.
     void try_read();
     void complete(std::size_t n) { complete(0, n, n); }
@@ -178,7 +230,7 @@ private:
     // StreamOptions, because every idle stream pays for what it keeps.
     std::size_t limit_;
     reactor::ByteBuffer in_;
-    std::optional<PendingRead> read_;
+    PendingRead read_;
     std::unique_ptr<Waiters> waiters_;
     std::exception_ptr error_exception_;  // the transport's own exception for error_, if it gave one
     int error_ = 0;         // errno of a reset or failure (beside the flags: no padding)

@@ -47,6 +47,7 @@
 #pragma once
 
 #include <concepts>
+#include <memory>
 #include <optional>
 #include <source_location>
 #include <string_view>
@@ -133,7 +134,11 @@ class TaskState final : public WaitingState<machine_result_t<M>>, private LiveHo
 
 public:
     TaskState(reactor::Scheduler& sched, std::source_location where, M&& machine)
-        : WaitingState<T>(sched, where, false), machine_(std::in_place, std::move(machine)) {}
+        : WaitingState<T>(sched, where, false) {
+        std::construct_at(&machine_.value, std::move(machine));
+        has_machine_ = true;
+    }
+    ~TaskState() override { reset_machine(); }
 
     void start() {
         this->join(this->scheduler());
@@ -146,7 +151,7 @@ public:
     StateBase& task_state() noexcept override { return *this; }
     std::string_view machine_state() const override {
         if constexpr (NamesItsState<M>) {
-            if (machine_) return machine_->state_name();
+            if (has_machine_) return machine_.value.state_name();
         }
         return {};
     }
@@ -161,21 +166,21 @@ private:
     void step() {
         if (!this->pending()) return;
         if (must_cancel_ && !started_) {
-            machine_.reset();
+            reset_machine();
             this->finish_cancelled();
             return;
         }
         started_ = true;
         std::optional<Step<T>> next;
         try {
-            next.emplace(machine_->resume());
+            next.emplace(machine_.value.resume());
         } catch (...) {
-            machine_.reset();
+            reset_machine();
             this->finish_exception(std::current_exception());  // CancelledError: cancelled
             return;
         }
         if (next->value_) {
-            machine_.reset();
+            reset_machine();
             if (must_cancel_) {
                 this->finish_cancelled();
             } else {
@@ -196,7 +201,7 @@ private:
             problem = "a task can only wait on futures of its own Scheduler";
         }
         if (problem) {
-            machine_.reset();
+            reset_machine();
             this->finish_failed(std::make_exception_ptr(InvalidStateError(problem)));
             return;
         }
@@ -215,9 +220,19 @@ private:
         return {};
     }
 
-    void destroy_payload() noexcept override { machine_.reset(); }
+    void destroy_payload() noexcept override { reset_machine(); }
+    void reset_machine() noexcept {
+        if (has_machine_) {
+            has_machine_ = false;
+            std::destroy_at(&machine_.value);
+        }
+    }
 
-    std::optional<M> machine_;
+    // The machine in raw storage with its flag beside the two below, not a
+    // std::optional with a padded flag of its own: a task lives as long as
+    // its conversation, an idle one included.
+    ValueSlot<M> machine_;
+    bool has_machine_ = false;
     bool started_ = false;
     bool must_cancel_ = false;
 };

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <new>
 #include <optional>
 #include <source_location>
@@ -182,6 +183,19 @@ private:
     bool settable_;           // created by Future(sched): may be completed by hand
 };
 
+// Where a State<T> keeps its T: raw storage, constructed by finish_value and
+// destroyed with the state (or by destroy_value), the state's has_value_
+// saying whether it holds one. Not a std::optional, whose flag would take a
+// word of its own after the value: has_value_ takes StateBase's tail padding
+// instead, and a State<void> keeps no storage at all. Every future has a
+// state, and an idle stream's pending read is one.
+template <class V>
+union ValueSlot {
+    ValueSlot() noexcept {}
+    ~ValueSlot() {}
+    V value;
+};
+
 // A state holding a T (or nothing, for void).
 template <class T>
 class State : public StateBase {
@@ -190,24 +204,36 @@ public:
 
     State(reactor::Scheduler& sched, std::source_location origin, bool settable) noexcept
         : StateBase(sched, origin, settable) {}
+    ~State() override { destroy_value(); }
 
     template <class... A>
     void finish_value(A&&... args) {
-        value_.emplace(std::forward<A>(args)...);
+        if constexpr (!std::is_void_v<T>) {
+            destroy_value();
+            std::construct_at(&slot_.value, std::forward<A>(args)...);
+            has_value_ = true;
+        }
         finish_done();
     }
 
     // Precondition: status() == done.
-    Stored<T>& value() noexcept { return *value_; }
+    Stored<T>& value() noexcept {
+        if constexpr (std::is_void_v<T>) {
+            static constinit std::monostate none{};
+            return none;
+        } else {
+            return slot_.value;
+        }
+    }
 
     // The value handed to a consumer: moved out when nobody else can see this
     // state any more (the running callback holds the only reference), copied
     // otherwise. Move-only values are always moved.
     Stored<T> take_value() {
         if constexpr (std::is_copy_constructible_v<Stored<T>>) {
-            if (use_count() > 1) return *value_;
+            if (use_count() > 1) return value();
         }
-        return std::move(*value_);
+        return std::move(value());
     }
 
     // Completes like `src` completed (precondition: src is complete and this is pending).
@@ -227,9 +253,20 @@ public:
     }
 
 private:
-    void destroy_value() noexcept final { value_.reset(); }
+    struct NoValue {};
+    using Slot = std::conditional_t<std::is_void_v<T>, NoValue, ValueSlot<Stored<T>>>;
 
-    std::optional<Stored<T>> value_;
+    void destroy_value() noexcept final {
+        if constexpr (!std::is_void_v<T>) {
+            if (has_value_) {
+                has_value_ = false;
+                std::destroy_at(&slot_.value);
+            }
+        }
+    }
+
+    bool has_value_ = false;  // declared first: it takes StateBase's tail padding
+    [[no_unique_address]] Slot slot_;
 };
 
 }  // namespace futures::detail
