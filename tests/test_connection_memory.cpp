@@ -16,11 +16,13 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
 #include <futures/stream.hpp>
+#include <futures/stream_transport.hpp>
 #include <reactor/net/connection.hpp>
 #include <reactor/net/listener.hpp>
 
@@ -269,5 +271,22 @@ BOOST_AUTO_TEST_CASE(a_stream_adds_two_blocks_to_its_connection) {
     BOOST_TEST(second.write("still writable after the peer's EOF"));
     first.close();
     second.close();
+    server.disconnect(clients);
+}
+
+// The plain transport is a vtable pointer and its connection: the stream
+// takes the connection's layer events itself (StreamTransport::Receiver is
+// a Connection::LayerEvents), so the transport needs no receiver pointer and
+// no vtable of its own for them.
+BOOST_AUTO_TEST_CASE(the_plain_transport_holds_its_connection_and_nothing_else) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Server server(sched);
+    auto clients = server.connect(1);
+    const long bytes = live_bytes.load();
+    std::unique_ptr<futures::StreamTransport> transport = futures::plain_transport(server.accepted[0]);
+    BOOST_TEST(live_bytes.load() - bytes <= static_cast<long>(sizeof(void*) + sizeof(reactor::ConnectionPtr)));
+    BOOST_TEST(&transport->connection() == server.accepted[0].get());
+    transport.reset();
+    server.accepted[0]->close();
     server.disconnect(clients);
 }

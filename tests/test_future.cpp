@@ -474,6 +474,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(state_pool)
 
 using futures::detail::pooled_state_blocks;
+using futures::detail::pooled_state_bytes;
 
 BOOST_AUTO_TEST_CASE(a_freed_state_is_reused_by_the_next_state_of_its_size) {
     VirtualLoop loop(backend_under_test());
@@ -545,6 +546,26 @@ BOOST_AUTO_TEST_CASE(a_states_block_fills_its_malloc_chunk) {
     check_block_fills_its_chunk<std::string>(loop.sched);
     check_block_fills_its_chunk<std::array<char, 100>>(loop.sched);
     loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}
+
+// A done-callback's box is sized to its callable, from the pool: a lambda
+// of one pointer takes a block smaller than a reactor::Callback alone (the
+// box held one of those, inline buffer and all).
+BOOST_AUTO_TEST_CASE(a_done_callbacks_box_is_sized_to_its_callable) {
+    VirtualLoop loop(backend_under_test());
+    Future<void> f(loop.sched);
+    int runs = 0;
+    auto count = [&runs] { ++runs; };
+    f.add_done_callback(count);
+    const std::size_t before = pooled_state_bytes();
+    f.set_result();
+    loop.sched.run();
+    BOOST_TEST(runs == 1);
+    const std::size_t box = pooled_state_bytes() - before;  // the box, back in the pool
+    BOOST_TEST(box >= sizeof(futures::detail::UserCallbackOf<decltype(count)>));
+    BOOST_TEST(box < sizeof(futures::detail::UserCallbackOf<decltype(count)>) + 16);
+    BOOST_TEST(box < sizeof(reactor::Callback));
     CHECK_EMPTY(loop.sched);
 }
 

@@ -54,9 +54,7 @@ thread_local DisposeQueue dispose_queue;
 
 // ---------------------------------------------------------------- waiters
 
-CallbackId StateBase::add_callback(reactor::Callback cb, std::source_location where) {
-    if (!cb) throw std::invalid_argument("futures: empty done-callback");
-    auto* box = new UserCallback{std::move(cb), where};
+CallbackId StateBase::add_user_callback(UserCallback* box) {
     std::uint32_t index;
     try {
         index = waiters_.push(Waiter::user(box));
@@ -153,7 +151,7 @@ void StateBase::run_waiter(std::uint32_t index) noexcept {
     } else if (UserCallback* user = w.as_user()) {
         std::unique_ptr<UserCallback> box(user);
         try {
-            box->cb();
+            box->run();
         } catch (...) {
             report_error(*sched_, "exception in callback", std::current_exception(), box->where);
         }

@@ -205,6 +205,8 @@ private:
 
     // The transport's callbacks (StreamTransport::Receiver: public, so that a
     // weak_ptr<StreamCore> converts; only the transport calls them).
+    using StreamTransport::Receiver::on_eof;  // and the LayerEvents overloads, which call these
+    using StreamTransport::Receiver::on_low_water;
     void on_data(std::string_view d) override;
     void on_eof() override;
     void on_low_water() override;

@@ -53,21 +53,20 @@ StreamTransportEnd StreamTransportEnd::from(const reactor::CloseReason& reason) 
 
 namespace {
 
-class PlainTransport final : public StreamTransport, private reactor::Connection::LayerEvents {
+class PlainTransport final : public StreamTransport {
 public:
     explicit PlainTransport(reactor::ConnectionPtr conn) : conn_(std::move(conn)) {}
 
     // The data callback and the layer events hold the receiver's plain
     // pointer (a weak_ptr would cost a heap block): detach() clears them
-    // before the receiver goes. The EOF and low-water events come through
-    // the connection's layer events, not its EOF and low-water callbacks,
-    // which would make it allocate a block for them. As with an EOF
+    // before the receiver goes. The EOF and low-water events go to the
+    // receiver as the connection's layer events, not through its EOF and
+    // low-water callbacks, which would make it allocate a block for them. As with an EOF
     // callback, the connection stays open for writing after the peer's EOF,
     // as asyncio streams do; close() ends it.
     void attach(Receiver* raw, std::weak_ptr<Receiver> weak) override {
-        receiver_ = raw;
         conn_->set_data_callback([raw](reactor::Connection&, std::string_view d) { raw->on_data(d); });
-        conn_->set_layer_events(this);
+        conn_->set_layer_events(raw);
         conn_->set_close_callback([weak = std::move(weak)](reactor::Connection&, const reactor::CloseReason& r) {
             if (auto receiver = weak.lock()) receiver->on_closed(StreamTransportEnd::from(r));
         });
@@ -76,7 +75,6 @@ public:
         conn_->set_data_callback(nullptr);
         conn_->set_layer_events(nullptr);
         conn_->set_close_callback(nullptr);
-        receiver_ = nullptr;
     }
 
     bool write(std::string_view data) override { return conn_->write(data); }
@@ -91,11 +89,7 @@ public:
     reactor::Connection& connection() const override { return *conn_; }
 
 private:
-    void on_eof(reactor::Connection&) override { receiver_->on_eof(); }
-    void on_low_water(reactor::Connection&) override { receiver_->on_low_water(); }
-
     reactor::ConnectionPtr conn_;
-    Receiver* receiver_ = nullptr;  // while attached
 };
 
 }  // namespace

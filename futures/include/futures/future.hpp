@@ -198,7 +198,7 @@ public:
                 where);
         } else {
             static_assert(std::is_invocable_v<Fn&>, "add_done_callback: f must be callable as f() or f(Future<T>&)");
-            return s.add_callback(reactor::Callback(std::forward<F>(f)), where);
+            return s.add_callback(std::forward<F>(f), where);
         }
     }
     // True if the callback had not started yet: it will not run.

@@ -46,8 +46,12 @@ struct REACTOR_API StreamTransportEnd {
 class REACTOR_API StreamTransport {
 public:
     // The stream, as the transport sees it. Calls arrive on the loop thread,
-    // one at a time, from the connection's callbacks.
-    class Receiver {
+    // one at a time, from the connection's callbacks. It is also a layer
+    // over the connection (reactor::Connection::LayerEvents): a transport
+    // that passes the connection's EOF and low-water events on unchanged
+    // (the plain one) hands the receiver itself to set_layer_events, rather
+    // than an object of its own that every stream would pay for.
+    class Receiver : public reactor::Connection::LayerEvents {
     public:
         virtual void on_data(std::string_view bytes) = 0;
         // The peer's orderly end of its data (a FIN; TLS: its close_notify).
@@ -57,6 +61,10 @@ public:
         virtual void on_low_water() = 0;
         // Once, when the connection has closed.
         virtual void on_closed(const StreamTransportEnd& end) = 0;
+
+        // LayerEvents: the connection's EOF and low water, as on_eof() and on_low_water().
+        void on_eof(reactor::Connection&) final { on_eof(); }
+        void on_low_water(reactor::Connection&) final { on_low_water(); }
 
     protected:
         ~Receiver() = default;

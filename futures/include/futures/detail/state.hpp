@@ -19,6 +19,7 @@
 #include <optional>
 #include <source_location>
 #include <span>
+#include <stdexcept>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -84,9 +85,19 @@ public:
     // ---- user callbacks: scheduled with call_soon when the state completes (at
     //      once if it already has), in registration order with the links
     //      waiting on it; `where` is named if one throws ----
-    CallbackId add_callback(reactor::Callback cb, std::source_location where);
+    template <class F>
+    CallbackId add_callback(F&& f, std::source_location where) {
+        using Fn = std::decay_t<F>;
+        if constexpr (std::is_pointer_v<Fn> || requires(const Fn& g) { g.operator bool(); }) {
+            if (!static_cast<bool>(f)) throw std::invalid_argument("futures: empty done-callback");
+        }
+        return add_user_callback(new UserCallbackOf<Fn>(std::forward<F>(f), where));
+    }
     // True if the callback had not started yet; it will not run.
     bool remove_callback(CallbackId id) noexcept;
+    // add_callback's half that is not a template: takes `box` over (deletes
+    // it if it throws).
+    CallbackId add_user_callback(UserCallback* box);
 
     // ---- completing (callers have checked pending()) ----
     void finish_done();                           // the subclass stored the value first

@@ -6,8 +6,10 @@
 // state lives at least until it is woken. Loop thread only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <source_location>
 #include <utility>
 
@@ -20,10 +22,40 @@ namespace futures::detail {
 
 class Link;
 
-// A user's done-callback, boxed: most waiters are links, which need no box.
-struct UserCallback {
-    reactor::Callback cb;
-    std::source_location where;
+// A user's done-callback, boxed (most waiters are links, which need no
+// box) in a block of the state pool sized to the callable: a lambda of a
+// pointer or two takes a small block, not a reactor::Callback's whole
+// inline buffer. A server keeps one per open conversation (start_server's
+// "close the stream when the handler's future completes").
+class UserCallback {
+public:
+    UserCallback(const UserCallback&) = delete;
+    UserCallback& operator=(const UserCallback&) = delete;
+    virtual ~UserCallback() = default;
+    virtual void run() = 0;
+
+    // As StateBase's: the pool, and `delete` passes the most derived size.
+    static void* operator new(std::size_t size) { return allocate_state(size); }
+    static void operator delete(void* block, std::size_t size) noexcept { free_state(block, size); }
+    static void* operator new(std::size_t size, std::align_val_t align) { return ::operator new(size, align); }
+    static void operator delete(void* block, std::size_t size, std::align_val_t align) noexcept {
+        ::operator delete(block, size, align);
+    }
+
+    std::source_location where;  // named if it throws
+
+protected:
+    explicit UserCallback(std::source_location w) noexcept : where(w) {}
+};
+
+template <class F>
+class UserCallbackOf final : public UserCallback {
+public:
+    UserCallbackOf(F f, std::source_location where) : UserCallback(where), f_(std::move(f)) {}
+    void run() override { f_(); }
+
+private:
+    F f_;
 };
 
 // One entry: a Link or a UserCallback, told apart by the pointer's low bit
