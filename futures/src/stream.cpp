@@ -75,11 +75,11 @@ void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTra
     if (closing_ || closed_ || !transport_->is_open())
         throw InvalidStateError("stream: cannot replace the transport of a closing or closed stream");
     if (eof_) throw InvalidStateError("stream: cannot replace the transport after the peer's EOF");
-    if (!in_.empty())
+    if (!in().empty())
         throw InvalidStateError(fmt::format(
             "stream: cannot replace the transport with {} bytes received and not read (they would be the new "
             "layer's: the peer spoke before its turn)",
-            in_.size()));
+            in().size()));
     transport_->detach();
     std::unique_ptr<StreamTransport> next;
     try {
@@ -170,17 +170,17 @@ void StreamCore::on_data(std::string_view d) {
     // A read waiting on an empty buffer takes the bytes straight from the
     // connection's loop-wide read buffer: a stream whose reader keeps up
     // keeps no buffer of its own (uvloop's streams do the same).
-    if (in_.empty() && wants_more() && read_.kind == ReadKind::some) {
+    if (in().empty() && wants_more() && read_.kind == ReadKind::some) {
         const std::size_t n = std::min(read_.n, d.size());
         deliver(std::string(d.substr(0, n)));
         d.remove_prefix(n);
         if (d.empty()) return;
     }
-    in_.append(d);
+    in_to_append().append(d);
     try_read();
     // Flow control (asyncio's): stop reading while twice the limit waits
     // unread; reading resumes once a read takes it back to the limit.
-    if (!paused_ && in_.size() > 2 * limit_ && !wants_more()) {
+    if (!paused_ && in().size() > 2 * limit_ && !wants_more()) {
         paused_ = true;
         transport_->pause_reading();
     }
@@ -246,15 +246,16 @@ void StreamCore::try_read() {
         return;
     }
     PendingRead& r = read_;
+    const reactor::ByteBuffer& in = this->in();
     switch (r.kind) {
     case ReadKind::some:
-        if (r.n == 0 || !in_.empty()) return complete(std::min(r.n, in_.size()));
+        if (r.n == 0 || !in.empty()) return complete(std::min(r.n, in.size()));
         break;
     case ReadKind::exactly:
-        if (in_.size() >= r.n) return complete(r.n);
+        if (in.size() >= r.n) return complete(r.n);
         break;
     case ReadKind::until: {
-        std::string_view view = in_.view();
+        std::string_view view = in.view();
         // Resume the search where the last one stopped, minus a partial delimiter.
         std::size_t from = r.scanned >= r.delimiter.size() ? r.scanned - r.delimiter.size() + 1 : 0;
         std::size_t pos = view.find(r.delimiter, from);
@@ -272,7 +273,7 @@ void StreamCore::try_read() {
     }
     case ReadKind::line: {
         // As until "\n", then the end (and a '\r' before it) left out.
-        std::string_view view = in_.view();
+        std::string_view view = in.view();
         std::size_t end = view.find('\n', r.scanned);
         if (end != std::string_view::npos) {
             if (end + 1 > limit_)
@@ -289,10 +290,10 @@ void StreamCore::try_read() {
     }
     case ReadKind::frame: {
         const std::size_t prefix = reactor::prefix_size(r.prefix);
-        if (in_.size() < prefix) break;
-        const std::size_t length = reactor::decode_frame_length(r.prefix, in_.data());
+        if (in.size() < prefix) break;
+        const std::size_t length = reactor::decode_frame_length(r.prefix, in.data());
         if (length > r.n) return fail(FrameTooLargeError(length, r.n, prefix));
-        if (in_.size() - prefix >= length) return complete(prefix, length, prefix + length);
+        if (in.size() - prefix >= length) return complete(prefix, length, prefix + length);
         break;
     }
     }
@@ -306,7 +307,7 @@ void StreamCore::try_read() {
         }
         if (error_ != 0) return fail(connection_error());
         if (r.kind == ReadKind::some) return complete(0);
-        if (r.framed() && in_.empty()) {  // a clean end: between lines or frames
+        if (r.framed() && in.empty()) {  // a clean end: between lines or frames
             read_.take().set_end();
             return;
         }
@@ -314,10 +315,10 @@ void StreamCore::try_read() {
         if (r.kind == ReadKind::exactly) expected = r.n;
         if (r.kind == ReadKind::frame) {
             const std::size_t prefix = reactor::prefix_size(r.prefix);
-            expected = in_.size() < prefix ? prefix : prefix + reactor::decode_frame_length(r.prefix, in_.data());
+            expected = in.size() < prefix ? prefix : prefix + reactor::decode_frame_length(r.prefix, in.data());
         }
-        std::string partial(in_.view());
-        in_.clear();
+        std::string partial(in.view());
+        in_.reset();
         return fail(IncompleteReadError(std::move(partial), expected));
     }
     // Waiting for more: make sure it can arrive even past the buffer limit.
@@ -332,16 +333,32 @@ void StreamCore::try_read() {
 constexpr std::size_t kKeptReadBuffer = 4096;
 
 void StreamCore::complete(std::size_t offset, std::size_t length, std::size_t consumed) {
-    std::string bytes(in_.data() + offset, length);
-    in_.consume(consumed);
-    if (in_.empty() && in_.capacity() > kKeptReadBuffer) in_.release();
+    std::string bytes(in().data() + offset, length);
+    consume(consumed);
     deliver(std::move(bytes));
+}
+
+namespace {
+constinit const reactor::ByteBuffer no_bytes{};
+}  // namespace
+
+const reactor::ByteBuffer& StreamCore::in() const noexcept { return in_ ? *in_ : no_bytes; }
+
+reactor::ByteBuffer& StreamCore::in_to_append() {
+    if (!in_) in_ = std::make_unique<reactor::ByteBuffer>();
+    return *in_;
+}
+
+void StreamCore::consume(std::size_t n) noexcept {
+    if (!in_) return;
+    in_->consume(n);
+    if (in_->empty() && in_->capacity() > kKeptReadBuffer) in_.reset();
 }
 
 void StreamCore::deliver(std::string bytes) {
     const bool framed = read_.framed();
     ReadPromise p = read_.take();
-    if (paused_ && in_.size() <= limit_) {
+    if (paused_ && in().size() <= limit_) {
         paused_ = false;
         transport_->resume_reading();
     }

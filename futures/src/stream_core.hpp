@@ -84,8 +84,8 @@ public:
     // clean end of input.
     Future<std::optional<std::string>> start_framed_read(ReadKind kind, reactor::FrameFormat format,
                                                          std::source_location where);
-    bool at_eof() const { return eof_ && in_.empty(); }
-    std::size_t buffered() const { return in_.size(); }
+    bool at_eof() const { return eof_ && in().empty(); }
+    std::size_t buffered() const { return in().size(); }
 
     bool write(std::string_view data) { return !closing_ && transport_->write(data); }
     void write_eof() { transport_->write_eof(); }
@@ -202,6 +202,13 @@ private:
         return *waiters_;
     }
     void check_no_read_pending() const;
+    // The bytes received and not read yet (empty if no block was made).
+    const reactor::ByteBuffer& in() const noexcept;
+    // The same, to append to: its block made on first use.
+    reactor::ByteBuffer& in_to_append();
+    // Consumes n buffered bytes (n <= in().size()); a buffer emptied after a
+    // burst (more than a small one's capacity) goes back to the heap.
+    void consume(std::size_t n) noexcept;
 
     // The transport's callbacks (StreamTransport::Receiver: public, so that a
     // weak_ptr<StreamCore> converts; only the transport calls them).
@@ -231,15 +238,23 @@ private:
     // (the connection's are the transport's): kept alone, not the whole
     // StreamOptions, because every idle stream pays for what it keeps.
     std::size_t limit_;
-    reactor::ByteBuffer in_;
-    PendingRead read_;
+    // The bytes received and not read yet, in a block made when bytes first
+    // have to wait (a reader slower than its peer, a partial line or
+    // frame): a read waiting on an empty buffer takes each chunk straight
+    // from the connection (on_data), so a stream whose reader keeps up, an
+    // idle one included, pays a pointer.
+    std::unique_ptr<reactor::ByteBuffer> in_;
     std::unique_ptr<Waiters> waiters_;
     std::exception_ptr error_exception_;  // the transport's own exception for error_, if it gave one
-    int error_ = 0;         // errno of a reset or failure (beside the flags: no padding)
-    bool eof_ = false;      // no more bytes will arrive
-    bool closed_ = false;   // the connection is closed
-    bool closing_ = false;  // close() or abort() was called
-    bool paused_ = false;   // reading paused by our flow control
+    // Potentially overlapping, so that the members after it take the tail
+    // padding after its kind and prefix, not words of their own: every
+    // idle stream pays for what follows.
+    [[no_unique_address]] PendingRead read_;
+    bool eof_ : 1 = false;      // no more bytes will arrive
+    bool closed_ : 1 = false;   // the connection is closed
+    bool closing_ : 1 = false;  // close() or abort() was called
+    bool paused_ : 1 = false;   // reading paused by our flow control
+    int error_ = 0;             // errno of a reset or failure
 };
 
 }  // namespace futures::detail
