@@ -136,8 +136,8 @@ private:
         bool valid() const noexcept { return static_cast<bool>(state_); }
         bool is_pending() const noexcept { return state_ && state_->pending(); }
         std::source_location where() const noexcept { return state_->origin(); }
-        // `framed`: the future holds an optional (read_line, read_frame).
-        // Unless its consumer cancelled it.
+        // Completes the future with `bytes`, unless its consumer cancelled
+        // it. `framed`: the future holds an optional (read_line, read_frame).
         void set_value(std::string bytes, bool framed) {
             if (!is_pending()) return;
             if (framed) {
