@@ -19,7 +19,6 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <source_location>
 #include <stdexcept>

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+// A Stream's core: reads complete futures from the buffered bytes, writes go
+// to the transport, and the core's flow control pauses reading while too
+// much waits unread (stream_core.hpp says who owns what). Loop thread only.
+#include "stream_core.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "futures/leaves.hpp"
+
+namespace futures {
+namespace detail {
+
+// ---------------------------------------------------------------- OpenStreams
+
+void OpenStreams::abandon() noexcept {
+    while (StreamCore* stream = open_.pop_front()) stream->end_with_loop();
+}
+
+// ---------------------------------------------------------------- StreamCore
+
+// The promises (read_, waiters_) break as the members go: nobody can
+// complete them any more.
+StreamCore::~StreamCore() {
+    // The transport delivers data, EOF and low water through a plain pointer
+    // to us (the plain one: its connection's data callback and layer events):
+    // none may arrive after us. Without them the connection closes by itself
+    // at the peer's EOF.
+    transport_->detach();
+    if (transport_->is_open()) transport_->close();  // the last handle went: finish politely
+}
+
+void StreamCore::attach() {
+    eof_ = transport_->at_eof();  // a write-only pipe never reads: reads end at once
+    // The data, EOF and low-water callbacks run from the connection's slots,
+    // which ~StreamCore clears (detach), so they hold a plain pointer and
+    // take a strong reference only while they run (in on_data...). The close
+    // callback is queued when the connection closes and may run after us: it
+    // holds a weak_ptr.
+    transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
+    // Until its close callback has run, the loop's end must reach it (see OpenStreams).
+    scheduler().service<OpenStreams>().add(*this);
+}
+
+// The new transport takes the connection over from the old one, which is
+// dropped (without closing it). Nothing is read in between: the loop does not
+// run while we are here.
+void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make) {
+    if (closing_ || closed_ || !transport_->is_open())
+        throw InvalidStateError("stream: cannot replace the transport of a closing or closed stream");
+    if (eof_) throw InvalidStateError("stream: cannot replace the transport after the peer's EOF");
+    if (!in().empty())
+        throw InvalidStateError(fmt::format(
+            "stream: cannot replace the transport with {} bytes received and not read (they would be the new "
+            "layer's: the peer spoke before its turn)",
+            in().size()));
+    transport_->detach();
+    std::unique_ptr<StreamTransport> next;
+    try {
+        next = make(*transport_);
+        if (!next) throw std::invalid_argument("stream: replace_transport: no transport made");
+    } catch (...) {
+        transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
+        throw;
+    }
+    transport_ = std::move(next);
+    transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
+}
+
+void StreamCore::end_with_loop() noexcept {
+    if (closed_) return;
+    // Breaking a promise schedules its waiters (which keeps them, and what
+    // they hold, alive until the loop drops them); should that fail, they
+    // go at once, and with them maybe the last handle to this stream.
+    const std::shared_ptr<StreamCore> keep = weak_from_this().lock();
+    closed_ = true;
+    eof_ = true;
+    read_ = {};  // a promise still pending breaks, naming its line
+    waiters_.reset();
+    transport_->abandon();  // and the transport's own (futures_tls: a handshake's)
+}
+
+void StreamCore::check_no_read_pending() const {
+    if (read_.promise.is_pending()) {
+        const std::source_location other = read_.promise.where();
+        throw InvalidStateError(fmt::format("stream: another read is already pending (the one made at {}:{})",
+                                            other.file_name(), other.line()));
+    }
+}
+
+Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter,
+                                           std::source_location where) {
+    check_no_read_pending();
+    Future<std::string> f;
+    read_ = PendingRead{.delimiter = std::move(delimiter),
+                        .promise = ReadPromise::make(scheduler(), where, f),
+                        .n = n,
+                        .kind = kind};
+    try_read();
+    return f;
+}
+
+Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, reactor::FrameFormat format,
+                                                                 std::source_location where) {
+    check_no_read_pending();
+    Future<std::optional<std::string>> f;
+    read_ = PendingRead{.delimiter = {},
+                        .promise = ReadPromise::make(scheduler(), where, f),
+                        .n = format.max_size,
+                        .kind = kind,
+                        .prefix = format.prefix};
+    try_read();
+    return f;
+}
+
+Future<void> StreamCore::drain(std::source_location where) {
+    reactor::Scheduler& sched = scheduler();
+    if (error_ != 0) return make_exception_future<void>(sched, connection_error(), where);
+    if (closed_ || !transport_->above_high_water()) return make_ready_future(sched, where);
+    std::vector<Promise<void>>& drains = waiters().drain;
+    std::erase_if(drains, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
+    return drains.emplace_back(sched, where, "stream drain").get_future();
+}
+
+void StreamCore::close() {
+    closing_ = true;
+    transport_->close();
+}
+
+void StreamCore::abort() {
+    closing_ = true;
+    transport_->abort();
+}
+
+Future<void> StreamCore::wait_closed(std::source_location where) {
+    if (closed_) return make_ready_future(scheduler(), where);
+    std::vector<Promise<void>>& closes = waiters().close;
+    std::erase_if(closes, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
+    return closes.emplace_back(scheduler(), where, "wait for the stream to close").get_future();
+}
+
+void StreamCore::on_data(std::string_view d) {
+    const std::shared_ptr<StreamCore> keep = shared_from_this();  // a read's continuation may drop the last handle
+    // A read waiting on an empty buffer takes the bytes straight from the
+    // connection's loop-wide read buffer: a stream whose reader keeps up
+    // keeps no buffer of its own (uvloop's streams do the same).
+    if (in().empty() && wants_more() && read_.kind == ReadKind::some) {
+        const std::size_t n = std::min(read_.n, d.size());
+        deliver(std::string(d.substr(0, n)));
+        d.remove_prefix(n);
+        if (d.empty()) return;
+    }
+    in_to_append().append(d);
+    try_read();
+    // Flow control (asyncio's): stop reading while twice the limit waits
+    // unread; reading resumes once a read takes it back to the limit.
+    if (!paused_ && in().size() > 2 * limit_ && !wants_more()) {
+        paused_ = true;
+        transport_->pause_reading();
+    }
+}
+
+void StreamCore::on_eof() {
+    const std::shared_ptr<StreamCore> keep = shared_from_this();
+    eof_ = true;
+    try_read();
+}
+
+void StreamCore::on_low_water() {
+    const std::shared_ptr<StreamCore> keep = shared_from_this();
+    finish_drains(0);
+}
+
+void StreamCore::on_closed(const StreamTransportEnd& end) {
+    if (closed_) return;  // the loop's end came first (end_with_loop)
+    unlink();             // from OpenStreams: nothing is left for the loop's end to break
+    closed_ = true;
+    eof_ = true;  // nothing more can arrive; bytes already here can still be read
+    error_ = end.error;
+    error_exception_ = end.exception;
+    finish_drains(error_);
+    if (waiters_) {
+        for (auto& p : std::exchange(waiters_->close, {}))
+            if (p.is_pending()) p.set_value();
+    }
+    try_read();
+}
+
+// What a read or drain fails with after the transport failed: its own
+// exception (TLS: the close reason's text), else a std::system_error from
+// the errno; a deadline of StreamOptions::connection is ETIMEDOUT, so a read
+// that waited too long fails with "timed out".
+std::exception_ptr StreamCore::connection_error() const {
+    if (error_exception_) return error_exception_;
+    std::string_view what = error_ == ECONNRESET || error_ == EPIPE ? "reset"
+                            : error_ == ETIMEDOUT                   ? "timed out"
+                                                                    : "failed";
+    return std::make_exception_ptr(
+        std::system_error(error_, std::generic_category(), fmt::format("stream: connection {}", what)));
+}
+
+void StreamCore::finish_drains(int error) {
+    if (!waiters_) return;
+    for (auto& p : std::exchange(waiters_->drain, {})) {
+        if (!p.is_pending()) continue;  // cancelled by its owner
+        if (error == ECANCELED) {
+            p.cancel();  // Scheduler::close(): see try_read
+        } else if (error != 0) {
+            p.set_exception(connection_error());
+        } else {
+            p.set_value();
+        }
+    }
+}
+
+void StreamCore::try_read() {
+    if (!read_.active()) return;
+    if (!read_.promise.is_pending()) {  // cancelled by its owner: the bytes stay for the next read
+        read_ = {};
+        return;
+    }
+    PendingRead& r = read_;
+    const reactor::ByteBuffer& in = this->in();
+    switch (r.kind) {
+    case ReadKind::some:
+        if (r.n == 0 || !in.empty()) return complete(std::min(r.n, in.size()));
+        break;
+    case ReadKind::exactly:
+        if (in.size() >= r.n) return complete(r.n);
+        break;
+    case ReadKind::until: {
+        std::string_view view = in.view();
+        // Resume the search where the last one stopped, minus a partial delimiter.
+        std::size_t from = r.scanned >= r.delimiter.size() ? r.scanned - r.delimiter.size() + 1 : 0;
+        std::size_t pos = view.find(r.delimiter, from);
+        if (pos != std::string_view::npos) {
+            std::size_t end = pos + r.delimiter.size();
+            if (end > limit_)
+                return fail(LimitOverrunError("stream: the delimiter is found, but the chunk is longer than the limit", end));
+            return complete(end);
+        }
+        r.scanned = view.size();
+        if (view.size() > limit_)
+            return fail(LimitOverrunError("stream: the delimiter is not found, and the chunk exceeds the limit",
+                                          view.size()));
+        break;
+    }
+    case ReadKind::line: {
+        // As until "\n", then the end (and a '\r' before it) left out.
+        std::string_view view = in.view();
+        std::size_t end = view.find('\n', r.scanned);
+        if (end != std::string_view::npos) {
+            if (end + 1 > limit_)
+                return fail(LimitOverrunError("stream: the line end is found, but the line is longer than the limit",
+                                              end + 1));
+            const std::size_t length = end > 0 && view[end - 1] == '\r' ? end - 1 : end;
+            return complete(0, length, end + 1);
+        }
+        r.scanned = view.size();
+        if (view.size() > limit_)
+            return fail(LimitOverrunError("stream: the line end is not found, and the line exceeds the limit",
+                                          view.size()));
+        break;
+    }
+    case ReadKind::frame: {
+        const std::size_t prefix = reactor::prefix_size(r.prefix);
+        if (in.size() < prefix) break;
+        const std::size_t length = reactor::decode_frame_length(r.prefix, in.data());
+        if (length > r.n) return fail(FrameTooLargeError(length, r.n, prefix));
+        if (in.size() - prefix >= length) return complete(prefix, length, prefix + length);
+        break;
+    }
+    }
+    if (eof_) {
+        // Scheduler::close() ended the connection: what waited on it is
+        // cancelled, as close() cancels tasks, not failed (a conversation it
+        // ends is not an error nobody retrieved).
+        if (error_ == ECANCELED) {
+            read_.take().cancel();
+            return;
+        }
+        if (error_ != 0) return fail(connection_error());
+        if (r.kind == ReadKind::some) return complete(0);
+        if (r.framed() && in.empty()) {  // a clean end: between lines or frames
+            read_.take().set_end();
+            return;
+        }
+        std::optional<std::size_t> expected;
+        if (r.kind == ReadKind::exactly) expected = r.n;
+        if (r.kind == ReadKind::frame) {
+            const std::size_t prefix = reactor::prefix_size(r.prefix);
+            expected = in.size() < prefix ? prefix : prefix + reactor::decode_frame_length(r.prefix, in.data());
+        }
+        std::string partial(in.view());
+        in_.reset();
+        return fail(IncompleteReadError(std::move(partial), expected));
+    }
+    // Waiting for more: make sure it can arrive even past the buffer limit.
+    if (paused_) {
+        paused_ = false;
+        transport_->resume_reading();
+    }
+}
+
+// Kept across reads when emptied; a larger buffer (a burst the reader was
+// slower than) goes back to the heap, so an idle stream does not keep it.
+constexpr std::size_t kKeptReadBuffer = 4096;
+
+void StreamCore::complete(std::size_t offset, std::size_t length, std::size_t consumed) {
+    std::string bytes(in().data() + offset, length);
+    consume(consumed);
+    deliver(std::move(bytes));
+}
+
+namespace {
+constinit const reactor::ByteBuffer no_bytes{};
+}  // namespace
+
+const reactor::ByteBuffer& StreamCore::in() const noexcept { return in_ ? *in_ : no_bytes; }
+
+reactor::ByteBuffer& StreamCore::in_to_append() {
+    if (!in_) in_ = std::make_unique<reactor::ByteBuffer>();
+    return *in_;
+}
+
+void StreamCore::consume(std::size_t n) noexcept {
+    if (!in_) return;
+    in_->consume(n);
+    if (in_->empty() && in_->capacity() > kKeptReadBuffer) in_.reset();
+}
+
+void StreamCore::deliver(std::string bytes) {
+    const bool framed = read_.framed();
+    ReadPromise p = read_.take();
+    if (paused_ && in().size() <= limit_) {
+        paused_ = false;
+        transport_->resume_reading();
+    }
+    p.set_value(std::move(bytes), framed);
+}
+
+template <class E>
+void StreamCore::fail(E error) {
+    read_.take().set_exception(std::move(error));  // an exception, or an exception_ptr
+}
+
+}  // namespace detail
+
+}  // namespace futures
