@@ -300,6 +300,43 @@ BOOST_AUTO_TEST_CASE(remove_before_and_after_completion) {
     CHECK_EMPTY(loop.sched);
 }
 
+// A lone callback lives in the waiter list's own word; taken out (removed,
+// or run), it leaves the index taken, so its id never names the next one.
+BOOST_AUTO_TEST_CASE(a_lone_callbacks_id_outlives_it) {
+    VirtualLoop loop(backend_under_test());
+    Bag bag;
+    Future<int> f(loop.sched);
+    auto a = f.add_done_callback([&] { bag.push_back("a"); });
+    BOOST_TEST(f.remove_done_callback(a));
+    auto b = f.add_done_callback([&] { bag.push_back("b"); });
+    BOOST_TEST(b.index != a.index);
+    BOOST_TEST(!f.remove_done_callback(a));  // not b
+    f.set_result(1);
+    loop.sched.run();
+    BOOST_TEST(bag == Bag{"b"});
+
+    Future<int> g(loop.sched);
+    auto c = g.add_done_callback([&] { bag.push_back("c"); });
+    g.set_result(2);
+    loop.sched.run();  // c runs, and is taken out of the list's word
+    auto d = g.add_done_callback([&] { bag.push_back("d"); });
+    BOOST_TEST(d.index != c.index);
+    BOOST_TEST(!g.remove_done_callback(c));
+    BOOST_TEST(g.remove_done_callback(d));  // scheduled, not started
+    loop.sched.run();
+    BOOST_TEST(bag == (Bag{"b", "c"}));
+    CHECK_EMPTY(loop.sched);
+}
+
+// Every future has a state: six words (a vtable, the loop, two counts, the
+// error, the origin, the waiter list) and one for the flags, whose spare
+// bytes a State<T> uses for its own flag and a small T.
+BOOST_AUTO_TEST_CASE(a_futures_state_is_seven_words) {
+    BOOST_TEST(sizeof(futures::detail::WaiterList) == sizeof(void*));
+    BOOST_TEST(sizeof(futures::detail::State<void>) == 7 * sizeof(void*));
+    BOOST_TEST(sizeof(futures::detail::State<char>) == 7 * sizeof(void*));  // its flag and value in the padding
+}
+
 BOOST_AUTO_TEST_CASE(removed_callback_releases_its_captures_at_once) {
     VirtualLoop loop(backend_under_test());
     auto token = std::make_shared<int>(0);

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -42,13 +43,23 @@ bool is_cancelled_error(const std::exception_ptr& e) {
 // States whose last strong reference went while another state was being
 // disposed. Disposing a state drops its callbacks, which may hold the last
 // reference to the next state of a chain, and so on: a queue instead of
-// recursion keeps the stack flat for a million-long pending chain.
+// recursion keeps the stack flat for a million-long pending chain. The queue
+// is a vector of the loop thread's, not a link in every state (every future's
+// state is a word smaller); it keeps a modest capacity for the next time. If
+// it cannot grow (out of memory), or is gone (the thread is exiting and a
+// thread_local held a future), the state is disposed on the spot instead:
+// recursion, which only a chain that long and that unlucky would notice.
 struct DisposeQueue {
-    StateBase* head = nullptr;
-    StateBase* tail = nullptr;
-    bool draining = false;
+    static constexpr std::size_t kKeptCapacity = 1024;
+    std::vector<StateBase*> dead;  // in order of death; disposed from `next` on
+    std::size_t next = 0;
+    ~DisposeQueue();
 };
+thread_local constinit bool disposing = false;  // a die() is draining the queue
+thread_local constinit bool queued = false;     // ... and has queued states since it began
+thread_local constinit bool dispose_queue_gone = false;
 thread_local DisposeQueue dispose_queue;
+DisposeQueue::~DisposeQueue() { dispose_queue_gone = true; }
 
 }  // namespace
 
@@ -291,25 +302,30 @@ bool StateBase::cancel() {
 // ---------------------------------------------------------------- death
 
 void StateBase::die(StateBase* s) noexcept {
-    DisposeQueue& q = dispose_queue;
-    if (q.draining) {  // the outer die() gets to it
-        s->next_dead_ = nullptr;
-        if (q.tail) {
-            q.tail->next_dead_ = s;
-        } else {
-            q.head = s;
+    if (disposing) {  // the outer die() gets to it
+        if (!dispose_queue_gone) {
+            try {
+                dispose_queue.dead.push_back(s);
+                queued = true;
+                return;
+            } catch (...) {
+                // out of memory: on the spot
+            }
         }
-        q.tail = s;
+        s->dispose();
         return;
     }
-    q.draining = true;
+    disposing = true;
     s->dispose();
-    while (StateBase* dead = q.head) {
-        q.head = dead->next_dead_;
-        if (!q.head) q.tail = nullptr;
-        dead->dispose();
+    if (queued && !dispose_queue_gone) {  // most deaths free nothing else: no vector touched
+        DisposeQueue& q = dispose_queue;
+        while (q.next < q.dead.size()) q.dead[q.next++]->dispose();  // may push more
+        queued = false;
+        q.dead.clear();
+        q.next = 0;
+        if (q.dead.capacity() > DisposeQueue::kKeptCapacity) std::vector<StateBase*>().swap(q.dead);
     }
-    q.draining = false;
+    disposing = false;
 }
 
 void StateBase::dispose() noexcept {

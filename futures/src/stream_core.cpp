@@ -24,7 +24,7 @@ void OpenStreams::abandon() noexcept {
 
 // ---------------------------------------------------------------- StreamCore
 
-// The promises (read_, waiters_) break as the members go: nobody can
+// The promises (read_, rare_) break as the members go: nobody can
 // complete them any more.
 StreamCore::~StreamCore() {
     // The transport delivers data, EOF and low water through a plain pointer
@@ -81,7 +81,7 @@ void StreamCore::end_with_loop() noexcept {
     closed_ = true;
     eof_ = true;
     read_ = {};  // a promise still pending breaks, naming its line
-    waiters_.reset();
+    rare_.reset();
     transport_->abandon();  // and the transport's own (futures_tls: a handshake's)
 }
 
@@ -96,9 +96,9 @@ void StreamCore::check_no_read_pending() const {
 Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::string delimiter,
                                            std::source_location where) {
     check_no_read_pending();
+    if (kind == ReadKind::until) rare().delimiter = std::move(delimiter);
     Future<std::string> f;
-    read_ = PendingRead{.delimiter = std::move(delimiter),
-                        .promise = ReadPromise::make(scheduler(), where, f),
+    read_ = PendingRead{.promise = ReadPromise::make(scheduler(), where, f),
                         .n = n,
                         .kind = kind};
     try_read();
@@ -109,8 +109,7 @@ Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, 
                                                                  std::source_location where) {
     check_no_read_pending();
     Future<std::optional<std::string>> f;
-    read_ = PendingRead{.delimiter = {},
-                        .promise = ReadPromise::make(scheduler(), where, f),
+    read_ = PendingRead{.promise = ReadPromise::make(scheduler(), where, f),
                         .n = format.max_size,
                         .kind = kind,
                         .prefix = format.prefix};
@@ -122,7 +121,7 @@ Future<void> StreamCore::drain(std::source_location where) {
     reactor::Scheduler& sched = scheduler();
     if (error_ != 0) return make_exception_future<void>(sched, connection_error(), where);
     if (closed_ || !transport_->above_high_water()) return make_ready_future(sched, where);
-    std::vector<Promise<void>>& drains = waiters().drain;
+    std::vector<Promise<void>>& drains = rare().drain;
     std::erase_if(drains, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
     return drains.emplace_back(sched, where, "stream drain").get_future();
 }
@@ -139,7 +138,7 @@ void StreamCore::abort() {
 
 Future<void> StreamCore::wait_closed(std::source_location where) {
     if (closed_) return make_ready_future(scheduler(), where);
-    std::vector<Promise<void>>& closes = waiters().close;
+    std::vector<Promise<void>>& closes = rare().close;
     std::erase_if(closes, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
     return closes.emplace_back(scheduler(), where, "wait for the stream to close").get_future();
 }
@@ -184,8 +183,8 @@ void StreamCore::on_closed(const StreamTransportEnd& end) {
     error_ = end.error;
     error_exception_ = end.exception;
     finish_drains(error_);
-    if (waiters_) {
-        for (auto& p : std::exchange(waiters_->close, {}))
+    if (rare_) {
+        for (auto& p : std::exchange(rare_->close, {}))
             if (p.is_pending()) p.set_value();
     }
     try_read();
@@ -205,8 +204,8 @@ std::exception_ptr StreamCore::connection_error() const {
 }
 
 void StreamCore::finish_drains(int error) {
-    if (!waiters_) return;
-    for (auto& p : std::exchange(waiters_->drain, {})) {
+    if (!rare_) return;
+    for (auto& p : std::exchange(rare_->drain, {})) {
         if (!p.is_pending()) continue;  // cancelled by its owner
         if (error == ECANCELED) {
             p.cancel();  // Scheduler::close(): see try_read
@@ -235,11 +234,12 @@ void StreamCore::try_read() {
         break;
     case ReadKind::until: {
         std::string_view view = in.view();
+        const std::string& delimiter = rare_->delimiter;  // made by start_read
         // Resume the search where the last one stopped, minus a partial delimiter.
-        std::size_t from = r.scanned >= r.delimiter.size() ? r.scanned - r.delimiter.size() + 1 : 0;
-        std::size_t pos = view.find(r.delimiter, from);
+        std::size_t from = r.scanned >= delimiter.size() ? r.scanned - delimiter.size() + 1 : 0;
+        std::size_t pos = view.find(delimiter, from);
         if (pos != std::string_view::npos) {
-            std::size_t end = pos + r.delimiter.size();
+            std::size_t end = pos + delimiter.size();
             if (end > limit_)
                 return fail(LimitOverrunError("stream: the delimiter is found, but the chunk is longer than the limit", end));
             return complete(end);

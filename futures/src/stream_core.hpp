@@ -172,7 +172,6 @@ private:
     // a frame's format in `n` and `prefix` rather than a FrameFormat of its
     // own: an idle stream pays for this whole struct.
     struct PendingRead {
-        std::string delimiter;      // until
         ReadPromise promise;
         std::size_t n = 0;          // some: at most n; exactly: n; frame: the largest payload (max_size)
         std::size_t scanned = 0;    // until, line: bytes already searched
@@ -190,16 +189,18 @@ private:
             return p;
         }
     };
-    // The waiters of drain() and wait_closed(), made on first use: most
-    // streams never wait for either (drain() of output below the high-water
-    // mark is ready at once), so an idle stream pays a pointer for them.
-    struct Waiters {
+    // What few streams use, in a block made on first use: the waiters of
+    // drain() and wait_closed() (drain() of output below the high-water
+    // mark is ready at once), and read_until's delimiter (read_line needs
+    // none). An idle stream pays a pointer for them.
+    struct Rare {
         std::vector<Promise<void>> drain;
         std::vector<Promise<void>> close;
+        std::string delimiter;  // the pending read's, if it is a read_until
     };
-    Waiters& waiters() {
-        if (!waiters_) waiters_ = std::make_unique<Waiters>();
-        return *waiters_;
+    Rare& rare() {
+        if (!rare_) rare_ = std::make_unique<Rare>();
+        return *rare_;
     }
     void check_no_read_pending() const;
     // The bytes received and not read yet (empty if no block was made).
@@ -244,7 +245,7 @@ private:
     // from the connection (on_data), so a stream whose reader keeps up, an
     // idle one included, pays a pointer.
     std::unique_ptr<reactor::ByteBuffer> in_;
-    std::unique_ptr<Waiters> waiters_;
+    std::unique_ptr<Rare> rare_;
     std::exception_ptr error_exception_;  // the transport's own exception for error_, if it gave one
     // Potentially overlapping, so that the members after it take the tail
     // padding after its kind and prefix, not words of their own: every

@@ -53,10 +53,10 @@ void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
         sched_.call_exception_handler(ctx);
         return;
     }
-    ++active_;
-    auto finished = [weak = weak_from_this(), stream]() mutable {
+    ++active_->active;
+    auto finished = [count = active_, stream]() mutable {
+        --count->active;  // first: what close() might throw does not leave it counted
         stream.close();
-        if (auto self = weak.lock()) --self->active_;
     };
     if (!conversation.valid()) return finished();
     conversation.add_done_callback(std::move(finished), where_);

@@ -15,9 +15,32 @@
 #include <reactor/scheduler.hpp>
 #include <reactor/net/listener.hpp>
 
+#include "futures/detail/ref.hpp"
 #include "futures/stream.hpp"
 
 namespace futures::detail {
+
+// How many conversations still run: kept by the server's core and by each
+// conversation's end, which may outlive the core (a server handle dropped
+// while clients talk on). Counted by hand, so that what a conversation keeps
+// of its server is one pointer, not a weak_ptr's two: every open connection
+// has one.
+class ActiveCount {
+public:
+    ActiveCount() = default;
+    ActiveCount(const ActiveCount&) = delete;
+    ActiveCount& operator=(const ActiveCount&) = delete;
+
+    void add_ref() noexcept { ++holders_; }
+    void release() noexcept {
+        if (--holders_ == 0) delete this;
+    }
+
+    std::size_t active = 0;
+
+private:
+    std::size_t holders_ = 1;
+};
 
 class ServerCore : public std::enable_shared_from_this<ServerCore> {
 public:
@@ -33,7 +56,7 @@ public:
     const reactor::Address& address() const { return listener_->address(); }
     void close() { listener_->close(); }  // conversations in progress go on
     bool is_serving() const { return listener_->is_listening(); }
-    std::size_t active() const { return active_; }
+    std::size_t active() const { return active_->active; }
     std::uint64_t accepted() const { return listener_->accepted(); }
     void close_clients() { listener_->connections().close_all(); }
     void abort_clients() { listener_->connections().abort_all(); }
@@ -50,7 +73,7 @@ private:
     reactor::ListenerPtr listener_;
     // Conversations whose future is not complete yet. A count, not a table of
     // their streams: an idle connection pays for what the server keeps.
-    std::size_t active_ = 0;
+    Ref<ActiveCount> active_ = Ref<ActiveCount>::adopt(new ActiveCount);
 };
 
 }  // namespace futures::detail

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The waiter list of a future's state: registration order, the first entry
-// inline, the rest in a vector recycled through the state pool.
+// The waiter list of a future's state: registration order, a lone entry in
+// the list's own word, two or more in a vector recycled through the state pool.
 #include "futures/detail/waiters.hpp"
 
 #include <stdexcept>
@@ -10,14 +10,22 @@
 namespace futures::detail {
 
 std::uint32_t WaiterList::push(Waiter w) {
-    if (size_ == UINT32_MAX - 1) throw std::length_error("futures: too many done-callbacks on one future");
-    if (size_ == 0) {
-        first_ = w;
-    } else {
-        if (!rest_) rest_ = take_waiter_vector();
-        rest_->push_back(w);
+    if (word_ == 0) {
+        word_ = w.bits_;
+        return 0;
     }
-    return size_++;
+    if (WaiterVector* v = many()) {
+        if (v->size() >= UINT32_MAX - 1) throw std::length_error("futures: too many done-callbacks on one future");
+        v->push_back(w);
+        return static_cast<std::uint32_t>(v->size() - 1);
+    }
+    // The second entry: both go to a vector, the first keeping index 0.
+    std::unique_ptr<WaiterVector> v = take_waiter_vector();
+    v->reserve(2);
+    v->push_back((*this)[0]);
+    v->push_back(w);
+    word_ = reinterpret_cast<std::uintptr_t>(v.release()) | kMany;
+    return 1;
 }
 
 void WaiterList::drop(Waiter w) noexcept {
@@ -31,14 +39,15 @@ void WaiterList::drop(Waiter w) noexcept {
 void WaiterList::clear() noexcept {
     // Emptied before anything is released: releasing may run destructors that
     // reach other states, never this list, but keep it consistent anyway.
-    Waiter first = std::exchange(first_, Waiter{});
-    std::unique_ptr<WaiterVector> rest = std::move(rest_);
-    size_ = 0;
-    drop(first);
-    if (rest) {
-        for (Waiter w : *rest) drop(w);
-        recycle_waiter_vector(std::move(rest));
+    WaiterVector* v = many();
+    std::uintptr_t word = std::exchange(word_, 0);
+    if (!v) {
+        if (word != kOneTaken) drop(Waiter(word));
+        return;
     }
+    std::unique_ptr<WaiterVector> all(v);
+    for (Waiter w : *all) drop(w);
+    recycle_waiter_vector(std::move(all));
 }
 
 }  // namespace futures::detail

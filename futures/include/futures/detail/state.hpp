@@ -184,11 +184,7 @@ private:
     std::uint32_t weak_ = 0;    // Weak references (+1 while disposing)
     std::exception_ptr error_;
     std::source_location origin_;
-    StateBase* next_dead_ = nullptr;  // the dispose queue (see die())
-    // Potentially overlapping, so that the one-byte members after it take
-    // its tail padding (after its 32-bit count) instead of a word of their
-    // own: every future's state is 8 bytes smaller.
-    [[no_unique_address]] WaiterList waiters_;
+    WaiterList waiters_;
     Status status_ = Status::pending;
     bool retrieved_ = false;  // the error was seen by result()/exception() or passed on
     bool settable_;           // created by Future(sched): may be completed by hand

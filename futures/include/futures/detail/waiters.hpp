@@ -74,38 +74,59 @@ public:
     }
 
 private:
+    friend class WaiterList;
     static constexpr std::uintptr_t kUser = 1;
     explicit Waiter(std::uintptr_t bits) noexcept : bits_(bits) {}
     std::uintptr_t bits_ = 0;
 };
 
-// The waiters of one state, in registration order. The first lives inline (most
-// futures have exactly one consumer), the rest in a vector made for the second
-// (so a state carries one pointer for them, not a whole vector). An entry is
-// emptied when it starts running or is removed; indexes are stable.
+// The waiters of one state, in registration order, in one word: most futures
+// have exactly one consumer, who lives in the word itself; the second makes
+// a vector (from take_waiter_vector()) that then holds them all. An entry is
+// emptied when it starts running or is removed; indexes are stable, so a
+// lone entry that was taken leaves a marker saying "one entry, empty".
 class REACTOR_API WaiterList {
 public:
     WaiterList() = default;
     WaiterList(const WaiterList&) = delete;
     WaiterList& operator=(const WaiterList&) = delete;
     ~WaiterList() {
-        if (size_ != 0) clear();  // a dead state's list was cleared already
+        if (word_ != 0) clear();  // a dead state's list was cleared already
     }
 
-    std::uint32_t size() const noexcept { return size_; }
-    Waiter& operator[](std::uint32_t i) noexcept { return i == 0 ? first_ : (*rest_)[i - 1]; }
+    std::uint32_t size() const noexcept {
+        if (WaiterVector* v = many()) return static_cast<std::uint32_t>(v->size());
+        return word_ == 0 ? 0 : 1;
+    }
+    // Entry i (i < size()).
+    Waiter operator[](std::uint32_t i) const noexcept {
+        if (WaiterVector* v = many()) return (*v)[i];
+        return word_ == kOneTaken ? Waiter{} : Waiter(word_);
+    }
     // Appends `w`, whose ownership the list takes only if this returns (it may
     // throw std::length_error or std::bad_alloc).
     std::uint32_t push(Waiter w);
     // Takes entry i out (leaving it empty); the caller now owns what it held.
-    Waiter take(std::uint32_t i) noexcept { return std::exchange((*this)[i], Waiter{}); }
+    Waiter take(std::uint32_t i) noexcept {
+        if (WaiterVector* v = many()) return std::exchange((*v)[i], Waiter{});
+        if (word_ == kOneTaken) return Waiter{};
+        return Waiter(std::exchange(word_, kOneTaken));
+    }
     static void drop(Waiter w) noexcept;  // releases what a taken entry held
     void clear() noexcept;
 
 private:
-    Waiter first_;
-    std::unique_ptr<WaiterVector> rest_;  // from take_waiter_vector()
-    std::uint32_t size_ = 0;
+    // word_ is 0 (no entries), an entry's own bits (one entry), kOneTaken
+    // (one entry, taken), or a WaiterVector* tagged kMany (two or more). A
+    // Link* or UserCallback* is 8-byte aligned and a Waiter only ever sets
+    // bit 0, so bits 1 and 2 are free for the two tags.
+    static constexpr std::uintptr_t kMany = 2;
+    static constexpr std::uintptr_t kOneTaken = 4;
+    WaiterVector* many() const noexcept {
+        return (word_ & kMany) ? reinterpret_cast<WaiterVector*>(word_ & ~kMany) : nullptr;
+    }
+
+    std::uintptr_t word_ = 0;
 };
 
 }  // namespace futures::detail
