@@ -86,7 +86,61 @@ struct Anonymous {
     }
 };
 
+// Waits on its gate; its state's name is its number.
+struct Numbered {
+    std::string name;
+    Future<void> gate;
+    std::string_view state_name() const { return name; }
+    Step<void> resume() {
+        if (!gate.done()) return gate;
+        return futures::finished;
+    }
+};
+
+std::vector<std::string> listed_states(reactor::Scheduler& sched) {
+    std::vector<std::string> out;
+    for (const futures::TaskInfo& t : futures::all_tasks(sched)) out.push_back(t.state.value_or("?"));
+    return out;
+}
+
 }  // namespace
+
+// The loop lists its tasks in a vector, each task keeping its index: tasks
+// that end leave holes, which are closed as they pile up (the indexes of
+// those that moved updated). Whatever comes and goes, the list is still in
+// the order the tasks were spawned, and names only those still running.
+BOOST_AUTO_TEST_CASE(all_tasks_keeps_spawn_order_as_tasks_come_and_go) {
+    VirtualLoop loop(backend_under_test());
+    std::vector<Future<void>> gates, tasks;
+    std::vector<std::string> expected;
+    auto spawn = [&](int n) {
+        for (int i = 0; i < n; ++i) {
+            const std::string name = std::to_string(gates.size());
+            gates.emplace_back(loop.sched);
+            tasks.push_back(futures::spawn(loop.sched, Numbered{name, gates.back()}));
+            expected.push_back(name);
+        }
+    };
+    auto finish = [&](auto which) {  // ends the tasks whose number `which` picks
+        for (std::size_t i = 0; i < gates.size(); ++i)
+            if (which(i) && !gates[i].done()) gates[i].set_result();
+        loop.sched.run();
+        std::erase_if(expected, [&](const std::string& name) { return which(std::stoul(name)); });
+        BOOST_TEST(listed_states(loop.sched) == expected, boost::test_tools::per_element());
+    };
+    spawn(300);
+    loop.sched.run();
+    BOOST_TEST(listed_states(loop.sched) == expected, boost::test_tools::per_element());
+    finish([](std::size_t i) { return i % 3 != 0; });  // two thirds: holes, then compacted
+    spawn(100);
+    finish([](std::size_t i) { return i >= 150 && i < 330; });
+    finish([](std::size_t i) { return i == 399 || i == 0; });  // the newest and the oldest
+    spawn(5);
+    finish([](std::size_t) { return true; });
+    BOOST_TEST(futures::all_tasks(loop.sched).empty());
+    for (Future<void>& t : tasks) BOOST_TEST(t.done());
+    CHECK_EMPTY(loop.sched);
+}
 
 BOOST_AUTO_TEST_CASE(all_tasks_shows_spawn_line_state_and_what_each_waits_on) {
     VirtualLoop loop(backend_under_test());

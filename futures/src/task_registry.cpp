@@ -1,8 +1,26 @@
 // SPDX-License-Identifier: MIT
 // The registry of tasks and hand-made futures per Scheduler, and futures::all_tasks().
-#include "futures/detail/task_registry.hpp"
-
+//
+// Every task of a Scheduler, and every future made to be completed by hand
+// (Future(sched)), is known by the loop, so that futures::all_tasks() can
+// show the tasks, Scheduler::live() can list both, Scheduler::close() can
+// cancel both (the tasks first), and ~Scheduler can free them even when they
+// wait on one another in a cycle. (Other futures need no registration: a
+// timer, an fd wait or the futures they wait on name them.)
+//
+// A task registers when it starts (a hand-made future when made) and leaves
+// when its state is destroyed; the registry is a service of the loop
+// (reactor::LoopService), made on its first spawn and destroyed with it. It
+// is a vector of the states, oldest first, and each state keeps its index
+// (StateBase::registry_index(), a member beside the task's flags): a task
+// carries no list links and no second vtable pointer, and an idle
+// conversation's task is that much smaller. A state that leaves leaves a hole, and the
+// vector is compacted (the indexes updated) once half of it is holes, never
+// while it is being walked. Loop thread only.
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -16,8 +34,33 @@ namespace futures::detail {
 class TaskRegistry final : public reactor::LoopService {
 public:
     explicit TaskRegistry(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
+    TaskRegistry(const TaskRegistry&) = delete;
+    TaskRegistry& operator=(const TaskRegistry&) = delete;
+    // The states still listed (it goes with its loop) forget it.
+    ~TaskRegistry() override {
+        for (StateBase* s : states_)
+            if (s) *s->registry_index() = StateBase::kNotListed;
+    }
 
-    void add(LiveHook& t) noexcept { hooks_.push_back(t); }
+    void add(StateBase& s) {
+        std::uint32_t& index = *s.registry_index();
+        if (index != StateBase::kNotListed) return;
+        if (states_.size() >= StateBase::kNotListed - 1) compact();
+        if (states_.size() >= StateBase::kNotListed - 1) throw std::length_error("futures: too many tasks");
+        states_.push_back(&s);
+        index = static_cast<std::uint32_t>(states_.size() - 1);
+    }
+    void remove(StateBase& s) noexcept {
+        std::uint32_t& index = *s.registry_index();
+        states_[index] = nullptr;
+        index = StateBase::kNotListed;
+        ++holes_;
+        while (!states_.empty() && !states_.back()) {  // the newest left: no hole kept for it
+            states_.pop_back();
+            --holes_;
+        }
+        if (holes_ > 16 && holes_ * 2 > states_.size()) compact();
+    }
 
     enum class Which : unsigned char { tasks, hand_made, all };
 
@@ -25,9 +68,8 @@ public:
     // oldest first: what is done to them may complete and free others.
     std::vector<Ref<StateBase>> pending(Which which) const {
         std::vector<Ref<StateBase>> out;
-        hooks_.for_each([&](LiveHook& t) {
-            StateBase& s = t.task_state();
-            const bool wanted = which == Which::all || t.is_task() == (which == Which::tasks);
+        for_each([&](StateBase& s) {
+            const bool wanted = which == Which::all || s.is_task() == (which == Which::tasks);
             if (s.alive() && s.pending() && wanted) out.emplace_back(&s);
         });
         return out;
@@ -35,14 +77,13 @@ public:
 
     std::vector<TaskInfo> snapshot() const {
         std::vector<TaskInfo> out;
-        hooks_.for_each([&](LiveHook& t) {
-            StateBase& s = t.task_state();
-            if (!s.alive() || !s.pending() || !t.is_task()) return;
+        for_each([&](StateBase& s) {
+            if (!s.alive() || !s.pending() || !s.is_task()) return;
             TaskInfo info;
             info.spawned_at = s.origin();
-            info.started = t.started();
-            if (t.has_machine_state()) info.state = std::string(t.machine_state());
-            if (StateBase* up = t.awaited()) {
+            info.started = s.task_started();
+            if (s.task_names_its_state()) info.state = std::string(s.task_machine_state());
+            if (StateBase* up = s.task_awaited()) {
                 info.waiting_on_kind = std::string(up->kind());
                 info.waiting_on = up->origin();
             }
@@ -74,9 +115,8 @@ public:
     }
 
     void describe(std::vector<reactor::LiveItem>& out) const override {
-        hooks_.for_each([&](LiveHook& t) {
-            const StateBase& s = t.task_state();
-            if (t.is_task() || !s.alive() || !s.pending()) return;
+        for_each([&](StateBase& s) {
+            if (s.is_task() || !s.alive() || !s.pending()) return;
             out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::future, "pending, to be completed by hand",
                                             s.origin(), true});
         });
@@ -85,10 +125,46 @@ public:
     }
 
 private:
-    reactor::IntrusiveList<LiveHook> hooks_;  // oldest first; a state leaves as it is destroyed
+    // Calls f(StateBase&) for each listed state, oldest first. What f does
+    // may list more (they are walked too) or make others leave (they are
+    // skipped); the vector is not compacted meanwhile, so indexes hold.
+    template <class F>
+    void for_each(F&& f) const {
+        ++walking_;
+        struct Done {
+            const TaskRegistry& r;
+            ~Done() { --r.walking_; }
+        } done{*this};
+        for (std::size_t i = 0; i < states_.size(); ++i)
+            if (StateBase* s = states_[i]) f(*s);
+    }
+
+    // Closes the holes, oldest first still, and gives back the memory of a
+    // burst of tasks gone.
+    void compact() noexcept {
+        if (walking_ != 0) return;
+        std::size_t kept = 0;
+        for (StateBase* s : states_) {
+            if (!s) continue;
+            *s->registry_index() = static_cast<std::uint32_t>(kept);
+            states_[kept++] = s;
+        }
+        states_.resize(kept);
+        holes_ = 0;
+        if (states_.capacity() > 2 * kept + 64) states_.shrink_to_fit();
+    }
+
+    std::vector<StateBase*> states_;  // oldest first; null where one left
+    std::size_t holes_ = 0;
+    mutable unsigned walking_ = 0;    // for_each calls in progress
 };
 
-void LiveHook::join(reactor::Scheduler& sched) { sched.service<TaskRegistry>().add(*this); }
+void StateBase::join_registry() { scheduler().service<TaskRegistry>().add(*this); }
+
+void StateBase::leave_registry() noexcept {
+    if (*registry_index() == kNotListed) return;
+    if (auto* registry = sched_->find_service<TaskRegistry>()) registry->remove(*this);
+}
 
 }  // namespace futures::detail
 

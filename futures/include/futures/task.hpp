@@ -47,6 +47,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <source_location>
@@ -57,7 +58,6 @@
 #include <reactor/export.hpp>
 #include <reactor/scheduler.hpp>
 
-#include "futures/detail/task_registry.hpp"
 #include "futures/future.hpp"
 
 namespace futures {
@@ -129,7 +129,7 @@ namespace detail {
 // The task: a Future<T>'s state that owns the machine and resumes it. Its link
 // goes to the future the machine awaits, one after another.
 template <class M>
-class TaskState final : public WaitingState<machine_result_t<M>>, private LiveHook {
+class TaskState final : public WaitingState<machine_result_t<M>> {
     using T = machine_result_t<M>;
 
 public:
@@ -138,26 +138,30 @@ public:
         std::construct_at(&machine_.value, std::move(machine));
         has_machine_ = true;
     }
-    ~TaskState() override { reset_machine(); }
+    ~TaskState() override {
+        reset_machine();
+        this->leave_registry();
+    }
 
     void start() {
-        this->join(this->scheduler());
+        this->join_registry();
         this->scheduler().call_soon([self = Ref<TaskState>(this)] { self->step(); }, this->origin());
     }
 
     std::string_view kind() const noexcept override { return "Task"; }
 
-    // ---- LiveHook: what all_tasks() shows ----
-    StateBase& task_state() noexcept override { return *this; }
-    std::string_view machine_state() const override {
+    // ---- what all_tasks() shows (the loop's registry) ----
+    bool is_task() const noexcept override { return true; }
+    bool task_started() const noexcept override { return started_; }
+    std::uint32_t* registry_index() noexcept override { return &registry_index_; }
+    std::string_view task_machine_state() const override {
         if constexpr (NamesItsState<M>) {
             if (has_machine_) return machine_.value.state_name();
         }
         return {};
     }
-    bool has_machine_state() const noexcept override { return NamesItsState<M>; }
-    StateBase* awaited() const noexcept override { return this->link_.upstream(); }
-    bool started() const noexcept override { return started_; }
+    bool task_names_its_state() const noexcept override { return NamesItsState<M>; }
+    StateBase* task_awaited() const noexcept override { return this->link_.upstream(); }
 
 private:
     // The awaited future completed: resume.
@@ -235,6 +239,7 @@ private:
     bool has_machine_ = false;
     bool started_ = false;
     bool must_cancel_ = false;
+    std::uint32_t registry_index_ = StateBase::kNotListed;  // beside the flags: no word of its own
 };
 
 // Runs `sched` one iteration at a time until `state` is complete.

@@ -11,24 +11,27 @@
 #error "futures/detail/*.hpp are parts of futures/future.hpp: include that instead"
 #endif
 
+#include <cstdint>
 #include <source_location>
 
 #include <reactor/scheduler.hpp>
 
 #include "futures/detail/state.hpp"
-#include "futures/detail/task_registry.hpp"
 
 namespace futures::detail {
 
 template <class T>
-class SettableState final : public State<T>, private LiveHook {
+class SettableState final : public State<T> {
 public:
     SettableState(reactor::Scheduler& sched, std::source_location where) : State<T>(sched, where, true) {
-        this->join(sched);
+        this->join_registry();
     }
+    ~SettableState() override { this->leave_registry(); }
 
-    StateBase& task_state() noexcept override { return *this; }
-    bool is_task() const noexcept override { return false; }
+    std::uint32_t* registry_index() noexcept override { return &index_; }
+
+private:
+    std::uint32_t index_ = StateBase::kNotListed;  // in State<T>'s tail padding where it has some
 };
 
 }  // namespace futures::detail

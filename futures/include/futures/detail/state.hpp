@@ -141,10 +141,30 @@ public:
     // that has decided (a combinator's first error) and no longer needs its inputs.
     void cancel_upstream();
 
+    // ---- what the loop's registry of tasks and hand-made futures shows
+    //      (futures/detail/task_registry.hpp); a task overrides them ----
+    virtual bool is_task() const noexcept { return false; }
+    virtual bool task_started() const noexcept { return false; }  // resume() has run
+    // The machine's state_name(), or empty if its class has none.
+    virtual std::string_view task_machine_state() const { return {}; }
+    virtual bool task_names_its_state() const noexcept { return false; }
+    // What the task waits on now, or null.
+    virtual StateBase* task_awaited() const noexcept { return nullptr; }
+
 protected:
     StateBase(reactor::Scheduler& sched, std::source_location origin, bool settable) noexcept
         : sched_(&sched), origin_(origin), settable_(settable) {}
     virtual ~StateBase() = default;
+
+    // The loop's registry of tasks and hand-made futures lists a state (a
+    // task when it starts, a hand-made future when it is made) until it is
+    // destroyed. Where it is listed is an index the subclass keeps, in room
+    // its layout has to spare: a member, not list links in every task (a
+    // task lives as long as its conversation, an idle one included).
+    static constexpr std::uint32_t kNotListed = UINT32_MAX;  // not, or no longer (the loop went)
+    virtual std::uint32_t* registry_index() noexcept { return nullptr; }
+    void join_registry();                 // throws std::bad_alloc; registry_index() non-null
+    void leave_registry() noexcept;       // from the subclass's destructor
 
     // The links this state waits through (its members): cancel() travels along
     // them and death cuts them. A state that waits on nothing has none.
@@ -164,6 +184,7 @@ protected:
 
 private:
     friend class Link;
+    friend class TaskRegistry;
 
     // Link::connect's half: wake `link` (and so its owner) once this completes.
     void add_waiter(Link& link);
