@@ -304,7 +304,13 @@ BOOST_AUTO_TEST_CASE(failed_wakeup_write_from_a_post_is_not_sticky) {
 
 // The same from the signal handler: a SIGTERM whose wake-up write failed is
 // not lost for good, and later signals still wake the loop (a server used to
-// ignore SIGTERM for ever after one failure).
+// ignore SIGTERM for ever after one failure). A signal writes only to a loop
+// asleep in its selector, so the sender signals until one write has been
+// tried (the loop fell asleep, idle, with nothing but a far guard timer to
+// wake it): that write fails, and the next signal's must wake the loop. The
+// handler stops the loop only after the failure: a signal that came while
+// the loop was awake proves nothing (it used to stop the loop before any
+// write was tried, on a loaded machine).
 BOOST_AUTO_TEST_CASE(failed_wakeup_write_from_a_signal_is_not_sticky) {
     faults::Disarm disarm;
     Scheduler s(reactor_test::on(backend_under_test()));
@@ -313,12 +319,15 @@ BOOST_AUTO_TEST_CASE(failed_wakeup_write_from_a_signal_is_not_sticky) {
     int handled = 0;
     s.add_signal_handler(SIGUSR1, [&] {
         ++handled;
-        s.stop();
+        if (faults::injected(Call::write) == 1) s.stop();
     });
     faults::arm(Call::write, {.error = EIO, .after = 0, .times = 1, .fd = wakeup});
     std::thread sender([] {
-        ::kill(::getpid(), SIGUSR1);  // its wake-up fails
-        std::this_thread::sleep_for(100ms);
+        constexpr int kMaxTries = 10'000;  // 1 ms apart: far beyond any loop falling asleep
+        for (int i = 0; i < kMaxTries && faults::matched(Call::write) == 0; ++i) {
+            ::kill(::getpid(), SIGUSR1);  // until one's wake-up is tried, and fails
+            std::this_thread::sleep_for(1ms);
+        }
         ::kill(::getpid(), SIGUSR1);  // this one must wake the loop
     });
     auto guard = s.call_later(kGuard, [&] { s.stop(); });
