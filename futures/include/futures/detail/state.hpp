@@ -142,7 +142,7 @@ public:
     void cancel_upstream();
 
     // ---- what the loop's registry of tasks and hand-made futures shows
-    //      (futures/detail/task_registry.hpp); a task overrides them ----
+    //      (futures/src/task_registry.cpp); a task overrides them ----
     virtual bool is_task() const noexcept { return false; }
     virtual bool task_started() const noexcept { return false; }  // resume() has run
     // The machine's state_name(), or empty if its class has none.
@@ -163,7 +163,7 @@ protected:
     // task lives as long as its conversation, an idle one included).
     static constexpr std::uint32_t kNotListed = UINT32_MAX;  // not, or no longer (the loop went)
     virtual std::uint32_t* registry_index() noexcept { return nullptr; }
-    void join_registry();                 // throws std::bad_alloc; registry_index() non-null
+    void join_registry();                 // may throw std::bad_alloc; registry_index() non-null
     void leave_registry() noexcept;       // from the subclass's destructor
 
     // The links this state waits through (its members): cancel() travels along
