@@ -45,8 +45,7 @@ public:
     void add(StateBase& s) {
         std::uint32_t& index = *s.registry_index();
         if (index != StateBase::kNotListed) return;
-        if (states_.size() >= StateBase::kNotListed - 1) compact();
-        if (states_.size() >= StateBase::kNotListed - 1) throw std::length_error("futures: too many tasks");
+        if (states_.size() >= StateBase::kNotListed) throw std::length_error("futures: too many tasks");
         states_.push_back(&s);
         index = static_cast<std::uint32_t>(states_.size() - 1);
     }
