@@ -211,6 +211,35 @@ BOOST_AUTO_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit) {
     BOOST_TEST(sched.empty());
 }
 
+// The stream keeps its limit in 32 bits: one above 4 GiB counts as 4 GiB,
+// never as what its low bits say (2^32 + 16 would otherwise be 16, and
+// the 40-byte line below would overrun it).
+BOOST_AUTO_TEST_CASE(a_limit_beyond_32_bits_counts_as_4_gib) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Stream stream;
+    futures::StreamOptions opt;
+    opt.limit = (std::size_t{1} << 32) + 16;
+    auto server = futures::start_server(
+        sched, reactor::Address::loopback_v4(0),
+        [&](Stream s) {
+            stream = s;
+            return s.wait_closed();
+        },
+        opt);
+    int fd = accept_one(sched, server, stream);
+    const std::string line(40, 'x');
+    reactor_test::send_all(fd, line + "\n" + line);
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_until()) == line + "\n");
+    auto second = stream.read_line();  // a partial line waits for its end
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return stream.buffered() == line.size(); }));
+    BOOST_TEST(!second.done());
+    reactor_test::send_all(fd, "\n");
+    BOOST_TEST(futures::run_until_complete(sched, second).value() == line);
+    ::close(fd);
+    stream.close();
+    server.close();
+}
+
 BOOST_AUTO_TEST_CASE(one_read_at_a_time_and_cancelled_reads_keep_the_bytes) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <utility>
 
@@ -158,7 +160,7 @@ void StreamCore::on_data(std::string_view d) {
     try_read();
     // Flow control (asyncio's): stop reading while twice the limit waits
     // unread; reading resumes once a read takes it back to the limit.
-    if (!paused_ && in().size() > 2 * limit_ && !wants_more()) {
+    if (!paused_ && in().size() > 2 * std::size_t{limit_} && !wants_more()) {
         paused_ = true;
         transport_->pause_reading();
     }
@@ -181,7 +183,13 @@ void StreamCore::on_closed(const StreamTransportEnd& end) {
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
     error_ = end.error;
-    error_exception_ = end.exception;
+    if (end.exception) {
+        try {
+            rare().error = end.exception;
+        } catch (const std::bad_alloc&) {
+            // Out of memory: reads and drains fail with the errno's own error.
+        }
+    }
     finish_drains(error_);
     if (rare_) {
         for (auto& p : std::exchange(rare_->close, {}))
@@ -195,7 +203,7 @@ void StreamCore::on_closed(const StreamTransportEnd& end) {
 // the errno; a deadline of StreamOptions::connection is ETIMEDOUT, so a read
 // that waited too long fails with "timed out".
 std::exception_ptr StreamCore::connection_error() const {
-    if (error_exception_) return error_exception_;
+    if (rare_ && rare_->error) return rare_->error;
     std::string_view what = error_ == ECONNRESET || error_ == EPIPE ? "reset"
                             : error_ == ETIMEDOUT                   ? "timed out"
                                                                     : "failed";
@@ -244,10 +252,10 @@ void StreamCore::try_read() {
                 return fail(LimitOverrunError("stream: the delimiter is found, but the chunk is longer than the limit", end));
             return complete(end);
         }
-        r.scanned = view.size();
         if (view.size() > limit_)
             return fail(LimitOverrunError("stream: the delimiter is not found, and the chunk exceeds the limit",
                                           view.size()));
+        r.scanned = static_cast<std::uint32_t>(view.size());  // at most limit_
         break;
     }
     case ReadKind::line: {
@@ -261,10 +269,10 @@ void StreamCore::try_read() {
             const std::size_t length = end > 0 && view[end - 1] == '\r' ? end - 1 : end;
             return complete(0, length, end + 1);
         }
-        r.scanned = view.size();
         if (view.size() > limit_)
             return fail(LimitOverrunError("stream: the line end is not found, and the line exceeds the limit",
                                           view.size()));
+        r.scanned = static_cast<std::uint32_t>(view.size());  // at most limit_
         break;
     }
     case ReadKind::frame: {

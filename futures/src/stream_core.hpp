@@ -10,6 +10,7 @@
 // (a BrokenPromise: cancelled). Loop thread only.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -64,7 +65,8 @@ public:
     enum class ReadKind : std::uint8_t { some, exactly, until, line, frame };
 
     StreamCore(std::unique_ptr<StreamTransport> transport, const StreamOptions& options)
-        : transport_(std::move(transport)), limit_(options.limit) {}
+        : transport_(std::move(transport)),
+          limit_(static_cast<std::uint32_t>(std::min<std::size_t>(options.limit, UINT32_MAX))) {}
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
@@ -174,7 +176,7 @@ private:
     struct PendingRead {
         ReadPromise promise;
         std::size_t n = 0;          // some: at most n; exactly: n; frame: the largest payload (max_size)
-        std::size_t scanned = 0;    // until, line: bytes already searched
+        std::uint32_t scanned = 0;  // until, line: bytes already searched (at most limit_)
         ReadKind kind = ReadKind::some;
         reactor::LengthPrefix prefix = reactor::LengthPrefix::u32;  // frame
 
@@ -191,12 +193,16 @@ private:
     };
     // What few streams use, in a block made on first use: the waiters of
     // drain() and wait_closed() (drain() of output below the high-water
-    // mark is ready at once), and read_until's delimiter (read_line needs
-    // none). An idle stream pays a pointer for them.
+    // mark is ready at once), read_until's delimiter (read_line needs
+    // none), and the exception a failed transport gave. An idle stream pays
+    // a pointer for them.
     struct Rare {
         std::vector<Promise<void>> drain;
         std::vector<Promise<void>> close;
         std::string delimiter;  // the pending read's, if it is a read_until
+        // The transport's own exception for error_ (TLS: the close reason's
+        // text), if it gave one and this block could be made for it.
+        std::exception_ptr error;
     };
     Rare& rare() {
         if (!rare_) rare_ = std::make_unique<Rare>();
@@ -235,10 +241,6 @@ private:
     void fail(E error);
 
     std::unique_ptr<StreamTransport> transport_;  // and through it, the connection and its loop
-    // StreamOptions::limit, the one option a stream uses after it is made
-    // (the connection's are the transport's): kept alone, not the whole
-    // StreamOptions, because every idle stream pays for what it keeps.
-    std::size_t limit_;
     // The bytes received and not read yet, in a block made when bytes first
     // have to wait (a reader slower than its peer, a partial line or
     // frame): a read waiting on an empty buffer takes each chunk straight
@@ -246,7 +248,6 @@ private:
     // idle one included, pays a pointer.
     std::unique_ptr<reactor::ByteBuffer> in_;
     std::unique_ptr<Rare> rare_;
-    std::exception_ptr error_exception_;  // the transport's own exception for error_, if it gave one
     // Potentially overlapping, so that the members after it take the tail
     // padding after its kind and prefix, not words of their own: every
     // idle stream pays for what follows.
@@ -256,6 +257,12 @@ private:
     bool closing_ : 1 = false;  // close() or abort() was called
     bool paused_ : 1 = false;   // reading paused by our flow control
     int error_ = 0;             // errno of a reset or failure
+    // StreamOptions::limit, the one option a stream uses after it is made
+    // (the connection's are the transport's): kept alone, not the whole
+    // StreamOptions, because every idle stream pays for what it keeps; in
+    // 32 bits (a limit above 4 GiB counts as 4 GiB), which with the 32-bit
+    // `scanned` fits the stream in the tail of the pending read.
+    std::uint32_t limit_;
 };
 
 }  // namespace futures::detail
