@@ -668,8 +668,8 @@ void print_sizes() {
     row("std::shared_ptr<T>", sizeof(std::shared_ptr<int>), "");
     row("reactor::Listener", sizeof(reactor::Listener), "one per server");
     row("reactor::Scheduler", sizeof(reactor::Scheduler), "one per loop");
-    row("futures::Stream", sizeof(futures::Stream), "a handle: shared_ptr to StreamCore");
-    row("futures::detail::StreamCore", sizeof(futures::detail::StreamCore), "one per stream, in a make_shared block");
+    row("futures::Stream", sizeof(futures::Stream), "a handle: a counted pointer to StreamCore");
+    row("futures::detail::StreamCore", sizeof(futures::detail::StreamCore), "one per stream, a heap block of its own (it counts its handles)");
     row("futures::StreamOptions", sizeof(futures::StreamOptions), "what start_server and Stream::from take; a StreamCore keeps its limit alone");
     row("futures::Future<std::string>", sizeof(futures::Future<std::string>), "a handle to a pooled state");
     row("futures::Promise<std::string>", sizeof(futures::Promise<std::string>), "");

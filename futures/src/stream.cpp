@@ -47,10 +47,18 @@ Stream Stream::from(std::unique_ptr<StreamTransport> transport, StreamOptions op
     if (const auto& c = options.connection; c.read_timeout > reactor::Duration::zero()) conn.set_read_timeout(c.read_timeout);
     if (const auto& c = options.connection; c.write_timeout > reactor::Duration::zero()) conn.set_write_timeout(c.write_timeout);
     if (const auto& c = options.connection; c.idle_timeout > reactor::Duration::zero()) conn.set_idle_timeout(c.idle_timeout);
-    auto core = std::make_shared<detail::StreamCore>(std::move(transport), options);
+    detail::Ref<detail::StreamCore> core(new detail::StreamCore(std::move(transport), options));
     core->attach();
     return Stream(std::move(core));
 }
+
+Stream::Stream() noexcept = default;
+Stream::Stream(detail::Ref<detail::StreamCore> core) noexcept : core_(std::move(core)) {}
+Stream::Stream(const Stream& other) noexcept = default;
+Stream::Stream(Stream&& other) noexcept = default;
+Stream& Stream::operator=(const Stream& other) noexcept = default;
+Stream& Stream::operator=(Stream&& other) noexcept = default;
+Stream::~Stream() = default;
 
 detail::StreamCore& Stream::core() const {
     if (!core_) throw InvalidStateError("futures: empty Stream");

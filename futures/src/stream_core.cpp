@@ -39,12 +39,11 @@ StreamCore::~StreamCore() {
 
 void StreamCore::attach() {
     eof_ = transport_->at_eof();  // a write-only pipe never reads: reads end at once
-    // The data, EOF and low-water callbacks run from the connection's slots,
-    // which ~StreamCore clears (detach), so they hold a plain pointer and
-    // take a strong reference only while they run (in on_data...). The close
-    // callback is queued when the connection closes and may run after us: it
-    // holds a weak_ptr.
-    transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
+    // The callbacks run from the connection's slots, which ~StreamCore
+    // clears (detach), so they hold a plain pointer and take a reference
+    // only while they run (in on_data...). The close callback, too: the
+    // connection's queued close takes it out of its slot when it runs.
+    transport_->attach(this);
     // Until its close callback has run, the loop's end must reach it (see OpenStreams).
     scheduler().service<OpenStreams>().add(*this);
 }
@@ -67,11 +66,11 @@ void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTra
         next = make(*transport_);
         if (!next) throw std::invalid_argument("stream: replace_transport: no transport made");
     } catch (...) {
-        transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
+        transport_->attach(this);
         throw;
     }
     transport_ = std::move(next);
-    transport_->attach(this, std::weak_ptr<StreamTransport::Receiver>(weak_from_this()));
+    transport_->attach(this);
 }
 
 void StreamCore::end_with_loop() noexcept {
@@ -79,7 +78,7 @@ void StreamCore::end_with_loop() noexcept {
     // Breaking a promise schedules its waiters (which keeps them, and what
     // they hold, alive until the loop drops them); should that fail, they
     // go at once, and with them maybe the last handle to this stream.
-    const std::shared_ptr<StreamCore> keep = weak_from_this().lock();
+    const Ref<StreamCore> keep(this);
     closed_ = true;
     eof_ = true;
     read_ = {};  // a promise still pending breaks, naming its line
@@ -138,6 +137,17 @@ void StreamCore::abort() {
     transport_->abort();
 }
 
+void StreamCore::begin_conversation(Ref<ActiveCount> count) noexcept {
+    ++count->active;
+    conversation_ = std::move(count);
+}
+
+void StreamCore::end_conversation() {
+    // First: what close() might throw does not leave the conversation counted.
+    if (const Ref<ActiveCount> count = std::exchange(conversation_, {})) --count->active;
+    close();
+}
+
 Future<void> StreamCore::wait_closed(std::source_location where) {
     if (closed_) return make_ready_future(scheduler(), where);
     std::vector<Promise<void>>& closes = rare().close;
@@ -146,7 +156,7 @@ Future<void> StreamCore::wait_closed(std::source_location where) {
 }
 
 void StreamCore::on_data(std::string_view d) {
-    const std::shared_ptr<StreamCore> keep = shared_from_this();  // a read's continuation may drop the last handle
+    const Ref<StreamCore> keep(this);  // a read's continuation may drop the last handle
     // A read waiting on an empty buffer takes the bytes straight from the
     // connection's loop-wide read buffer: a stream whose reader keeps up
     // keeps no buffer of its own (uvloop's streams do the same).
@@ -167,18 +177,19 @@ void StreamCore::on_data(std::string_view d) {
 }
 
 void StreamCore::on_eof() {
-    const std::shared_ptr<StreamCore> keep = shared_from_this();
+    const Ref<StreamCore> keep(this);
     eof_ = true;
     try_read();
 }
 
 void StreamCore::on_low_water() {
-    const std::shared_ptr<StreamCore> keep = shared_from_this();
+    const Ref<StreamCore> keep(this);
     finish_drains(0);
 }
 
 void StreamCore::on_closed(const StreamTransportEnd& end) {
     if (closed_) return;  // the loop's end came first (end_with_loop)
+    const Ref<StreamCore> keep(this);
     unlink();             // from OpenStreams: nothing is left for the loop's end to break
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read

@@ -2,9 +2,10 @@
 // Internal: the state behind a Stream. Owns its transport (a plain
 // connection, or a layer such as TLS over one: futures/stream_transport.hpp),
 // the bytes received but not yet read, and the promises of the futures waiting on them (each
-// made with the line of the user's call: Stream::read, drain, wait_closed);
-// the transport's callbacks refer to it weakly, so the user's Stream
-// handles alone decide how long it lives. Its promises end with it or with
+// made with the line of the user's call: Stream::read, drain, wait_closed).
+// The user's Stream handles alone decide how long it lives: they count it
+// (one word each, no control block), and the transport's callbacks hold a
+// plain pointer that ~StreamCore clears (StreamTransport::detach). Its promises end with it or with
 // the loop: the last handle gone, or the loop abandoned before the
 // connection's close callback ran (OpenStreams), breaks those still pending
 // (a BrokenPromise: cancelled). Loop thread only.
@@ -33,6 +34,7 @@
 #include "futures/promise.hpp"
 #include "futures/stream.hpp"
 #include "futures/stream_transport.hpp"
+#include "active_count.hpp"
 
 namespace futures::detail {
 
@@ -58,9 +60,7 @@ private:
     reactor::IntrusiveList<StreamCore> open_;
 };
 
-class StreamCore final : public std::enable_shared_from_this<StreamCore>,
-                         public reactor::ListMember<StreamCore>,
-                         public StreamTransport::Receiver {
+class StreamCore final : public reactor::ListMember<StreamCore>, public StreamTransport::Receiver {
 public:
     enum class ReadKind : std::uint8_t { some, exactly, until, line, frame };
 
@@ -70,6 +70,13 @@ public:
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
+
+    // The count of Stream handles (detail::Ref), and of the references a
+    // callback of ours takes while it runs: the last one deletes the core.
+    void add_ref() noexcept { ++refs_; }
+    void release() noexcept {
+        if (--refs_ == 0) delete this;
+    }
 
     // Takes over the transport's callbacks and joins the loop's
     // OpenStreams; once, right after construction.
@@ -95,6 +102,10 @@ public:
 
     void close();
     void abort();
+    // A conversation of a StreamServer (start_server): counted in `count`
+    // from now until end_conversation(), which then closes the stream.
+    void begin_conversation(Ref<ActiveCount> count) noexcept;
+    void end_conversation();
     bool is_closing() const { return closing_ || closed_ || !transport_->is_open(); }
     Future<void> wait_closed(std::source_location where);
 
@@ -217,8 +228,8 @@ private:
     // burst (more than a small one's capacity) goes back to the heap.
     void consume(std::size_t n) noexcept;
 
-    // The transport's callbacks (StreamTransport::Receiver: public, so that a
-    // weak_ptr<StreamCore> converts; only the transport calls them).
+    // The transport's callbacks (StreamTransport::Receiver; only the
+    // transport calls them).
     using StreamTransport::Receiver::on_eof;  // and the LayerEvents overloads, which call these
     using StreamTransport::Receiver::on_low_water;
     void on_data(std::string_view d) override;
@@ -263,6 +274,10 @@ private:
     // 32 bits (a limit above 4 GiB counts as 4 GiB), which with the 32-bit
     // `scanned` fits the stream in the tail of the pending read.
     std::uint32_t limit_;
+    std::uint32_t refs_ = 0;  // see add_ref
+    // The server's count this stream's conversation is in, if a server made
+    // it and the conversation runs (begin_conversation).
+    Ref<ActiveCount> conversation_;
 };
 
 }  // namespace futures::detail

@@ -5,6 +5,7 @@
 // the user's line (start_server's, wait_closed's, serve_until's), never one
 // here. Loop thread only.
 #include "stream_server.hpp"
+#include "stream_core.hpp"
 
 #include <exception>
 #include <optional>
@@ -35,8 +36,10 @@ void ServerCore::listen(const reactor::Address& address) {
 }
 
 // The conversation's continuation holds the stream until the conversation
-// ends (as the task or callbacks behind it usually do too); the server only
-// counts. Aborting the clients is the listener's: its connection set has every
+// ends (as the task or callbacks behind it usually do too), and the stream
+// holds the server's count: the continuation is one pointer (its box the
+// smallest a done-callback takes), and an idle stream has room for the
+// count in its block anyway. Aborting the clients is the listener's: its connection set has every
 // connection still open, whether its conversation runs or it still flushes.
 void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
     Stream stream = Stream::from(conn, options_);
@@ -53,11 +56,8 @@ void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
         sched_.call_exception_handler(ctx);
         return;
     }
-    ++active_->active;
-    auto finished = [count = active_, stream]() mutable {
-        --count->active;  // first: what close() might throw does not leave it counted
-        stream.close();
-    };
+    stream.core().begin_conversation(active_);
+    auto finished = [stream] { stream.core().end_conversation(); };
     if (!conversation.valid()) return finished();
     conversation.add_done_callback(std::move(finished), where_);
 }

@@ -16,31 +16,10 @@
 #include <reactor/net/listener.hpp>
 
 #include "futures/detail/ref.hpp"
+#include "active_count.hpp"
 #include "futures/stream.hpp"
 
 namespace futures::detail {
-
-// How many conversations still run: kept by the server's core and by each
-// conversation's end, which may outlive the core (a server handle dropped
-// while clients talk on). Counted by hand, so that what a conversation keeps
-// of its server is one pointer, not a weak_ptr's two: every open connection
-// has one.
-class ActiveCount {
-public:
-    ActiveCount() = default;
-    ActiveCount(const ActiveCount&) = delete;
-    ActiveCount& operator=(const ActiveCount&) = delete;
-
-    void add_ref() noexcept { ++holders_; }
-    void release() noexcept {
-        if (--holders_ == 0) delete this;
-    }
-
-    std::size_t active = 0;
-
-private:
-    std::size_t holders_ = 1;
-};
 
 class ServerCore : public std::enable_shared_from_this<ServerCore> {
 public:

@@ -57,18 +57,19 @@ class PlainTransport final : public StreamTransport {
 public:
     explicit PlainTransport(reactor::ConnectionPtr conn) : conn_(std::move(conn)) {}
 
-    // The data callback and the layer events hold the receiver's plain
-    // pointer (a weak_ptr would cost a heap block): detach() clears them
-    // before the receiver goes. The EOF and low-water events go to the
+    // The callbacks and the layer events hold the receiver's plain pointer:
+    // detach() clears them before the receiver goes, and the connection's
+    // queued close takes its callback out of the slot when it runs. The EOF
+    // and low-water events go to the
     // receiver as the connection's layer events, not through its EOF and
     // low-water callbacks, which would make it allocate a block for them. As with an EOF
     // callback, the connection stays open for writing after the peer's EOF,
     // as asyncio streams do; close() ends it.
-    void attach(Receiver* raw, std::weak_ptr<Receiver> weak) override {
-        conn_->set_data_callback([raw](reactor::Connection&, std::string_view d) { raw->on_data(d); });
-        conn_->set_layer_events(raw);
-        conn_->set_close_callback([weak = std::move(weak)](reactor::Connection&, const reactor::CloseReason& r) {
-            if (auto receiver = weak.lock()) receiver->on_closed(StreamTransportEnd::from(r));
+    void attach(Receiver* receiver) override {
+        conn_->set_data_callback([receiver](reactor::Connection&, std::string_view d) { receiver->on_data(d); });
+        conn_->set_layer_events(receiver);
+        conn_->set_close_callback([receiver](reactor::Connection&, const reactor::CloseReason& r) {
+            receiver->on_closed(StreamTransportEnd::from(r));
         });
     }
     void detach() noexcept override {

@@ -131,7 +131,14 @@ class Lines;
 class REACTOR_API Stream {
 public:
     // An empty handle; every member but valid() throws InvalidStateError.
-    Stream() = default;
+    Stream() noexcept;
+    // Copies share the stream; the last handle closes it (gracefully).
+    // These are defined where the stream's state is a complete type.
+    Stream(const Stream& other) noexcept;
+    Stream(Stream&& other) noexcept;
+    Stream& operator=(const Stream& other) noexcept;
+    Stream& operator=(Stream&& other) noexcept;
+    ~Stream();
     // Wraps an open connection: the stream takes over its callbacks.
     static Stream from(reactor::ConnectionPtr conn, StreamOptions options = {});
     // Takes ownership of `fd` (a socket, a pipe end or a terminal), as
@@ -250,9 +257,11 @@ public:
 
 private:
     friend class detail::ServerCore;
-    explicit Stream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
+    explicit Stream(detail::Ref<detail::StreamCore> core) noexcept;
     detail::StreamCore& core() const;
-    std::shared_ptr<detail::StreamCore> core_;
+    // Counted by the state itself: a handle is one pointer, and an idle
+    // stream's state has no control block.
+    detail::Ref<detail::StreamCore> core_;
 };
 
 // The lines of a stream, for a loop: each next() is the stream's

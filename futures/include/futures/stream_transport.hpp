@@ -72,11 +72,12 @@ public:
 
     virtual ~StreamTransport();
 
-    // Starts delivering to `receiver`: on_data, on_eof and on_low_water go to
-    // `raw` (valid until detach()), on_closed to `weak`, which may be gone by
-    // then (the close is reported on a later iteration). Once attached, the
-    // connection stays open for writing after the peer's EOF.
-    virtual void attach(StreamTransport::Receiver* raw, std::weak_ptr<StreamTransport::Receiver> weak) = 0;
+    // Starts delivering to `receiver`, which stays valid until detach(): the
+    // stream detaches before it goes. A connection looks its close callback
+    // up when the queued close runs, not when it queues it, so a close
+    // reported after detach() reaches nobody. Once attached, the connection
+    // stays open for writing after the peer's EOF.
+    virtual void attach(StreamTransport::Receiver* receiver) = 0;
     // Stops delivering anything; the connection is left as it is (open or not).
     virtual void detach() noexcept = 0;
     // The loop ends (~Scheduler, or the last phase of Scheduler::close())

@@ -57,22 +57,23 @@ public:
     TlsTransport(tls::ConnectionPtr conn, std::shared_ptr<Promise<void>> handshake)
         : conn_(std::move(conn)), handshake_(std::move(handshake)) {}
 
-    // As the plain transport: the slot callbacks hold plain pointers, cleared
-    // by detach() before the receiver or this transport goes; the close
-    // callback runs later, so it holds weak ones.
-    void attach(Receiver* raw, std::weak_ptr<Receiver> weak) override {
-        conn_->set_data_callback([raw](tls::Connection&, std::string_view d) { raw->on_data(d); });
-        conn_->set_eof_callback([raw](tls::Connection&) { raw->on_eof(); });
-        conn_->set_low_water_callback([raw](tls::Connection&) { raw->on_low_water(); });
+    // As the plain transport: the callbacks hold plain pointers, cleared by
+    // detach() before the receiver or this transport goes (the TLS
+    // connection, too, takes its close callback out of the slot when it
+    // runs). The handshake's promise may outlive us: held weakly.
+    void attach(Receiver* receiver) override {
+        conn_->set_data_callback([receiver](tls::Connection&, std::string_view d) { receiver->on_data(d); });
+        conn_->set_eof_callback([receiver](tls::Connection&) { receiver->on_eof(); });
+        conn_->set_low_water_callback([receiver](tls::Connection&) { receiver->on_low_water(); });
         TlsTransport* self = this;
         conn_->set_handshake_callback([self](tls::Connection&) {
             if (self->handshake_ && self->handshake_->is_pending()) self->handshake_->set_value();
         });
-        conn_->set_close_callback([weak = std::move(weak), handshake = std::weak_ptr<Promise<void>>(handshake_)](
+        conn_->set_close_callback([receiver, handshake = std::weak_ptr<Promise<void>>(handshake_)](
                                       tls::Connection&, const tls::CloseReason& reason) {
             const StreamTransportEnd end = end_of(reason);
             if (auto h = handshake.lock(); h && h->is_pending()) fail_handshake(*h, reason, end);
-            if (auto receiver = weak.lock()) receiver->on_closed(end);
+            receiver->on_closed(end);
         });
     }
     void detach() noexcept override {
