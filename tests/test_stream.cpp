@@ -240,6 +240,26 @@ BOOST_AUTO_TEST_CASE(a_limit_beyond_32_bits_counts_as_4_gib) {
     server.close();
 }
 
+// The transport's callbacks hold a plain pointer to the stream, cleared as
+// the last handle goes: a close already queued then runs without a callback
+// (under AddressSanitizer, calling one would be a use after free). A read
+// still pending breaks, cancelled.
+BOOST_AUTO_TEST_CASE(a_stream_let_go_while_its_close_is_queued_hears_nothing_more) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    int fds[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+    Stream stream = Stream::adopt(sched, fds[0]);
+    const reactor::ConnectionPtr conn = stream.transport().connection().shared_from_this();
+    Future<std::string> pending = stream.read();
+    stream.abort();  // closed now; its close callback runs on a later iteration
+    BOOST_TEST(!conn->is_open());
+    stream = Stream();  // the last handle
+    BOOST_TEST(pending.cancelled());
+    sched.run();
+    BOOST_TEST(sched.empty());
+    ::close(fds[1]);
+}
+
 BOOST_AUTO_TEST_CASE(one_read_at_a_time_and_cancelled_reads_keep_the_bytes) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
