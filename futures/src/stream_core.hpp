@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Internal: the state behind a Stream. Owns its transport (a plain
 // connection, or a layer such as TLS over one: futures/stream_transport.hpp),
-// the bytes received but not yet read, and the promises of the futures waiting on them (each
-// made with the line of the user's call: Stream::read, drain, wait_closed).
-// The user's Stream handles alone decide how long it lives: they count it
-// (one word each, no control block), and the transport's callbacks hold a
-// plain pointer that ~StreamCore clears (StreamTransport::detach). Its promises end with it or with
-// the loop: the last handle gone, or the loop abandoned before the
-// connection's close callback ran (OpenStreams), breaks those still pending
-// (a BrokenPromise: cancelled). Loop thread only.
+// the bytes received but not yet read, and the promises of the futures
+// waiting on them (each made with the line of the user's call: Stream::read,
+// drain, wait_closed). The user's Stream handles alone decide how long it
+// lives: they count it (one word each, no control block), and the
+// transport's callbacks hold a plain pointer that ~StreamCore clears
+// (StreamTransport::detach). Its promises end with it or with the loop: the
+// last handle gone, or the loop abandoned before the connection's close
+// callback ran (OpenStreams), breaks those still pending (a BrokenPromise:
+// cancelled). Loop thread only.
 #pragma once
 
 #include <algorithm>

@@ -39,8 +39,9 @@ void ServerCore::listen(const reactor::Address& address) {
 // ends (as the task or callbacks behind it usually do too), and the stream
 // holds the server's count: the continuation is one pointer (its box the
 // smallest a done-callback takes), and an idle stream has room for the
-// count in its block anyway. Aborting the clients is the listener's: its connection set has every
-// connection still open, whether its conversation runs or it still flushes.
+// count in its block anyway. Aborting the clients is the listener's: its
+// connection set has every connection still open, whether its conversation
+// runs or it still flushes.
 void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
     Stream stream = Stream::from(conn, options_);
     Future<void> conversation;

@@ -16,8 +16,9 @@
 #include <reactor/net/listener.hpp>
 
 #include "futures/detail/ref.hpp"
-#include "active_count.hpp"
 #include "futures/stream.hpp"
+
+#include "active_count.hpp"
 
 namespace futures::detail {
 

@@ -60,11 +60,11 @@ public:
     // The callbacks and the layer events hold the receiver's plain pointer:
     // detach() clears them before the receiver goes, and the connection's
     // queued close takes its callback out of the slot when it runs. The EOF
-    // and low-water events go to the
-    // receiver as the connection's layer events, not through its EOF and
-    // low-water callbacks, which would make it allocate a block for them. As with an EOF
-    // callback, the connection stays open for writing after the peer's EOF,
-    // as asyncio streams do; close() ends it.
+    // and low-water events go to the receiver as the connection's layer
+    // events, not through its EOF and low-water callbacks, which would make
+    // it allocate a block for them. As with an EOF callback, the connection
+    // stays open for writing after the peer's EOF, as asyncio streams do;
+    // close() ends it.
     void attach(Receiver* receiver) override {
         conn_->set_data_callback([receiver](reactor::Connection&, std::string_view d) { receiver->on_data(d); });
         conn_->set_layer_events(receiver);
