@@ -328,12 +328,21 @@ BOOST_AUTO_TEST_CASE(a_lone_callbacks_id_outlives_it) {
 }
 
 // Every future has a state: six words (a vtable, the loop, two counts, the
-// error, the origin, the waiter list) and one for the flags, whose spare
-// bytes a State<T> uses for its own flag and a small T.
-BOOST_AUTO_TEST_CASE(a_futures_state_is_seven_words) {
+// error, the origin, the waiter list) and one for the status, the flags (a
+// State<T>'s "has a value" and a task's among them) and the registry's
+// index. A State<T> is that and its T; a task that, its link and its
+// machine: an idle conversation is a task and its read's State<std::string>.
+struct FiveWordMachine {
+    futures::Step<void> resume() { return futures::finished; }
+    std::array<void*, 5> words{};
+};
+
+BOOST_AUTO_TEST_CASE(a_futures_state_is_seven_words_and_its_value) {
     BOOST_TEST(sizeof(futures::detail::WaiterList) == sizeof(void*));
     BOOST_TEST(sizeof(futures::detail::State<void>) == 7 * sizeof(void*));
-    BOOST_TEST(sizeof(futures::detail::State<char>) == 7 * sizeof(void*));  // its flag and value in the padding
+    BOOST_TEST(sizeof(futures::detail::State<std::string>) == 7 * sizeof(void*) + sizeof(std::string));
+    BOOST_TEST(sizeof(futures::detail::TaskState<FiveWordMachine>) ==
+               7 * sizeof(void*) + sizeof(futures::detail::Link) + sizeof(FiveWordMachine));
 }
 
 BOOST_AUTO_TEST_CASE(removed_callback_releases_its_captures_at_once) {

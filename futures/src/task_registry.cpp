@@ -12,7 +12,7 @@
 // when its state is destroyed; the registry is a service of the loop
 // (reactor::LoopService), made on its first spawn and destroyed with it. It
 // is a vector of the states, oldest first, and each state keeps its index
-// (StateBase::registry_index(), a member beside the task's flags): a task
+// (StateBase::registry_index_, beside the task's flags): a task
 // carries no list links and no second vtable pointer, and an idle
 // conversation's task is that much smaller. A state that leaves leaves a hole, and the
 // vector is compacted (the indexes updated) once half of it is holes, never
@@ -39,18 +39,18 @@ public:
     // The states still listed (it goes with its loop) forget it.
     ~TaskRegistry() override {
         for (StateBase* s : states_)
-            if (s) *s->registry_index() = StateBase::kNotListed;
+            if (s) s->registry_index_ = StateBase::kNotListed;
     }
 
     void add(StateBase& s) {
-        std::uint32_t& index = *s.registry_index();
+        std::uint32_t& index = s.registry_index_;
         if (index != StateBase::kNotListed) return;
         if (states_.size() >= StateBase::kNotListed) throw std::length_error("futures: too many tasks");
         states_.push_back(&s);
         index = static_cast<std::uint32_t>(states_.size() - 1);
     }
     void remove(StateBase& s) noexcept {
-        std::uint32_t& index = *s.registry_index();
+        std::uint32_t& index = s.registry_index_;
         states_[index] = nullptr;
         index = StateBase::kNotListed;
         ++holes_;
@@ -145,7 +145,7 @@ private:
         std::size_t kept = 0;
         for (StateBase* s : states_) {
             if (!s) continue;
-            *s->registry_index() = static_cast<std::uint32_t>(kept);
+            s->registry_index_ = static_cast<std::uint32_t>(kept);
             states_[kept++] = s;
         }
         states_.resize(kept);
@@ -161,7 +161,7 @@ private:
 void StateBase::join_registry() { scheduler().service<TaskRegistry>().add(*this); }
 
 void StateBase::leave_registry() noexcept {
-    if (*registry_index() == kNotListed) return;
+    if (registry_index_ == kNotListed) return;
     if (auto* registry = sched_->find_service<TaskRegistry>()) registry->remove(*this);
 }
 

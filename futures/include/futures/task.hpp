@@ -136,7 +136,7 @@ public:
     TaskState(reactor::Scheduler& sched, std::source_location where, M&& machine)
         : WaitingState<T>(sched, where, false) {
         std::construct_at(&machine_.value, std::move(machine));
-        has_machine_ = true;
+        this->has_machine_ = true;
     }
     ~TaskState() override {
         reset_machine();
@@ -152,11 +152,10 @@ public:
 
     // ---- what all_tasks() shows (the loop's registry) ----
     bool is_task() const noexcept override { return true; }
-    bool task_started() const noexcept override { return started_; }
-    std::uint32_t* registry_index() noexcept override { return &registry_index_; }
+    bool task_started() const noexcept override { return this->started_; }
     std::string_view task_machine_state() const override {
         if constexpr (NamesItsState<M>) {
-            if (has_machine_) return machine_.value.state_name();
+            if (this->has_machine_) return machine_.value.state_name();
         }
         return {};
     }
@@ -169,12 +168,12 @@ private:
 
     void step() {
         if (!this->pending()) return;
-        if (must_cancel_ && !started_) {
+        if (this->must_cancel_ && !this->started_) {
             reset_machine();
             this->finish_cancelled();
             return;
         }
-        started_ = true;
+        this->started_ = true;
         std::optional<Step<T>> next;
         try {
             next.emplace(machine_.value.resume());
@@ -185,7 +184,7 @@ private:
         }
         if (next->value_) {
             reset_machine();
-            if (must_cancel_) {
+            if (this->must_cancel_) {
                 this->finish_cancelled();
             } else {
                 this->finish_value(std::move(*next->value_));
@@ -210,7 +209,7 @@ private:
             return;
         }
         this->link_.template connect<&TaskState::on_awaited>(*f);
-        if (must_cancel_ && f->cancel()) must_cancel_ = false;
+        if (this->must_cancel_ && f->cancel()) this->must_cancel_ = false;
     }
 
     // A request, not a verdict: the awaited future is cancelled (the link stays:
@@ -220,26 +219,24 @@ private:
         if (!accepted) return {};
         StateBase* awaited = this->link_.upstream();
         if (awaited && awaited->pending()) return Ref<StateBase>(awaited);  // it will be cancelled, and we resumed
-        must_cancel_ = true;
+        this->must_cancel_ = true;
         return {};
     }
 
     void destroy_payload() noexcept override { reset_machine(); }
     void reset_machine() noexcept {
-        if (has_machine_) {
-            has_machine_ = false;
+        if (this->has_machine_) {
+            this->has_machine_ = false;
             std::destroy_at(&machine_.value);
         }
     }
 
-    // The machine in raw storage with its flag beside the two below, not a
-    // std::optional with a padded flag of its own: a task lives as long as
-    // its conversation, an idle one included.
+    // The machine in raw storage, its flags (has_machine_, started_,
+    // must_cancel_) StateBase's: not a std::optional with a padded flag of
+    // its own, nor flags after the machine, which would round the task up
+    // by a word. A task lives as long as its conversation, an idle one
+    // included.
     ValueSlot<M> machine_;
-    bool has_machine_ = false;
-    bool started_ = false;
-    bool must_cancel_ = false;
-    std::uint32_t registry_index_ = StateBase::kNotListed;  // beside the flags: no word of its own
 };
 
 // Runs `sched` one iteration at a time until `state` is complete.

@@ -27,11 +27,6 @@ public:
         this->join_registry();
     }
     ~SettableState() override { this->leave_registry(); }
-
-    std::uint32_t* registry_index() noexcept override { return &index_; }
-
-private:
-    std::uint32_t index_ = StateBase::kNotListed;  // in State<T>'s tail padding where it has some
 };
 
 }  // namespace futures::detail

@@ -158,12 +158,11 @@ protected:
 
     // The loop's registry of tasks and hand-made futures lists a state (a
     // task when it starts, a hand-made future when it is made) until it is
-    // destroyed. Where it is listed is an index the subclass keeps, in room
-    // its layout has to spare: a member, not list links in every task (a
-    // task lives as long as its conversation, an idle one included).
+    // destroyed. Where it is listed is an index every state has room for
+    // (registry_index_, in what would be padding): not list links in every
+    // task (a task lives as long as its conversation, an idle one included).
     static constexpr std::uint32_t kNotListed = UINT32_MAX;  // not, or no longer (the loop went)
-    virtual std::uint32_t* registry_index() noexcept { return nullptr; }
-    void join_registry();                 // may throw std::bad_alloc; registry_index() non-null
+    void join_registry();                 // may throw std::bad_alloc
     void leave_registry() noexcept;       // from the subclass's destructor
 
     // The links this state waits through (its members): cancel() travels along
@@ -207,15 +206,29 @@ private:
     std::source_location origin_;
     WaiterList waiters_;
     Status status_ = Status::pending;
-    bool retrieved_ = false;  // the error was seen by result()/exception() or passed on
-    bool settable_;           // created by Future(sched): may be completed by hand
+    bool retrieved_ : 1 = false;  // the error was seen by result()/exception() or passed on
+    bool settable_ : 1;           // created by Future(sched): may be completed by hand
+
+protected:
+    // The subclasses' flags, beside the two above in one byte, and the
+    // registry's index: they take the tail of the last word, which would
+    // otherwise be padding, so a State<T> is its value past this base and a
+    // task its link and machine (a task, its read's state and its stream
+    // are what an idle conversation costs).
+    bool has_value_ : 1 = false;    // State<T>: its slot holds a value
+    bool has_machine_ : 1 = false;  // TaskState: its machine is constructed
+    bool started_ : 1 = false;      // TaskState: resume() has run
+    bool must_cancel_ : 1 = false;  // TaskState: a cancel request waits for the next future
+
+private:
+    std::uint32_t registry_index_ = kNotListed;  // see join_registry
 };
 
 // Where a State<T> keeps its T: raw storage, constructed by finish_value and
-// destroyed with the state (or by destroy_value), the state's has_value_
+// destroyed with the state (or by destroy_value), StateBase's has_value_
 // saying whether it holds one. Not a std::optional, whose flag would take a
-// word of its own after the value: has_value_ takes StateBase's tail padding
-// instead, and a State<void> keeps no storage at all. Every future has a
+// word of its own after the value: has_value_ is a bit of StateBase's last
+// word instead, and a State<void> keeps no storage at all. Every future has a
 // state, and an idle stream's pending read is one.
 template <class V>
 union ValueSlot {
@@ -293,8 +306,7 @@ private:
         }
     }
 
-    bool has_value_ = false;  // declared first: it takes StateBase's tail padding
-    [[no_unique_address]] Slot slot_;
+    [[no_unique_address]] Slot slot_;  // has_value_ (StateBase's) says whether it holds one
 };
 
 }  // namespace futures::detail
