@@ -3,8 +3,9 @@
 // selector backend: the peer's EOF and the fall to the low-water mark go to
 // the layer's receiver instead of the EOF and low-water callbacks, the
 // connection stays writable after the peer's EOF as with an EOF callback,
-// and a cleared receiver gives the callbacks (or, without one, the close at
-// EOF) back. Ordering comes from callbacks, never from sleeps.
+// a cleared receiver gives the callbacks (or, without one, the close at
+// EOF) back, and a loop that ends before the close callback could run tells
+// the receiver so. Ordering comes from callbacks, never from sleeps.
 #define BOOST_TEST_MODULE connection_layer_events
 #include <sys/socket.h>
 
@@ -40,6 +41,7 @@ private:
         if (at_eof) at_eof(conn);
     }
     void on_low_water(Connection&) override { bag_.push_back("layer low"); }
+    void on_abandoned(Connection&) noexcept override { bag_.push_back("layer abandoned"); }
 
     std::vector<std::string>& bag_;
 };
@@ -147,4 +149,73 @@ BOOST_AUTO_TEST_CASE(a_cleared_layer_gives_the_eof_back_to_the_connection) {
     listener->close();
     sched.run();
     BOOST_TEST(sched.empty());
+}
+
+// The loop ends (~Scheduler, no close()) with one connection open and the
+// other's close callback still queued: neither close callback runs, and each
+// layer hears on_abandoned once, as its callbacks are dropped.
+BOOST_AUTO_TEST_CASE(a_loop_ending_before_the_close_callback_tells_the_layer) {
+    std::vector<std::string> open_bag, closing_bag;
+    Recorder open_layer(open_bag), closing_layer(closing_bag);
+    ConnectionPtr open_side, closing_side;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        auto listener = reactor::Listener::listen(sched, reactor::Address::loopback_v4(0), [&](const ConnectionPtr& c) {
+            (open_side ? closing_side : open_side) = c;
+        });
+        ConnectionPtr first, second;
+        reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
+            BOOST_REQUIRE(!ec);
+            first = std::move(c);
+        });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return first && open_side; }));
+        reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
+            BOOST_REQUIRE(!ec);
+            second = std::move(c);
+        });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return second && closing_side; }));
+        for (auto* side : {&open_side, &closing_side}) {
+            Recorder& layer = side == &open_side ? open_layer : closing_layer;
+            std::vector<std::string>& bag = side == &open_side ? open_bag : closing_bag;
+            (*side)->set_layer_events(&layer);
+            (*side)->set_close_callback([&bag](Connection&, const CloseReason& r) { bag.push_back("closed " + r.to_string()); });
+        }
+        closing_side->abort();  // its close callback is queued, not run: the loop does not run again
+        BOOST_TEST(!closing_side->callbacks_dropped());
+        BOOST_TEST(open_bag.empty());
+        BOOST_TEST(closing_bag.empty());
+    }
+    BOOST_TEST(open_bag == std::vector<std::string>{"layer abandoned"});
+    BOOST_TEST(closing_bag == std::vector<std::string>{"layer abandoned"});
+    BOOST_TEST(open_side->callbacks_dropped());
+    BOOST_TEST(closing_side->callbacks_dropped());
+}
+
+// A close callback that runs is the end the layer hears of: no
+// on_abandoned, even when the loop ends afterwards; and from then on the
+// connection says its callbacks are dropped.
+BOOST_AUTO_TEST_CASE(a_close_callback_that_ran_leaves_nothing_to_abandon) {
+    std::vector<std::string> bag;
+    Recorder layer(bag);
+    ConnectionPtr server_side;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        auto listener = reactor::Listener::listen(sched, reactor::Address::loopback_v4(0), [&](const ConnectionPtr& c) {
+            server_side = c;
+            c->set_layer_events(&layer);
+            c->set_close_callback([&](Connection&, const CloseReason& r) { bag.push_back("closed " + r.to_string()); });
+        });
+        ConnectionPtr client;
+        reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
+            BOOST_REQUIRE(!ec);
+            client = std::move(c);
+        });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client && server_side; }));
+        BOOST_TEST(!server_side->callbacks_dropped());
+        server_side->abort();
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return !bag.empty(); }));
+        BOOST_TEST(server_side->callbacks_dropped());
+        client->abort();
+    }
+    BOOST_TEST(bag == std::vector<std::string>{"closed local"});
 }

@@ -240,6 +240,32 @@ BOOST_AUTO_TEST_CASE(a_limit_beyond_32_bits_counts_as_4_gib) {
     server.close();
 }
 
+// ~Scheduler without close(), one stream's connection open and another's
+// close callback queued: the connections tell their streams (no OpenStreams
+// entry for the plain transport), whose pending reads break, so the
+// continuations holding the streams go (a cycle otherwise: the stream holds
+// the read's promise, the read's state the continuation, the continuation
+// the stream), and the reads end cancelled.
+BOOST_AUTO_TEST_CASE(a_loop_ending_before_the_close_breaks_the_pending_reads) {
+    auto token = std::make_shared<int>(0);
+    Future<void> open_read, closing_read;
+    int fds[2][2];
+    for (auto& pair : fds) BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        Stream open = Stream::adopt(sched, fds[0][0]);
+        Stream closing = Stream::adopt(sched, fds[1][0]);
+        open_read = open.read().then([open, token](std::string) {});
+        closing_read = closing.read().then([closing, token](std::string) {});
+        closing.abort();  // closed; its close callback is queued and will never run
+        BOOST_TEST(token.use_count() == 3);
+    }
+    BOOST_TEST(token.use_count() == 1);  // both continuations, and with them the streams, are gone
+    BOOST_TEST(open_read.cancelled());
+    BOOST_TEST(closing_read.cancelled());
+    for (auto& pair : fds) ::close(pair[1]);
+}
+
 // The transport's callbacks hold a plain pointer to the stream, cleared as
 // the last handle goes: a close already queued then runs without a callback
 // (under AddressSanitizer, calling one would be a use after free). A read

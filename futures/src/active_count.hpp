@@ -7,12 +7,13 @@
 #pragma once
 
 #include <cstddef>
+#include <source_location>
 
 namespace futures::detail {
 
 class ActiveCount {
 public:
-    ActiveCount() = default;
+    explicit ActiveCount(std::source_location w) noexcept : where(w) {}
     ActiveCount(const ActiveCount&) = delete;
     ActiveCount& operator=(const ActiveCount&) = delete;
 
@@ -22,6 +23,7 @@ public:
     }
 
     std::size_t active = 0;
+    std::source_location where;  // the server's start_server call: named if a conversation's end throws
 
 private:
     std::size_t holders_ = 1;

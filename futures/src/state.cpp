@@ -70,7 +70,7 @@ CallbackId StateBase::add_user_callback(UserCallback* box) {
     try {
         index = waiters_.push(Waiter::user(box));
     } catch (...) {
-        delete box;
+        box->dispose();
         throw;
     }
     if (!pending()) schedule(index, index + 1);  // already done: still never inline
@@ -160,11 +160,14 @@ void StateBase::run_waiter(std::uint32_t index) noexcept {
             report_error(*sched_, "exception in callback", std::current_exception(), owner->origin_);
         }
     } else if (UserCallback* user = w.as_user()) {
-        std::unique_ptr<UserCallback> box(user);
+        struct Disposal {
+            UserCallback* box;
+            ~Disposal() { box->dispose(); }
+        } const done{user};
         try {
-            box->run();
+            user->run();
         } catch (...) {
-            report_error(*sched_, "exception in callback", std::current_exception(), box->where);
+            report_error(*sched_, "exception in callback", std::current_exception(), user->where());
         }
     }  // else removed after it was scheduled
 }

@@ -21,7 +21,7 @@ namespace detail {
 // ---------------------------------------------------------------- OpenStreams
 
 void OpenStreams::abandon() noexcept {
-    while (StreamCore* stream = open_.pop_front()) stream->end_with_loop();
+    while (OpenStreamsEntry* entry = open_.pop_front()) entry->stream->end_with_loop();
 }
 
 // ---------------------------------------------------------------- StreamCore
@@ -44,8 +44,20 @@ void StreamCore::attach() {
     // only while they run (in on_data...). The close callback, too: the
     // connection's queued close takes it out of its slot when it runs.
     transport_->attach(this);
-    // Until its close callback has run, the loop's end must reach it (see OpenStreams).
-    scheduler().service<OpenStreams>().add(*this);
+    watch_loop_end();
+}
+
+// Until its close callback has run, the loop's end must reach us (see
+// OpenStreams): through the transport if it reports it, else from our place
+// in OpenStreams.
+void StreamCore::watch_loop_end() {
+    if (transport_->reports_abandonment()) {
+        if (rare_) rare_->open.unlink();
+        return;
+    }
+    OpenStreamsEntry& entry = rare().open;
+    entry.stream = this;
+    if (!entry.is_linked()) scheduler().service<OpenStreams>().add(entry);
 }
 
 // The new transport takes the connection over from the old one, which is
@@ -60,6 +72,9 @@ void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTra
             "stream: cannot replace the transport with {} bytes received and not read (they would be the new "
             "layer's: the peer spoke before its turn)",
             in().size()));
+    // Made now, so that watch_loop_end() cannot fail once the new transport is in.
+    rare();
+    scheduler().service<OpenStreams>();
     transport_->detach();
     std::unique_ptr<StreamTransport> next;
     try {
@@ -71,6 +86,7 @@ void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTra
     }
     transport_ = std::move(next);
     transport_->attach(this);
+    watch_loop_end();  // the new transport may not report the loop's end (TLS does not)
 }
 
 void StreamCore::end_with_loop() noexcept {
@@ -137,15 +153,33 @@ void StreamCore::abort() {
     transport_->abort();
 }
 
-void StreamCore::begin_conversation(Ref<ActiveCount> count) noexcept {
+void StreamCore::follow(Ref<ActiveCount> count, const Future<void>& conversation) {
+    if (!conversation.valid()) return close();
     ++count->active;
     conversation_ = std::move(count);
+    add_ref();  // the waiter's, dropped by dispose()
+    try {
+        Access::state(conversation).add_user_callback(this);
+    } catch (...) {  // disposed of already (out of memory for a second waiter)
+        close();
+        throw;
+    }
 }
 
-void StreamCore::end_conversation() {
+void StreamCore::run() {
     // First: what close() might throw does not leave the conversation counted.
-    if (const Ref<ActiveCount> count = std::exchange(conversation_, {})) --count->active;
+    conversation_over_ = true;
+    --conversation_->active;
     close();
+}
+
+void StreamCore::dispose() noexcept {
+    if (!conversation_over_) {  // dropped unrun: removed, or its loop abandoned
+        conversation_over_ = true;
+        --conversation_->active;
+    }
+    conversation_ = {};
+    release();
 }
 
 Future<void> StreamCore::wait_closed(std::source_location where) {
@@ -190,7 +224,7 @@ void StreamCore::on_low_water() {
 void StreamCore::on_closed(const StreamTransportEnd& end) {
     if (closed_) return;  // the loop's end came first (end_with_loop)
     const Ref<StreamCore> keep(this);
-    unlink();             // from OpenStreams: nothing is left for the loop's end to break
+    if (rare_) rare_->open.unlink();  // from OpenStreams: nothing is left for the loop's end to break
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
     error_ = end.error;

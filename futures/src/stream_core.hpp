@@ -41,27 +41,34 @@ namespace futures::detail {
 
 class StreamCore;
 
-// The streams of one loop whose connection's close callback has not run yet
-// (a loop service). A stream's futures complete from that callback:
+// A stream's futures complete from its connection's close callback:
 // Scheduler::close() aborts the connections and runs their close callbacks,
 // which cancel a pending read or drain and complete wait_closed. What the
 // loop abandons instead (~Scheduler, or close()'s last phase: a close
 // callback queued and destroyed unrun, a connection let go without one) can
-// complete nothing any more, so abandon() breaks those promises: a task or
-// continuation waiting on them is released rather than left in a cycle
-// through the stream (a conversation's callback holding its Stream, say).
-// live() lists nothing here: the connection is listed.
+// complete nothing any more, so the stream's end_with_loop() breaks those
+// promises: a task or continuation waiting on them is released rather than
+// left in a cycle through the stream (a conversation's callback holding its
+// Stream, say). The plain transport's connection tells the stream itself
+// (StreamTransport::reports_abandonment); for the other transports the
+// stream's place in OpenStreams does, a loop service listing them until
+// their close callback has run. live() lists nothing here: the connection
+// is listed.
+struct OpenStreamsEntry : reactor::ListMember<OpenStreamsEntry> {
+    StreamCore* stream = nullptr;
+};
+
 class OpenStreams final : public reactor::LoopService {
 public:
     explicit OpenStreams(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
-    void add(StreamCore& stream) noexcept { open_.push_back(stream); }
+    void add(OpenStreamsEntry& entry) noexcept { open_.push_back(entry); }
     void abandon() noexcept override;
 
 private:
-    reactor::IntrusiveList<StreamCore> open_;
+    reactor::IntrusiveList<OpenStreamsEntry> open_;
 };
 
-class StreamCore final : public reactor::ListMember<StreamCore>, public StreamTransport::Receiver {
+class StreamCore final : public StreamTransport::Receiver, private UserCallback {
 public:
     enum class ReadKind : std::uint8_t { some, exactly, until, line, frame };
 
@@ -79,8 +86,9 @@ public:
         if (--refs_ == 0) delete this;
     }
 
-    // Takes over the transport's callbacks and joins the loop's
-    // OpenStreams; once, right after construction.
+    // Takes over the transport's callbacks and, unless the transport
+    // reports the loop's end, joins the loop's OpenStreams; once, right
+    // after construction.
     void attach();
     // Stream::replace_transport (STARTTLS): see there.
     void replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make);
@@ -104,9 +112,11 @@ public:
     void close();
     void abort();
     // A conversation of a StreamServer (start_server): counted in `count`
-    // from now until end_conversation(), which then closes the stream.
-    void begin_conversation(Ref<ActiveCount> count) noexcept;
-    void end_conversation();
+    // until `conversation` completes, then the stream is closed (at once
+    // if it is empty). The stream waits on it as a done-callback of its
+    // own (UserCallback), holding a reference meanwhile: no box, no second
+    // handle. Throws (std::bad_alloc) only after closing the stream.
+    void follow(Ref<ActiveCount> count, const Future<void>& conversation);
     bool is_closing() const { return closing_ || closed_ || !transport_->is_open(); }
     Future<void> wait_closed(std::source_location where);
 
@@ -206,9 +216,11 @@ private:
     // What few streams use, in a block made on first use: the waiters of
     // drain() and wait_closed() (drain() of output below the high-water
     // mark is ready at once), read_until's delimiter (read_line needs
-    // none), and the exception a failed transport gave. An idle stream pays
-    // a pointer for them.
+    // none), the exception a failed transport gave, and the place in
+    // OpenStreams of a stream over any transport but the plain one. An idle
+    // stream pays a pointer for them.
     struct Rare {
+        OpenStreamsEntry open;  // linked while the loop's end must reach us (see OpenStreams)
         std::vector<Promise<void>> drain;
         std::vector<Promise<void>> close;
         std::string delimiter;  // the pending read's, if it is a read_until
@@ -233,10 +245,20 @@ private:
     // transport calls them).
     using StreamTransport::Receiver::on_eof;  // and the LayerEvents overloads, which call these
     using StreamTransport::Receiver::on_low_water;
+    using StreamTransport::Receiver::on_abandoned;
     void on_data(std::string_view d) override;
     void on_eof() override;
     void on_low_water() override;
     void on_closed(const StreamTransportEnd& end) override;
+    void on_abandoned() noexcept override { end_with_loop(); }
+    // Joins OpenStreams unless the transport reports the loop's end itself.
+    void watch_loop_end();
+
+    // The conversation's end (follow): UserCallback, run when its future
+    // completes; dispose() then drops the reference the waiter held.
+    void run() override;
+    std::source_location where() const noexcept override { return conversation_->where; }
+    void dispose() noexcept override;
 
     // What a read or drain fails with once the transport failed.
     std::exception_ptr connection_error() const;
@@ -268,6 +290,7 @@ private:
     bool closed_ : 1 = false;   // the connection is closed
     bool closing_ : 1 = false;  // close() or abort() was called
     bool paused_ : 1 = false;   // reading paused by our flow control
+    bool conversation_over_ : 1 = false;  // follow's conversation completed: no longer counted
     int error_ = 0;             // errno of a reset or failure
     // StreamOptions::limit, the one option a stream uses after it is made
     // (the connection's are the transport's): kept alone, not the whole
@@ -277,7 +300,7 @@ private:
     std::uint32_t limit_;
     std::uint32_t refs_ = 0;  // see add_ref
     // The server's count this stream's conversation is in, if a server made
-    // it and the conversation runs (begin_conversation).
+    // it (follow), until the waiter is disposed of.
     Ref<ActiveCount> conversation_;
 };
 

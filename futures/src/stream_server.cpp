@@ -35,13 +35,12 @@ void ServerCore::listen(const reactor::Address& address) {
         lopt, where_);
 }
 
-// The conversation's continuation holds the stream until the conversation
-// ends (as the task or callbacks behind it usually do too), and the stream
-// holds the server's count: the continuation is one pointer (its box the
-// smallest a done-callback takes), and an idle stream has room for the
-// count in its block anyway. Aborting the clients is the listener's: its
-// connection set has every connection still open, whether its conversation
-// runs or it still flushes.
+// The stream follows its conversation itself (StreamCore::follow): it
+// holds the server's count, and waits on the conversation's future as a
+// done-callback of its own, so an open conversation costs its server no
+// block. Aborting the clients is the listener's: its connection set has
+// every connection still open, whether its conversation runs or it still
+// flushes.
 void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
     Stream stream = Stream::from(conn, options_);
     Future<void> conversation;
@@ -57,10 +56,7 @@ void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
         sched_.call_exception_handler(ctx);
         return;
     }
-    stream.core().begin_conversation(active_);
-    auto finished = [stream] { stream.core().end_conversation(); };
-    if (!conversation.valid()) return finished();
-    conversation.add_done_callback(std::move(finished), where_);
+    stream.core().follow(active_, conversation);
 }
 
 // The listener holds the promise (shared: its waiters are std::functions)

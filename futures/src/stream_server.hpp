@@ -53,7 +53,7 @@ private:
     reactor::ListenerPtr listener_;
     // Conversations whose future is not complete yet. A count, not a table of
     // their streams: an idle connection pays for what the server keeps.
-    Ref<ActiveCount> active_ = Ref<ActiveCount>::adopt(new ActiveCount);
+    Ref<ActiveCount> active_ = Ref<ActiveCount>::adopt(new ActiveCount(where_));
 };
 
 }  // namespace futures::detail

@@ -78,6 +78,11 @@ public:
         conn_->set_close_callback(nullptr);
     }
 
+    // Its connection tells the receiver (a layer of it) if the loop ends
+    // first, unless it dropped its callbacks already (its close was
+    // reported before this stream was made over it).
+    bool reports_abandonment() const noexcept override { return !conn_->callbacks_dropped(); }
+
     bool write(std::string_view data) override { return conn_->write(data); }
     void write_eof() override { conn_->write_eof(); }
     void close() override { conn_->close(); }

@@ -31,9 +31,9 @@ std::uint32_t WaiterList::push(Waiter w) {
 void WaiterList::drop(Waiter w) noexcept {
     if (Link* link = w.as_link()) {
         link->owner().release();  // the reference the entry held; the wake-up will not come
-    } else {
-        delete w.as_user();
-    }
+    } else if (UserCallback* user = w.as_user()) {
+        user->dispose();
+    }  // else empty
 }
 
 void WaiterList::clear() noexcept {

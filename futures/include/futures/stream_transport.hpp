@@ -61,10 +61,15 @@ public:
         virtual void on_low_water() = 0;
         // Once, when the connection has closed.
         virtual void on_closed(const StreamTransportEnd& end) = 0;
+        // The loop ended before on_closed could come: it never will. Only
+        // from a transport that reports_abandonment().
+        virtual void on_abandoned() noexcept = 0;
 
-        // LayerEvents: the connection's EOF and low water, as on_eof() and on_low_water().
+        // LayerEvents: the connection's EOF, low water and the loop's end
+        // before its close, as on_eof(), on_low_water() and on_abandoned().
         void on_eof(reactor::Connection&) final { on_eof(); }
         void on_low_water(reactor::Connection&) final { on_low_water(); }
+        void on_abandoned(reactor::Connection&) noexcept final { on_abandoned(); }
 
     protected:
         ~Receiver() = default;
@@ -84,6 +89,12 @@ public:
     // before the connection's close was reported: break any promise the
     // transport holds (its waiters may hold the stream: a cycle otherwise).
     virtual void abandon() noexcept {}
+    // Whether, once attached, the transport tells its receiver on_abandoned()
+    // when the loop ends before the close could be reported. The plain one
+    // does (its connection says so: reactor::Connection::LayerEvents); for
+    // any other (TLS, a transport of your own) the stream watches the loop's
+    // end itself, at the cost of a block, so returning false is always safe.
+    virtual bool reports_abandonment() const noexcept { return false; }
 
     // As reactor::Connection's members of the same names.
     virtual bool write(std::string_view data) = 0;

@@ -402,13 +402,18 @@ struct Connection::CloseCall {
     CloseCall(CloseCall&&) noexcept = default;
     CloseCall& operator=(CloseCall&&) = delete;
     ~CloseCall() {
-        if (self) self->clear_callbacks();
+        if (self) self->drop_callbacks_unrun();
     }
 
     void operator()() {
-        auto on_close = self->on_close_.take();
-        self->clear_callbacks();
-        if (on_close) on_close(*self, reason);
+        const std::shared_ptr<Connection> conn = std::move(self);  // ran: ~CloseCall has nothing to tell
+        struct ClearAgain {  // what the close callback set, even if it throws
+            Connection& c;
+            ~ClearAgain() { c.clear_callbacks(); }
+        } const again{*conn};
+        auto on_close = conn->on_close_.take();
+        conn->clear_callbacks();
+        if (on_close) on_close(*conn, reason);
     }
 };
 
@@ -436,6 +441,7 @@ void Connection::release_fd(bool abortive) {
 // Every callback slot, dropped at once: after the close callback was taken
 // out, or unrun when the loop is abandoned.
 void Connection::clear_callbacks() noexcept {
+    callbacks_dropped_ = true;
     on_close_.reset();
     on_data_.reset();
     layer_ = nullptr;
@@ -445,6 +451,13 @@ void Connection::clear_callbacks() noexcept {
         rare_->on_high_water.reset();
         rare_->on_low_water.reset();
     }
+}
+
+// The close callback will never run: a layer hears it (LayerEvents), then
+// every callback goes.
+void Connection::drop_callbacks_unrun() noexcept {
+    if (LayerEvents* layer = std::exchange(layer_, nullptr)) layer->on_abandoned(*this);
+    clear_callbacks();
 }
 
 void Connection::on_unwatchable(int /*fd*/, std::error_code error) {
@@ -469,7 +482,7 @@ void Connection::end_with_loop_abandoned() noexcept {
     drop_output();
     release_fd(true);
     auto self = std::move(self_);  // freed when this returns, unless a callback's capture holds it
-    clear_callbacks();
+    drop_callbacks_unrun();
     if (ConnectionSet* set = std::exchange(set_, nullptr)) set->remove(*this);
 }
 

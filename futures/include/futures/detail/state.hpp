@@ -95,8 +95,8 @@ public:
     }
     // True if the callback had not started yet; it will not run.
     bool remove_callback(CallbackId id) noexcept;
-    // add_callback's half that is not a template: takes `box` over (deletes
-    // it if it throws).
+    // add_callback's half that is not a template: takes `box` over (disposes
+    // of it if it throws).
     CallbackId add_user_callback(UserCallback* box);
 
     // ---- completing (callers have checked pending()) ----

@@ -22,19 +22,39 @@ namespace futures::detail {
 
 class Link;
 
-// A user's done-callback, boxed (most waiters are links, which need no
-// box) in a block of the state pool sized to the callable: a lambda of a
-// pointer or two takes a small block, not a reactor::Callback's whole
-// inline buffer. A server keeps one per open conversation (start_server's
-// "close the stream when the handler's future completes").
+// A done-callback as the waiter list sees it: run once, or dropped unrun,
+// then disposed of. Most are a user's callable in a box of their own
+// (UserCallbackOf); an object that waits on a future anyway can be its own
+// (a StreamServer's stream, ending its conversation: futures/src/stream_core.hpp).
 class UserCallback {
 public:
     UserCallback(const UserCallback&) = delete;
     UserCallback& operator=(const UserCallback&) = delete;
-    virtual ~UserCallback() = default;
-    virtual void run() = 0;
 
-    // As StateBase's: the pool, and `delete` passes the most derived size.
+    virtual void run() = 0;
+    // Where it was registered: named if run() throws.
+    virtual std::source_location where() const noexcept = 0;
+    // The list is done with it: it ran, or was removed or dropped unrun.
+    virtual void dispose() noexcept = 0;
+
+protected:
+    UserCallback() noexcept = default;
+    ~UserCallback() = default;
+};
+
+// A user's done-callback, boxed (most waiters are links, which need no
+// box) in a block of the state pool sized to the callable: a lambda of a
+// pointer or two takes a small block, not a reactor::Callback's whole
+// inline buffer.
+template <class F>
+class UserCallbackOf final : public UserCallback {
+public:
+    UserCallbackOf(F f, std::source_location where) : where_(where), f_(std::move(f)) {}
+    void run() override { f_(); }
+    std::source_location where() const noexcept override { return where_; }
+    void dispose() noexcept override { delete this; }
+
+    // As StateBase's: the pool, and `delete` passes the size.
     static void* operator new(std::size_t size) { return allocate_state(size); }
     static void operator delete(void* block, std::size_t size) noexcept { free_state(block, size); }
     static void* operator new(std::size_t size, std::align_val_t align) { return ::operator new(size, align); }
@@ -42,19 +62,10 @@ public:
         ::operator delete(block, size, align);
     }
 
-    std::source_location where;  // named if it throws
-
-protected:
-    explicit UserCallback(std::source_location w) noexcept : where(w) {}
-};
-
-template <class F>
-class UserCallbackOf final : public UserCallback {
-public:
-    UserCallbackOf(F f, std::source_location where) : UserCallback(where), f_(std::move(f)) {}
-    void run() override { f_(); }
-
 private:
+    ~UserCallbackOf() = default;
+
+    std::source_location where_;
     F f_;
 };
 

@@ -214,11 +214,15 @@ public:
     // callbacks are not called; as with an EOF callback, the connection stays
     // open for writing after the peer's EOF. The receiver must stay valid
     // until it is replaced or cleared (nullptr); the connection clears it
-    // with its callbacks, once the close callback has run.
+    // with its callbacks, once the close callback has run. If the loop ends
+    // first (the callbacks are dropped unrun: see the comment after
+    // CloseKind), the receiver hears on_abandoned instead: nothing will
+    // reach it any more, so a layer needs no watch of its own on the loop's end.
     class LayerEvents {
     public:
         virtual void on_eof(Connection& conn) = 0;
         virtual void on_low_water(Connection& conn) = 0;
+        virtual void on_abandoned(Connection& conn) noexcept = 0;
 
     protected:
         ~LayerEvents() = default;
@@ -227,6 +231,11 @@ public:
         check_thread("Connection::set_layer_events");
         layer_ = events;
     }
+    // The callbacks were dropped for good: the close callback ran, or the
+    // loop ended first. What is set from now on is never called (nor
+    // on_abandoned told): a layer attached now must watch the loop's end
+    // itself.
+    bool callbacks_dropped() const noexcept { return callbacks_dropped_; }
 
     // ---- writing ----
     // Sends now what the kernel takes and buffers the rest, which goes out in
@@ -331,6 +340,7 @@ private:
     void schedule_drain();
     void release_fd(bool abortive);
     void clear_callbacks() noexcept;
+    void drop_callbacks_unrun() noexcept;  // the loop ended before the close callback ran
     // The end of the loop (detail::OpenConnections, a service of the loop):
     // close() aborts us with CloseKind::scheduler_closed and runs our close
     // callback; abandon() aborts us with no callback run, only destroyed.
@@ -434,6 +444,7 @@ private:
     bool is_fifo_ : 1 = false;            // writes may raise SIGPIPE: see write()
     bool watch_reader_gone_ : 1 = false;  // a write-only pipe: readiness means its reader left
     bool pause_above_high_ : 1 = false;   // ConnectionOptions::pause_reading_above_high_water
+    bool callbacks_dropped_ : 1 = false;  // see callbacks_dropped()
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
