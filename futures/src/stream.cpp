@@ -33,20 +33,32 @@ FrameTooLargeError::FrameTooLargeError(std::size_t size_bytes, std::size_t max_b
 
 // ---------------------------------------------------------------- Stream
 
+namespace {
+
+// Deadlines given in the options apply to the connection (when created by
+// open_connection or start_server, it already has them).
+void apply_options(reactor::Connection& conn, const StreamOptions& options) {
+    if (options.limit == 0) throw std::invalid_argument("Stream: limit must be positive");
+    if (const auto& c = options.connection; c.read_timeout > reactor::Duration::zero()) conn.set_read_timeout(c.read_timeout);
+    if (const auto& c = options.connection; c.write_timeout > reactor::Duration::zero()) conn.set_write_timeout(c.write_timeout);
+    if (const auto& c = options.connection; c.idle_timeout > reactor::Duration::zero()) conn.set_idle_timeout(c.idle_timeout);
+}
+
+}  // namespace
+
+// The plain transport goes in the stream's own block: one block less than
+// plain_transport() and the other overload.
 Stream Stream::from(reactor::ConnectionPtr conn, StreamOptions options) {
     if (!conn) throw std::invalid_argument("Stream::from: null connection");
-    return from(plain_transport(std::move(conn)), options);
+    apply_options(*conn, options);
+    detail::Ref<detail::StreamCore> core(new detail::StreamCore(std::move(conn), options));
+    core->attach();
+    return Stream(std::move(core));
 }
 
 Stream Stream::from(std::unique_ptr<StreamTransport> transport, StreamOptions options) {
     if (!transport) throw std::invalid_argument("Stream::from: null transport");
-    if (options.limit == 0) throw std::invalid_argument("Stream: limit must be positive");
-    // Deadlines given in the options apply to the connection (when created by
-    // open_connection or start_server, it already has them).
-    reactor::Connection& conn = transport->connection();
-    if (const auto& c = options.connection; c.read_timeout > reactor::Duration::zero()) conn.set_read_timeout(c.read_timeout);
-    if (const auto& c = options.connection; c.write_timeout > reactor::Duration::zero()) conn.set_write_timeout(c.write_timeout);
-    if (const auto& c = options.connection; c.idle_timeout > reactor::Duration::zero()) conn.set_idle_timeout(c.idle_timeout);
+    apply_options(transport->connection(), options);
     detail::Ref<detail::StreamCore> core(new detail::StreamCore(std::move(transport), options));
     core->attach();
     return Stream(std::move(core));

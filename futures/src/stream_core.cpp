@@ -33,17 +33,26 @@ StreamCore::~StreamCore() {
     // to us (the plain one: its connection's data callback and layer events):
     // none may arrive after us. Without them the connection closes by itself
     // at the peer's EOF.
-    transport_->detach();
-    if (transport_->is_open()) transport_->close();  // the last handle went: finish politely
+    transport().detach();
+    if (transport().is_open()) transport().close();  // the last handle went: finish politely
+    destroy_transport();
+}
+
+void StreamCore::destroy_transport() noexcept {
+    if (plain_) {
+        std::destroy_at(&transport_.plain);
+    } else {
+        std::destroy_at(&transport_.other);
+    }
 }
 
 void StreamCore::attach() {
-    eof_ = transport_->at_eof();  // a write-only pipe never reads: reads end at once
+    eof_ = transport().at_eof();  // a write-only pipe never reads: reads end at once
     // The callbacks run from the connection's slots, which ~StreamCore
     // clears (detach), so they hold a plain pointer and take a reference
     // only while they run (in on_data...). The close callback, too: the
     // connection's queued close takes it out of its slot when it runs.
-    transport_->attach(this);
+    transport().attach(this);
     watch_loop_end();
 }
 
@@ -51,7 +60,7 @@ void StreamCore::attach() {
 // OpenStreams): through the transport if it reports it, else from our place
 // in OpenStreams.
 void StreamCore::watch_loop_end() {
-    if (transport_->reports_abandonment()) {
+    if (transport().reports_abandonment()) {
         if (rare_) rare_->open.unlink();
         return;
     }
@@ -64,7 +73,7 @@ void StreamCore::watch_loop_end() {
 // dropped (without closing it). Nothing is read in between: the loop does not
 // run while we are here.
 void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make) {
-    if (closing_ || closed_ || !transport_->is_open())
+    if (closing_ || closed_ || !transport().is_open())
         throw InvalidStateError("stream: cannot replace the transport of a closing or closed stream");
     if (eof_) throw InvalidStateError("stream: cannot replace the transport after the peer's EOF");
     if (!in().empty())
@@ -75,17 +84,19 @@ void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTra
     // Made now, so that watch_loop_end() cannot fail once the new transport is in.
     rare();
     scheduler().service<OpenStreams>();
-    transport_->detach();
+    transport().detach();
     std::unique_ptr<StreamTransport> next;
     try {
-        next = make(*transport_);
+        next = make(transport());
         if (!next) throw std::invalid_argument("stream: replace_transport: no transport made");
     } catch (...) {
-        transport_->attach(this);
+        transport().attach(this);
         throw;
     }
-    transport_ = std::move(next);
-    transport_->attach(this);
+    destroy_transport();  // the old one: the new one holds the connection now
+    std::construct_at(&transport_.other, std::move(next));
+    plain_ = false;
+    transport().attach(this);
     watch_loop_end();  // the new transport may not report the loop's end (TLS does not)
 }
 
@@ -99,7 +110,7 @@ void StreamCore::end_with_loop() noexcept {
     eof_ = true;
     read_ = {};  // a promise still pending breaks, naming its line
     rare_.reset();
-    transport_->abandon();  // and the transport's own (futures_tls: a handshake's)
+    transport().abandon();  // and the transport's own (futures_tls: a handshake's)
 }
 
 void StreamCore::check_no_read_pending() const {
@@ -137,7 +148,7 @@ Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, 
 Future<void> StreamCore::drain(std::source_location where) {
     reactor::Scheduler& sched = scheduler();
     if (error_ != 0) return make_exception_future<void>(sched, connection_error(), where);
-    if (closed_ || !transport_->above_high_water()) return make_ready_future(sched, where);
+    if (closed_ || !transport().above_high_water()) return make_ready_future(sched, where);
     std::vector<Promise<void>>& drains = rare().drain;
     std::erase_if(drains, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
     return drains.emplace_back(sched, where, "stream drain").get_future();
@@ -145,12 +156,12 @@ Future<void> StreamCore::drain(std::source_location where) {
 
 void StreamCore::close() {
     closing_ = true;
-    transport_->close();
+    transport().close();
 }
 
 void StreamCore::abort() {
     closing_ = true;
-    transport_->abort();
+    transport().abort();
 }
 
 void StreamCore::follow(Ref<ActiveCount> count, const Future<void>& conversation) {
@@ -206,7 +217,7 @@ void StreamCore::on_data(std::string_view d) {
     // unread; reading resumes once a read takes it back to the limit.
     if (!paused_ && in().size() > 2 * std::size_t{limit_} && !wants_more()) {
         paused_ = true;
-        transport_->pause_reading();
+        transport().pause_reading();
     }
 }
 
@@ -356,7 +367,7 @@ void StreamCore::try_read() {
     // Waiting for more: make sure it can arrive even past the buffer limit.
     if (paused_) {
         paused_ = false;
-        transport_->resume_reading();
+        transport().resume_reading();
     }
 }
 
@@ -392,7 +403,7 @@ void StreamCore::deliver(std::string bytes) {
     ReadPromise p = read_.take();
     if (paused_ && in().size() <= limit_) {
         paused_ = false;
-        transport_->resume_reading();
+        transport().resume_reading();
     }
     p.set_value(std::move(bytes), framed);
 }

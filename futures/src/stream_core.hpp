@@ -36,6 +36,7 @@
 #include "futures/stream.hpp"
 #include "futures/stream_transport.hpp"
 #include "active_count.hpp"
+#include "plain_transport.hpp"
 
 namespace futures::detail {
 
@@ -72,9 +73,15 @@ class StreamCore final : public StreamTransport::Receiver, private UserCallback 
 public:
     enum class ReadKind : std::uint8_t { some, exactly, until, line, frame };
 
+    // Over a plain connection: the transport in our own block.
+    StreamCore(reactor::ConnectionPtr conn, const StreamOptions& options) : plain_(true), limit_(limit_of(options)) {
+        std::construct_at(&transport_.plain, std::move(conn));
+    }
+    // Over any transport (TLS, one of the user's).
     StreamCore(std::unique_ptr<StreamTransport> transport, const StreamOptions& options)
-        : transport_(std::move(transport)),
-          limit_(static_cast<std::uint32_t>(std::min<std::size_t>(options.limit, UINT32_MAX))) {}
+        : plain_(false), limit_(limit_of(options)) {
+        std::construct_at(&transport_.other, std::move(transport));
+    }
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
@@ -105,8 +112,8 @@ public:
     bool at_eof() const { return eof_ && in().empty(); }
     std::size_t buffered() const { return in().size(); }
 
-    bool write(std::string_view data) { return !closing_ && transport_->write(data); }
-    void write_eof() { transport_->write_eof(); }
+    bool write(std::string_view data) { return !closing_ && transport().write(data); }
+    void write_eof() { transport().write_eof(); }
     Future<void> drain(std::source_location where);
 
     void close();
@@ -117,12 +124,15 @@ public:
     // own (UserCallback), holding a reference meanwhile: no box, no second
     // handle. Throws (std::bad_alloc) only after closing the stream.
     void follow(Ref<ActiveCount> count, const Future<void>& conversation);
-    bool is_closing() const { return closing_ || closed_ || !transport_->is_open(); }
+    bool is_closing() const { return closing_ || closed_ || !transport().is_open(); }
     Future<void> wait_closed(std::source_location where);
 
-    reactor::Connection& connection() const { return transport_->connection(); }
-    StreamTransport& transport() const { return *transport_; }
-    reactor::Scheduler& scheduler() const { return transport_->connection().scheduler(); }
+    reactor::Connection& connection() const { return transport().connection(); }
+    StreamTransport& transport() const {
+        if (plain_) return transport_.plain;
+        return *transport_.other;
+    }
+    reactor::Scheduler& scheduler() const { return connection().scheduler(); }
 
 private:
     // The promise of the pending read: one reference to its future's state,
@@ -274,7 +284,24 @@ private:
     template <class E>
     void fail(E error);
 
-    std::unique_ptr<StreamTransport> transport_;  // and through it, the connection and its loop
+    static std::uint32_t limit_of(const StreamOptions& options) noexcept {
+        return static_cast<std::uint32_t>(std::min<std::size_t>(options.limit, UINT32_MAX));
+    }
+    // Ends the transport in place (plain_ says which member is there).
+    void destroy_transport() noexcept;
+
+    // The transport, and through it the connection and its loop: a plain
+    // one in place (most streams: it takes no block of its own), any other
+    // on the heap. A union, not a pointer beside the plain one's room: an
+    // idle stream pays for every word it keeps. Mutable: as the pointer it
+    // replaces, a const stream reaches its transport unchanged.
+    union Transport {
+        Transport() noexcept {}
+        ~Transport() {}  // ~StreamCore ends the member in use (destroy_transport)
+        PlainTransport plain;
+        std::unique_ptr<StreamTransport> other;
+    };
+    mutable Transport transport_;
     // The bytes received and not read yet, in a block made when bytes first
     // have to wait (a reader slower than its peer, a partial line or
     // frame): a read waiting on an empty buffer takes each chunk straight
@@ -290,6 +317,7 @@ private:
     bool closed_ : 1 = false;   // the connection is closed
     bool closing_ : 1 = false;  // close() or abort() was called
     bool paused_ : 1 = false;   // reading paused by our flow control
+    bool plain_ : 1;            // transport_ holds a PlainTransport (else a pointer to another)
     bool conversation_over_ : 1 = false;  // follow's conversation completed: no longer counted
     int error_ = 0;             // errno of a reset or failure
     // StreamOptions::limit, the one option a stream uses after it is made
