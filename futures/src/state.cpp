@@ -160,15 +160,12 @@ void StateBase::run_waiter(std::uint32_t index) noexcept {
             report_error(*sched_, "exception in callback", std::current_exception(), owner->origin_);
         }
     } else if (UserCallback* user = w.as_user()) {
-        struct Disposal {
-            UserCallback* box;
-            ~Disposal() { box->dispose(); }
-        } const done{user};
         try {
             user->run();
         } catch (...) {
             report_error(*sched_, "exception in callback", std::current_exception(), user->where());
         }
+        user->dispose();
     }  // else removed after it was scheduled
 }
 

@@ -391,9 +391,11 @@ void Connection::fail(int error) {
 // connection is released after that callback, on a fresh stack.
 // The queued close-callback call. Every callback is dropped before the close
 // callback runs (it runs once: taken out), so a cycle through their captures
-// is broken even if it throws. Dropped unrun (the loop abandoned before its
-// turn), it drops them all the same: a capture holding the connection, as a
-// TLS layer's close callback does, would otherwise keep it alive forever.
+// is broken even if it throws; whatever the close callback set is dropped
+// as the call goes. Dropped unrun (the loop abandoned before its turn), it
+// drops them all the same, telling a layer (drop_callbacks): a capture
+// holding the connection, as a TLS layer's close callback does, would
+// otherwise keep it alive forever.
 struct Connection::CloseCall {
     std::shared_ptr<Connection> self;
     CloseReason reason;
@@ -402,18 +404,13 @@ struct Connection::CloseCall {
     CloseCall(CloseCall&&) noexcept = default;
     CloseCall& operator=(CloseCall&&) = delete;
     ~CloseCall() {
-        if (self) self->drop_callbacks_unrun();
+        if (self) self->drop_callbacks();
     }
 
     void operator()() {
-        const std::shared_ptr<Connection> conn = std::move(self);  // ran: ~CloseCall has nothing to tell
-        struct ClearAgain {  // what the close callback set, even if it throws
-            Connection& c;
-            ~ClearAgain() { c.clear_callbacks(); }
-        } const again{*conn};
-        auto on_close = conn->on_close_.take();
-        conn->clear_callbacks();
-        if (on_close) on_close(*conn, reason);
+        auto on_close = self->on_close_.take();
+        self->clear_callbacks();
+        if (on_close) on_close(*self, reason);
     }
 };
 
@@ -439,7 +436,7 @@ void Connection::release_fd(bool abortive) {
 }
 
 // Every callback slot, dropped at once: after the close callback was taken
-// out, or unrun when the loop is abandoned.
+// out, or unrun when the loop is abandoned (drop_callbacks).
 void Connection::clear_callbacks() noexcept {
     callbacks_dropped_ = true;
     on_close_.reset();
@@ -453,10 +450,13 @@ void Connection::clear_callbacks() noexcept {
     }
 }
 
-// The close callback will never run: a layer hears it (LayerEvents), then
-// every callback goes.
-void Connection::drop_callbacks_unrun() noexcept {
-    if (LayerEvents* layer = std::exchange(layer_, nullptr)) layer->on_abandoned(*this);
+// Every callback, for good. Dropped before the close callback could run
+// (the loop abandoned us open, or our queued close unrun), a layer hears it
+// first (LayerEvents::on_abandoned).
+void Connection::drop_callbacks() noexcept {
+    if (!callbacks_dropped_) {
+        if (LayerEvents* layer = std::exchange(layer_, nullptr)) layer->on_abandoned(*this);
+    }
     clear_callbacks();
 }
 
@@ -482,7 +482,7 @@ void Connection::end_with_loop_abandoned() noexcept {
     drop_output();
     release_fd(true);
     auto self = std::move(self_);  // freed when this returns, unless a callback's capture holds it
-    drop_callbacks_unrun();
+    drop_callbacks();
     if (ConnectionSet* set = std::exchange(set_, nullptr)) set->remove(*this);
 }
 

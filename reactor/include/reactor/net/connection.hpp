@@ -340,7 +340,7 @@ private:
     void schedule_drain();
     void release_fd(bool abortive);
     void clear_callbacks() noexcept;
-    void drop_callbacks_unrun() noexcept;  // the loop ended before the close callback ran
+    void drop_callbacks() noexcept;  // clear_callbacks, telling a layer if the close callback never ran
     // The end of the loop (detail::OpenConnections, a service of the loop):
     // close() aborts us with CloseKind::scheduler_closed and runs our close
     // callback; abandon() aborts us with no callback run, only destroyed.
