@@ -675,6 +675,58 @@ BOOST_AUTO_TEST_CASE(water_marks_must_be_ordered) {
     BOOST_TEST(sched.empty());
 }
 
+// Connections made at one line with the same options share their marks'
+// storage (detail::ConnectionProfile): one that changes its marks moves to
+// marks of its own, and its siblings, earlier or later, keep theirs.
+BOOST_AUTO_TEST_CASE(water_marks_set_on_one_connection_leave_the_others_as_they_were) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    std::vector<reactor_test::SocketPair> pairs(3);
+    auto adopt = [&](int i) { return Connection::adopt(sched, ::dup(pairs[std::size_t(i)].a.get())); };  // one line
+    const reactor::ConnectionOptions defaults;
+    ConnectionPtr a = adopt(0), b = adopt(1);
+    a->set_water_marks(100, 10);
+    BOOST_TEST(a->high_water() == 100u);
+    BOOST_TEST(a->low_water() == 10u);
+    BOOST_TEST(b->high_water() == defaults.high_water);
+    BOOST_TEST(b->low_water() == defaults.low_water);
+    ConnectionPtr c = adopt(2);  // made after the change: the options' marks, not a's
+    BOOST_TEST(c->high_water() == defaults.high_water);
+    b->set_water_marks(100, 10);  // b and a now have the same marks...
+    a->set_water_marks(defaults.high_water, defaults.low_water);  // ...and a goes back to c's
+    BOOST_TEST(a->high_water() == defaults.high_water);
+    BOOST_TEST(b->high_water() == 100u);
+    BOOST_TEST(b->low_water() == 10u);
+    BOOST_TEST(c->low_water() == defaults.low_water);
+    for (const auto& conn : {a, b, c}) conn->abort();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+// A connection kept by the user after its loop is gone (closed by the
+// loop's end) still reads back its marks and takes new ones: what it
+// shares with its siblings outlives the loop as long as one of them does.
+BOOST_AUTO_TEST_CASE(a_connection_kept_after_its_loop_still_has_its_marks) {
+    reactor_test::SocketPair pair;
+    ConnectionPtr kept;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        reactor::ConnectionOptions options;
+        options.high_water = 1000;
+        options.low_water = 100;
+        auto adopt = [&](int fd) { return Connection::adopt(sched, ::dup(fd), options); };  // one line: one profile
+        kept = adopt(pair.a.get());
+        adopt(pair.b.get())->abort();  // released by its close: the profile stays, kept's
+    }  // the loop ends: `kept` is aborted, and released by the loop
+    BOOST_TEST((kept->state() == Connection::State::closed));
+    BOOST_TEST(kept->high_water() == 1000u);
+    BOOST_TEST(kept->low_water() == 100u);
+    kept->set_water_marks(50, 5);  // no loop to ask: nothing else changes
+    BOOST_TEST(kept->high_water() == 50u);
+    BOOST_TEST(kept->low_water() == 5u);
+    BOOST_TEST(!kept->write("x"));
+    kept.reset();  // AddressSanitizer: nothing here may touch the loop
+}
+
 BOOST_AUTO_TEST_CASE(destroying_the_scheduler_ends_its_open_connections) {
     reactor_test::SocketPair open_pair;
     reactor_test::SocketPair closing_pair;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "connection_parts.hpp"
+#include "connection_profiles.hpp"
 #include "deadline_queues.hpp"
 #include "open_connections.hpp"
 #include "socket_ops.hpp"
@@ -24,10 +25,10 @@
 namespace reactor {
 
 // Paid per idle connection, in one heap block with make_shared's control
-// block: up to 200 bytes it is a 224-byte chunk, which keeps an idle
-// connection at or below libuv's (issue 22, bench/results/memory.md).
+// block: up to 184 bytes it is a 208-byte chunk, which keeps an idle
+// connection below libuv's (issue 22, bench/results/memory.md).
 // Growing it is a decision, not an accident.
-static_assert(sizeof(void*) != 8 || sizeof(Connection) <= 200);
+static_assert(sizeof(void*) != 8 || sizeof(Connection) <= 184);
 
 std::string_view to_string(CloseKind kind) noexcept {
     switch (kind) {
@@ -74,7 +75,9 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
     detail::UniqueFd owned(fd);
     check_options(options);
     const FdKind kind = inspect_fd(fd);  // connection_fd.cpp
-    auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options, where);
+    auto conn = std::make_shared<Connection>(Passkey{}, detail::ConnectionProfiles::find(sched, where, options), fd,
+                                             options);
+    owned.release();  // ours now: ~Connection closes it
     conn->adapt_to_fd_kind(kind);
     if (kind.type == S_IFSOCK) conn->peer_ = Address::peer_of(fd);
     return start(std::move(conn));
@@ -82,17 +85,18 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
 
 // The listener accepted `fd` with accept4(SOCK_NONBLOCK): a connected stream
 // socket, read-write, non-blocking. accept4 gave the peer's address.
-std::shared_ptr<Connection> Connection::adopt_accepted(Scheduler& sched, int fd, const Address& peer,
-                                                       const ConnectionOptions& options, std::source_location where) {
+std::shared_ptr<Connection> Connection::adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
+                                                       const ConnectionOptions& options) {
     detail::UniqueFd owned(fd);
     check_options(options);
-    auto conn = std::make_shared<Connection>(Passkey{}, sched, owned.release(), options, where);
+    auto conn = std::make_shared<Connection>(Passkey{}, profile, fd, options);
+    owned.release();
     conn->peer_ = peer;
     return start(std::move(conn));
 }
 
 std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) {
-    Scheduler& sched = conn->sched_;
+    Scheduler& sched = conn->scheduler();
     sched.set_fd_owner(conn->fd_, *conn);  // release_fd forgets it before closing
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
@@ -103,19 +107,18 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) 
     return conn;
 }
 
-Connection::Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options,
-                       std::source_location where)
-    : sched_(sched),
-      where_(where),
-      fd_(fd),
-      high_water_(mark(options.high_water)),
-      low_water_(mark(options.low_water)),
-      read_size_(mark(options.read_size)) {
+Connection::Connection(Passkey, detail::ConnectionProfile& profile, int fd, const ConnectionOptions& options)
+    : profile_(&detail::ConnectionProfiles::hold(profile)), fd_(fd) {
     pause_above_high_ = options.pause_reading_above_high_water;
     const Duration zero = Duration::zero();
     if (options.read_timeout > zero || options.write_timeout > zero || options.idle_timeout > zero) {
-        timeouts_ = &join_timeouts(std::max(options.read_timeout, zero), std::max(options.write_timeout, zero),
-                                   std::max(options.idle_timeout, zero));  // start() puts it in the queues
+        try {
+            timeouts_ = &join_timeouts(std::max(options.read_timeout, zero), std::max(options.write_timeout, zero),
+                                       std::max(options.idle_timeout, zero));  // start() puts it in the queues
+        } catch (...) {
+            detail::ConnectionProfiles::leave(*profile_);  // no destructor runs; the caller closes the fd
+            throw;
+        }
     }
 }
 
@@ -123,13 +126,10 @@ Connection::~Connection() {
     // Only reached open if adopt() failed before the reader was registered.
     if (fd_ >= 0) {
         leave_deadlines();
-        sched_.forget_fd(fd_);  // it may already have an owner: us
+        scheduler().forget_fd(fd_);  // it may already have an owner: us
         detail::close_fd(fd_);
     }
-}
-
-std::uint32_t Connection::mark(std::size_t bytes) noexcept {
-    return static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX));
+    detail::ConnectionProfiles::leave(*profile_);  // last: the loop may be gone, the profile is not
 }
 
 Connection::RareCallbacks& Connection::rare() {
@@ -161,7 +161,7 @@ void Connection::set_low_water_callback(EventFunction cb) {
 }
 
 void Connection::set_no_delay(bool on) noexcept {
-    if (state_ != State::closed && sched_.off_owner_thread("Connection::set_no_delay", nullptr, &where_, "connection"))
+    if (state_ != State::closed && scheduler().off_owner_thread("Connection::set_no_delay", nullptr, &where(), "connection"))
         return;  // noexcept: reported, not done
     int v = on ? 1 : 0;
     if (fd_ >= 0 && is_socket_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
@@ -171,8 +171,16 @@ void Connection::set_water_marks(std::size_t high, std::size_t low) {
     check_thread("Connection::set_water_marks");
     if (low > high)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}", low, high));
-    high_water_ = mark(high);
-    low_water_ = mark(low);
+    using detail::ConnectionProfiles;
+    const std::uint32_t h = ConnectionProfiles::mark(high), l = ConnectionProfiles::mark(low);
+    if (h == profile_->high_water && l == profile_->low_water) return;
+    // Our siblings keep theirs: we move to the profile of the new marks.
+    // Closed, our loop may be gone: a profile of our own, in no index (only
+    // high_water() and low_water() read it now).
+    detail::ConnectionProfile& next =
+        state_ != State::closed ? ConnectionProfiles::find(scheduler(), where(), h, l, profile_->read_size)
+                                : *new detail::ConnectionProfile{&scheduler(), where(), h, l, profile_->read_size};
+    ConnectionProfiles::leave(*std::exchange(profile_, &ConnectionProfiles::hold(next)));
 }
 
 // ---------------------------------------------------------------- reading
@@ -207,7 +215,7 @@ void Connection::update_reader() {
 // The loop calls on_ready for what we watch: no callback slot of our own.
 // Throws (select: fd >= FD_SETSIZE) with nothing changed.
 void Connection::watch_fd(bool read, bool write) {
-    sched_.watch(fd_, (read ? Interest::read : Interest::none) | (write ? Interest::write : Interest::none));
+    scheduler().watch(fd_, (read ? Interest::read : Interest::none) | (write ? Interest::write : Interest::none));
 }
 
 void Connection::on_ready(int /*fd*/, Interest which) {
@@ -220,10 +228,10 @@ void Connection::on_ready(int /*fd*/, Interest which) {
 
 void Connection::on_readable() {
     if (watch_reader_gone_) return fail(EPIPE);  // see adapt_to_fd_kind
-    char* buf = detail::read_scratch(read_size_);
+    char* buf = detail::read_scratch(profile_->read_size);
     ssize_t n;
     do {
-        n = is_socket_ ? ::recv(fd_, buf, read_size_, 0) : ::read(fd_, buf, read_size_);
+        n = is_socket_ ? ::recv(fd_, buf, profile_->read_size, 0) : ::read(fd_, buf, profile_->read_size);
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
         note_read();
@@ -253,7 +261,7 @@ void Connection::on_eof() {
 
 bool Connection::write(std::string_view data) {
     if (state_ != State::open || shutdown_requested_) return false;
-    sched_.check_owner_thread("Connection::write", nullptr, &where_, "connection");  // debug mode only
+    scheduler().check_owner_thread("Connection::write", nullptr, &where(), "connection");  // debug mode only
     if (data.empty()) return true;
     if (!has_output()) {
         // Nothing queued, so order allows sending straight away: the common
@@ -279,7 +287,7 @@ bool Connection::write(std::string_view data) {
         out_->append(data);  // the writer is registered: it sends in order
     }
     // Last, so the callback sees a consistent connection and may do anything.
-    if (!above_high_ && out_->size() > high_water_) {
+    if (!above_high_ && out_->size() > profile_->high_water) {
         above_high_ = true;
         if (pause_above_high_) update_reader();
         if (rare_) rare_->on_high_water.invoke(*this);
@@ -308,7 +316,7 @@ void Connection::on_writable() {
         note_written();
         if (out_->empty()) drop_output();  // an idle connection keeps no buffer
     }
-    if (above_high_ && buffered() <= low_water_) {
+    if (above_high_ && buffered() <= profile_->low_water) {
         above_high_ = false;
         if (pause_above_high_) update_reader();
         // Either may write, close, abort...
@@ -331,18 +339,18 @@ void Connection::on_writable() {
 void Connection::schedule_drain() {
     if (drain_scheduled_) return;
     drain_scheduled_ = true;
-    sched_.call_soon(
+    scheduler().call_soon(
         [self = shared_from_this()] {
             self->drain_scheduled_ = false;
             // Later writes may have queued output again: on_writable reports that drain.
             if (self->state_ == State::open && !self->has_output() && self->rare_) self->rare_->on_drain.invoke(*self);
         },
-        where_);
+        where());
 }
 
 void Connection::write_eof() {
     if (state_ != State::open || shutdown_requested_) return;
-    sched_.check_owner_thread("Connection::write_eof", nullptr, &where_, "connection");
+    scheduler().check_owner_thread("Connection::write_eof", nullptr, &where(), "connection");
     shutdown_requested_ = true;
     if (!has_output()) do_write_eof();  // else on_writable does it once flushed
 }
@@ -365,7 +373,7 @@ void Connection::close(CloseKind kind) {
 
 void Connection::abort() {
     if (state_ == State::closed) return;
-    sched_.check_owner_thread("Connection::abort", nullptr, &where_, "connection");
+    scheduler().check_owner_thread("Connection::abort", nullptr, &where(), "connection");
     drop_output();
     finish_close({CloseKind::local, {}}, true);
 }
@@ -417,7 +425,7 @@ struct Connection::CloseCall {
 void Connection::finish_close(CloseReason reason, bool abortive) {
     if (state_ == State::closed) return;
     release_fd(abortive);
-    sched_.call_soon(CloseCall(std::move(self_), reason), where_);
+    scheduler().call_soon(CloseCall(std::move(self_), reason), where());
     // After queueing the close callback: the set's when_empty waiters run after it.
     if (ConnectionSet* set = std::exchange(set_, nullptr)) set->remove(*this);
 }
@@ -425,8 +433,8 @@ void Connection::finish_close(CloseReason reason, bool abortive) {
 void Connection::release_fd(bool abortive) {
     leave_deadlines();
     state_ = State::closed;
-    if (auto* open = sched_.find_service<detail::OpenConnections>()) open->remove(fd_);
-    sched_.forget_fd(fd_);
+    if (auto* open = scheduler().find_service<detail::OpenConnections>()) open->remove(fd_);
+    scheduler().forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
     if (abortive && is_socket_) detail::set_linger_zero(fd_);
     if (rare_ && rare_->restore_flags >= 0) ::fcntl(fd_, F_SETFL, rare_->restore_flags);  // adopt_stdio: the description outlives us
@@ -494,7 +502,7 @@ void Connection::describe_for_live(std::vector<LiveItem>& out) const {
     out.push_back(LiveItem{LiveItem::Kind::connection,
                            fmt::format("fd {}, {} <-> {}, {} byte(s) unsent", fd_, local_address().to_string(),
                                        peer_.get().to_string(), buffered()),
-                           where_, true});
+                           where(), true});
 }
 
 }  // namespace reactor

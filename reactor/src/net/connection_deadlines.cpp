@@ -27,10 +27,10 @@ detail::DeadlineQueues& Connection::deadline_queues() const noexcept { return *t
 // first if we had no group. May throw (std::bad_alloc) with nothing changed.
 detail::TimeoutGroup& Connection::join_timeouts(Duration read, Duration write, Duration idle) {
     if (timeouts_) return deadline_queues().join(read, write, idle);
-    auto& queues = sched_.service<detail::DeadlineQueues>();
+    auto& queues = scheduler().service<detail::DeadlineQueues>();
     detail::DeadlineClocks& clocks = queues.make_clocks(fd_);
-    clocks.read_start = clocks.idle_start = sched_.now();
-    if (out_) out_->write_start = sched_.now();
+    clocks.read_start = clocks.idle_start = scheduler().now();
+    if (out_) out_->write_start = scheduler().now();
     return queues.join(read, write, idle);
 }
 
@@ -68,11 +68,11 @@ void Connection::change_timeout(DeadlineKind kind, Duration t) {
     timeouts_ = &next;
     detail::DeadlineClocks& clocks = deadline_queues().clocks(fd_);
     switch (kind) {  // its count starts now
-    case DeadlineKind::read: clocks.read_start = sched_.now(); break;
+    case DeadlineKind::read: clocks.read_start = scheduler().now(); break;
     case DeadlineKind::write:
-        if (out_) out_->write_start = sched_.now();
+        if (out_) out_->write_start = scheduler().now();
         break;
-    case DeadlineKind::idle: clocks.idle_start = sched_.now(); break;
+    case DeadlineKind::idle: clocks.idle_start = scheduler().now(); break;
     }
     start_deadlines();
 }
@@ -95,17 +95,17 @@ void Connection::set_idle_timeout(Duration t) {
 void Connection::note_read_time() noexcept {
     detail::DeadlineQueues& queues = deadline_queues();
     detail::DeadlineClocks& clocks = queues.clocks(fd_);
-    clocks.read_start = clocks.idle_start = sched_.now();
+    clocks.read_start = clocks.idle_start = scheduler().now();
     queues.touch<DeadlineKind::read>(*timeouts_, fd_);
     queues.touch<DeadlineKind::idle>(*timeouts_, fd_);
 }
 
 void Connection::note_write_time() noexcept {
     detail::DeadlineQueues& queues = deadline_queues();
-    queues.clocks(fd_).idle_start = sched_.now();
+    queues.clocks(fd_).idle_start = scheduler().now();
     queues.touch<DeadlineKind::idle>(*timeouts_, fd_);
     if (!out_) return;
-    out_->write_start = sched_.now();
+    out_->write_start = scheduler().now();
     queues.touch<DeadlineKind::write>(*timeouts_, fd_);
 }
 
@@ -116,7 +116,7 @@ void Connection::output_queued() {
 
 // The reader was registered (the read timeout counts from here) or dropped.
 void Connection::reading_started() {
-    deadline_queues().clocks(fd_).read_start = sched_.now();
+    deadline_queues().clocks(fd_).read_start = scheduler().now();
     deadline_queues().link<DeadlineKind::read>(*timeouts_, fd_);
 }
 

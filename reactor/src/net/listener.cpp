@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "connection_profiles.hpp"
 #include "loop_sockets.hpp"
 #include "socket_ops.hpp"
 
@@ -107,7 +108,10 @@ Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallb
 // Not checked for the thread (a destructor cannot refuse): the loop's
 // forget_fd still reports a listener destroyed off its loop's thread in
 // debug mode. reactor::ForeignPtr destroys one on its loop.
-Listener::~Listener() { close_now(); }
+Listener::~Listener() {
+    close_now();
+    if (profile_) detail::ConnectionProfiles::leave(*profile_);  // it may outlive the loop: see there
+}
 
 void Listener::close() {
     if (fd_ < 0) return;
@@ -214,8 +218,10 @@ void Listener::on_readable() {
         ConnectionPtr conn;
         try {
             // Closes fd on failure.
-            conn = Connection::adopt_accepted(sched_, fd, Address::from_sockaddr(reinterpret_cast<sockaddr*>(&peer), peer_len),
-                                              options_.connection, where_);
+            if (!profile_) profile_ = &hold_profile(fd);
+            conn = Connection::adopt_accepted(*profile_, fd,
+                                              Address::from_sockaddr(reinterpret_cast<sockaddr*>(&peer), peer_len),
+                                              options_.connection);
         } catch (const std::invalid_argument& e) {
             ++refused_;
             report(refusal_reports_, EMFILE, fmt::format("accepted connection closed: {}", e.what()));
@@ -227,6 +233,17 @@ void Listener::on_readable() {
         report_left_out(refusal_reports_, "accepted connection closed");
         on_accept_.invoke(conn);
         if (options_.max_accepts > 0 && accepted_ >= options_.max_accepts) close();
+    }
+}
+
+// The first accept's: the profile our connections share, held until we go.
+// The accepted `fd` is closed if it cannot be had (std::bad_alloc).
+detail::ConnectionProfile& Listener::hold_profile(int fd) {
+    try {
+        return detail::ConnectionProfiles::hold(detail::ConnectionProfiles::find(sched_, where_, options_.connection));
+    } catch (...) {
+        detail::close_fd(fd);
+        throw;
     }
 }
 

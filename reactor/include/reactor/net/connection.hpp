@@ -35,6 +35,7 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/byte_buffer.hpp"
+#include "reactor/net/detail/connection_profile.hpp"
 #include "reactor/net/detail/fd_queue.hpp"
 #include "reactor/net/detail/packed_address.hpp"
 #include "reactor/fd_owner.hpp"
@@ -172,7 +173,8 @@ public:
     static std::shared_ptr<Connection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {},
                                              std::source_location where = std::source_location::current());
 
-    Connection(Passkey, Scheduler& sched, int fd, const ConnectionOptions& options, std::source_location where);
+    // Joins `profile` (its loop, line, marks and read size: adopt() finds it).
+    Connection(Passkey, detail::ConnectionProfile& profile, int fd, const ConnectionOptions& options);
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
@@ -262,8 +264,8 @@ public:
     // The marks in force (as set, a mark above 4 GiB read as 4 GiB). For
     // layers over a connection that buffer data of their own before it
     // reaches write() (reactor::tls counts its plaintext against them).
-    std::size_t high_water() const noexcept { return high_water_; }
-    std::size_t low_water() const noexcept { return low_water_; }
+    std::size_t high_water() const noexcept { return profile_->high_water; }
+    std::size_t low_water() const noexcept { return profile_->low_water; }
 
     // ---- reading ----
     // Stops/restarts delivering data (the bytes wait in the kernel, and the
@@ -311,7 +313,7 @@ public:
     // 32 bytes for an address that is one system call away while it matters.
     Address local_address() const;
     Address peer_address() const { return peer_.get(); }
-    Scheduler& scheduler() const noexcept { return sched_; }
+    Scheduler& scheduler() const noexcept { return *profile_->sched; }
     // TCP_NODELAY (Listener and connect() turn it on for TCP). No-op on Unix sockets.
     void set_no_delay(bool on) noexcept;
     // Change a deadline of ConnectionOptions (zero: none); its count starts now.
@@ -325,8 +327,10 @@ private:
     // (Scheduler::check_owner_thread). A closed connection is not checked:
     // its members do nothing, and its loop may be gone.
     void check_thread(const char* member) {
-        if (state_ != State::closed) sched_.check_owner_thread(member, nullptr, &where_, "connection");
+        if (state_ != State::closed) scheduler().check_owner_thread(member, nullptr, &where(), "connection");
     }
+    // The line that made us (see adopt()), kept in our profile.
+    const std::source_location& where() const noexcept { return profile_->where; }
     void on_readable();
     void on_writable();
     void on_eof();
@@ -352,7 +356,7 @@ private:
     // reason carrying the error (CloseKind::error), so the peer sees a reset.
     void on_unwatchable(int fd, std::error_code error) override;
     void on_ready(int fd, Interest which) override;
-    std::source_location origin() const noexcept override { return where_; }
+    std::source_location origin() const noexcept override { return where(); }
     void watch_fd(bool read, bool write);
     // What adopt() learns of the fd, and what follows from it (connection_fd.cpp).
     struct FdKind {
@@ -401,18 +405,19 @@ private:
     };
     Output& output();  // made on first partial write
     void drop_output() noexcept;  // released once drained or discarded
-    static std::uint32_t mark(std::size_t bytes) noexcept;
     // Listener: an accepted socket, whose kind, flags and addresses the
-    // listener already knows (no fstat, fcntl or getpeername per accept).
+    // listener already knows (no fstat, fcntl or getpeername per accept),
+    // as it knows the profile its connections share (it holds it).
     friend class Listener;
-    static std::shared_ptr<Connection> adopt_accepted(Scheduler& sched, int fd, const Address& peer,
-                                                      const ConnectionOptions& options, std::source_location where);
+    static std::shared_ptr<Connection> adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
+                                                      const ConnectionOptions& options);
     static void check_options(const ConnectionOptions& options);
     static std::shared_ptr<Connection> start(std::shared_ptr<Connection> conn);
 
     // Largest members first, so the bytes pack without holes.
-    Scheduler& sched_;
-    std::source_location where_;              // the user's line that made us: see adopt()
+    // Our loop, the line that made us, the water marks and the read size:
+    // shared with the connections made the same way (detail::ConnectionProfile).
+    detail::ConnectionProfile* profile_;
     std::shared_ptr<Connection> self_;        // set while open or closing: see the header comment
     friend class ConnectionSet;
     // The set it is in, if any; left as it closes. A plain pointer: a set
@@ -427,9 +432,6 @@ private:
     detail::PackedAddress peer_;  // as of adoption: see peer_address()
     int fd_;
     std::uint32_t set_index_ = 0;  // our slot in set_
-    std::uint32_t high_water_;
-    std::uint32_t low_water_;
-    std::uint32_t read_size_;
     State state_ = State::open;
     CloseKind closing_kind_ = CloseKind::local;  // what `closing` reports once flushed
     bool reading_wanted_ : 1 = true;  // not paused by the user
