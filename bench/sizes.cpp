@@ -691,14 +691,14 @@ void print_connection_fields() {
     const Field fields[] = {
         {"base enable_shared_from_this (a weak_ptr)", sizeof(std::enable_shared_from_this<Connection>)},
         {"base FdOwner (vtable pointer)", sizeof(void*)},
-        {"sched_, where_ (pointers)", sizeof(reactor::Scheduler*) + sizeof(std::source_location)},
+        {"profile_ (its loop, line, water marks and read size, shared: detail::ConnectionProfile)", sizeof(void*)},
         {"self_ (shared_ptr)", sizeof(std::shared_ptr<Connection>)},
         {"set_ (ConnectionSet*)", sizeof(void*)},
         {"out_, rare_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any), layer_ (a layer's events receiver, if any)", 4 * sizeof(void*)},
         {"on_data_, on_close_ (CallbackSlot)", 2 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
         {"peer_ (PackedAddress; the local address is asked of the kernel)", sizeof(reactor::detail::PackedAddress)},
         {"fd_ (int)", sizeof(int)},
-        {"set_index_, high_water_, low_water_, read_size_ (uint32)", 4 * sizeof(std::uint32_t)},
+        {"set_index_ (uint32)", sizeof(std::uint32_t)},
         {"state_, closing_kind_ (uint8 enums), 12 one-bit flags", 2 + 2},
     };
     std::size_t sum = 0;
