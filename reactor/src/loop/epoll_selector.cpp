@@ -118,7 +118,8 @@ void EpollSelector::forget(int fd) noexcept {
 void EpollSelector::apply_changes(std::vector<FdEvent>& out) {
     for (int fd : changes_) {
         Entry& e = entries_[static_cast<std::size_t>(fd)];
-        const bool renewed = std::exchange(e.renewed, false);
+        const bool renewed = e.renewed;
+        e.renewed = false;
         e.queued = false;
         if (e.always_ready) {
             // Still the same regular file: nothing to ask the kernel.

@@ -91,16 +91,18 @@ public:
     std::size_t event_capacity() const noexcept { return events_.size(); }
 
 private:
-    // What we know about one fd number.
+    // What we know about one fd number: 8 bytes, one per fd number the
+    // loop has seen (the flags are bits, so an idle connection pays 8, not 12).
     struct Entry {
+        std::uint32_t generation = 0;         // tagged into each registration's event data
         Interest wanted = Interest::none;     // what the loop asked for last
         Interest in_kernel = Interest::none;  // what the epoll set has (as far as we know)
-        std::uint32_t generation = 0;         // tagged into each registration's event data
-        bool queued = false;                  // in changes_
-        bool renewed = false;                 // registered anew since the last wait: check with the kernel
-        bool always_ready = false;            // epoll refused it (EPERM: a regular file): emulated
-        bool edge_triggered = false;          // the loop's wake-up eventfd (watch_wakeup)
+        bool queued : 1 = false;              // in changes_
+        bool renewed : 1 = false;             // registered anew since the last wait: check with the kernel
+        bool always_ready : 1 = false;        // epoll refused it (EPERM: a regular file): emulated
+        bool edge_triggered : 1 = false;      // the loop's wake-up eventfd (watch_wakeup)
     };
+    static_assert(sizeof(Entry) == 8);
 
     using Clock = std::chrono::steady_clock;
 
