@@ -161,7 +161,8 @@ void Connection::set_low_water_callback(EventFunction cb) {
 }
 
 void Connection::set_no_delay(bool on) noexcept {
-    if (state_ != State::closed && scheduler().off_owner_thread("Connection::set_no_delay", nullptr, &where(), "connection"))
+    if (state_ != State::closed &&
+        scheduler().off_owner_thread("Connection::set_no_delay", nullptr, &where(), "connection"))
         return;  // noexcept: reported, not done
     int v = on ? 1 : 0;
     if (fd_ >= 0 && is_socket_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);

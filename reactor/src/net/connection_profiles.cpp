@@ -22,7 +22,8 @@ ConnectionProfiles::~ConnectionProfiles() {
 
 ConnectionProfiles::Key ConnectionProfiles::key_of(std::source_location where, std::uint32_t high_water,
                                                    std::uint32_t low_water, std::uint32_t read_size) noexcept {
-    return Key{where.file_name(), where.function_name(), where.line(), where.column(), high_water, low_water, read_size};
+    return Key{where.file_name(), where.function_name(), where.line(), where.column(),
+               high_water,        low_water,             read_size};
 }
 
 ConnectionProfile& ConnectionProfiles::find(Scheduler& sched, std::source_location where,

@@ -8,6 +8,8 @@
 // profile it is no longer listed. Loop thread only.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <source_location>
