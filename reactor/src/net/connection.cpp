@@ -108,18 +108,15 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) 
 }
 
 Connection::Connection(Passkey, detail::ConnectionProfile& profile, int fd, const ConnectionOptions& options)
-    : profile_(&detail::ConnectionProfiles::hold(profile)), fd_(fd) {
+    : profile_(&profile), fd_(fd) {
     pause_above_high_ = options.pause_reading_above_high_water;
     const Duration zero = Duration::zero();
     if (options.read_timeout > zero || options.write_timeout > zero || options.idle_timeout > zero) {
-        try {
-            timeouts_ = &join_timeouts(std::max(options.read_timeout, zero), std::max(options.write_timeout, zero),
-                                       std::max(options.idle_timeout, zero));  // start() puts it in the queues
-        } catch (...) {
-            detail::ConnectionProfiles::leave(*profile_);  // no destructor runs; the caller closes the fd
-            throw;
-        }
+        timeouts_ = &join_timeouts(std::max(options.read_timeout, zero), std::max(options.write_timeout, zero),
+                                   std::max(options.idle_timeout, zero));  // start() puts it in the queues
     }
+    // Last, as nothing can throw any more: ~Connection leaves it.
+    detail::ConnectionProfiles::hold(profile);
 }
 
 Connection::~Connection() {

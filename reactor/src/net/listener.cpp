@@ -88,6 +88,9 @@ std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& addr
     listener->owns_path_ = owns_path;
     listener->path_dev_ = st.st_dev;
     listener->path_ino_ = st.st_ino;
+    // Every connection it accepts shares this one (the destructor lets it go).
+    using detail::ConnectionProfiles;
+    listener->profile_ = &ConnectionProfiles::hold(ConnectionProfiles::find(sched, where, options.connection));
     sched.service<detail::LoopSockets>().add(*listener);
     listener->start_accepting();  // may throw (select: fd >= FD_SETSIZE); the destructor cleans up
     return listener;
@@ -218,7 +221,6 @@ void Listener::on_readable() {
         ConnectionPtr conn;
         try {
             // Closes fd on failure.
-            if (!profile_) profile_ = &hold_profile(fd);
             conn = Connection::adopt_accepted(*profile_, fd,
                                               Address::from_sockaddr(reinterpret_cast<sockaddr*>(&peer), peer_len),
                                               options_.connection);
@@ -233,17 +235,6 @@ void Listener::on_readable() {
         report_left_out(refusal_reports_, "accepted connection closed");
         on_accept_.invoke(conn);
         if (options_.max_accepts > 0 && accepted_ >= options_.max_accepts) close();
-    }
-}
-
-// The first accept's: the profile our connections share, held until we go.
-// The accepted `fd` is closed if it cannot be had (std::bad_alloc).
-detail::ConnectionProfile& Listener::hold_profile(int fd) {
-    try {
-        return detail::ConnectionProfiles::hold(detail::ConnectionProfiles::find(sched_, where_, options_.connection));
-    } catch (...) {
-        detail::close_fd(fd);
-        throw;
     }
 }
 

@@ -133,7 +133,6 @@ private:
     void start_accepting();
     void on_readable();
     void pause_accepting(int error);
-    detail::ConnectionProfile& hold_profile(int accepted_fd);
     void report(ReportLimiter& limiter, int error, std::string_view what);
     void report_left_out(ReportLimiter& limiter, std::string_view what);
 
@@ -142,7 +141,7 @@ private:
     Address address_;
     std::source_location where_;  // the user's listen() call
     // What its connections share (their loop, line, marks and read size),
-    // held from the first accept on, so each accept finds it at once.
+    // held from listen() on, so an accept finds it with no lookup.
     detail::ConnectionProfile* profile_ = nullptr;
     // close() resets both, also from inside one of them: see callback_slot.hpp.
     CallbackSlot<void(const ConnectionPtr&)> on_accept_;

@@ -9,10 +9,11 @@
 // The loop keeps an index of its profiles (src/net/connection_profiles.hpp),
 // so a connection made with the same loop, line and values joins the one
 // that exists; one whose marks change (Connection::set_water_marks) moves
-// to the profile of its new values. A profile counts its connections and is
-// freed with the last one, which may outlive the loop (a closed connection
-// kept by the user): the loop's index only lists it. Part of connection.hpp;
-// not an API. Loop thread only.
+// to the profile of its new values. A profile counts its members (its
+// connections, and the listener that made them) and is freed with the last
+// one, which may outlive the loop (a closed connection kept by the user):
+// the loop's index only lists it. Part of connection.hpp; not an API. Loop
+// thread only.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ struct ConnectionProfile {
     std::uint32_t high_water;    // a mark above 4 GiB counts as 4 GiB
     std::uint32_t low_water;
     std::uint32_t read_size;
-    std::uint32_t members = 0;              // the connections holding it
+    std::uint32_t members = 0;              // the connections (and listener) holding it
     ConnectionProfiles* index = nullptr;    // the loop's, until the loop destroys it
 };
 
