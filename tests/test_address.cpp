@@ -6,6 +6,12 @@
 #include <stdexcept>
 
 #include <reactor/net/address.hpp>
+#include <reactor/net/detail/packed_address.hpp>
+
+#include <netinet/in.h>
+#include <sys/un.h>
+
+#include <cstring>
 
 #include "support/name_resolution.hpp"
 
@@ -79,4 +85,39 @@ BOOST_AUTO_TEST_CASE(with_port_keeps_the_address_and_changes_the_port) {
     BOOST_TEST((reactor::Address::parse("::1", 1).with_port(0) == reactor::Address::parse("::1", 0)));
     BOOST_CHECK_THROW(reactor::Address::unix_path("/tmp/x.sock").with_port(1), std::invalid_argument);
     BOOST_CHECK_THROW(reactor::Address().with_port(1), std::invalid_argument);
+}
+
+// A connection keeps its peer packed (20 bytes, detail::PackedAddress): what
+// it gives back is the address it was given, whichever form it took inside.
+BOOST_AUTO_TEST_CASE(a_packed_address_gives_back_the_address_it_was_given) {
+    sockaddr_in6 scoped{};  // a link-local peer: its scope and flow label go to the heap with it
+    scoped.sin6_family = AF_INET6;
+    scoped.sin6_port = htons(7);
+    scoped.sin6_scope_id = 3;
+    scoped.sin6_flowinfo = htonl(0x12345);
+    scoped.sin6_addr.s6_addr[0] = 0xfe;
+    scoped.sin6_addr.s6_addr[1] = 0x80;
+    scoped.sin6_addr.s6_addr[15] = 1;
+    sockaddr_un unnamed{};  // a Unix client that did not bind: its family alone
+    unnamed.sun_family = AF_UNIX;
+    const Address addresses[] = {
+        Address(),
+        Address::parse("127.0.0.1", 8080),
+        Address::parse("::1", 443),
+        Address::parse("[2001:db8::a:0:1]:65535"),
+        Address::from_sockaddr(reinterpret_cast<const sockaddr*>(&scoped), sizeof scoped),
+        Address::from_sockaddr(reinterpret_cast<const sockaddr*>(&unnamed), sizeof(sa_family_t)),
+        Address::unix_path("/tmp/a.sock"),
+        Address::unix_path(std::string(100, 'p')),
+    };
+    for (const Address& a : addresses) {
+        reactor::detail::PackedAddress packed(a);
+        const Address back = packed.get();
+        BOOST_TEST(back.size() == a.size());
+        BOOST_TEST(std::memcmp(back.data(), a.data(), a.size()) == 0, a.to_string());
+        reactor::detail::PackedAddress reassigned(Address::parse("::1", 1));
+        reassigned = a;  // from inline to any form, the heap's freed (AddressSanitizer)
+        BOOST_TEST((reassigned.get() == a), a.to_string());
+    }
+    BOOST_TEST(sizeof(reactor::detail::PackedAddress) <= 20u);
 }

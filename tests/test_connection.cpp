@@ -782,3 +782,40 @@ BOOST_AUTO_TEST_CASE(a_close_callback_still_queued_when_the_scheduler_goes_is_dr
     BOOST_TEST(watch.expired());  // the cycle through the callback's capture is broken
     BOOST_TEST(close_callbacks == 0);
 }
+
+// shared_from_this() works whenever someone owns the connection, as
+// std::enable_shared_from_this's: while open (it owns itself), inside its
+// close callback, and after it while the user keeps it. Connection keeps one
+// 16-byte reference to itself for it (strong while open, weak after).
+BOOST_AUTO_TEST_CASE(shared_from_this_works_while_anyone_owns_the_connection) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    reactor_test::SocketPair pair;
+    std::weak_ptr<Connection> weak;
+    bool closed = false;
+    {
+        Connection* raw = nullptr;
+        {
+            ConnectionPtr c = Connection::adopt(sched, ::dup(pair.a.get()));
+            raw = c.get();
+            weak = c->weak_from_this();
+        }
+        BOOST_TEST(raw->shared_from_this().get() == raw);  // owned by itself alone
+        raw->set_close_callback([&](Connection& c, const CloseReason&) {
+            closed = true;
+            BOOST_TEST(c.shared_from_this().get() == &c);  // owned by its close call
+        });
+        raw->close();
+        sched.run();
+    }
+    BOOST_TEST(closed);
+    BOOST_TEST(weak.expired());  // nobody kept it: released after its close callback
+
+    ConnectionPtr kept = Connection::adopt(sched, ::dup(pair.b.get()));
+    kept->close();
+    sched.run();
+    BOOST_TEST(kept->state() == Connection::State::closed);
+    BOOST_TEST(kept->shared_from_this() == kept);  // closed, kept by us
+    BOOST_TEST(kept->weak_from_this().lock() == kept);
+    BOOST_TEST(kept.use_count() == 1);  // ours only: what it keeps of itself is weak now
+}

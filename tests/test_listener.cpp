@@ -85,8 +85,10 @@ BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     reactor::ListenerPtr listener;
+    reactor::Address accepted_peer, client_local;
     try {
-        listener = reactor::Listener::listen(sched, reactor::Address::loopback_v6(0), [](const ConnectionPtr& c) {
+        listener = reactor::Listener::listen(sched, reactor::Address::loopback_v6(0), [&](const ConnectionPtr& c) {
+            accepted_peer = c->peer_address();  // kept packed in the connection: port and address
             c->set_data_callback([](Connection& c, std::string_view d) { c.write(d); });
         });
     } catch (const std::system_error& e) {
@@ -98,6 +100,7 @@ BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
     reactor::connect(sched, listener->address(), [&](ConnectionPtr c, std::error_code ec) {
         BOOST_REQUIRE(!ec);
         BOOST_TEST(c->peer_address() == listener->address());
+        client_local = c->local_address();
         c->set_data_callback([&](Connection& c, std::string_view d) {
             got += d;
             if (got.size() == 4) c.close();
@@ -105,6 +108,8 @@ BOOST_AUTO_TEST_CASE(ipv6_loopback_round_trip) {
         c->write("six!");
     });
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return got == "six!"; }));
+    BOOST_TEST(accepted_peer.family() == AF_INET6);
+    BOOST_TEST(accepted_peer == client_local);
     listener.reset();
     sched.run();
     BOOST_TEST(sched.empty());

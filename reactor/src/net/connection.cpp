@@ -25,10 +25,10 @@
 namespace reactor {
 
 // Paid per idle connection, in one heap block with make_shared's control
-// block: up to 184 bytes it is a 208-byte chunk, which keeps an idle
+// block: up to 152 bytes it is a 176-byte chunk, which keeps an idle
 // connection below libuv's (issue 22, bench/results/memory.md).
 // Growing it is a decision, not an accident.
-static_assert(sizeof(void*) != 8 || sizeof(Connection) <= 184);
+static_assert(sizeof(void*) != 8 || sizeof(Connection) <= 152);
 
 std::string_view to_string(CloseKind kind) noexcept {
     switch (kind) {
@@ -97,12 +97,13 @@ std::shared_ptr<Connection> Connection::adopt_accepted(detail::ConnectionProfile
 
 std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) {
     Scheduler& sched = conn->scheduler();
+    conn->self_.weak = conn;  // shared_from_this() works from here on
     sched.set_fd_owner(conn->fd_, *conn);  // release_fd forgets it before closing
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
     conn->update_reader();
     sched.service<detail::OpenConnections>().add(conn->fd_);
-    conn->self_ = conn;
+    conn->own_self();
     conn->start_deadlines();
     return conn;
 }
@@ -127,6 +128,37 @@ Connection::~Connection() {
         detail::close_fd(fd_);
     }
     detail::ConnectionProfiles::leave(*profile_);  // last: the loop may be gone, the profile is not
+    if (owns_itself_) {
+        std::destroy_at(&self_.strong);  // not reached: an owner of itself is not destroyed
+    } else {
+        std::destroy_at(&self_.weak);
+    }
+}
+
+std::shared_ptr<Connection> Connection::shared_from_this() const {
+    if (owns_itself_) return self_.strong;
+    return std::shared_ptr<Connection>(self_.weak);  // throws std::bad_weak_ptr if expired
+}
+
+std::weak_ptr<Connection> Connection::weak_from_this() const noexcept {
+    if (owns_itself_) return self_.strong;
+    return self_.weak;
+}
+
+void Connection::own_self() {
+    std::shared_ptr<Connection> strong(self_.weak);
+    std::destroy_at(&self_.weak);
+    std::construct_at(&self_.strong, std::move(strong));
+    owns_itself_ = true;
+}
+
+std::shared_ptr<Connection> Connection::disown_self() noexcept {
+    if (!owns_itself_) return nullptr;
+    std::shared_ptr<Connection> strong = std::move(self_.strong);
+    std::destroy_at(&self_.strong);
+    std::construct_at(&self_.weak, strong);
+    owns_itself_ = false;
+    return strong;
 }
 
 Connection::RareCallbacks& Connection::rare() {
@@ -423,7 +455,7 @@ struct Connection::CloseCall {
 void Connection::finish_close(CloseReason reason, bool abortive) {
     if (state_ == State::closed) return;
     release_fd(abortive);
-    scheduler().call_soon(CloseCall(std::move(self_), reason), where());
+    scheduler().call_soon(CloseCall(disown_self(), reason), where());
     // After queueing the close callback: the set's when_empty waiters run after it.
     if (ConnectionSet* set = std::exchange(set_, nullptr)) set->remove(*this);
 }
@@ -487,7 +519,7 @@ void Connection::end_with_loop_abandoned() noexcept {
     if (state_ == State::closed) return;
     drop_output();
     release_fd(true);
-    auto self = std::move(self_);  // freed when this returns, unless a callback's capture holds it
+    auto self = disown_self();  // freed when this returns, unless a callback's capture holds it
     drop_callbacks();
     if (ConnectionSet* set = std::exchange(set_, nullptr)) set->remove(*this);
 }

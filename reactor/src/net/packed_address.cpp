@@ -5,14 +5,34 @@
 
 namespace reactor::detail {
 
-static_assert(sizeof(sockaddr_in6) < 0xff, "an inline length must not read as kOnHeap");
-static_assert(sizeof(Address*) <= sizeof(sockaddr_in6));
+static_assert(sizeof(PackedAddress) == 20 && alignof(PackedAddress) == 1);
+static_assert(sizeof(sockaddr_in) <= sizeof(PackedAddress) - 1, "IPv4 inline, as it is");
+static_assert(sizeof(in_port_t) + sizeof(in6_addr) <= sizeof(PackedAddress) - 1, "IPv6 inline, packed");
+static_assert(sizeof(Address*) <= sizeof(PackedAddress) - 1);
+
+namespace {
+
+// An IPv6 address that is its port and address bytes alone.
+bool packs_as_ipv6(const Address& address) {
+    if (address.family() != AF_INET6 || address.size() != sizeof(sockaddr_in6)) return false;
+    sockaddr_in6 in6;
+    std::memcpy(&in6, address.data(), sizeof in6);
+    return in6.sin6_flowinfo == 0 && in6.sin6_scope_id == 0;
+}
+
+}  // namespace
 
 PackedAddress::PackedAddress(const Address& address) { *this = address; }
 
 PackedAddress& PackedAddress::operator=(const Address& address) {
     free_heap();
-    if (address.size() <= sizeof bytes_) {
+    if (packs_as_ipv6(address)) {
+        sockaddr_in6 in6;
+        std::memcpy(&in6, address.data(), sizeof in6);
+        std::memcpy(bytes_, &in6.sin6_port, sizeof in6.sin6_port);
+        std::memcpy(bytes_ + sizeof in6.sin6_port, &in6.sin6_addr, sizeof in6.sin6_addr);
+        len_ = kIpv6;
+    } else if (address.size() <= sizeof bytes_) {
         std::memcpy(bytes_, address.data(), address.size());
         len_ = static_cast<std::uint8_t>(address.size());
     } else {
@@ -29,8 +49,17 @@ Address PackedAddress::get() const {
         std::memcpy(&heap, bytes_, sizeof heap);
         return *heap;
     }
+    if (len_ == kIpv6) {
+        sockaddr_in6 in6{};
+        in6.sin6_family = AF_INET6;
+        std::memcpy(&in6.sin6_port, bytes_, sizeof in6.sin6_port);
+        std::memcpy(&in6.sin6_addr, bytes_ + sizeof in6.sin6_port, sizeof in6.sin6_addr);
+        return Address::from_sockaddr(reinterpret_cast<const sockaddr*>(&in6), sizeof in6);
+    }
     if (len_ == 0) return Address();
-    return Address::from_sockaddr(reinterpret_cast<const sockaddr*>(bytes_), len_);
+    sockaddr_storage raw{};  // aligned, as from_sockaddr reads it as a sockaddr
+    std::memcpy(&raw, bytes_, len_);
+    return Address::from_sockaddr(reinterpret_cast<const sockaddr*>(&raw), len_);
 }
 
 void PackedAddress::free_heap() noexcept {

@@ -128,7 +128,7 @@ struct TimeoutGroup;
 enum class DeadlineKind : unsigned char;
 }  // namespace detail
 
-class REACTOR_API Connection final : public std::enable_shared_from_this<Connection>, private FdOwner {
+class REACTOR_API Connection final : private FdOwner {
     struct Passkey {};
 
 public:
@@ -178,6 +178,13 @@ public:
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
+
+    // As std::enable_shared_from_this's: a shared_ptr to this connection,
+    // which works whenever anyone owns it (it owns itself while open, and its
+    // close call owns it while its close callback runs); std::bad_weak_ptr if
+    // nobody does (in its destructor, say).
+    std::shared_ptr<Connection> shared_from_this() const;
+    std::weak_ptr<Connection> weak_from_this() const noexcept;
 
     // ---- callbacks (set or replace them any time, also from inside the
     //      callback being replaced; an empty one means "nothing to do") ----
@@ -418,7 +425,18 @@ private:
     // Our loop, the line that made us, the water marks and the read size:
     // shared with the connections made the same way (detail::ConnectionProfile).
     detail::ConnectionProfile* profile_;
-    std::shared_ptr<Connection> self_;        // set while open or closing: see the header comment
+    // What it keeps of itself, in 16 bytes where std::enable_shared_from_this
+    // and a shared_ptr member would take 32: while open or closing, a
+    // shared_ptr (it owns itself: see the header comment); before and after,
+    // a weak_ptr, for shared_from_this(). Which one: owns_itself_.
+    union SelfReference {
+        std::weak_ptr<Connection> weak;
+        std::shared_ptr<Connection> strong;
+        SelfReference() noexcept : weak() {}
+        ~SelfReference() {}  // ~Connection destroys the one in use
+    } self_;
+    void own_self();                                  // weak -> strong
+    std::shared_ptr<Connection> disown_self() noexcept;  // strong -> weak: the strong one, to drop when done
     friend class ConnectionSet;
     // The set it is in, if any; left as it closes. A plain pointer: a set
     // keeps itself alive while it has members (ConnectionSet::self_).
@@ -447,6 +465,7 @@ private:
     bool watch_reader_gone_ : 1 = false;  // a write-only pipe: readiness means its reader left
     bool pause_above_high_ : 1 = false;   // ConnectionOptions::pause_reading_above_high_water
     bool callbacks_dropped_ : 1 = false;  // see callbacks_dropped()
+    bool owns_itself_ : 1 = false;        // which of self_ is in use
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
