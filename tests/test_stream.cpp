@@ -19,8 +19,10 @@
 #include <fmt/format.h>
 #include <futures/futures.hpp>
 #include <futures/stream.hpp>
+#include <futures/stream_transport.hpp>
 
 #include "support/backends.hpp"
+#include "support/fds.hpp"
 #include "support/name_resolution.hpp"
 #include "support/net_util.hpp"
 
@@ -533,4 +535,64 @@ BOOST_AUTO_TEST_CASE(serve_until_aborts_the_clients_left_when_the_drain_time_is_
     }
     sched.run();
     BOOST_TEST(sched.empty());
+}
+
+// A read of more than 4 GiB at once is refused up front (the pending read
+// keeps its count in 32 bits): a clear error, nothing read, the stream fine.
+BOOST_AUTO_TEST_CASE(read_exactly_above_4_gib_is_refused_and_the_stream_goes_on) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::SocketPair pair;
+    Stream stream = Stream::from(reactor::Connection::adopt(sched, ::dup(pair.a.get())));
+    BOOST_CHECK_THROW((void)stream.read_exactly((std::size_t{1} << 32) + 1), std::invalid_argument);
+    BOOST_REQUIRE(reactor_test::send_all(pair.b.get(), "abc"));
+    BOOST_TEST(futures::run_until_complete(sched, stream.read_exactly(3)) == "abc");
+    auto most = stream.read(std::size_t{1} << 40);  // "at most": any size will do
+    BOOST_REQUIRE(reactor_test::send_all(pair.b.get(), "de"));
+    BOOST_TEST(futures::run_until_complete(sched, std::move(most)) == "de");
+    stream.close();
+    sched.run();
+}
+
+// A transport of the user's may end with any int as its errno: one that the
+// stream's 16-bit field cannot hold is kept whole, and reads fail with it.
+class EndingTransport final : public futures::StreamTransport {
+public:
+    explicit EndingTransport(reactor::ConnectionPtr conn) : conn_(std::move(conn)) {}
+    void attach(Receiver* receiver) override { receiver_ = receiver; }
+    void detach() noexcept override { receiver_ = nullptr; }
+    bool write(std::string_view) override { return true; }
+    void write_eof() override {}
+    void close() override { conn_->close(); }
+    void abort() override { conn_->abort(); }
+    bool is_open() const override { return conn_->is_open(); }
+    bool at_eof() const override { return false; }
+    bool above_high_water() const override { return false; }
+    void pause_reading() override {}
+    void resume_reading() override {}
+    reactor::Connection& connection() const override { return *conn_; }
+    void end(int error) { receiver_->on_closed(futures::StreamTransportEnd{.error = error, .exception = nullptr}); }
+
+private:
+    reactor::ConnectionPtr conn_;
+    Receiver* receiver_ = nullptr;
+};
+
+BOOST_AUTO_TEST_CASE(a_transports_errno_too_large_for_16_bits_is_kept_whole) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::SocketPair pair;
+    auto owned = std::make_unique<EndingTransport>(reactor::Connection::adopt(sched, ::dup(pair.a.get())));
+    EndingTransport& transport = *owned;
+    Stream stream = Stream::from(std::move(owned));
+    auto read = stream.read();
+    transport.end(70000);
+    BOOST_REQUIRE(read.done());
+    try {
+        (void)read.result();
+        BOOST_FAIL("the read should fail");
+    } catch (const std::system_error& e) {
+        BOOST_TEST(e.code().value() == 70000);
+    }
+    transport.end(ECONNRESET);  // a second end changes nothing
+    stream.close();
+    sched.run();
 }

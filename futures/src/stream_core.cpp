@@ -108,7 +108,7 @@ void StreamCore::end_with_loop() noexcept {
     const Ref<StreamCore> keep(this);
     closed_ = true;
     eof_ = true;
-    read_ = {};  // a promise still pending breaks, naming its line
+    read_ = PendingRead{};  // a promise still pending breaks, naming its line
     rare_.reset();
     transport().abandon();  // and the transport's own (futures_tls: a handshake's)
 }
@@ -127,7 +127,7 @@ Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::st
     if (kind == ReadKind::until) rare().delimiter = std::move(delimiter);
     Future<std::string> f;
     read_ = PendingRead{.promise = ReadPromise::make(scheduler(), where, f),
-                        .n = n,
+                        .n = static_cast<std::uint32_t>(std::min<std::size_t>(n, UINT32_MAX)),
                         .kind = kind};
     try_read();
     return f;
@@ -138,7 +138,10 @@ Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, 
     check_no_read_pending();
     Future<std::optional<std::string>> f;
     read_ = PendingRead{.promise = ReadPromise::make(scheduler(), where, f),
-                        .n = format.max_size,
+                        // line: its search starts at 0, in the same word
+                        .n = kind == ReadKind::frame
+                                 ? static_cast<std::uint32_t>(std::min<std::size_t>(format.max_size, UINT32_MAX))
+                                 : 0,
                         .kind = kind,
                         .prefix = format.prefix};
     try_read();
@@ -206,7 +209,7 @@ void StreamCore::on_data(std::string_view d) {
     // connection's loop-wide read buffer: a stream whose reader keeps up
     // keeps no buffer of its own (uvloop's streams do the same).
     if (in().empty() && wants_more() && read_.kind == ReadKind::some) {
-        const std::size_t n = std::min(read_.n, d.size());
+        const std::size_t n = std::min<std::size_t>(read_.n, d.size());
         deliver(std::string(d.substr(0, n)));
         d.remove_prefix(n);
         if (d.empty()) return;
@@ -238,10 +241,13 @@ void StreamCore::on_closed(const StreamTransportEnd& end) {
     if (rare_) rare_->open.unlink();  // from OpenStreams: nothing is left for the loop's end to break
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
-    error_ = end.error;
-    if (end.exception) {
+    const bool fits = end.error >= 0 && end.error <= UINT16_MAX;
+    error_ = fits ? static_cast<std::uint16_t>(end.error) : EIO;
+    if (end.exception || !fits) {
         try {
-            rare().error = end.exception;
+            rare().error = end.exception ? end.exception
+                                         : std::make_exception_ptr(std::system_error(
+                                               end.error, std::generic_category(), "stream: connection failed"));
         } catch (const std::bad_alloc&) {
             // Out of memory: reads and drains fail with the errno's own error.
         }
@@ -284,14 +290,14 @@ void StreamCore::finish_drains(int error) {
 void StreamCore::try_read() {
     if (!read_.active()) return;
     if (!read_.promise.is_pending()) {  // cancelled by its owner: the bytes stay for the next read
-        read_ = {};
+        read_ = PendingRead{};
         return;
     }
     PendingRead& r = read_;
     const reactor::ByteBuffer& in = this->in();
     switch (r.kind) {
     case ReadKind::some:
-        if (r.n == 0 || !in.empty()) return complete(std::min(r.n, in.size()));
+        if (r.n == 0 || !in.empty()) return complete(std::min<std::size_t>(r.n, in.size()));
         break;
     case ReadKind::exactly:
         if (in.size() >= r.n) return complete(r.n);

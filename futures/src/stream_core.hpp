@@ -202,15 +202,22 @@ private:
 
         Ref<StateBase> state_;
     };
-    // The pending read, if its promise is valid. Largest members first, and
-    // a frame's format in `n` and `prefix` rather than a FrameFormat of its
-    // own: an idle stream pays for this whole struct.
+    // The pending read, if its promise is valid. Largest members first, a
+    // frame's format in `n` and `prefix` rather than a FrameFormat of its
+    // own, one 32-bit word for what the kind needs (a count or how far a
+    // search got, never both) and the kind and prefix in bits: an idle
+    // stream pays for this whole struct.
     struct PendingRead {
         ReadPromise promise;
-        std::size_t n = 0;          // some: at most n; exactly: n; frame: the largest payload (max_size)
-        std::uint32_t scanned = 0;  // until, line: bytes already searched (at most limit_)
-        ReadKind kind = ReadKind::some;
-        reactor::LengthPrefix prefix = reactor::LengthPrefix::u32;  // frame
+        union {
+            // some: at most n; exactly: n (Stream::read_exactly refuses more
+            // than 32 bits); frame: the largest payload (max_size, which
+            // above 32 bits is no limit a length prefix can reach).
+            std::uint32_t n = 0;
+            std::uint32_t scanned;  // until, line: bytes already searched (at most limit_)
+        };
+        ReadKind kind : 3 = ReadKind::some;
+        reactor::LengthPrefix prefix : 1 = reactor::LengthPrefix::u32;  // frame
 
         bool active() const noexcept { return promise.valid(); }
         // Its future holds a std::optional<std::string>.
@@ -319,12 +326,14 @@ private:
     bool paused_ : 1 = false;   // reading paused by our flow control
     bool plain_ : 1;            // transport_ holds a PlainTransport (else a pointer to another)
     bool conversation_over_ : 1 = false;  // follow's conversation completed: no longer counted
-    int error_ = 0;             // errno of a reset or failure
+    // The errno of a reset or failure, in 16 bits (every errno fits; a
+    // transport's value that does not is kept whole in rare().error).
+    std::uint16_t error_ = 0;
     // StreamOptions::limit, the one option a stream uses after it is made
     // (the connection's are the transport's): kept alone, not the whole
     // StreamOptions, because every idle stream pays for what it keeps; in
-    // 32 bits (a limit above 4 GiB counts as 4 GiB), which with the 32-bit
-    // `scanned` fits the stream in the tail of the pending read.
+    // 32 bits (a limit above 4 GiB counts as 4 GiB), which with the pending
+    // read's 32-bit count fits the stream in the tail of the pending read.
     std::uint32_t limit_;
     std::uint32_t refs_ = 0;  // see add_ref
     // The server's count this stream's conversation is in, if a server made

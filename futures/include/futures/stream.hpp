@@ -159,6 +159,7 @@ public:
     [[nodiscard]] Future<std::string> read(std::size_t max = 64 * 1024,
                                            std::source_location where = std::source_location::current());
     // Exactly n bytes; IncompleteReadError if EOF comes first.
+    // std::invalid_argument above 4 GiB (UINT32_MAX bytes).
     [[nodiscard]] Future<std::string> read_exactly(std::size_t n,
                                                    std::source_location where = std::source_location::current());
     // Up to and including `delimiter` (non-empty); LimitOverrunError past the
