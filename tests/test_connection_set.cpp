@@ -10,6 +10,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cerrno>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include <reactor/net/listener.hpp>
 
 #include "support/backends.hpp"
+#include "support/fds.hpp"
 #include "support/net_util.hpp"
 #include "support/tcp_echo.hpp"
 
@@ -176,4 +178,41 @@ BOOST_AUTO_TEST_CASE(a_connection_added_to_another_set_leaves_the_first) {
     listener.reset();
     sched.run();
     BOOST_TEST(sched.empty());
+}
+
+// The set keeps its members' fd numbers: one leaving, from the middle, the
+// end or the front, hands its slot to the last, and what is left is still
+// reached (close_all, abort_all) however they left. A connection of another
+// loop is refused, and the set is as it was.
+BOOST_AUTO_TEST_CASE(members_leave_from_any_slot_and_the_rest_are_still_reached) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto set = reactor::ConnectionSet::create(sched);
+    std::vector<reactor_test::SocketPair> pairs(6);
+    std::vector<ConnectionPtr> conns;
+    for (auto& p : pairs) {
+        conns.push_back(Connection::adopt(sched, ::dup(p.a.get())));
+        set->add(conns.back());
+    }
+    BOOST_TEST(set->size() == 6u);
+    conns[2]->close();  // the middle
+    conns[5]->close();  // the last added
+    conns[0]->abort();  // the first
+    sched.run_once();
+    BOOST_TEST(set->size() == 3u);
+
+    reactor::Scheduler other(on(reactor_test::backend_under_test()));
+    reactor_test::SocketPair foreign_pair;
+    ConnectionPtr foreign = Connection::adopt(other, ::dup(foreign_pair.a.get()));
+    BOOST_CHECK_THROW(set->add(foreign), std::invalid_argument);
+    BOOST_TEST(set->size() == 3u);
+    foreign->close();
+    other.run();
+
+    set->abort_all();
+    for (const ConnectionPtr& c : conns) BOOST_TEST(c->state() == Connection::State::closed);
+    bool empty = false;
+    set->when_empty([&] { empty = true; });
+    sched.run();
+    BOOST_TEST(empty);
+    BOOST_TEST(set->empty());
 }

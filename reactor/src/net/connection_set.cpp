@@ -4,25 +4,35 @@
 #include "reactor/net/connection_set.hpp"
 
 #include <cstdint>
+#include <stdexcept>
 #include <utility>
 
 namespace reactor {
 
+// An open member owns its fd in the loop (Connection::start).
+Connection& ConnectionSet::member(int fd) const noexcept { return static_cast<Connection&>(*sched_.fd_owner(fd)); }
+
 void ConnectionSet::add(const ConnectionPtr& conn) {
     if (!conn || conn->state() == Connection::State::closed) return;
     if (conn->set_ == this) return;
+    if (&conn->scheduler() != &sched_)
+        throw std::invalid_argument("ConnectionSet::add: the connection belongs to another loop than the set");
     if (ConnectionSet* old = std::exchange(conn->set_, nullptr)) old->remove(*conn);  // may free `old`
-    members_.push_back(conn.get());
+    members_.push_back(conn->fd_);
     if (members_.size() == 1) self_ = shared_from_this();
     conn->set_ = this;
     conn->set_index_ = static_cast<std::uint32_t>(members_.size() - 1);
 }
 
+// Also as the member closes, its fd already given back: only the member
+// that takes its slot is looked up.
 void ConnectionSet::remove(Connection& conn) {
     const std::uint32_t i = conn.set_index_;
-    Connection* last = members_.back();
-    members_[i] = last;
-    last->set_index_ = i;
+    const auto last = static_cast<std::uint32_t>(members_.size() - 1);
+    if (i != last) {
+        members_[i] = members_[last];
+        member(members_[i]).set_index_ = i;
+    }
     members_.pop_back();
     if (leave_hook_) leave_hook_();
     if (members_.empty()) {
@@ -36,7 +46,7 @@ std::vector<ConnectionPtr> ConnectionSet::snapshot() const {
     // Closing removes members: iterate over owning copies.
     std::vector<ConnectionPtr> all;
     all.reserve(members_.size());
-    for (Connection* c : members_) all.push_back(c->shared_from_this());
+    for (int fd : members_) all.push_back(member(fd).shared_from_this());
     return all;
 }
 

@@ -7,8 +7,11 @@
 //
 // A connection leaves the set when it closes (for any reason), so the set
 // never keeps a connection alive and never holds a closed one. It belongs to
-// one set at most: adding it to another moves it. Holds its members by plain
-// pointer (a member removes itself before it can be freed). Owned through a
+// one set at most: adding it to another moves it, and to one set of its own
+// loop (std::invalid_argument otherwise). Holds its members by fd number (a
+// member removes itself before it closes its fd) and finds each through its
+// loop, whose fd it owns while open: 4 bytes per member, where a pointer
+// took 8 (issue 22: a listener's set has every connection). Owned through a
 // shared_ptr, and by itself while it has members (they hold it by plain
 // pointer): a when_empty() callback still runs when whoever made the set (a
 // Listener) is gone first. Loop thread only; never
@@ -37,7 +40,7 @@ public:
     ConnectionSet(const ConnectionSet&) = delete;
     ConnectionSet& operator=(const ConnectionSet&) = delete;
 
-    // Adds an open connection (a closed one is ignored).
+    // Adds an open connection of this set's loop (a closed one is ignored).
     void add(const ConnectionPtr& conn);
     std::size_t size() const noexcept { return members_.size(); }
     bool empty() const noexcept { return members_.empty(); }
@@ -61,9 +64,10 @@ private:
     void remove(Connection& conn);  // by Connection, as it closes
     void schedule_waiters();
     std::vector<ConnectionPtr> snapshot() const;
+    Connection& member(int fd) const noexcept;
 
     Scheduler& sched_;
-    std::vector<Connection*> members_;  // each knows its index (Connection::set_index_)
+    std::vector<int> members_;  // their fds; each knows its index (Connection::set_index_)
     std::function<void()> leave_hook_;
     std::vector<std::function<void()>> empty_waiters_;
     std::shared_ptr<ConnectionSet> self_;  // while it has members
