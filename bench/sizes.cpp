@@ -640,7 +640,7 @@ void print_sizes() {
     row("reactor::Address", sizeof(reactor::Address), "what local_address()/peer_address() return");
     row("sockaddr_storage", sizeof(sockaddr_storage), "inside Address");
     row("reactor::detail::PackedAddress", sizeof(reactor::detail::PackedAddress),
-        "one per connection: the peer's (IPv4/IPv6 inline, a Unix path on the heap)");
+        "one per connection: the peer's (IPv4, and IPv6 without flow label or scope, inline; a Unix path on the heap)");
     row("reactor::ByteBuffer", sizeof(reactor::ByteBuffer),
         "output buffer: a heap block from the first partial write until drained");
     row("reactor::CallbackSlot<void(Connection&)>", sizeof(reactor::CallbackSlot<void(reactor::Connection&)>),
@@ -689,17 +689,15 @@ void print_connection_fields() {
         std::size_t bytes;
     };
     const Field fields[] = {
-        {"base enable_shared_from_this (a weak_ptr)", sizeof(std::enable_shared_from_this<Connection>)},
         {"base FdOwner (vtable pointer)", sizeof(void*)},
         {"profile_ (its loop, line, water marks and read size, shared: detail::ConnectionProfile)", sizeof(void*)},
-        {"self_ (shared_ptr)", sizeof(std::shared_ptr<Connection>)},
+        {"self_ (a shared_ptr while open, a weak_ptr after: for shared_from_this())", sizeof(std::shared_ptr<Connection>)},
         {"set_ (ConnectionSet*)", sizeof(void*)},
         {"out_, rare_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any), layer_ (a layer's events receiver, if any)", 4 * sizeof(void*)},
         {"on_data_, on_close_ (CallbackSlot)", 2 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
         {"peer_ (PackedAddress; the local address is asked of the kernel)", sizeof(reactor::detail::PackedAddress)},
         {"fd_ (int)", sizeof(int)},
-        {"set_index_ (uint32)", sizeof(std::uint32_t)},
-        {"state_, closing_kind_ (uint8 enums), 12 one-bit flags", 2 + 2},
+        {"state_, closing_kind_ (uint8 enums), 14 one-bit flags", 2 + 2},
     };
     std::size_t sum = 0;
     std::printf("## reactor::Connection, member by member\n\n| members | bytes |\n|---|---:|\n");

@@ -56,6 +56,12 @@ public:
             c.end_with_loop_abandoned();
         }
     }
+    // Each open connection, in fd order (ConnectionSet finds its members so).
+    template <class F>
+    void for_each(F&& f) const {
+        for (int fd = 0; fd < size(); ++fd)
+            if (is_open(fd)) f(connection(fd));
+    }
     void describe(std::vector<LiveItem>& out) const override {
         for (int fd = 0; fd < size(); ++fd)
             if (is_open(fd)) connection(fd).describe_for_live(out);

@@ -449,7 +449,6 @@ private:
     CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
     detail::PackedAddress peer_;  // as of adoption: see peer_address()
     int fd_;
-    std::uint32_t set_index_ = 0;  // our slot in set_
     State state_ = State::open;
     CloseKind closing_kind_ = CloseKind::local;  // what `closing` reports once flushed
     bool reading_wanted_ : 1 = true;  // not paused by the user

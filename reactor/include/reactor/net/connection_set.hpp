@@ -8,10 +8,11 @@
 // A connection leaves the set when it closes (for any reason), so the set
 // never keeps a connection alive and never holds a closed one. It belongs to
 // one set at most: adding it to another moves it, and to one set of its own
-// loop (std::invalid_argument otherwise). Holds its members by fd number (a
-// member removes itself before it closes its fd) and finds each through its
-// loop, whose fd it owns while open: 4 bytes per member, where a pointer
-// took 8 (issue 22: a listener's set has every connection). Owned through a
+// loop (std::invalid_argument otherwise). Keeps no list: a member names its
+// set (a plain pointer, cleared as it leaves) and the set counts them, so a
+// member costs the set nothing (issue 22: a listener's set has every
+// connection). close_all() and abort_all() find the members among the loop's
+// open connections, in fd order. Owned through a
 // shared_ptr, and by itself while it has members (they hold it by plain
 // pointer): a when_empty() callback still runs when whoever made the set (a
 // Listener) is gone first. Loop thread only; never
@@ -42,8 +43,8 @@ public:
 
     // Adds an open connection of this set's loop (a closed one is ignored).
     void add(const ConnectionPtr& conn);
-    std::size_t size() const noexcept { return members_.size(); }
-    bool empty() const noexcept { return members_.empty(); }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
 
     // Graceful close() (flushing output first) of every member.
     void close_all();
@@ -64,10 +65,9 @@ private:
     void remove(Connection& conn);  // by Connection, as it closes
     void schedule_waiters();
     std::vector<ConnectionPtr> snapshot() const;
-    Connection& member(int fd) const noexcept;
 
     Scheduler& sched_;
-    std::vector<int> members_;  // their fds; each knows its index (Connection::set_index_)
+    std::size_t size_ = 0;  // the open connections whose set_ is this
     std::function<void()> leave_hook_;
     std::vector<std::function<void()>> empty_waiters_;
     std::shared_ptr<ConnectionSet> self_;  // while it has members
