@@ -180,10 +180,10 @@ BOOST_AUTO_TEST_CASE(a_connection_added_to_another_set_leaves_the_first) {
     BOOST_TEST(sched.empty());
 }
 
-// The set keeps its members' fd numbers: one leaving, from the middle, the
-// end or the front, hands its slot to the last, and what is left is still
-// reached (close_all, abort_all) however they left. A connection of another
-// loop is refused, and the set is as it was.
+// The set counts its members and finds them among the loop's open
+// connections: whichever leave (added in the middle, last or first), the
+// count follows and what is left is still reached (abort_all). A connection
+// of another loop is refused, and the set is as it was.
 BOOST_AUTO_TEST_CASE(members_leave_from_any_slot_and_the_rest_are_still_reached) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     auto set = reactor::ConnectionSet::create(sched);

@@ -22,7 +22,7 @@ void ConnectionSet::add(const ConnectionPtr& conn) {
 }
 
 // By the member as it leaves (it closes, or joins another set).
-void ConnectionSet::remove(Connection& /*conn*/) {
+void ConnectionSet::remove(Connection& /*leaving*/) {
     --size_;
     if (leave_hook_) leave_hook_();
     if (size_ == 0) {
