@@ -10,25 +10,14 @@ static_assert(sizeof(sockaddr_in) <= sizeof(PackedAddress) - 1, "IPv4 inline, as
 static_assert(sizeof(in_port_t) + sizeof(in6_addr) <= sizeof(PackedAddress) - 1, "IPv6 inline, packed");
 static_assert(sizeof(Address*) <= sizeof(PackedAddress) - 1);
 
-namespace {
-
-// An IPv6 address that is its port and address bytes alone.
-bool packs_as_ipv6(const Address& address) {
-    if (address.family() != AF_INET6 || address.size() != sizeof(sockaddr_in6)) return false;
-    sockaddr_in6 in6;
-    std::memcpy(&in6, address.data(), sizeof in6);
-    return in6.sin6_flowinfo == 0 && in6.sin6_scope_id == 0;
-}
-
-}  // namespace
-
 PackedAddress::PackedAddress(const Address& address) { *this = address; }
 
 PackedAddress& PackedAddress::operator=(const Address& address) {
     free_heap();
-    if (packs_as_ipv6(address)) {
-        sockaddr_in6 in6;
-        std::memcpy(&in6, address.data(), sizeof in6);
+    sockaddr_in6 in6{};  // stays unspecified unless the address is IPv6
+    if (address.family() == AF_INET6 && address.size() == sizeof in6) std::memcpy(&in6, address.data(), sizeof in6);
+    if (in6.sin6_family == AF_INET6 && in6.sin6_flowinfo == 0 && in6.sin6_scope_id == 0) {
+        // Its port and address bytes alone: 18 of the 28.
         std::memcpy(bytes_, &in6.sin6_port, sizeof in6.sin6_port);
         std::memcpy(bytes_ + sizeof in6.sin6_port, &in6.sin6_addr, sizeof in6.sin6_addr);
         len_ = kIpv6;
