@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // reactor::Address: numeric parsing and formatting, and name lookup of
 // localhost only; no network needed.
-#define BOOST_TEST_MODULE address
 #include <boost/test/unit_test.hpp>
 #include <stdexcept>
 

@@ -7,7 +7,6 @@
 //
 // This executable counts heap allocations by replacing the global operator
 // new; the counter is read only around the code under test.
-#define BOOST_TEST_MODULE callback
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CallbackSlot: the one idiom for callbacks that replace, clear or outlive
 // themselves (reactor/callback_slot.hpp). The sockets rely on each rule here.
-#define BOOST_TEST_MODULE callback_slot
 #include <boost/test/unit_test.hpp>
 
 #include <functional>

@@ -7,7 +7,6 @@
 // (drain, a second signal aborts, summary, exit 0); a stdin the console cannot
 // stream is refused before anything listens; without --console, stdin is
 // never touched.
-#define BOOST_TEST_MODULE chat_console
 #include <boost/test/unit_test.hpp>
 #include <fcntl.h>
 #include <signal.h>

@@ -13,7 +13,6 @@
 // Nothing here depends on how fast the server runs: every wait is for a line
 // or an end, bounded by a generous timeout, and no client is dropped for
 // reading slowly (--max-backlog is set far above what a test sends).
-#define BOOST_TEST_MODULE chat_server_loops
 #include <boost/test/unit_test.hpp>
 #include <fcntl.h>
 #include <poll.h>

@@ -11,7 +11,6 @@
 // Every case ends with the scheduler empty (CHECK_EMPTY), and every wait is
 // bounded by a guard timer that stops the loop, so a broken backend fails
 // instead of hanging.
-#define BOOST_TEST_MODULE closed_fds
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

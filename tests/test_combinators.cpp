@@ -3,7 +3,6 @@
 // with_timeout, sleep/sleep_until on a virtual clock, readable/writable on pipes.
 // The policy under test: the first error or cancellation decides, and every
 // input still pending is then cancelled; later errors are not lost.
-#define BOOST_TEST_MODULE combinators
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

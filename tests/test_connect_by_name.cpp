@@ -10,7 +10,6 @@
 // resolve to loopback), numeric hosts, and names the resolver refuses without
 // a query (support/name_resolution.hpp). Busy workers wait on a Gate the test
 // opens: nothing depends on timing. CTest runs it once per selector backend.
-#define BOOST_TEST_MODULE connect_by_name
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>

@@ -5,7 +5,6 @@
 // address-list form tries each address in turn, and a timeout that does not
 // fire leaves nothing behind. "The peer never answers" is made on loopback:
 // a listener whose accept queue is full makes the kernel drop new SYNs.
-#define BOOST_TEST_MODULE connect_timeout
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>

@@ -3,7 +3,6 @@
 // echo under load, half-close, water marks, close, abort and reset, and
 // callbacks that close or replace themselves. Ordering comes from callbacks,
 // never from sleeps.
-#define BOOST_TEST_MODULE tcp_connection
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>

@@ -7,7 +7,6 @@
 // still run; and without the option reading goes on (the default). Small
 // socket buffers on both sides make the backlog reach the server's buffer
 // early. Ordering comes from callbacks, never from sleeps.
-#define BOOST_TEST_MODULE connection_backpressure
 #include <sys/socket.h>
 
 #include <boost/test/unit_test.hpp>

@@ -8,7 +8,6 @@
 // with new timeouts) times nothing for the others or for the next owner of
 // its fd number, and that replaced timers never pile up. On every backend,
 // on a virtual clock.
-#define BOOST_TEST_MODULE connection_deadline_queues
 #include <sys/socket.h>
 #include <unistd.h>
 

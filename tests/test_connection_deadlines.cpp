@@ -3,7 +3,6 @@
 // a virtual clock: the loop's time moves only when it would sleep, so each
 // deadline is checked to the nanosecond without real waiting. The peer is a
 // real socket (a socketpair end that no reactor code drives).
-#define BOOST_TEST_MODULE connection_deadlines
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -6,7 +6,6 @@
 // a cleared receiver gives the callbacks (or, without one, the close at
 // EOF) back, and a loop that ends before the close callback could run tells
 // the receiver so. Ordering comes from callbacks, never from sleeps.
-#define BOOST_TEST_MODULE connection_layer_events
 #include <sys/socket.h>
 
 #include <boost/test/unit_test.hpp>

@@ -7,7 +7,6 @@
 // caught up. Counted, never timed: the figures are exact for
 // one build, and the bounds leave room for another standard library.
 // bench/sizes (bench/results/memory.md) has the byte budget field by field.
-#define BOOST_TEST_MODULE connection_memory
 #include <malloc.h>
 #include <sys/socket.h>
 #include <unistd.h>

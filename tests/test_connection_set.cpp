@@ -3,7 +3,6 @@
 // with real clients on 127.0.0.1: close the listener, close or abort what it
 // accepted, and learn when the last connection has closed. Ordering comes
 // from callbacks, never from sleeps.
-#define BOOST_TEST_MODULE connection_set
 #include <sys/socket.h>
 #include <unistd.h>
 

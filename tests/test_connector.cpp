@@ -2,7 +2,6 @@
 // connect() (the Connector) on 127.0.0.1, on every selector backend: refused,
 // timed out, reset at once, and cancelled connects. Ordering comes from
 // callbacks, never from sleeps.
-#define BOOST_TEST_MODULE connector
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>

@@ -5,7 +5,6 @@
 // time it came at, its echo server answering a real TCP client on 127.0.0.1
 // meanwhile. The built program itself is run only for what only it does:
 // --help, refusing bad options, Ctrl-C, and a one-line countdown.
-#define BOOST_TEST_MODULE countdown
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>

@@ -11,7 +11,6 @@
 // posts find the loop asleep depends on the machine. CTest runs the suite once
 // per selector backend (REACTOR_TEST_BACKEND), and under ThreadSanitizer in
 // .ci/run.
-#define BOOST_TEST_MODULE cross_loop_post
 #include <boost/test/unit_test.hpp>
 
 #include <array>

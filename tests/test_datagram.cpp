@@ -7,7 +7,6 @@
 // Each family-independent case runs once per family; the IPv6 sample is
 // skipped, saying so, where there is no IPv6 loopback. Every wait on the
 // loop is bounded (futures::run_until with a limit).
-#define BOOST_TEST_MODULE datagram
 // GCC 12 at -O3 warns, wrongly, inside Boost.Test's naming of data test cases (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
 #include <boost/test/data/monomorphic.hpp>

@@ -8,7 +8,6 @@
 // Time is a manual clock: a "slow" callback advances it itself, and the
 // selector wrapper below advances it by exactly the timeout the loop asks
 // for, so every duration in a report is exact.
-#define BOOST_TEST_MODULE debug_mode
 #include <boost/test/unit_test.hpp>
 
 #include <fmt/format.h>

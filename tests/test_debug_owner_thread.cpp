@@ -9,7 +9,6 @@
 // The peer of the connection is a real AF_UNIX socketpair: a refused write
 // leaves nothing in it. CTest runs the suite once per selector backend; CI
 // also runs it under TSan.
-#define BOOST_TEST_MODULE debug_owner_thread
 #include <boost/test/unit_test.hpp>
 
 #include <cerrno>

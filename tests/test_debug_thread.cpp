@@ -5,7 +5,6 @@
 // between runs the Scheduler may change threads. Real std::threads and a
 // real clock (the loop blocks until the other thread's posts wake it).
 // CTest runs the suite once per selector backend; CI also runs it under TSan.
-#define BOOST_TEST_MODULE debug_thread
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -14,7 +14,6 @@
 // (a container without CAP_SYS_PTRACE, Yama's ptrace_scope 3). Everything
 // talks to 127.0.0.1 only. Runs once: each case picks the backend whose wait
 // it breaks.
-#define BOOST_TEST_MODULE example_faults
 #include <boost/test/unit_test.hpp>
 
 #include <sys/socket.h>

@@ -5,7 +5,6 @@
 // with jobs in flight, and thousands of jobs from several tasks. Jobs caught
 // mid-run wait on a Gate the test opens: nothing depends on timing. CTest runs
 // the suite once per selector backend (and CI under TSan).
-#define BOOST_TEST_MODULE executor
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>

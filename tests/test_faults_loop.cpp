@@ -6,7 +6,6 @@
 // sticky, nothing is left behind. docs/faults.md is the table these cases
 // keep true. Runs once per backend; cases about one backend's call skip the
 // others with the reason.
-#define BOOST_TEST_MODULE faults_loop
 #include <boost/test/unit_test.hpp>
 
 #include <dirent.h>

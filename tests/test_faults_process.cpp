@@ -16,7 +16,6 @@
 //
 // The last case is about reactor::ThreadPool, not processes: a worker thread
 // that cannot be started (pthread_create EAGAIN).
-#define BOOST_TEST_MODULE faults_process
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

@@ -7,7 +7,6 @@
 // reverse, an fd number passed from a callback to an owner and back, both
 // directions of one fd, an owner's fd with a callback waiter too, an owned
 // fd closed under both, and what live(), stats() and close() report.
-#define BOOST_TEST_MODULE fd_callback_waiters
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

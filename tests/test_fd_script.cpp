@@ -3,7 +3,6 @@
 // "fd N becomes readable at virtual time T", delivered then by the loop, with
 // no real socket behind N. CTest runs the suite once per backend (the real
 // selector the script sits beside).
-#define BOOST_TEST_MODULE fd_script
 #include <boost/test/unit_test.hpp>
 
 #include <cerrno>

@@ -6,7 +6,6 @@
 // owner, Interest::none), readiness queued for an owner that let the fd go
 // while the number went to another, exceptions naming the owner's line, and
 // the bad calls (no owner, fd >= FD_SETSIZE on select).
-#define BOOST_TEST_MODULE fd_watch
 #include <boost/test/unit_test.hpp>
 
 #include <sys/select.h>

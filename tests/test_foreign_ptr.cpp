@@ -6,7 +6,6 @@
 // loop, destroyed on loop 1. Real threads (a LoopGroup); they meet through
 // futures, latches and join, never timing. CTest runs the suite once per
 // selector backend; CI also runs it under TSan, and ASan checks for leaks.
-#define BOOST_TEST_MODULE foreign_ptr
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>

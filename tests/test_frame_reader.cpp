@@ -4,7 +4,6 @@
 // played by hand), on every backend. Frames split at every byte boundary,
 // over-size frames, the end of input inside a prefix and inside a payload,
 // zero-length frames, and the writer's bytes and refusals.
-#define BOOST_TEST_MODULE frame_reader
 #include <boost/test/unit_test.hpp>
 
 #include <memory>

@@ -6,7 +6,6 @@
 //
 // Each test records what happened in a bag and asserts exact order, and ends by
 // checking that the scheduler holds nothing (CHECK_EMPTY).
-#define BOOST_TEST_MODULE future
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Runs the futures examples for real (examples/04_chain to 08_fetch_ms, at a
 // high --speed) and checks what they print, line by line and in order.
-#define BOOST_TEST_MODULE futures_examples
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

@@ -5,7 +5,6 @@
 // come from the loop, cancellation travels along the link to whatever it leads
 // to at the time, the link keeps its owner alive but not its upstream, and
 // death cuts it.
-#define BOOST_TEST_MODULE futures_links
 #include <boost/test/unit_test.hpp>
 
 #include <optional>

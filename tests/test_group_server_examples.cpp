@@ -7,7 +7,6 @@
 // loop's counts; --exit-after ends it by itself. Bounds, not timings: a
 // count the server reads while clients are closing is checked within its
 // range, and every wait is bounded.
-#define BOOST_TEST_MODULE group_server_examples
 #include <boost/test/unit_test.hpp>
 #include <signal.h>
 #include <unistd.h>

@@ -12,7 +12,6 @@
 //
 // CTest runs the suite once per selector backend (REACTOR_TEST_BACKEND), and
 // under ThreadSanitizer in .ci/run.
-#define BOOST_TEST_MODULE group_server_lifetime
 #include <boost/test/unit_test.hpp>
 
 #include <sys/socket.h>

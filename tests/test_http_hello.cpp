@@ -8,7 +8,6 @@
 // (the loop's timers never fire early), and always within a generous margin.
 // The timeouts' own logic (http_timeouts.hpp) is checked exactly, on the
 // injectable clock, without sockets.
-#define BOOST_TEST_MODULE http_hello
 #include <boost/test/unit_test.hpp>
 
 #include <poll.h>

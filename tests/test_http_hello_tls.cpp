@@ -8,7 +8,6 @@
 // timeout, and curl is served after them; and HTTPS on two loops. Everything on 127.0.0.1, bounded
 // in time; the curl cases are skipped, with the reason printed, if curl is
 // missing.
-#define BOOST_TEST_MODULE http_hello_tls
 #include <boost/test/unit_test.hpp>
 
 #include <regex>

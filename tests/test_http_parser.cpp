@@ -5,7 +5,6 @@
 // in error 400, ...), and the same steps when fed in two pieces cut at every
 // byte boundary and when fed one byte at a time. No loop, no sockets: the
 // parser is pure.
-#define BOOST_TEST_MODULE http_parser
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>

@@ -5,7 +5,6 @@
 // from a CA it does not trust refused with OpenSSL's reason, Ctrl-C in the
 // middle of a handshake, and its command line. Everything on 127.0.0.1 (the
 // name "localhost" is the only one looked up), bounded in time.
-#define BOOST_TEST_MODULE https_fetch
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>

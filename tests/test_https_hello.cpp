@@ -4,7 +4,6 @@
 // (verified), a garbage client reported and the server serving on, its
 // command line, and Ctrl-C. Everything on 127.0.0.1, bounded in time; the
 // curl cases are skipped, with the reason printed, if curl is missing.
-#define BOOST_TEST_MODULE https_hello
 #include <boost/test/unit_test.hpp>
 
 #include <regex>

@@ -3,7 +3,6 @@
 // call_later, cancel) and fd_waiters (one-shot read_wait, persistent
 // add_reader) on the backend under test; and what every example's command
 // line promises: --help, and a clear refusal of unknown options.
-#define BOOST_TEST_MODULE intro_examples
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

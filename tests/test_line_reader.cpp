@@ -4,7 +4,6 @@
 // split at every byte boundary, each part reaching the reader as a read of
 // its own; over-long lines, the end of input mid-line, empty lines, LF and
 // CRLF, other delimiters, pause, resume and detach.
-#define BOOST_TEST_MODULE line_reader
 #include <boost/test/unit_test.hpp>
 
 #include <memory>

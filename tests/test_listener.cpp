@@ -2,7 +2,6 @@
 // Listener on 127.0.0.1 and ::1, on every selector backend: accepting
 // under EMFILE, a connection the backend cannot watch, IPv6 loopback.
 // Ordering comes from callbacks, never from sleeps.
-#define BOOST_TEST_MODULE tcp_listener
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>

@@ -5,7 +5,6 @@
 // step (the awaited step is cancelled, nothing further runs), a million steps
 // on a flat stack, no allocation per step (counting operator new), the
 // concurrency limit never exceeded, map_reduce's result. On virtual time.
-#define BOOST_TEST_MODULE loop_combinators
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

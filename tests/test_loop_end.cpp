@@ -6,7 +6,6 @@
 // silently (run under AddressSanitizer: no leak, no use after free). Real
 // sockets on 127.0.0.1, a real child process, a real thread-pool job. On
 // every backend.
-#define BOOST_TEST_MODULE loop_end
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>

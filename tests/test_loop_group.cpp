@@ -8,7 +8,6 @@
 //
 // CTest runs the suite once per selector backend (REACTOR_TEST_BACKEND), and
 // under ThreadSanitizer in .ci/run.
-#define BOOST_TEST_MODULE loop_group
 #include <boost/test/unit_test.hpp>
 
 #include <sched.h>

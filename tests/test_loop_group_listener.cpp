@@ -10,7 +10,6 @@
 //
 // CTest runs the suite once per selector backend (REACTOR_TEST_BACKEND), and
 // under ThreadSanitizer in .ci/run.
-#define BOOST_TEST_MODULE loop_group_listener
 #include <boost/test/unit_test.hpp>
 
 #include <sys/socket.h>

@@ -7,7 +7,6 @@
 // sleeps advance the virtual clock by exactly what it asked for, so a timer
 // fires exactly at its deadline unless a callback advanced the clock past it
 // (a stall): latenesses are exact.
-#define BOOST_TEST_MODULE loop_stats
 #include <boost/test/unit_test.hpp>
 
 #include <fmt/format.h>

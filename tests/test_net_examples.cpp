@@ -7,7 +7,6 @@
 // signal), and --idle-timeout ending silent connections, even a flood of
 // them that uses every fd the server may open. http_hello's own behaviour is
 // in test_http_hello.cpp.
-#define BOOST_TEST_MODULE net_examples
 #include <boost/test/unit_test.hpp>
 #include <poll.h>
 #include <signal.h>

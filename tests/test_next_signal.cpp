@@ -5,7 +5,6 @@
 // the handler and puts the disposition back, a chain on a dropped handle still
 // runs, and bad input registers nothing. Every case leaves each signal's
 // disposition as it found it (checked with sigaction) and the loop empty.
-#define BOOST_TEST_MODULE next_signal
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>

@@ -10,7 +10,6 @@
 // owner timer is work that keeps run() going. Connections used to be what
 // covered this; they no longer use owner timers. On every backend, on a
 // virtual clock: no case depends on real time.
-#define BOOST_TEST_MODULE owner_timer
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>

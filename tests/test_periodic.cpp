@@ -6,7 +6,6 @@
 // Every case runs on a VirtualLoop (tests/support/virtual_time.hpp): the loop's
 // sleeps advance it by exactly what the loop asked for, and a "slow callback"
 // is one that advances it itself. Tick times are therefore exact.
-#define BOOST_TEST_MODULE periodic
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -3,7 +3,6 @@
 // backend: both directions, outputs bigger than the pipe buffer, a reader that
 // goes away (EPIPE, never SIGPIPE), refused fd types, and adopt_stdio's
 // borrowed fd whose flags come back.
-#define BOOST_TEST_MODULE pipe_stream
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>

@@ -3,7 +3,6 @@
 // the exact interleaving of producer and consumer (the consumer's work timer
 // is the only timer, so the order does not depend on timing), the queue never
 // over its bound, the producer throttled, --help, bad options, and Ctrl-C.
-#define BOOST_TEST_MODULE pipeline_example
 #include <boost/test/unit_test.hpp>
 
 #include <regex>

@@ -13,7 +13,6 @@
 //
 // The chunks are over-aligned: this executable counts the aligned forms of
 // operator new.
-#define BOOST_TEST_MODULE posted_queue
 #include <boost/test/unit_test.hpp>
 
 #include <array>

@@ -6,7 +6,6 @@
 // or outliving their Scheduler (never a zombie), many at once; the child's
 // fds (0, 1, 2 and pass_fds only); failed system calls (EMFILE from pipe2
 // and pidfd_open, ECHILD from waitpid) reported by name, nothing leaked.
-#define BOOST_TEST_MODULE process
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>

@@ -5,7 +5,6 @@
 // waiting on one shows, in futures::all_tasks(), a line of THIS file, never
 // one under futures/src or reactor/src. Real sockets on 127.0.0.1 and real
 // children (/bin/cat), on every backend.
-#define BOOST_TEST_MODULE promise
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

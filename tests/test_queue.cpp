@@ -3,7 +3,6 @@
 // cancelled or dropped waiters never taking (or adding) an item, back-pressure
 // of a bounded queue between tasks on a virtual clock, close(), bad input, and
 // the end of a queue or of its Scheduler with waiters still parked.
-#define BOOST_TEST_MODULE queue
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -8,7 +8,6 @@
 // Ports are numeric, but in the one case about service names ("http", from
 // /etc/services: skipped where netbase is not installed).
 // CTest runs the suite once per selector backend.
-#define BOOST_TEST_MODULE resolve
 #include <boost/test/unit_test.hpp>
 
 #include <netinet/in.h>

@@ -2,7 +2,6 @@
 // Runs examples/13_resolve for real and checks what it prints. Network rule:
 // numeric hosts, "localhost" (skipped where /etc/hosts does not name it), and
 // failures that never reach a name server (--numeric, an unknown service).
-#define BOOST_TEST_MODULE resolve_example
 #include <boost/test/unit_test.hpp>
 
 #include <netdb.h>

@@ -4,7 +4,6 @@
 // out after max_attempts, an error the predicate refuses stops at once, a
 // cancelled attempt is not retried, cancelling during a backoff sleep or an
 // attempt stops everything, and retry composes with with_timeout both ways.
-#define BOOST_TEST_MODULE retry
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

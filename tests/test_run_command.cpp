@@ -3,7 +3,6 @@
 // exits: prefixed lines from both pipes, the child's status (or 128+signal),
 // a missing program, a bad command line, its stdin passed through, and Ctrl-C
 // terminating the child.
-#define BOOST_TEST_MODULE run_command
 #include <signal.h>
 
 #include <boost/test/unit_test.hpp>

@@ -3,7 +3,6 @@
 // once per selector backend. Every case runs on virtual time, so "the loop
 // slept until the bound" is an exact statement about the clock and the
 // timeouts the loop asked its selector for.
-#define BOOST_TEST_MODULE run_for
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>

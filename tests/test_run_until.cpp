@@ -2,7 +2,6 @@
 // futures::run_until: running the loop until one future is done, with or
 // without a bound on the loop's clock. CTest runs the suite once per selector
 // backend. Every case runs on virtual time, so bounds are exact.
-#define BOOST_TEST_MODULE run_until
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

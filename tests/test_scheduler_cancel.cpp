@@ -10,7 +10,6 @@
 // runs the suite once per selector backend (REACTOR_TEST_BACKEND). The loops
 // run on virtual time (tests/support/virtual_time.hpp): their sleeps advance
 // the clock, so they are instant and exact.
-#define BOOST_TEST_MODULE scheduler_cancel
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -4,7 +4,6 @@
 // CloseKind::scheduler_closed (their close callbacks run, with real sockets on
 // 127.0.0.1), runs what that makes ready, destroys the rest unrun, and leaves
 // a loop that runs again. On every backend.
-#define BOOST_TEST_MODULE scheduler_close
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -6,7 +6,6 @@
 //
 // Each test records what happened in a "bag", asserts exact order and counts,
 // and ends by checking that the scheduler holds nothing (CHECK_EMPTY).
-#define BOOST_TEST_MODULE scheduler_io
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>

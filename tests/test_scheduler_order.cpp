@@ -12,7 +12,6 @@
 // runs the suite once per selector backend (REACTOR_TEST_BACKEND). The loops
 // run on virtual time (tests/support/virtual_time.hpp): their sleeps advance
 // the clock, so they are instant and exact.
-#define BOOST_TEST_MODULE scheduler_order
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>

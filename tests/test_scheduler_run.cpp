@@ -11,7 +11,6 @@
 // run on virtual time (tests/support/virtual_time.hpp): their sleeps advance
 // the clock, so they are instant and exact. (The throwing selector's case has
 // a loop of its own, on select.)
-#define BOOST_TEST_MODULE scheduler_run
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -6,7 +6,6 @@
 //
 // Each case ends by checking that the scheduler holds nothing (CHECK_EMPTY).
 // CTest runs the suite once per selector backend (REACTOR_TEST_BACKEND).
-#define BOOST_TEST_MODULE scheduler_threadsafe
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -11,7 +11,6 @@
 // run on virtual time (tests/support/virtual_time.hpp), their sleeps advancing
 // the clock exactly, but for one case on the real clock, which checks only
 // that no timer fires early.
-#define BOOST_TEST_MODULE scheduler_timers
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

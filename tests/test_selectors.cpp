@@ -3,7 +3,6 @@
 // epoll): what the shared Scheduler suites cannot see. fds above FD_SETSIZE,
 // 10,000 idle connections, epoll's batching of epoll_ctl, closed-fd
 // detection, EINTR, and timeouts that never wake early.
-#define BOOST_TEST_MODULE selectors
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>

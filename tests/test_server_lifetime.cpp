@@ -4,7 +4,6 @@
 // real clients on 127.0.0.1 and real signals: the drain, the abort after the
 // drain time, a second stop, max_run_time, the listener's max_accepts, what
 // the destructor leaves, and the bad inputs.
-#define BOOST_TEST_MODULE server_lifetime
 #include <sys/socket.h>
 #include <unistd.h>
 

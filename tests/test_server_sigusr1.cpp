@@ -4,7 +4,6 @@
 // 127.0.0.1 with the backend under test: each prints its loop's stats as one
 // block of stdout lines (reactor::format_stats, every line prefixed with the
 // server's name), keeps serving, and still ends cleanly on SIGTERM.
-#define BOOST_TEST_MODULE server_sigusr1
 #include <boost/test/unit_test.hpp>
 #include <signal.h>
 #include <unistd.h>

@@ -2,7 +2,6 @@
 // when_all_settled (every outcome, never failing fast), as_completed
 // (completion order) and shield (cancellation that stops at the shield), on a
 // virtual clock.
-#define BOOST_TEST_MODULE settled_combinators
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

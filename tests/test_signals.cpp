@@ -7,7 +7,6 @@
 // sigaction, never by letting a signal kill the process) and the loop empty.
 // Deliveries are awaited with a bounded loop (reactor_test::run_until), so a lost
 // signal fails the case instead of hanging it; nothing asserts on time.
-#define BOOST_TEST_MODULE signals
 #include <boost/test/unit_test.hpp>
 
 #include <pthread.h>

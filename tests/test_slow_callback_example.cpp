@@ -4,7 +4,6 @@
 // and the timer it made late are reported on stderr, one line each, naming
 // the lines that scheduled them. Lower bounds only: a blocked loop can only
 // be later than asked, never earlier.
-#define BOOST_TEST_MODULE slow_callback_example
 #include <boost/test/unit_test.hpp>
 
 #include <regex>

@@ -2,7 +2,6 @@
 // futures streams (open_connection, start_server, read*, write, drain, close)
 // over real sockets on 127.0.0.1, on every backend. Conversations are
 // hand-written state machines run as tasks, as the library intends.
-#define BOOST_TEST_MODULE stream
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>

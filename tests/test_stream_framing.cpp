@@ -5,7 +5,6 @@
 // hand, and 127.0.0.1), on every backend. Input split at every byte
 // boundary, over-long lines and frames, the end of input mid-line and
 // mid-frame, empty lines, LF and CRLF, zero-length frames.
-#define BOOST_TEST_MODULE stream_framing
 #include <boost/test/unit_test.hpp>
 
 #include <exception>

@@ -10,7 +10,6 @@
 //
 // CTest runs the suite once per selector backend (REACTOR_TEST_BACKEND), and
 // under ThreadSanitizer in .ci/run; ASan checks that nothing leaks.
-#define BOOST_TEST_MODULE submit_to
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>

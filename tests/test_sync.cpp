@@ -4,7 +4,6 @@
 // handed to a waiter that lets it go unread passing on to the next waiter,
 // tasks coordinating through them on a virtual clock, bad input, and their end
 // with waiters still parked.
-#define BOOST_TEST_MODULE sync
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -2,7 +2,6 @@
 // State-machine task tests: the resume() protocol, joining, errors, cancellation
 // (a request the machine sees as CancelledError), background-task error reports,
 // run_until_complete, and lifetimes (the machine dies with the task's end).
-#define BOOST_TEST_MODULE task
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -5,7 +5,6 @@
 // cancels tasks (their machines see CancelledError and may clean up), then
 // pending hand-made futures, leaving nothing to report to a second close();
 // destroying the Scheduler frees tasks even in cycles that no wake-up breaks.
-#define BOOST_TEST_MODULE task_snapshot
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -3,7 +3,6 @@
 // skipping continuations, recovery, cleanup that always runs, cancellation
 // travelling up a chain, and the million-long chain that must not grow the stack
 // and must free everything.
-#define BOOST_TEST_MODULE then
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

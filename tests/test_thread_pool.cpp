@@ -4,7 +4,6 @@
 // Scheduler destroyed with jobs queued and running. Jobs that must be caught
 // mid-run wait on a Gate the test opens, so nothing depends on timing. CTest
 // runs the suite once per selector backend (and CI under TSan).
-#define BOOST_TEST_MODULE thread_pool
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>

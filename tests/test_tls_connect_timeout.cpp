@@ -4,7 +4,6 @@
 // the handshake was under way. The server is a loopback listening socket
 // nobody accepts from: the kernel completes the TCP handshake, and the
 // ClientHello is never answered.
-#define BOOST_TEST_MODULE tls_connect_timeout
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -5,7 +5,6 @@
 // text, mTLS, ALPN, SNI, session resumption, close_notify against
 // truncation, a hostile client, write_eof, and STARTTLS. Ordering comes from
 // callbacks, never from sleeps; every wait is bounded.
-#define BOOST_TEST_MODULE tls_connection
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -3,7 +3,6 @@
 // of, and every refusal, with a message that names the file or setting and
 // carries OpenSSL's text. No loop is involved: these run once per backend
 // like the other suites, and cost nothing.
-#define BOOST_TEST_MODULE tls_context
 #include <boost/test/unit_test.hpp>
 
 #include <string>

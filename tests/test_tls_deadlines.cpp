@@ -5,7 +5,6 @@
 // close_notify or never reads the rest; the transport's own deadlines still
 // work under TLS. Both ends are real sockets (a socketpair) on the same
 // virtual-time loop, so every instant is checked exactly, without waiting.
-#define BOOST_TEST_MODULE tls_deadlines
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -5,7 +5,6 @@
 // server name and an untrusted certificate refused with the reason, the
 // self-signed mode with --insecure, --exit-after and --max-seconds, both
 // command lines, and Ctrl-C on both. Every wait is bounded.
-#define BOOST_TEST_MODULE tls_echo_example
 #include <boost/test/unit_test.hpp>
 
 #include <poll.h>

@@ -8,7 +8,6 @@
 // the server's memory stays bounded by its water marks, not by the volume
 // (its peak RSS, VmHWM from /proc, grows by a few MiB at most over what it
 // was after the first MiB). Only bounds are asserted, never timings.
-#define BOOST_TEST_MODULE tls_echo_gigabyte
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -5,7 +5,6 @@
 // connection's handshake and callbacks run on the loop it was handed to,
 // and a session got from one loop resumes on another (the context, and so
 // OpenSSL's ticket keys, are shared). Every wait is bounded.
-#define BOOST_TEST_MODULE tls_group
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -7,7 +7,6 @@
 // killed at its end; a case whose program is missing is skipped with the
 // reason printed. The certificates are made in memory and written to a
 // private temporary directory for the programs.
-#define BOOST_TEST_MODULE tls_interop
 #include <boost/test/unit_test.hpp>
 
 #include <optional>

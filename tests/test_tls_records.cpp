@@ -5,7 +5,6 @@
 // the server's transport is one end of a pair, the client's one end of
 // another, and the test relays between the two other ends, counting what the
 // server sent. Loopback only (Unix sockets); on every selector backend.
-#define BOOST_TEST_MODULE tls_records
 #include <sys/socket.h>
 #include <unistd.h>
 

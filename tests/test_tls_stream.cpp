@@ -5,7 +5,6 @@
 // text, the Scheduler's end with a TLS stream open, a read deadline on
 // virtual time, and curl against a futures TLS server. Real sockets on
 // 127.0.0.1 (or a socketpair), on every backend; certificates made in memory.
-#define BOOST_TEST_MODULE tls_stream
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -4,7 +4,6 @@
 // transport, and the peer's close_notify is their clean end of input. Real
 // sockets on 127.0.0.1, on every backend; certificates made in memory
 // (support/tls_fixtures.hpp). A suite of its own: it links futures_tls.
-#define BOOST_TEST_MODULE tls_stream_framing
 #include <boost/test/unit_test.hpp>
 
 #include <optional>

@@ -7,7 +7,6 @@
 // case waits for the loop with reactor_test::run_until (bounded by a watchdog
 // timer) or, when a packet must have reached the kernel before the next step,
 // for the kernel with a bounded poll(2).
-#define BOOST_TEST_MODULE udp
 // GCC 12 at -O3 (the Release build) warns, wrongly, of an overlapping memcpy
 // inside Boost.Test's naming of data test cases (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 // Unix domain stream sockets: the TCP classes reached by path, on every backend.
-#define BOOST_TEST_MODULE unix_socket
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>

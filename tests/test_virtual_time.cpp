@@ -4,7 +4,6 @@
 // still while real I/O is in flight, and the same on every run. CTest runs
 // the suite once per backend (the real selector inside the VirtualSelector).
 // Scripted readiness (FdScript) has its own suite, test_fd_script.
-#define BOOST_TEST_MODULE virtual_time
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

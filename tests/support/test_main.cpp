@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// The one Boost.Test main that every suite links (the reactor_test_main
+// library, tests/CMakeLists.txt). Compiled once per build: when each suite
+// defined BOOST_TEST_MODULE, each compiled its own main, and no suite could
+// share the precompiled <boost/test/unit_test.hpp> (that macro changes what
+// the header declares).
+//
+// The master suite is named after the executable: build/tests/test_connection
+// is the suite "connection", as its BOOST_TEST_MODULE used to say.
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace {
+
+bool name_the_master_suite() {
+    auto& master = boost::unit_test::framework::master_test_suite();
+    std::string_view program = master.argc > 0 ? master.argv[0] : "tests";
+    program.remove_prefix(program.rfind('/') + 1);  // npos + 1 is 0: no directory
+    if (program.starts_with("test_")) program.remove_prefix(5);
+    master.p_name.value = std::string(program);
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+    return boost::unit_test::unit_test_main(&name_the_master_suite, argc, argv);
+}
