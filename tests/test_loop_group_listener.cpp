@@ -270,7 +270,8 @@ BOOST_AUTO_TEST_CASE(the_acceptor_hands_off_a_storm_one_batch_per_iteration) {
     BOOST_TEST(seen.front() == 0u);
     BOOST_TEST(seen.back() == kClients);
     for (std::size_t i = 1; i < seen.size(); ++i)
-        BOOST_TEST(seen[i] - seen[i - 1] <= options.listener.accept_batch, "iteration " << i << ": " << seen[i - 1] << " -> " << seen[i]);
+        BOOST_TEST(seen[i] - seen[i - 1] <= options.listener.accept_batch,
+                   "iteration " << i << ": " << seen[i - 1] << " -> " << seen[i]);
     for (int fd : clients) ::close(fd);
 }
 
@@ -288,8 +289,9 @@ BOOST_AUTO_TEST_CASE(bad_calls_are_refused) {
                       std::invalid_argument);
     GroupListener::Options no_batch;
     no_batch.listener.accept_batch = 0;
-    BOOST_CHECK_THROW((void)GroupListener::listen(group, Address::parse("127.0.0.1:0"), answering(group, served), no_batch),
-                      std::invalid_argument);
+    BOOST_CHECK_THROW(
+        (void)GroupListener::listen(group, Address::parse("127.0.0.1:0"), answering(group, served), no_batch),
+        std::invalid_argument);
     group.start();
     BOOST_CHECK_THROW((void)GroupListener::listen(group, Address::parse("127.0.0.1:0"), answering(group, served)),
                       std::logic_error);

@@ -66,7 +66,8 @@ std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& addr
     if (!address.is_ip() && !address.is_unix())
         throw std::invalid_argument("reactor: listen needs an IPv4, IPv6 or Unix address");
     if (options.accept_batch == 0)
-        throw std::invalid_argument("reactor: Listener::Options::accept_batch must be at least 1 (0 would never accept)");
+        throw std::invalid_argument(
+            "reactor: Listener::Options::accept_batch must be at least 1 (0 would never accept)");
     auto fd = detail::make_socket(address.family(), SOCK_STREAM);
     if (address.is_ip()) {
         if (options.reuse_address) detail::set_reuse_address(fd.get());
