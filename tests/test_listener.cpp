@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Listener on 127.0.0.1 and ::1, on every selector backend: accepting
-// under EMFILE, a connection the backend cannot watch, IPv6 loopback.
+// under EMFILE, a connection the backend cannot watch, IPv6 loopback, a
+// connect storm accepted one batch per wake-up.
 // Ordering comes from callbacks, never from sleeps.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -9,8 +12,15 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <system_error>
 #include <vector>
 #include <reactor/net/connector.hpp>
@@ -199,6 +209,140 @@ BOOST_AUTO_TEST_CASE(repeated_accept_failures_reach_the_exception_handler_rate_l
     BOOST_TEST(reports[1].find(left_out) != std::string::npos, reports[1]);
     ::close(fd);
     listener.reset();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+namespace {
+
+// The process's open fds (the directory's own fd included: the same in every count).
+std::size_t open_fds() {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                                  std::filesystem::directory_iterator()));
+}
+
+// How many connections wait in a listening socket's accept queue (Linux
+// reports it as tcpi_unacked for a listening socket).
+std::size_t accept_queue_length(int listen_fd) {
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (::getsockopt(listen_fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return 0;
+    return info.tcpi_unacked;
+}
+
+// How many IPv4 sockets on local port `port` are in CLOSE_WAIT (state 08 in
+// /proc/net/tcp): server sides, accepted or still queued, whose client's FIN arrived.
+std::size_t close_wait_count(std::uint16_t port) {
+    char local_port[8];
+    std::snprintf(local_port, sizeof local_port, ":%04X", port);
+    std::ifstream table("/proc/net/tcp");
+    std::string line;
+    std::getline(table, line);  // the header
+    std::size_t count = 0;
+    while (std::getline(table, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, remote, state;
+        fields >> slot >> local >> remote >> state;
+        if (local.ends_with(local_port) && state == "08") ++count;
+    }
+    return count;
+}
+
+// The kernel's side of a storm may lag the clients' calls (loopback packets
+// can be processed later, by ksoftirqd): wait for it, checking every
+// millisecond, for at most 20 s, so the loop starts with the whole storm queued.
+template <class Pred>
+bool kernel_reaches(Pred done) {
+    for (int i = 0; i < 20'000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return done();
+}
+
+}  // namespace
+
+// Issue 49: a connect storm must not hold the loop. With 100 clients waiting
+// in the backlog, the listener accepts one batch per wake-up: a callback
+// posted from the first accept runs right after that batch, before the next
+// accept, whatever the batch size.
+BOOST_AUTO_TEST_CASE(a_connect_storm_is_accepted_one_batch_per_wake_up_with_the_loop_running_between) {
+    constexpr std::size_t kClients = 100;
+    BOOST_TEST(reactor::Listener::Options{}.accept_batch == 16u);  // Netty's
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (const std::size_t batch : {std::size_t{16}, std::size_t{1}, std::size_t{7}}) {
+        BOOST_TEST_CONTEXT("accept_batch " << batch) {
+            reactor::Listener::Options lopt;
+            lopt.accept_batch = batch;
+            std::vector<std::string> bag;
+            std::vector<ConnectionPtr> accepted;
+            auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
+                accepted.push_back(c);
+                bag.push_back("accept");
+                if (accepted.size() == 1) sched.call_soon([&] { bag.push_back("posted by the first accept"); });
+            }, lopt);
+            std::vector<int> clients;
+            for (std::size_t i = 0; i < kClients; ++i) {
+                clients.push_back(reactor_test::connect_blocking(listener->address().port()));  // waits in the backlog
+                BOOST_REQUIRE(clients.back() >= 0);
+            }
+            BOOST_REQUIRE(kernel_reaches([&] { return accept_queue_length(listener->fd()) == kClients; }));
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return accepted.size() == kClients; }));
+            std::vector<std::string> expected(batch, "accept");
+            expected.push_back("posted by the first accept");
+            expected.insert(expected.end(), kClients - batch, "accept");
+            BOOST_TEST(bag == expected, boost::test_tools::per_element());
+            for (const ConnectionPtr& c : accepted) c->close();
+            for (int fd : clients) ::close(fd);
+            listener->close();
+            sched.run();
+            BOOST_TEST(sched.empty());
+        }
+    }
+}
+
+// Issue 49's storm: clients connect and leave at once. Between batches the
+// loop reads their EOFs and closes them, so the server's open fds stay within
+// two batches instead of growing with the backlog (all 200 at once before).
+BOOST_AUTO_TEST_CASE(clients_that_left_are_closed_between_batches_so_open_fds_stay_bounded) {
+    constexpr std::size_t kClients = 200;
+    const std::size_t batch = reactor::Listener::Options{}.accept_batch;
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    std::size_t accepted = 0;
+    std::size_t closed = 0;
+    std::size_t baseline = 0;
+    std::size_t most_open = 0;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
+        ++accepted;
+        most_open = std::max(most_open, open_fds() - baseline);
+        c->set_close_callback([&](Connection&, const reactor::CloseReason& r) {
+            BOOST_TEST(r.kind == reactor::CloseKind::eof);
+            ++closed;
+        });
+    });
+    for (std::size_t i = 0; i < kClients; ++i) {
+        const int fd = reactor_test::connect_blocking(listener->address().port());
+        BOOST_REQUIRE(fd >= 0);
+        ::close(fd);  // gone before the server accepts it
+    }
+    BOOST_REQUIRE(kernel_reaches([&] { return close_wait_count(listener->address().port()) == kClients; }));
+    baseline = open_fds();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed == kClients; }));
+    BOOST_TEST(accepted == kClients);
+    BOOST_TEST(most_open <= 2 * batch, "at most " << most_open << " accepted fds open at once");
+    BOOST_TEST(open_fds() == baseline);
+    listener->close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_accept_batch_of_zero_is_refused_with_a_clear_error) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor::Listener::Options lopt;
+    lopt.accept_batch = 0;
+    try {
+        (void)reactor::Listener::listen(sched, any_loopback(), [](const ConnectionPtr&) {}, lopt);
+        BOOST_FAIL("listen took accept_batch 0");
+    } catch (const std::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find("accept_batch must be at least 1") != std::string::npos, e.what());
+    }
     sched.run();
     BOOST_TEST(sched.empty());
 }

@@ -3,7 +3,8 @@
 // served on its loop. Least connections balances 64 persistent clients to
 // within one per loop; round-robin hands them out in turn; SO_REUSEPORT
 // serves every client (the kernel's spread is not asserted: it hashes); a
-// closed connection counts out of its loop; bad calls are refused. Clients
+// closed connection counts out of its loop; a storm is handed off one batch
+// per iteration of the acceptor; bad calls are refused. Clients
 // are blocking sockets on 127.0.0.1, connected one at a time (each answered
 // before the next connects), so the order of hand-offs is the order of
 // connects: nothing depends on timing.
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <stdexcept>
@@ -228,6 +230,50 @@ BOOST_AUTO_TEST_CASE(stopping_the_group_ends_the_connections_on_every_loop) {
     BOOST_TEST(listener->live_connections() == (std::vector<std::size_t>{0, 0}), boost::test_tools::per_element());
 }
 
+// Issue 49: the acceptor takes one batch per wake-up, so the rest of its
+// loop runs between batches of a storm. A callback that re-posts itself on
+// the acceptor's loop sees the hand-off count grow by at most accept_batch
+// from one iteration to the next (all 100 at once before).
+BOOST_AUTO_TEST_CASE(the_acceptor_hands_off_a_storm_one_batch_per_iteration) {
+    constexpr std::size_t kLoops = 2;
+    constexpr std::uint64_t kClients = 100;
+    LoopGroup group(loops(kLoops));
+    Served served;
+    GroupListener::Options options;
+    BOOST_TEST(options.listener.accept_batch == 16u);
+    auto listener = GroupListener::listen(group, Address::parse("127.0.0.1:0"), answering(group, served), options);
+    std::vector<int> clients;  // connected before the loops run: they wait in the backlog
+    for (std::uint64_t i = 0; i < kClients; ++i) {
+        clients.push_back(reactor_test::connect_blocking(listener->address().port()));
+        BOOST_REQUIRE(clients.back() >= 0);
+    }
+    auto handed = [&] {
+        const std::vector<std::uint64_t> h = listener->handed();
+        return h[0] + h[1];
+    };
+    std::vector<std::uint64_t> seen;  // loop 0's until the group stops
+    std::atomic<bool> ticked_last{false};
+    std::function<void()> tick = [&] {
+        seen.push_back(handed());
+        if (seen.back() < kClients && seen.size() < 100'000) {
+            group.loop(0).call_soon(tick);
+        } else {
+            ticked_last = true;
+        }
+    };
+    group.loop(0).call_soon(tick);
+    group.start();
+    BOOST_REQUIRE(wait_until([&] { return ticked_last.load(); }));
+    group.stop();
+    BOOST_REQUIRE(seen.size() >= 2u);
+    BOOST_TEST(seen.front() == 0u);
+    BOOST_TEST(seen.back() == kClients);
+    for (std::size_t i = 1; i < seen.size(); ++i)
+        BOOST_TEST(seen[i] - seen[i - 1] <= options.listener.accept_batch,
+                   "iteration " << i << ": " << seen[i - 1] << " -> " << seen[i]);
+    for (int fd : clients) ::close(fd);
+}
+
 BOOST_AUTO_TEST_CASE(bad_calls_are_refused) {
     LoopGroup group(loops(2));
     Served served;
@@ -240,6 +286,11 @@ BOOST_AUTO_TEST_CASE(bad_calls_are_refused) {
     BOOST_CHECK_THROW((void)GroupListener::listen(group, Address::unix_path("/tmp/reactor-test-group-listener.sock"),
                                                   answering(group, served), unix_reuse),
                       std::invalid_argument);
+    GroupListener::Options no_batch;
+    no_batch.listener.accept_batch = 0;
+    BOOST_CHECK_THROW(
+        (void)GroupListener::listen(group, Address::parse("127.0.0.1:0"), answering(group, served), no_batch),
+        std::invalid_argument);
     group.start();
     BOOST_CHECK_THROW((void)GroupListener::listen(group, Address::parse("127.0.0.1:0"), answering(group, served)),
                       std::logic_error);

@@ -325,6 +325,55 @@ BOOST_AUTO_TEST_CASE(close_notify_and_truncation_are_different_reasons) {
     finish(sched, *listener);
 }
 
+// Issue 49: a TLS 1.3 client that closes in its handshake callback sends its
+// Finished and its close_notify together, then its FIN. The server reads both
+// in one go, writes its session tickets (the client's kernel answers with a
+// reset) and its own close_notify, which meets EPIPE: the close_notify that
+// arrived is still the reason, not the reset its answer met.
+BOOST_AUTO_TEST_CASE(a_close_notify_that_arrived_wins_over_the_reset_our_answer_meets) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (const tls::Version version : {tls::Version::tls1_3, tls::Version::tls1_2}) {
+        BOOST_TEST_CONTEXT((version == tls::Version::tls1_3 ? "TLS 1.3" : "TLS 1.2")) {
+            auto options = reactor_test::server_options();
+            options.max_version = version;
+            reactor_test::TlsEchoServer server(sched, tls::Context::server(options));
+            Client client(sched, server.address(), reactor_test::client_context(), "localhost",
+                          [](Client& c) { c.conn->close(); });
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed() && server.closes.size() == 1; }));
+            BOOST_TEST(client.reason->to_string() == "local");
+            BOOST_TEST(server.closes[0].kind == CloseKind::close_notify, server.closes[0].to_string());
+            BOOST_TEST(server.closes[0].to_string() == "close_notify");
+            finish(sched, *server.listener);
+        }
+    }
+    // With an EOF callback, the server answers the close_notify; its writes
+    // soon meet the peer's reset, and the reason is still the close_notify,
+    // or local when the callback then calls close().
+    for (const bool close_after : {false, true}) {
+        BOOST_TEST_CONTEXT("EOF callback, close() after it: " << close_after) {
+            std::optional<tls::CloseReason> reason;
+            int writes_taken = 0;
+            auto listener = tls::listen(sched, reactor_test::any_loopback(), reactor_test::server_context(),
+                                        [&](const tls::ConnectionPtr& c) {
+                                            c->set_eof_callback([&](tls::Connection& c) {
+                                                while (writes_taken < 1000 && c.write("an answer nobody reads"))
+                                                    ++writes_taken;
+                                                if (close_after) c.close();
+                                            });
+                                            c->set_close_callback(
+                                                [&](tls::Connection&, const tls::CloseReason& r) { reason = r; });
+                                        });
+            Client client(sched, listener->address(), reactor_test::client_context(), "localhost",
+                          [](Client& c) { c.conn->close(); });
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed() && reason.has_value(); }));
+            BOOST_TEST(writes_taken < 1000);  // a write did meet the reset
+            BOOST_TEST(reason->kind == (close_after ? CloseKind::local : CloseKind::close_notify), reason->to_string());
+            BOOST_TEST(reason->transport.kind == reactor::CloseKind::reset);  // for the curious
+            finish(sched, *listener);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(write_eof_sends_close_notify_and_the_reply_still_arrives) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     std::string server_got;

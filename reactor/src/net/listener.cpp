@@ -65,6 +65,9 @@ std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& addr
                                            Options options, std::source_location where) {
     if (!address.is_ip() && !address.is_unix())
         throw std::invalid_argument("reactor: listen needs an IPv4, IPv6 or Unix address");
+    if (options.accept_batch == 0)
+        throw std::invalid_argument(
+            "reactor: Listener::Options::accept_batch must be at least 1 (0 would never accept)");
     auto fd = detail::make_socket(address.family(), SOCK_STREAM);
     if (address.is_ip()) {
         if (options.reuse_address) detail::set_reuse_address(fd.get());
@@ -195,10 +198,14 @@ void Listener::on_unwatchable(int fd, std::error_code error) {
     sched_.call_exception_handler(ctx);
 }
 
-// Level-triggered: accept until EAGAIN, so one wake-up drains the backlog.
+// Accepts until EAGAIN, or until accept_batch calls were made: the rest of
+// the backlog waits for the next iteration, so the loop's other work runs
+// between batches. The socket is still readable then, and every backend
+// reports it again (epoll's registration of a listener is level-triggered).
+// One counter, no allocation: this is the accept path.
 void Listener::on_readable() {
     auto keep_alive = shared_from_this();  // the accept callback may drop the last reference
-    while (fd_ >= 0) {
+    for (std::size_t calls = 0; fd_ >= 0 && calls < options_.accept_batch; ++calls) {
         sockaddr_storage peer{};
         socklen_t peer_len = sizeof peer;
         int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);

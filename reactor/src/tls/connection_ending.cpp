@@ -149,16 +149,27 @@ void Connection::arm_timer(std::chrono::milliseconds after, CloseKind kind) {
     });
 }
 
+// The reason, in order: a failure of ours keeps its own; a graceful end of
+// ours (local, close_notify) holds unless the transport failed first. A peer
+// that sent close_notify ended cleanly, so a reset or socket error met after
+// it (our answer's write found the peer gone: EPIPE, ECONNRESET) is not a
+// failure of the transport: the reason is what it would have been had that
+// write succeeded. The transport's own deadlines and the loop's end still win.
 void Connection::on_transport_closed(const reactor::CloseReason& r) {
     state_ = State::closed;
     timer_.cancel();
     timer_ = Handle();  // never used again: we may outlive the Scheduler
     CloseReason reason;
     const bool ours_graceful = ending_set_ && (ending_.kind == CloseKind::local || ending_.kind == CloseKind::close_notify);
-    if (ending_set_ && (r.kind == reactor::CloseKind::local || r.kind == reactor::CloseKind::eof || !ours_graceful)) {
+    const bool peer_gone_after_close_notify =
+        peer_closed_ && (r.kind == reactor::CloseKind::reset || r.kind == reactor::CloseKind::error);
+    if (ending_set_ && (r.kind == reactor::CloseKind::local || r.kind == reactor::CloseKind::eof || !ours_graceful ||
+                        peer_gone_after_close_notify)) {
         reason = ending_;
-    } else if (r.kind == reactor::CloseKind::eof) {
-        // The transport closed by itself: our write side was shut (write_eof) and TCP's EOF came.
+    } else if (r.kind == reactor::CloseKind::eof || peer_gone_after_close_notify) {
+        // The transport closed by itself: our write side was shut (write_eof)
+        // and TCP's EOF came, or the peer left after its close_notify while
+        // the EOF callback's writes went on.
         reason.kind = peer_closed_ ? CloseKind::close_notify : CloseKind::truncated;
     } else {
         reason.kind = CloseKind::transport;

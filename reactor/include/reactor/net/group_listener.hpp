@@ -62,7 +62,9 @@ public:
     struct Options {
         Spreading spreading = Spreading::least_connections;
         std::size_t acceptor = 0;   // the loop that accepts, with a hand-off
-        Listener::Options listener;  // backlog, connection options... (hand_off and reuse_port are ours)
+        // backlog, accept_batch (per wake-up of the acceptor, or of each loop
+        // with reuse_port), connection options... (hand_off and reuse_port are ours)
+        Listener::Options listener;
     };
 
     // Binds, listens and arranges the spreading. Throws std::logic_error if

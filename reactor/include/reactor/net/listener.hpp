@@ -74,12 +74,22 @@ public:
         // After this many connections the listener closes itself, as close()
         // would (connections accepted go on). Zero: no limit.
         std::uint64_t max_accepts = 0;
+        // At most this many accept(2) calls per readiness of the listening
+        // socket (Netty's 16; nginx's 1 without multi_accept). The socket
+        // stays readable while clients wait, so the rest are accepted on the
+        // next loop iterations, and the timers, ready callbacks and other
+        // connections (clients that already left among them) run in between:
+        // a connect storm cannot hold the loop, or pile up open files, for
+        // longer than one batch. At least 1 (listen() refuses 0 with
+        // std::invalid_argument).
+        std::size_t accept_batch = 16;
     };
 
     // Binds, listens and starts accepting. `address` may use port 0 (see
     // address() for the port picked) or be a Unix address: a stale socket file
     // at that path is replaced, and the file is removed again on close. Throws
-    // std::system_error (e.g. EADDRINUSE) or std::invalid_argument.
+    // std::system_error (e.g. EADDRINUSE) or std::invalid_argument (an
+    // address that is not IP or Unix, Options::accept_batch 0).
     // Scheduler::live() names the listener, and every connection it accepts,
     // by `where`: the line that called listen().
     [[nodiscard]] static std::shared_ptr<Listener> listen(

@@ -17,7 +17,7 @@ namespace reactor::tls {
 
 enum class CloseKind : std::uint8_t {
     local,              // close() or abort() on this side (close() sent close_notify first)
-    close_notify,       // the peer ended cleanly: its close_notify arrived
+    close_notify,       // the peer ended cleanly: its close_notify arrived (even if our answer then met a reset)
     truncated,          // TCP EOF without the peer's close_notify, after the handshake
     handshake_failed,   // the handshake failed: `detail` has OpenSSL's text ("certificate verify failed: ...")
     tls_error,          // a TLS protocol error after the handshake (a bad record...): `detail` says which

@@ -108,7 +108,9 @@ public:
     void set_handshake_callback(EventFunction cb) { on_handshake_.set(std::move(cb)); }
     // The peer sent close_notify. Without an EOF callback the connection then
     // answers with its own and closes (reason close_notify); with one it
-    // stays open for writing: finish with write_eof() or close().
+    // stays open for writing: finish with write_eof() or close(). Once it has
+    // arrived, a reset our writes then meet (the peer closed its socket) does
+    // not change the reason: still close_notify (local after close()).
     void set_eof_callback(EventFunction cb) { on_eof_.set(std::move(cb)); }
     // Everything written so far was handed to the kernel.
     void set_drain_callback(EventFunction cb) { on_drain_.set(std::move(cb)); }
