@@ -10,6 +10,9 @@
 // before the C library's; under a sanitizer its interceptors come first and
 // reach ours as "the real one". A program run from a test gets the same
 // library through LD_PRELOAD, armed by the environment (see kEnvironment).
+// It is installed too (lib/reactor/libsyscall_faults.so, the CMake target
+// reactor::syscall_faults), for users to preload into their own programs
+// under test (docs/faults.md); no library links it.
 // Nothing in reactor/ or futures/ knows about it: what is tested is the
 // code users run.
 //
