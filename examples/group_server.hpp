@@ -74,9 +74,9 @@ public:
     reactor::LoopGroup& group() { return group_; }
     std::size_t size() const { return group_.size(); }
 
-    // Listens (exit 1 with the reason if it cannot), prints the first line,
-    // and arranges the end and SIGUSR1. `on_accept` runs on the
-    // connection's loop, with that loop's index.
+    // Listens (exit 1 with the reason if it cannot), arranges the end and
+    // SIGUSR1, and has loop 0 print the first line when run() starts it.
+    // `on_accept` runs on the connection's loop, with that loop's index.
     void listen(const reactor::Address& address, reactor::GroupListener::AcceptCallback on_accept,
                 reactor::Listener::Options listener_options) {
         reactor::GroupListener::Options lo;
@@ -104,7 +104,9 @@ public:
                           [this](const reactor::GroupServerLifetime::Report& r) { print(r); });
         lifetime_->on_ended([this] { group_.request_stop(); });
         print_stats_on_sigusr1();
-        announce(group_.loop(0), listener_->address());
+        // Said by loop 0 once run() has started every loop's thread: a loop
+        // that cannot start ends the server before it claims to listen.
+        group_.loop(0).call_soon([this] { announce(group_.loop(0), listener_->address()); });
     }
 
     // Loop 0 on this thread, the others on theirs, until the end.

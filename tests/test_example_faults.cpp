@@ -8,6 +8,8 @@
 //    (examples/program.hpp);
 //  - run_command whose wait for the child fails (wait4: ECHILD), and resolve
 //    whose thread pool cannot start a thread (clone: EAGAIN), likewise;
+//  - a server on several loops whose loop thread cannot start says which
+//    loop, in that one line, before it announces anything;
 //  - echo_server_streams counts a read error of its own as a failure, not as
 //    a client's reset.
 // Skipped, with the reason, where strace is missing or ptrace is not allowed
@@ -290,4 +292,24 @@ BOOST_AUTO_TEST_CASE(a_server_whose_listener_cannot_be_watched_exits_1, *needs_s
     BOOST_TEST(child.wait(30s) == 1, err);
     BOOST_TEST(stderr_lines(err).size() == 1u, err);
     BOOST_TEST(err.find("cannot watch the listening socket") != std::string::npos, err);
+}
+
+// A server on several loops whose second loop's thread cannot be started
+// (clone: EAGAIN, out of memory or of threads): one stderr line says which
+// loop and why, exit 1, and nothing was announced: no "listening on" for a
+// server that never served.
+BOOST_AUTO_TEST_CASE(a_group_server_whose_loop_cannot_start_says_which_before_announcing, *needs_strace()) {
+    for (const std::string program : {"echo_server", "echo_server_streams", "chat_server", "http_hello"}) {
+        BOOST_TEST_CONTEXT(program) {
+            reactor_test::Child child = under_strace("clone,clone3", "EAGAIN", "1+", program,
+                                                    {"--port", "0", "--loops", "2", "--max-seconds", "30"});
+            child.close_stdin();
+            const std::string out = child.read_all(30s);
+            const std::string err = child.read_stderr(10s);
+            expect_one_line_and_exit_1(child, program, err);
+            BOOST_TEST(err == program + ": reactor: LoopGroup: cannot start the thread of loop 1 (2 loops): "
+                                        "Resource temporarily unavailable\n");
+            BOOST_TEST(out == "");
+        }
+    }
 }

@@ -16,12 +16,14 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include <reactor/loop_group.hpp>
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
 #include <reactor/net/udp_socket.hpp>
@@ -593,4 +595,51 @@ BOOST_AUTO_TEST_CASE(unwatchable_udp_socket_reports_and_closes, *reactor_test::o
     BOOST_TEST(!sock->is_open());
     BOOST_TEST(reports.lines.empty());
     CHECK_EMPTY(s);
+}
+
+// ---------------------------------------------------------------- a loop group's threads
+
+// A loop's thread cannot be started (pthread_create EAGAIN: out of memory or
+// of threads; injected, as root ignores RLIMIT_NPROC). start() and run()
+// throw std::system_error EAGAIN naming the loop, once the loops already
+// started have ended (their threads joined: nothing hangs). Under run(),
+// loop 0 has run nothing: a server's "listening on", scheduled there before
+// run(), is never said.
+BOOST_AUTO_TEST_CASE(a_loop_group_that_cannot_start_a_thread_names_the_loop) {
+    faults::Disarm disarm;
+    reactor::LoopGroupOptions options;
+    options.loops = 3;
+    options.loop_options = [](std::size_t) { return reactor_test::on(backend_under_test()); };
+    for (const bool under_run : {false, true}) {
+        for (const int started : {0, 1}) {
+            BOOST_TEST_CONTEXT((under_run ? "run()" : "start()") << ", " << started << " threads started") {
+                reactor::LoopGroup group(options);
+                bool loop0_ran = false;
+                group.loop(0).call_soon([&loop0_ran] { loop0_ran = true; });
+                faults::arm(Call::pthread_create, {.error = EAGAIN, .after = started, .times = 1});
+                // Under run(), loop 0 is the caller's: threads start at loop 1.
+                const std::size_t first_threaded = under_run ? 1 : 0;
+                const std::size_t failed = first_threaded + static_cast<std::size_t>(started);
+                try {
+                    if (under_run) {
+                        group.run();
+                    } else {
+                        group.start();
+                    }
+                    BOOST_ERROR("the group must not start");
+                } catch (const std::system_error& e) {
+                    BOOST_TEST(e.code().value() == EAGAIN, e.what());
+                    const std::string expected = "reactor: LoopGroup: cannot start the thread of loop " +
+                                                 std::to_string(failed) + " (3 loops): " + std::strerror(EAGAIN);
+                    BOOST_TEST(std::string(e.what()) == expected);
+                }
+                BOOST_TEST(faults::injected(Call::pthread_create) == 1u);
+                faults::disarm(Call::pthread_create);
+                // The loops that did start have ended: they refuse posts.
+                for (std::size_t i = first_threaded; i < failed; ++i)
+                    BOOST_TEST(!group.loop(i).try_call_soon_threadsafe([] {}), "loop " << i << " still runs");
+                if (under_run) BOOST_TEST(!loop0_ran);
+            }
+        }
+    }
 }

@@ -14,8 +14,9 @@
 // uses SIGCHLD). The cases that inject those run their scenario in a forked
 // child process (in_a_fresh_process), so this process keeps using pidfds.
 //
-// The last case is about reactor::ThreadPool, not processes: a worker thread
-// that cannot be started (pthread_create EAGAIN).
+// The last cases are about reactor::ThreadPool, not processes: a worker
+// thread that cannot be started (pthread_create EAGAIN); and about the fault
+// library itself: the errno names REACTOR_FAULTS reads.
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -27,8 +28,11 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
+#include <regex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -587,6 +591,97 @@ BOOST_AUTO_TEST_CASE(a_thread_pool_that_cannot_start_a_thread_throws_and_hangs_n
     auto f = futures::run_in_executor(sched, [] { return 42; });
     BOOST_TEST_REQUIRE(futures::run_until(sched, f, kGuard));
     BOOST_TEST(f.result() == 42);
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
+// ---------------------------------------------------------------- the fault library's REACTOR_FAULTS
+
+namespace {
+
+// This suite's own program, run again with REACTOR_FAULTS=`spec` and nothing
+// else to do (--list_content): the fault library, linked in, reads the spec
+// when it is loaded, before main. (This program, not /bin/true under
+// LD_PRELOAD: in a sanitizer build the library needs the sanitizer's runtime
+// loaded first.) Its exit status and its stderr.
+struct Run {
+    int status = kNoStatus;
+    std::string err;
+};
+Run run_with_faults(Scheduler& sched, const std::string& spec) {
+    ProcessOptions o;
+    o.stdout_mode = Stdio::null;
+    o.stderr_mode = Stdio::pipe;
+    o.environment = std::vector<std::string>{std::string(faults::kEnvironment) + "=" + spec};
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    auto p = futures::spawn_process(sched, {self, "--list_content"}, o);
+    Run run;
+    for (;;) {
+        auto chunk = p.stderr_pipe().read();
+        if (!futures::run_until(sched, chunk, kGuard)) break;
+        const std::string got = chunk.result();
+        if (got.empty()) break;
+        run.err += got;
+    }
+    run.status = status_of(sched, p);
+    return run;
+}
+
+// Every errno name written in a row of docs/faults.md's tables ("`ENOMEM`"),
+// read from the source tree beside this file.
+std::set<std::string> errno_names_in_the_fault_table() {
+    const std::filesystem::path doc = std::filesystem::path(__FILE__).parent_path().parent_path() / "docs/faults.md";
+    std::ifstream in(doc);
+    BOOST_REQUIRE_MESSAGE(in, "cannot read " << doc);
+    std::set<std::string> names;
+    const std::regex name("`(E[A-Z0-9]+)`");
+    for (std::string line; std::getline(in, line);) {
+        if (!line.starts_with("|")) continue;
+        for (std::sregex_iterator m(line.begin(), line.end(), name), end; m != end; ++m) names.insert((*m)[1]);
+    }
+    return names;
+}
+
+}  // namespace
+
+// Every errno name the guide's rows use can be given to REACTOR_FAULTS, so a
+// user can make any row happen to their own program; and each means its
+// errno (glibc's names, with the second names of shared values).
+BOOST_AUTO_TEST_CASE(reactor_faults_accepts_every_errno_name_the_guide_uses) {
+    const std::set<std::string> names = errno_names_in_the_fault_table();
+    // The guide's table was read: the names once refused are in it.
+    BOOST_TEST(names.count("ECONNABORTED") == 1u);
+    BOOST_TEST(names.count("ENOENT") == 1u);
+    std::string spec;
+    for (const std::string& n : names) {
+        const int value = faults::errno_value(n);
+        BOOST_TEST(value != 0, n << " is unknown");
+        if (value != 0) BOOST_TEST(::strerrorname_np(value) == n);
+        // Armed on a call --list_content never makes.
+        spec += (spec.empty() ? "" : ",") + ("pidfd_open:" + n);
+    }
+    BOOST_TEST(faults::errno_value("EWOULDBLOCK") == EWOULDBLOCK);
+    BOOST_TEST(faults::errno_value("ENOTSUP") == ENOTSUP);
+    BOOST_TEST(faults::errno_value("EDEADLOCK") == EDEADLOCK);
+    Scheduler sched(on(backend_under_test()));
+    const Run run = run_with_faults(sched, spec);
+    BOOST_TEST(run.status == 0, spec << ": " << run.err);
+    BOOST_TEST(run.err.find(faults::kEnvironment) == std::string::npos, run.err);
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
+// A name glibc does not know is refused before the program starts, with a
+// line saying which spec and which name, and exit status 125.
+BOOST_AUTO_TEST_CASE(reactor_faults_refuses_an_unknown_errno_name_clearly) {
+    BOOST_TEST(faults::errno_value("ENOTANERRNO") == 0);
+    BOOST_TEST(faults::errno_value("") == 0);
+    BOOST_TEST(faults::errno_value("econnaborted") == 0);  // the names are written as errno(3) writes them
+    Scheduler sched(on(backend_under_test()));
+    const Run run = run_with_faults(sched, "accept4:ECONNABORTED,accept4:ENOTANERRNO:times=2");
+    BOOST_TEST(run.status == 125);
+    BOOST_TEST(run.err == "REACTOR_FAULTS: 'accept4:ENOTANERRNO:times=2': unknown errno name 'ENOTANERRNO' (one of "
+                          "errno(3)'s, such as ENOMEM)\n");
     sched.run();
     CHECK_EMPTY(sched);
 }

@@ -80,6 +80,14 @@ inline int run_group_chat(const reactor::Address& address, const ServerOptions& 
         listen_options);
     GroupLifetime lifetime(group, *listener, rooms, options, "chat_server");
     LoopReport report(group, rooms, "chat_server");
+    // Said by loop 0 (before the console's first step) once group.run() has
+    // started every loop's thread: a loop that cannot start ends the server
+    // before it claims to listen.
+    loop0.call_soon([&] {
+        announce(loop0, listener->address());
+        fmt::print("chat_server: {} loops, clients spread by least connections\n", loops);
+        std::fflush(stdout);
+    });
     futures::Future<void> console_task;
     if (console) {
         console_task = futures::spawn(
@@ -94,10 +102,6 @@ inline int run_group_chat(const reactor::Address& address, const ServerOptions& 
         // The console must not keep loop 0 running once the rest is done.
         lifetime.on_ended([&] { console_task.cancel(); });
     }
-    announce(loop0, listener->address());
-    fmt::print("chat_server: {} loops, clients spread by least connections\n", loops);
-    std::fflush(stdout);
-
     group.run();  // until GroupLifetime asks every loop to stop; then all have ended
     const std::vector<std::uint64_t> handed = listener->handed();
     std::uint64_t aborted = 0;

@@ -4,7 +4,8 @@
 # outside project beside this file (find_package(reactor CONFIG REQUIRED): one
 # program per public area) and runs every program. A shared program must need
 # libreactor.so.<major> or libreactor_futures.so.<major> (its ELF says so: the
-# loop-only programs need only the first), a static one neither.
+# loop-only programs need only the first), a static one neither; none needs
+# libsyscall_faults.so, which the faults program preloads into itself.
 # A fresh directory per run, removed afterwards: two runs of the suite on one
 # build tree at once (a loaded CI machine, ctest twice) must not share it.
 string(RANDOM LENGTH 12 run_id)
@@ -19,7 +20,7 @@ endif()
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
 string(REPLACE "," ";" LINKS "${LINKS}")
-set(areas scheduler net futures streams toolkit processes testing)
+set(areas scheduler net futures streams toolkit processes testing faults)
 if(EXPECT_TLS)  # the package was built with reactor::tls: it must export it, and it must work
   list(APPEND areas tls streams_tls)
 endif()
@@ -38,6 +39,9 @@ foreach(link IN LISTS LINKS)
       message(FATAL_ERROR "${link} ${area}: exit ${rc}\n${out}${err}")
     endif()
     execute_process(COMMAND readelf -d ${build}/${area} OUTPUT_VARIABLE elf COMMAND_ERROR_IS_FATAL ANY)
+    if(elf MATCHES "libsyscall_faults")  # the fault seam is preloaded, never linked
+      message(FATAL_ERROR "${link} ${area}: needs the fault seam:\n${elf}")
+    endif()
     string(FIND "${elf}" "[libreactor" needs_shared)
     if(link STREQUAL "shared" AND needs_shared EQUAL -1)
       message(FATAL_ERROR "shared ${area}: needs no libreactor*.so:\n${elf}")

@@ -60,6 +60,8 @@ Depends: [^\n]*libfmt-dev
 /usr/lib/[^ \n]*cmake/reactor/reactorConfigVersion\.cmake
 /usr/lib/[^ \n]*pkgconfig/reactor\.pc
 /usr/lib/[^ \n]*pkgconfig/reactor-futures\.pc
+/usr/lib/([^ \n]*/)?reactor/libsyscall_faults\.so
+/usr/lib/[^ \n]*pkgconfig/reactor-syscall-faults\.pc
 /usr/share/doc/reactor/LICENSE
 /usr/share/doc/reactor/README\.md
 /usr/share/doc/reactor/docs/networking\.md
@@ -113,7 +115,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install_consumer
                         -DCMAKE_PREFIX_PATH=${root}/usr -DCONSUMER_LINK=shared
                 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer -j2 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
-set(areas scheduler net futures streams toolkit processes testing)
+set(areas scheduler net futures streams toolkit processes testing faults)
 if(TLS)
   list(APPEND areas tls streams_tls)
 endif()

@@ -4,7 +4,8 @@
 #   c++ prog.cpp $(pkg-config --cflags --libs reactor-futures)
 # (tests/install_consumer/futures.cpp, scheduler.cpp with reactor.pc, and
 # tls.cpp with reactor-tls.pc when the build has reactor::tls),
-# and runs them. Skipped, saying so, where pkg-config is not installed.
+# and runs them; and faults.cpp, preloading the library
+# `pkg-config --variable=preload reactor-syscall-faults` names. Skipped, saying so, where pkg-config is not installed.
 find_program(PKG_CONFIG NAMES pkg-config pkgconf)
 if(NOT PKG_CONFIG)
   message(STATUS "SKIPPED: no pkg-config here (Debian: apt-get install pkgconf)")
@@ -58,4 +59,26 @@ foreach(pair IN LISTS pairs)
   string(STRIP "${out}" out)
   message(STATUS "${out}")
 endforeach()
+# The fault seam: reactor-syscall-faults.pc names the installed library to
+# preload; the faults program, given that path, preloads it and sees a call fail.
+execute_process(COMMAND ${PKG_CONFIG} --variable=preload reactor-syscall-faults OUTPUT_VARIABLE preload
+                OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+if(NOT EXISTS "${preload}")
+  message(FATAL_ERROR "pkg-config --variable=preload reactor-syscall-faults: '${preload}' does not exist")
+endif()
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs reactor OUTPUT_VARIABLE flags
+                OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+separate_arguments(flags UNIX_COMMAND "${flags}")
+execute_process(COMMAND ${CXX} ${sanitize_flags} "-DFAULTS_LIBRARY=\"${preload}\""
+                        ${SOURCE_DIR}/tests/install_consumer/faults.cpp ${flags} -o ${WORK_DIR}/faults
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "c++ faults.cpp $(pkg-config --cflags --libs reactor) failed:\n${err}")
+endif()
+execute_process(COMMAND ${WORK_DIR}/faults OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "faults (built with pkg-config, preloading ${preload}): exit ${rc}\n${out}${err}")
+endif()
+string(STRIP "${out}" out)
+message(STATUS "${out}")
 file(REMOVE_RECURSE ${WORK_DIR})

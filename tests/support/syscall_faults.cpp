@@ -117,23 +117,14 @@ const Real& real() {
 
 // ---------------------------------------------------------------- REACTOR_FAULTS
 
-struct Name {
-    std::string_view name;
-    int value;
-};
-constexpr Name kErrnos[] = {
-    {"EAGAIN", EAGAIN}, {"EBADF", EBADF},   {"ECHILD", ECHILD},         {"ECONNRESET", ECONNRESET},
-    {"EFAULT", EFAULT}, {"EINTR", EINTR},   {"EINVAL", EINVAL},         {"EIO", EIO},
-    {"EMFILE", EMFILE}, {"ENFILE", ENFILE}, {"ENOBUFS", ENOBUFS},       {"ENOMEM", ENOMEM},
-    {"ENOSPC", ENOSPC}, {"ENOSYS", ENOSYS}, {"EPERM", EPERM},           {"EPIPE", EPIPE},
-};
 constexpr std::string_view kCalls[] = {"epoll_wait", "poll",   "select", "epoll_ctl",  "epoll_create1", "eventfd",
                                        "accept4",    "recv",   "read",   "send",       "write",         "writev",
                                        "pipe2",      "pidfd_open", "posix_spawn", "waitpid",     "pthread_create"};
 static_assert(std::size(kCalls) == static_cast<std::size_t>(Call::count_));
 
-[[noreturn]] void bad_spec(std::string_view spec, const char* why) {
-    std::fprintf(stderr, "%s: '%.*s': %s\n", kEnvironment, static_cast<int>(spec.size()), spec.data(), why);
+[[noreturn]] void bad_spec(std::string_view spec, std::string_view why) {
+    std::fprintf(stderr, "%s: '%.*s': %.*s\n", kEnvironment, static_cast<int>(spec.size()), spec.data(),
+                 static_cast<int>(why.size()), why.data());
     std::_Exit(125);
 }
 
@@ -152,9 +143,9 @@ void arm_from(std::string_view spec) {
     if (call < 0) bad_spec(whole, "unknown call");
     Fault fault;
     const std::string_view error_name = take();
-    for (const Name& e : kErrnos)
-        if (e.name == error_name) fault.error = e.value;
-    if (fault.error == 0) bad_spec(whole, "unknown errno name");
+    fault.error = errno_value(error_name);
+    if (fault.error == 0)
+        bad_spec(whole, "unknown errno name '" + std::string(error_name) + "' (one of errno(3)'s, such as ENOMEM)");
     while (!spec.empty()) {
         const std::string_view option = take();
         auto number = [&](std::string_view prefix) { return std::atoi(std::string(option.substr(prefix.size())).c_str()); };
@@ -204,6 +195,25 @@ void disarm(Call call) { state(call).armed.store(false, std::memory_order_releas
 
 void disarm_all() {
     for (int i = 0; i < static_cast<int>(Call::count_); ++i) disarm(static_cast<Call>(i));
+}
+
+// Every name glibc knows, so that any row of docs/faults.md can be
+// reproduced. strerrorname_np (glibc 2.32) gives one name per value; the
+// other names of a shared value are listed here.
+int errno_value(std::string_view name) {
+    struct Alias {
+        std::string_view name;
+        int value;
+    };
+    constexpr Alias kAliases[] = {{"EWOULDBLOCK", EWOULDBLOCK}, {"EDEADLOCK", EDEADLOCK}, {"ENOTSUP", ENOTSUP}};
+    for (const Alias& a : kAliases)
+        if (a.name == name) return a.value;
+    // Linux's errno values are below 4096 (the kernel's MAX_ERRNO): the
+    // names are found by asking for each.
+    constexpr int kMaxErrno = 4095;
+    for (int value = 1; value <= kMaxErrno; ++value)
+        if (const char* known = ::strerrorname_np(value); known != nullptr && name == known) return value;
+    return 0;
 }
 
 std::uint64_t injected(Call call) { return state(call).injected.load(); }

@@ -10,6 +10,9 @@
 // before the C library's; under a sanitizer its interceptors come first and
 // reach ours as "the real one". A program run from a test gets the same
 // library through LD_PRELOAD, armed by the environment (see kEnvironment).
+// It is installed too (lib/reactor/libsyscall_faults.so, the CMake target
+// reactor::syscall_faults), for users to preload into their own programs
+// under test (docs/faults.md); no library links it.
 // Nothing in reactor/ or futures/ knows about it: what is tested is the
 // code users run.
 //
@@ -21,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace reactor_test::faults {
 
@@ -73,9 +77,16 @@ struct Disarm {
     ~Disarm() { disarm_all(); }
 };
 
-// For a program run under LD_PRELOAD: "call:ERRNO[:after=N][:times=N|forever][:fd=N]",
+// For a program run under LD_PRELOAD (or linked with the library): read
+// when the library is loaded, "call:ERRNO[:after=N][:times=N|forever][:fd=N]",
 // several separated by ',', e.g. "epoll_wait:ENOMEM:after=2,accept4:EMFILE:times=forever".
+// ERRNO is any name glibc knows (errno_value). A spec it cannot read ends
+// the program there, before main, with exit status 125 and a line on stderr:
+// "REACTOR_FAULTS: 'accept4:EFOO': unknown errno name 'EFOO' (...)".
 inline constexpr const char* kEnvironment = "REACTOR_FAULTS";
+// The value of an errno name ("ECONNABORTED", "EWOULDBLOCK"), as
+// REACTOR_FAULTS reads it: every name glibc knows; 0 for any other.
+int errno_value(std::string_view name);
 // The shared library's path, for LD_PRELOAD (set by tests/CMakeLists.txt).
 std::string library_path();
 

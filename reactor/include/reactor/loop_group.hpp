@@ -85,14 +85,19 @@ public:
     Scheduler& loop(std::size_t index) const;
 
     // Starts one thread per loop. Once (std::logic_error the second time, or
-    // after run()). If a thread cannot be started, the threads already
-    // started are stopped and joined, and the std::system_error is rethrown.
+    // after run()). If a thread cannot be started (pthread_create: EAGAIN),
+    // the threads already started are stopped and joined, and a
+    // std::system_error with that errno is thrown, naming the loop:
+    // "reactor: LoopGroup: cannot start the thread of loop 2 (4 loops)".
     // Not from a loop of the group.
     void start();
     // The calling thread runs loop 0 (the others get threads of their own)
     // until the group is asked to stop; then, as stop(), waits for the
     // others. Loop 0 ending early (an exception out of its run) stops the
-    // whole group. Once, instead of start().
+    // whole group. Once, instead of start(). Every other loop's thread is
+    // started before loop 0 runs anything: what is scheduled on loop 0
+    // beforehand (a server's "listening on" line) runs only if they all
+    // started; if one cannot, run() throws as start() does.
     void run();
     // Any thread, also a callback running on a loop of the group, and more
     // than once: asks every loop to stop (posts it a stop()); only the first

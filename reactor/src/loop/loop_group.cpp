@@ -106,6 +106,12 @@ void LoopGroup::start() {
     try {
         for (std::size_t i = first_threaded_; i < loops_.size(); ++i)
             threads_.emplace_back([this, i] { run_loop(i); });
+    } catch (const std::system_error& e) {
+        const std::size_t failed = first_threaded_ + threads_.size();
+        stop();  // the loops already started
+        // std::thread says only "Resource temporarily unavailable": say which loop could not start.
+        throw std::system_error(e.code(), fmt::format("reactor: LoopGroup: cannot start the thread of loop {} ({} loops)",
+                                                      failed, loops_.size()));
     } catch (...) {
         stop();
         throw;
