@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The examples' command lines: CLI11 (header-only, Debian libcli11-dev) with
-// the conventions every example shares. Only examples/ includes this; the
-// libraries never depend on CLI11.
+// The examples' command lines: a small façade over CLI11, with the
+// conventions every example shares. CLI11 (Debian libcli11-dev) is
+// header-only and slow to compile (about 10 s per file that includes it), so
+// only cli.cpp includes it, compiled once into the examples_cli library that
+// every example links; this header only declares the three CLI11 classes it
+// points to. Only examples/ uses it; the libraries never depend on CLI11.
 //
 //   examples::Cli cli("tasks", "what the program does");
 //   double speed = 1;
@@ -13,76 +16,123 @@
 // or out of range prints one line naming the option on stderr and exits 2.
 #pragma once
 
-#include <cmath>
 #include <csignal>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <futures/run.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/selector.hpp>
 
+namespace CLI {
+class App;
+class Option;
+class Validator;
+}  // namespace CLI
+
 namespace examples {
 
-class Cli : public CLI::App {
+// What an option's value must be (range(), positive, one_of()...): a CLI11
+// validator, made in cli.cpp. Cheap to copy; copies share the validator.
+class Check {
 public:
-    Cli(std::string program, std::string description) : CLI::App(std::move(description), std::move(program)) {
-        option_defaults()->always_capture_default();
-        allow_extras();  // reported by parse_or_exit, in our words
-    }
+    explicit Check(std::shared_ptr<const CLI::Validator> validator) : validator_(std::move(validator)) {}
+    const CLI::Validator& validator() const { return *validator_; }
 
-    void parse_or_exit(int argc, char** argv) {
-        try {
-            parse(argc, argv);
-        } catch (const CLI::CallForHelp& e) {
-            std::exit(exit(e));  // the usage, on stdout; 0
-        } catch (const CLI::ParseError& e) {
-            fail(e.what());
-        }
-        if (const auto& extra = remaining(); !extra.empty()) {
-            const std::string& first = extra.front();
-            fail(first.starts_with("-") ? fmt::format("unknown option {}", first)
-                                        : fmt::format("unexpected argument '{}'", first));
-        }
-    }
-
-    // For what only the program can check, after parsing.
-    [[noreturn]] void fail(const std::string& message) const {
-        fmt::print(stderr, "{}: {}\n(try --help)\n", get_name(), message);
-        std::exit(2);
-    }
+private:
+    std::shared_ptr<const CLI::Validator> validator_;
 };
 
-// A finite number within [low, high]: "nan", "inf" and "-1" are refused
-// where a delay, a speed or a duration is expected.
-inline CLI::Validator finite_in(double low, double high, std::string what) {
-    return CLI::Validator(
-        [=](std::string& text) -> std::string {
-            double value = 0;
-            bool ok = CLI::detail::lexical_cast(text, value) && std::isfinite(value) && value >= low && value <= high;
-            if (ok) return {};
-            return fmt::format("must be {}, not '{}'", what, text);
-        },
-        "");
-}
+// Within [low, high]; the help says "INT in [low - high]" ("UINT" for
+// std::size_t), and a value outside is refused naming the bounds.
+Check range(int low, int high);
+Check range(long low, long high);
+Check range(std::size_t low, std::size_t high);
 
-// Speeds, scale factors: finite and > 0.
-inline const CLI::Validator positive = finite_in(1e-9, 1e9, "a positive number");
-// Durations in seconds where 0 means "none": finite and >= 0.
-inline const CLI::Validator seconds = finite_in(0, 1e9, "a number of seconds, 0 or more");
+// A finite number, not "nan", "inf" nor "-1", where a speed or a delay is
+// expected. positive: speeds, scale factors (> 0); seconds: durations where
+// 0 means "none" (>= 0).
+extern const Check positive;
+extern const Check seconds;
+// Any number >= 0 (CLI11's NonNegativeNumber: --exit-after).
+extern const Check non_negative;
+// The name of a file that exists (and is not a directory).
+extern const Check existing_file;
+// One of these words exactly; the help lists them.
+Check one_of(std::vector<std::string> words);
+
+// One option of a Cli, owned by it. Each call returns the option again, so
+// they chain as CLI11's do: cli.add_option(...)->check(...)->required().
+class Option {
+public:
+    explicit Option(CLI::Option* option) : option_(option) {}
+    Option* check(const Check& rule);
+    Option* required();
+    // The default the help shows, for an option with no variable of its own
+    // (add_option_function).
+    Option* default_str(const std::string& text);
+
+private:
+    CLI::Option* option_;
+};
+
+// A program's command line. An option writes into its variable during
+// parse_or_exit(); the variable's value beforehand is the default the help
+// shows. The variables must outlive the parse.
+class Cli {
+public:
+    Cli(std::string program, std::string description);
+    ~Cli();
+    Cli(const Cli&) = delete;
+    Cli& operator=(const Cli&) = delete;
+
+    // One overload per value type the examples parse: the template that
+    // parses each is instantiated once, in cli.cpp. A name without "--" is a
+    // positional argument.
+    Option* add_option(const std::string& name, int& value, const std::string& description);
+    Option* add_option(const std::string& name, long& value, const std::string& description);
+    Option* add_option(const std::string& name, std::size_t& value, const std::string& description);
+    Option* add_option(const std::string& name, std::uint16_t& value, const std::string& description);
+    Option* add_option(const std::string& name, std::uint32_t& value, const std::string& description);
+    Option* add_option(const std::string& name, double& value, const std::string& description);
+    Option* add_option(const std::string& name, std::string& value, const std::string& description);
+    Option* add_option(const std::string& name, std::vector<std::string>& values, const std::string& description);
+    // A value handed to `apply` (during parsing) rather than stored.
+    Option* add_option_function(const std::string& name, std::function<void(const std::string&)> apply,
+                                const std::string& description);
+    Option* add_flag(const std::string& name, bool& value, const std::string& description);
+
+    // Parses, or exits: 0 after --help, 2 (with fail()'s line) for a bad command line.
+    void parse_or_exit(int argc, char** argv);
+
+    // For what only the program can check, after parsing: "<program>:
+    // <message>" and "(try --help)" on stderr, exit 2.
+    [[noreturn]] void fail(const std::string& message) const;
+
+    const std::string& get_name() const;
+
+private:
+    Option* keep(CLI::Option* option);
+
+    std::unique_ptr<CLI::App> app_;
+    std::deque<Option> options_;  // a deque: the Option* handed out stay valid as it grows
+};
 
 // --backend select|poll|epoll, straight into a reactor::Backend.
-inline CLI::Option* add_backend_option(CLI::App& app, reactor::Backend& backend) {
-    return app
-        .add_option_function<std::string>(
+inline Option* add_backend_option(Cli& cli, reactor::Backend& backend) {
+    return cli
+        .add_option_function(
             "--backend", [&backend](const std::string& name) { backend = *reactor::parse_backend(name); },
             "readiness backend: select, poll or epoll")
-        ->check(CLI::IsMember({"select", "poll", "epoll"}))
+        ->check(one_of({"select", "poll", "epoll"}))
         ->default_str(std::string(reactor::to_string(backend)));
 }
 
@@ -95,7 +145,7 @@ inline constexpr int kInterrupted = 130;
 inline void on_sigint(reactor::Scheduler& sched, std::function<void()> interrupt) {
     sched.add_signal_handler(SIGINT, std::move(interrupt));
 }
-inline int interrupted(const CLI::App& cli) {
+inline int interrupted(const Cli& cli) {
     fmt::print("{}: interrupted\n", cli.get_name());
     std::fflush(stdout);
     return kInterrupted;
@@ -117,7 +167,7 @@ class CtrlC {
 public:
     // Installs the SIGINT handler; declared after the Scheduler, so it lives
     // as long as the loop can run.
-    CtrlC(reactor::Scheduler& sched, const CLI::App& cli) : sched_(sched), cli_(cli) {
+    CtrlC(reactor::Scheduler& sched, const Cli& cli) : sched_(sched), cli_(cli) {
         on_sigint(sched, [this] {
             pressed_ = true;
             sched_.stop();
@@ -142,7 +192,7 @@ public:
 
 private:
     reactor::Scheduler& sched_;
-    const CLI::App& cli_;
+    const Cli& cli_;
     bool pressed_ = false;
 };
 

@@ -42,8 +42,8 @@ inline void add_group_options(Cli& cli, GroupOptions& g) {
     cli.add_option("--loops", g.loops,
                    "event loops serving the connections, each on a thread of its own (1: one loop, on the main "
                    "thread; 0: one per CPU this process may use)")
-        ->check(CLI::Range(0, 1024));
-    cli.add_option_function<std::string>(
+        ->check(range(0, 1024));
+    cli.add_option_function(
            "--spreading",
            [&g](const std::string& name) {
                g.spreading = name == "round_robin" ? reactor::Spreading::round_robin
@@ -52,7 +52,7 @@ inline void add_group_options(Cli& cli, GroupOptions& g) {
            },
            "with --loops above 1, how connections are spread: least_connections (to the loop with the fewest), "
            "round_robin, or reuse_port (one SO_REUSEPORT listener per loop, the kernel picks)")
-        ->check(CLI::IsMember({"least_connections", "round_robin", "reuse_port"}))
+        ->check(one_of({"least_connections", "round_robin", "reuse_port"}))
         ->default_str("least_connections");
 }
 

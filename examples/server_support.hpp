@@ -10,6 +10,7 @@
 #include <csignal>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -55,11 +56,11 @@ struct ServerOptions {
 
 inline void add_server_options(Cli& cli, ServerOptions& o) {
     cli.add_option("--host", o.host, "numeric IPv4 or IPv6 address to listen on");
-    cli.add_option("--port", o.port, "TCP port (0: pick a free one)")->check(CLI::Range(0, 65535));
+    cli.add_option("--port", o.port, "TCP port (0: pick a free one)")->check(range(0, 65535));
     add_backend_option(cli, o.backend);
     cli.add_option("--exit-after", o.exit_after,
                    "stop accepting after N connections, exit once they have all closed (0: never)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative);
     cli.add_option("--max-seconds", o.max_seconds,
                    "exit after this many seconds, aborting open connections, so an example never runs "
                    "forever by accident (0: run until killed)")

@@ -37,8 +37,8 @@ int run(int argc, char** argv) {
     countdown::Settings settings;
     reactor::Backend backend = reactor::Backend::select;
     cli.add_option("--port", settings.port, "TCP port of the echo server (0: pick a free one)")
-        ->check(CLI::Range(0, 65535));
-    cli.add_option("--from", settings.from, "count down from this number")->check(CLI::Range(1, 1000));
+        ->check(examples::range(0, 65535));
+    cli.add_option("--from", settings.from, "count down from this number")->check(examples::range(1, 1000));
     cli.add_option("--speed", settings.speed, "divide every delay by this factor (e.g. 10 runs ten times faster)")
         ->check(examples::positive);
     examples::add_backend_option(cli, backend);

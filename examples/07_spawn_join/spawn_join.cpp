@@ -103,7 +103,7 @@ int run(int argc, char** argv) {
     cli.add_option("--speed", speed, "divide every delay by this factor")->check(examples::positive);
     cli.add_option("--failing", failing,
                    "how many extra tasks fail without ever being joined (their errors are reported)")
-        ->check(CLI::Range(0, 100));
+        ->check(examples::range(0, 100));
     cli.parse_or_exit(argc, argv);
 
     reactor::Scheduler sched;

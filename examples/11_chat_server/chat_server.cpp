@@ -98,10 +98,10 @@ int run(int argc, char** argv) {
     examples::add_idle_timeout_option(cli, options);
     examples::LoopRoom::Limits limits{.max_line = 4096, .max_backlog = 256 * 1024};
     cli.add_option("--max-line", limits.max_line, "longest line accepted, in bytes; longer disconnects the sender")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+        ->check(examples::range(std::size_t{1}, std::size_t{1} << 30));
     cli.add_option("--max-backlog", limits.max_backlog,
                    "bytes allowed to wait for a slow client before it is disconnected")
-        ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
+        ->check(examples::range(std::size_t{4}, std::size_t{1} << 30));
     bool console = false;
     cli.add_flag("--console", console,
                  "announce each line typed on stdin to every client as \"* server: <line>\"; the end of input "
@@ -110,7 +110,7 @@ int run(int argc, char** argv) {
     cli.add_option("--loops", loops,
                    "event loops, one thread each, the clients spread over them (0: one per CPU this process may "
                    "use); a line reaches the clients of every loop, in order per sender")
-        ->check(CLI::Range(std::size_t{0}, kMaxLoops));
+        ->check(examples::range(std::size_t{0}, kMaxLoops));
     cli.parse_or_exit(argc, argv);
     if (loops == 0) loops = reactor::LoopGroup::available_cpus();
     if (loops == 1) return run_one_loop(cli, options, limits, console);

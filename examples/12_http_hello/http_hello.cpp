@@ -51,20 +51,20 @@ int run(int argc, char** argv) {
     // beyond which curl asks "Expect: 100-continue" by itself.
     http::Limits limits{8192, std::size_t{64} << 20};  // max_head, max_body
     cli.add_option("--max-head", limits.max_head, "largest request line + headers, in bytes (431 beyond)")
-        ->check(CLI::Range(std::size_t{16}, std::size_t{1} << 30));
+        ->check(examples::range(std::size_t{16}, std::size_t{1} << 30));
     cli.add_option("--max-body", limits.max_body, "largest request body, in bytes (413 beyond)")
-        ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
+        ->check(examples::range(std::size_t{0}, std::size_t{1} << 40));
     // nginx's client_header_timeout, client_body_timeout and keepalive_timeout.
     int header_timeout = 60, body_timeout = 60, idle_timeout = 75;
     cli.add_option("--header-timeout", header_timeout,
                    "seconds a request head may take from its first byte (408 and close beyond)")
-        ->check(CLI::Range(1, 86400));
+        ->check(examples::range(1, 86400));
     cli.add_option("--body-timeout", body_timeout,
                    "seconds a request body may take after its head, however steadily its bytes come (408 and "
                    "close beyond; 0: no limit)")
-        ->check(CLI::Range(0, 86400));
+        ->check(examples::range(0, 86400));
     cli.add_option("--idle-timeout", idle_timeout, "seconds a connection may send nothing (close beyond)")
-        ->check(CLI::Range(1, 86400));
+        ->check(examples::range(1, 86400));
 #if REACTOR_EXAMPLES_TLS
     http::TlsFlags tls;
     http::add_tls_options(cli, tls);

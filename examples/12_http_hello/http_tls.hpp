@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
@@ -32,11 +33,11 @@ struct TlsFlags {
 
 inline void add_tls_options(examples::Cli& cli, TlsFlags& flags) {
     cli.add_option("--tls-cert", flags.cert, "serve HTTPS with this certificate chain, PEM file (leaf first); with --tls-key")
-        ->check(CLI::ExistingFile);
-    cli.add_option("--tls-key", flags.key, "private key of --tls-cert, PEM file")->check(CLI::ExistingFile);
+        ->check(examples::existing_file);
+    cli.add_option("--tls-key", flags.key, "private key of --tls-cert, PEM file")->check(examples::existing_file);
     cli.add_option("--handshake-timeout", flags.handshake_timeout,
                    "with --tls-cert: seconds a client may take to finish its TLS handshake (then it is aborted)")
-        ->check(CLI::Range(1, 86400));
+        ->check(examples::range(1, 86400));
 }
 
 // After parsing: the two files go together.

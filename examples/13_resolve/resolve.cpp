@@ -100,9 +100,9 @@ int run(int argc, char** argv) {
     cli.add_option("hosts", settings.hosts, "host names or numeric addresses")->required();
     cli.add_option("--service", settings.service,
                    "a port number or service name (e.g. http): addresses are printed with its port");
-    cli.add_option("--family", family, "any, ipv4 or ipv6")->check(CLI::IsMember({"any", "ipv4", "ipv6"}));
+    cli.add_option("--family", family, "any, ipv4 or ipv6")->check(examples::one_of({"any", "ipv4", "ipv6"}));
     cli.add_flag("--numeric", settings.options.numeric_host, "only parse numeric addresses, never look a name up");
-    cli.add_option("--count", settings.count, "how many rounds of lookups")->check(CLI::Range(1, 1000000));
+    cli.add_option("--count", settings.count, "how many rounds of lookups")->check(examples::range(1, 1000000));
     cli.add_option("--interval", settings.interval, "seconds between rounds")->check(examples::seconds);
     examples::add_backend_option(cli, backend);
     cli.parse_or_exit(argc, argv);

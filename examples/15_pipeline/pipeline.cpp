@@ -110,8 +110,8 @@ int run(int argc, char** argv) {
     std::size_t capacity = 3;
     double work = 0.5;
     double speed = 1;
-    cli.add_option("--items", items, "how many items the producer makes")->check(CLI::Range(1, 10000));
-    cli.add_option("--capacity", capacity, "the queue's bound")->check(CLI::Range(1, 1000));
+    cli.add_option("--items", items, "how many items the producer makes")->check(examples::range(1, 10000));
+    cli.add_option("--capacity", capacity, "the queue's bound")->check(examples::range(1, 1000));
     cli.add_option("--work", work, "seconds the consumer works on each item")->check(examples::seconds);
     cli.add_option("--speed", speed, "divide the work time by this factor")->check(examples::positive);
     cli.parse_or_exit(argc, argv);

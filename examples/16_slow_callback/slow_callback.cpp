@@ -46,8 +46,8 @@ int run(int argc, char** argv) {
     int rounds = 3;
     bool debug = false;
     cli.add_option("--block-ms", block_ms, "how long each round's callback blocks the loop, in ms")
-        ->check(CLI::Range(1L, 10'000L));
-    cli.add_option("--rounds", rounds, "how many rounds")->check(CLI::Range(1, 1000));
+        ->check(examples::range(1L, 10'000L));
+    cli.add_option("--rounds", rounds, "how many rounds")->check(examples::range(1, 1000));
     cli.add_flag("--debug", debug, "turn debug mode on (as REACTOR_DEBUG=1 does)");
     cli.parse_or_exit(argc, argv);
 

@@ -48,10 +48,11 @@ int run(int argc, char** argv) {
     examples::add_server_options(cli, options);
     std::string cert, key;
     int handshake_timeout = 10;
-    cli.add_option("--cert", cert, "certificate chain, PEM file (leaf first); with --key")->check(CLI::ExistingFile);
-    cli.add_option("--key", key, "private key of --cert, PEM file")->check(CLI::ExistingFile);
+    cli.add_option("--cert", cert, "certificate chain, PEM file (leaf first); with --key")
+        ->check(examples::existing_file);
+    cli.add_option("--key", key, "private key of --cert, PEM file")->check(examples::existing_file);
     cli.add_option("--handshake-timeout", handshake_timeout, "seconds a client may take to finish its TLS handshake")
-        ->check(CLI::Range(1, 3600));
+        ->check(examples::range(1, 3600));
     cli.parse_or_exit(argc, argv);
     if (cert.empty() != key.empty()) cli.fail("--cert and --key go together");
 

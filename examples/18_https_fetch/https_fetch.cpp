@@ -100,7 +100,9 @@ int run(int argc, char** argv) {
     std::string url_text, cafile;
     double timeout = 30;
     cli.add_option("url", url_text, "https://HOST[:PORT]/PATH (HOST: localhost or an IP address)")->required();
-    cli.add_option("--cafile", cafile, "the CA certificates to trust, PEM file")->required()->check(CLI::ExistingFile);
+    cli.add_option("--cafile", cafile, "the CA certificates to trust, PEM file")
+        ->required()
+        ->check(examples::existing_file);
     cli.add_option("--timeout", timeout, "seconds each read may wait (0: no limit)")->check(examples::seconds);
     cli.parse_or_exit(argc, argv);
     const std::optional<Url> url = https_fetch::parse_url(url_text);

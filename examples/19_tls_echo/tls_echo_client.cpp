@@ -44,17 +44,18 @@ int run(int argc, char** argv) {
     double max_seconds = 60;
     bool insecure = false;
     cli.add_option("--host", host, "server address (numeric IPv4 or IPv6)");
-    cli.add_option("--port", port, "server port")->check(CLI::Range(1, 65535));
+    cli.add_option("--port", port, "server port")->check(examples::range(1, 65535));
     cli.add_option("--server-name", server_name, "the name the server's certificate must carry (sent as SNI)");
     cli.add_option("--cafile", cafile, "trust the CA certificates of this PEM file (default: the system's)")
-        ->check(CLI::ExistingFile);
+        ->check(examples::existing_file);
     cli.add_flag("--insecure", insecure, "do not verify the server's certificate (self-signed test servers only)");
     examples::add_backend_option(cli, backend);
-    cli.add_option("--connections", connections, "concurrent connections")->check(CLI::Range(1, 100000));
-    cli.add_option("--messages", messages, "messages per connection")->check(CLI::Range(1, 1 << 30));
-    cli.add_option("--size", size, "largest message, in bytes (each is 1..size, random)")->check(CLI::Range(1, 1 << 20));
+    cli.add_option("--connections", connections, "concurrent connections")->check(examples::range(1, 100000));
+    cli.add_option("--messages", messages, "messages per connection")->check(examples::range(1, 1 << 30));
+    cli.add_option("--size", size, "largest message, in bytes (each is 1..size, random)")
+        ->check(examples::range(1, 1 << 20));
     cli.add_option("--window", window, "messages in flight per connection (1: strict ping-pong)")
-        ->check(CLI::Range(1, 1 << 20));
+        ->check(examples::range(1, 1 << 20));
     cli.add_option("--seed", seed, "random seed");
     cli.add_option("--max-seconds", max_seconds, "give up (and fail) after this long")->check(examples::positive);
     cli.parse_or_exit(argc, argv);

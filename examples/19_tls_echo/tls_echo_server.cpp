@@ -47,8 +47,9 @@ int run(int argc, char** argv) {
     examples::add_idle_timeout_option(cli, options);
     std::string cert, key;
     double handshake_timeout = 10;
-    cli.add_option("--cert", cert, "certificate chain, PEM file (leaf first); with --key")->check(CLI::ExistingFile);
-    cli.add_option("--key", key, "private key of --cert, PEM file")->check(CLI::ExistingFile);
+    cli.add_option("--cert", cert, "certificate chain, PEM file (leaf first); with --key")
+        ->check(examples::existing_file);
+    cli.add_option("--key", key, "private key of --cert, PEM file")->check(examples::existing_file);
     cli.add_option("--handshake-timeout", handshake_timeout,
                    "seconds a client may take to finish its TLS handshake (then it is aborted; 0: no limit)")
         ->check(examples::seconds);
