@@ -47,6 +47,7 @@
 
 #include "support/backends.hpp"
 #include "support/exit_watches.hpp"
+#include "support/source_dir.hpp"
 #include "support/check_empty.hpp"
 #include "support/syscall_faults.hpp"
 
@@ -628,9 +629,9 @@ Run run_with_faults(Scheduler& sched, const std::string& spec) {
 }
 
 // Every errno name written in a row of docs/faults.md's tables ("`ENOMEM`"),
-// read from the source tree beside this file.
+// read from the source tree.
 std::set<std::string> errno_names_in_the_fault_table() {
-    const std::filesystem::path doc = std::filesystem::path(__FILE__).parent_path().parent_path() / "docs/faults.md";
+    const std::filesystem::path doc = reactor_test::source_dir() / "docs/faults.md";
     std::ifstream in(doc);
     BOOST_REQUIRE_MESSAGE(in, "cannot read " << doc);
     std::set<std::string> names;

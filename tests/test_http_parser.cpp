@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../fuzz/http_replay.hpp"
+#include "support/source_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -25,7 +26,7 @@ struct Sample {
 };
 
 std::vector<Sample> corpus() {
-    fs::path dir = fs::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus" / "http";
+    fs::path dir = reactor_test::source_dir() / "fuzz" / "corpus" / "http";
     std::vector<Sample> out;
     for (const auto& entry : fs::directory_iterator(dir)) {
         std::ifstream in(entry.path(), std::ios::binary);
