@@ -42,7 +42,10 @@ struct Settings {
 std::string describe(const std::string& host, const futures::Future<Addresses>& f, bool with_port) {
     try {
         std::string line = host + ":";
-        for (const auto& a : f.result()) line += " " + (with_port ? a.to_string() : a.host());
+        for (const auto& a : f.result()) {
+            line += ' ';
+            line += with_port ? a.to_string() : a.host();
+        }
         return line;
     } catch (const std::system_error& e) {
         return fmt::format("{}: error: {}", host, e.what());
