@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The one Boost.Test main that every suite links (the reactor_test_main
 // library, tests/CMakeLists.txt). Compiled once per build: when each suite
-// defined BOOST_TEST_MODULE, each compiled its own main, and no suite could
-// share the precompiled <boost/test/unit_test.hpp> (that macro changes what
-// the header declares).
+// defined BOOST_TEST_MODULE, each compiled its own main; and that macro
+// changes what <boost/test/unit_test.hpp> declares, so no two suites could
+// share one precompiled copy of it or one executable.
 //
 // The master suite is named after the executable: build/tests/test_connection
-// is the suite "connection", as its BOOST_TEST_MODULE used to say.
+// is the suite "connection".
 #include <boost/test/unit_test.hpp>
 
 #include <string>
