@@ -548,6 +548,8 @@ private:
 
     std::unique_ptr<Selector> selector_;
     ClockFunction clock_;  // empty: Clock::now, called directly
+    // Options::wakeup_recheck_interval; zero on a virtual clock (see wait_announced).
+    std::chrono::nanoseconds wakeup_recheck_{};
     mutable TimePoint now_{};
     mutable bool now_stale_ = true;  // now_ is to be re-read on its next use
 

@@ -57,6 +57,17 @@ struct SchedulerOptions {
     bool debug = false;
     Duration slow_callback_threshold = std::chrono::milliseconds(100);
     Duration timer_lateness_threshold = std::chrono::milliseconds(100);
+    // The longest the loop sleeps in its selector without looking for posts
+    // and signals. A post from another thread or a signal wakes a sleeping
+    // loop by writing its eventfd; should that write fail (docs/faults.md),
+    // what it announced is taken at the latest when this much time has
+    // passed, rather than whenever something else wakes the loop. An idle
+    // loop therefore wakes this often (one system call, nothing run).
+    // Zero: it sleeps as long as its timers allow, and a failed wake-up is
+    // made good at the next post, signal or I/O event. Only on the real
+    // clock: a loop given `clock` sleeps as its timers say. A negative value
+    // throws std::invalid_argument from the constructor.
+    Duration wakeup_recheck_interval = std::chrono::seconds(1);
 };
 
 }  // namespace reactor

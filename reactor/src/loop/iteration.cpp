@@ -101,11 +101,16 @@ void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
 // wait does not block), one made after it finds the loop asleep and writes
 // the eventfd (see wake()). A wait with a zero timeout is not announced, so
 // a busy loop is never written to.
+// A wake-up whose write failed leaves look_for_posts_ set and nobody to wake
+// the loop: so no wait is longer than wakeup_recheck_ (a wait cut short only
+// iterates; the timers' deadlines are computed again next time).
 void Scheduler::wait_announced(std::optional<std::chrono::nanoseconds> timeout) {
     if (timeout == std::chrono::nanoseconds::zero()) {
         wait_in_selector(timeout);
         return;
     }
+    if (wakeup_recheck_ != std::chrono::nanoseconds::zero() && (!timeout || *timeout > wakeup_recheck_))
+        timeout = wakeup_recheck_;
     asleep_.store(true);
     if (wake_pending_.load()) timeout = std::chrono::nanoseconds::zero();
     try {

@@ -28,6 +28,9 @@ Scheduler::Scheduler(Options options)
     : selector_(options.selector ? options.selector.take() : make_selector(options.backend)),
       clock_(std::move(options.clock)) {
     configure_debug(options);  // debug.cpp; first: it may throw, and nothing is owned yet
+    if (options.wakeup_recheck_interval < Duration::zero())
+        throw std::invalid_argument("reactor: Options::wakeup_recheck_interval must not be negative");
+    if (!clock_) wakeup_recheck_ = options.wakeup_recheck_interval;
     wakeup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wakeup_fd_ < 0)
         throw std::system_error(errno, std::generic_category(), "reactor: cannot create the loop's wake-up eventfd");

@@ -64,7 +64,9 @@ void Scheduler::refuse_posts() noexcept {
 // A write that fails (EAGAIN on a full counter, or anything a failing kernel
 // says) must not leave the flag set with nobody writing: the flag is cleared
 // so that the next post or signal tries again, and look_for_posts_ makes the loop
-// look for pending work at its next iteration, whatever wakes it.
+// look for pending work at its next iteration, whatever wakes it. Should
+// nothing wake it, no wait is longer than Options::wakeup_recheck_interval
+// (wait_announced): what the failed write announced is late by at most that.
 void Scheduler::wake() noexcept {
     // Already announced since the last drain: the announcer wakes the loop if
     // it must. Read first, so that a stream of posts to a busy loop shares
