@@ -3,9 +3,9 @@
 // (Seastar's repeat; asyncio's `while True: ... if done: break`).
 //
 //   futures::Future<void> done = futures::repeat(sched, [&] {
-//       return stream.read_line().then([&](std::string line) {
-//           if (line.empty()) return futures::StopIteration::yes;
-//           ...
+//       return stream.read_line().then([&](std::optional<std::string> line) {
+//           if (!line) return futures::StopIteration::yes;  // the peer's clean end of input
+//           ...  // *line, without its "\n" (an empty line is "")
 //           return futures::StopIteration::no;
 //       });
 //   });
