@@ -15,7 +15,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 
 using namespace std::chrono_literals;
 
@@ -46,11 +46,10 @@ reactor_test::Child start(std::vector<std::string> args, const std::string& redi
 std::uint16_t port_of(reactor_test::Child& server) {
     auto first = server.read_line(10s);
     if (!first) BOOST_FAIL("chat_server printed nothing: " << server.read_stderr(1s));
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))")),
-                          *first);
-    BOOST_TEST(m[2].str() == kBackend);
-    return static_cast<std::uint16_t>(std::stoi(m[1]));
+    const auto m = reactor_test::full_match_groups(*first, R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), *first);
+    BOOST_TEST((*m)[2] == kBackend);
+    return static_cast<std::uint16_t>(std::stoi((*m)[1]));
 }
 
 // Two clients in the room, greeted; each fd has a receive timeout.

@@ -26,7 +26,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +35,7 @@
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 
 using namespace std::chrono_literals;
 
@@ -62,14 +62,13 @@ reactor_test::Child start(std::vector<std::string> args) {
 std::uint16_t port_of(reactor_test::Child& server, std::size_t loops) {
     auto first = server.read_line(20s);
     if (!first) BOOST_FAIL("chat_server printed nothing: " << server.read_stderr(1s));
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))")),
-                          *first);
-    BOOST_TEST(m[2].str() == kBackend);
+    const auto m = reactor_test::full_match_groups(*first, R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), *first);
+    BOOST_TEST((*m)[2] == kBackend);
     if (loops > 1)
         BOOST_TEST(server.read_line(20s).value_or("<none>") ==
                    fmt::format("chat_server: {} loops, clients spread by least connections", loops));
-    return static_cast<std::uint16_t>(std::stoi(m[1]));
+    return static_cast<std::uint16_t>(std::stoi((*m)[1]));
 }
 
 void expect_line(reactor_test::Child& server, const std::string& expected) {
@@ -101,11 +100,10 @@ Client join(std::uint16_t port) {
     c.fd = reactor_test::connect_blocking(port);
     BOOST_REQUIRE(c.fd >= 0);
     const std::string greeting = reactor_test::recv_line(c.fd);
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_match(greeting, m, std::regex(R"(\* you are #(\d+); (\d+) other\(s\) here)")),
-                          greeting);
-    c.id = std::stoull(m[1]);
-    c.known = std::stol(m[2]);
+    const auto m = reactor_test::full_match_groups(greeting, R"(\* you are #(\d+); (\d+) other\(s\) here)");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), greeting);
+    c.id = std::stoull((*m)[1]);
+    c.known = std::stol((*m)[2]);
     return c;
 }
 
@@ -125,7 +123,7 @@ std::vector<Client> join_all(std::uint16_t port, std::size_t n) {
 void wait_for_joins(Client& c, long others) {
     while (c.known < others) {
         const std::string line = reactor_test::recv_line(c.fd);
-        BOOST_REQUIRE_MESSAGE(std::regex_match(line, std::regex(R"(\* #\d+ joined)")), "#" << c.id << ": " << line);
+        BOOST_REQUIRE_MESSAGE(reactor_test::full_match(line, R"(\* #\d+ joined)"), "#" << c.id << ": " << line);
         ++c.known;
     }
     BOOST_TEST(c.known == others);
@@ -138,16 +136,14 @@ std::vector<std::string> loop_lines(reactor_test::Child& server, std::size_t loo
     std::vector<std::string> out;
     for (std::size_t i = 0; i < loops; ++i) {
         const std::string line = server.read_line(20s).value_or("<none>");
-        std::smatch m;
-        BOOST_REQUIRE_MESSAGE(
-            std::regex_match(line, m,
-                             std::regex(fmt::format(R"(chat_server: loop {}: (\d+ client\(s\), \d+ line\(s\) heard, )"
-                                                    R"(\d+ from other loops), \d+ post\(s\) out; \d+ iterations, \d+ )"
-                                                    R"(callbacks run, \d+ fd events, \d+ posts taken, \d+ wake-up )"
-                                                    R"(writes)",
-                                                    i))),
-            line);
-        out.push_back(m[1]);
+        const auto m = reactor_test::full_match_groups(
+            line, fmt::format(R"(chat_server: loop {}: (\d+ client\(s\), \d+ line\(s\) heard, )"
+                              R"(\d+ from other loops), \d+ post\(s\) out; \d+ iterations, \d+ )"
+                              R"(callbacks run, \d+ fd events, \d+ posts taken, \d+ wake-up )"
+                              R"(writes)",
+                              i));
+        BOOST_REQUIRE_MESSAGE(m.has_value(), line);
+        out.push_back((*m)[1]);
     }
     return out;
 }
@@ -160,8 +156,8 @@ void expect_summary(reactor_test::Child& server, const std::string& total, const
     BOOST_REQUIRE_EQUAL(lines.size(), loops.size() + 1);
     BOOST_TEST(lines[0] == "chat_server: " + total);
     for (std::size_t i = 0; i < loops.size(); ++i) {
-        const std::regex line(fmt::format(R"(chat_server: loop {}: {}, \d+ posts to other loops)", i, loops[i]));
-        BOOST_TEST(std::regex_match(lines[i + 1], line), lines[i + 1]);
+        const std::string line = fmt::format(R"(chat_server: loop {}: {}, \d+ posts to other loops)", i, loops[i]);
+        BOOST_TEST(reactor_test::full_match(lines[i + 1], line), lines[i + 1]);
     }
 }
 
@@ -251,14 +247,13 @@ struct Heard {
 
 // One "#SENDER: NUMBER" line (or a stray one) for `c`.
 void hear(const Client& c, Heard& heard, const std::string& line) {
-    static const std::regex numbered(R"(#(\d+): (\d+))");
-    std::smatch m;
-    if (!std::regex_match(line, m, numbered)) {
+    const auto m = reactor_test::full_match_groups(line, R"(#(\d+): (\d+))");
+    if (!m) {
         if (heard.first_error.empty()) heard.first_error = fmt::format("#{} heard \"{}\"", c.id, line);
         return;
     }
-    const std::uint64_t sender = std::stoull(m[1]);
-    const long number = std::stol(m[2]);
+    const std::uint64_t sender = std::stoull((*m)[1]);
+    const long number = std::stol((*m)[2]);
     long& last = heard.last[sender];
     if (number != last + 1 && heard.first_error.empty())
         heard.first_error = fmt::format("#{} heard #{}'s line {} after line {}", c.id, sender, number, last);
@@ -410,7 +405,7 @@ BOOST_AUTO_TEST_CASE(max_seconds_ends_every_loop) {
         if (fd >= 0) reactor_test::recv_all(fd);
     const std::vector<std::string> lines = reactor_test::lines_of(server.read_all(30s));
     BOOST_REQUIRE_EQUAL(lines.size(), 3u);
-    BOOST_TEST(std::regex_match(lines[0], std::regex(R"(chat_server: \d connections, \d aborted)")), lines[0]);
+    BOOST_TEST(reactor_test::full_match(lines[0], R"(chat_server: \d connections, \d aborted)"), lines[0]);
     BOOST_TEST(server.wait(10s) == 0);
     BOOST_TEST(server.read_stderr(1s) == "");
     for (int fd : fds)

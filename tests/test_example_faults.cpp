@@ -26,13 +26,13 @@
 #include <optional>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/net_util.hpp"
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 
 using namespace std::chrono_literals;
 
@@ -121,9 +121,9 @@ const std::string kSelectorWaits = "pselect6,ppoll,epoll_wait,epoll_pwait";
 std::uint16_t listening_port(reactor_test::Child& child, const std::string& program) {
     auto first = child.read_line(20s);
     BOOST_REQUIRE_MESSAGE(first.has_value(), program << " printed nothing");
-    std::smatch m;
-    BOOST_REQUIRE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(epoll\))")));
-    return static_cast<std::uint16_t>(std::stoi(m[1]));
+    const auto m = reactor_test::full_match_groups(*first, R"(listening on 127\.0\.0\.1:(\d+) \(epoll\))");
+    BOOST_REQUIRE(m.has_value());
+    return static_cast<std::uint16_t>(std::stoi((*m)[1]));
 }
 
 // One echo exchange as a client: what came back (empty after a reset).

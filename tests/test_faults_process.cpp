@@ -31,7 +31,6 @@
 #include <fstream>
 #include <functional>
 #include <optional>
-#include <regex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -50,6 +49,7 @@
 #include "support/source_dir.hpp"
 #include "support/check_empty.hpp"
 #include "support/syscall_faults.hpp"
+#include "support/text_match.hpp"
 
 namespace faults = reactor_test::faults;  // the fault-injection library (support/syscall_faults.hpp)
 
@@ -635,10 +635,9 @@ std::set<std::string> errno_names_in_the_fault_table() {
     std::ifstream in(doc);
     BOOST_REQUIRE_MESSAGE(in, "cannot read " << doc);
     std::set<std::string> names;
-    const std::regex name("`(E[A-Z0-9]+)`");
     for (std::string line; std::getline(in, line);) {
         if (!line.starts_with("|")) continue;
-        for (std::sregex_iterator m(line.begin(), line.end(), name), end; m != end; ++m) names.insert((*m)[1]);
+        for (const auto& m : reactor_test::all_matches(line, "`(E[A-Z0-9]+)`")) names.insert(m[1]);
     }
     return names;
 }

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -17,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 
 using namespace std::chrono_literals;
 
@@ -29,9 +29,9 @@ using reactor_test::run_example;
 
 // The number captured by `re` (one group) in `line`; -1 if it does not match.
 double number_in(const std::string& line, const std::string& re) {
-    std::smatch m;
-    if (!std::regex_match(line, m, std::regex(re))) return -1;
-    return std::stod(m[1]);
+    const auto m = reactor_test::full_match_groups(line, re);
+    if (!m) return -1;
+    return std::stod((*m)[1]);
 }
 
 // Checks fetch_ms's output for `line`: the task's three lines in order, and

@@ -13,13 +13,13 @@
 
 #include <chrono>
 #include <cstdint>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 
 using namespace std::chrono_literals;
 
@@ -34,10 +34,9 @@ struct Server {
         : name(n), child(reactor_test::example_path(n), args(std::move(more))) {
         auto first = child.read_line(20s);
         BOOST_REQUIRE_MESSAGE(first.has_value(), name << " printed nothing");
-        std::smatch m;
-        BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(\w+\))")),
-                              *first);
-        port = static_cast<std::uint16_t>(std::stoi(m[1]));
+        const auto m = reactor_test::full_match_groups(*first, R"(listening on 127\.0\.0\.1:(\d+) \(\w+\))");
+        BOOST_REQUIRE_MESSAGE(m.has_value(), *first);
+        port = static_cast<std::uint16_t>(std::stoi((*m)[1]));
     }
 
     static std::vector<std::string> args(std::vector<std::string> more) {
@@ -85,15 +84,15 @@ std::vector<int> served_clients(Server& s, int n) {
 // SIGUSR1: one line per loop, in loop order; returns each loop's live count.
 std::vector<unsigned long> live_per_loop(Server& s) {
     BOOST_REQUIRE(::kill(s.child.pid(), SIGUSR1) == 0);
-    const std::regex per_loop(s.name + R"(: loop (\d+): (\d+) live connection\(s\), (\d+) accepted, (\d+) iterations, .*)");
+    const std::string per_loop(s.name + R"(: loop (\d+): (\d+) live connection\(s\), (\d+) accepted, (\d+) iterations, .*)");
     std::vector<unsigned long> live;
     for (unsigned long i = 0; i < 2; ++i) {
         const std::string l = s.line();
-        std::smatch m;
-        BOOST_REQUIRE_MESSAGE(std::regex_match(l, m, per_loop), l);
-        BOOST_TEST(std::stoul(m[1]) == i);
-        BOOST_TEST(std::stoul(m[4]) > 0u);  // that loop has run
-        live.push_back(std::stoul(m[2]));
+        const auto m = reactor_test::full_match_groups(l, per_loop);
+        BOOST_REQUIRE_MESSAGE(m.has_value(), l);
+        BOOST_TEST(std::stoul((*m)[1]) == i);
+        BOOST_TEST(std::stoul((*m)[4]) > 0u);  // that loop has run
+        live.push_back(std::stoul((*m)[2]));
     }
     return live;
 }
@@ -105,24 +104,24 @@ struct Summary {
 };
 Summary summary(Server& s) {
     const std::string l = s.line();
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_match(l, m, std::regex(s.name + R"(: (\d+) connections, ([^;]*)((; loop \d+: [^;]*)+))")), l);
-    Summary out{std::stoul(m[1]), 0, {}, {}};
-    const std::string head = m[2];
-    const std::string loops = m[3];
-    const std::regex one(R"(; loop (\d+): (\d+) connections, (?:[^;]*, )?(\d+) aborted)");
-    for (auto it = std::sregex_iterator(loops.begin(), loops.end(), one); it != std::sregex_iterator(); ++it) {
-        BOOST_TEST(std::stoul((*it)[1]) == out.loop_connections.size());
-        out.loop_connections.push_back(std::stoul((*it)[2]));
-        out.loop_aborted.push_back(std::stoul((*it)[3]));
+    const auto m = reactor_test::full_match_groups(l, s.name + R"(: (\d+) connections, ([^;]*)((; loop \d+: [^;]*)+))");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), l);
+    Summary out{std::stoul((*m)[1]), 0, {}, {}};
+    const std::string head = (*m)[2];
+    const std::string loops = (*m)[3];
+    const std::string one_loop = R"(; loop (\d+): (\d+) connections, (?:[^;]*, )?(\d+) aborted)";
+    for (const auto& one : reactor_test::all_matches(loops, one_loop)) {
+        BOOST_TEST(std::stoul(one[1]) == out.loop_connections.size());
+        out.loop_connections.push_back(std::stoul(one[2]));
+        out.loop_aborted.push_back(std::stoul(one[3]));
     }
     BOOST_REQUIRE_EQUAL(out.loop_connections.size(), 2u);
     BOOST_TEST(out.loop_connections[0] + out.loop_connections[1] == out.connections);
     out.aborted = out.loop_aborted[0] + out.loop_aborted[1];
     // The callback servers give the total too; echo_server_streams counts
     // its clients by how they ended instead, as on one loop.
-    if (std::smatch a; std::regex_search(head, a, std::regex(R"((\d+) aborted$)")))
-        BOOST_TEST(std::stoul(a[1]) == out.aborted);
+    if (const auto a = reactor_test::partial_match_groups(head, R"((\d+) aborted$)"))
+        BOOST_TEST(std::stoul((*a)[1]) == out.aborted);
     else
         BOOST_TEST(s.name == "echo_server_streams");
     return out;
@@ -148,11 +147,12 @@ BOOST_AUTO_TEST_CASE(sigusr1_prints_a_line_per_loop_and_a_second_sigint_aborts_w
             ::close(clients[0]);
             ::close(clients[1]);
             BOOST_REQUIRE(::kill(s.child.pid(), SIGINT) == 0);
-            std::smatch m;
             const std::string draining = s.line();
-            BOOST_REQUIRE_MESSAGE(std::regex_match(draining, m, std::regex(name + ": SIGINT: stopped accepting; draining (\\d) " + unit(name) + R"(\(s\) for up to 5s)")), draining);
-            BOOST_TEST(std::stoul(m[1]) >= 2u);  // the two closes may not have reached it yet
-            BOOST_TEST(std::stoul(m[1]) <= 4u);
+            const auto m = reactor_test::full_match_groups(
+                draining, name + ": SIGINT: stopped accepting; draining (\\d) " + unit(name) + R"(\(s\) for up to 5s)");
+            BOOST_REQUIRE_MESSAGE(m.has_value(), draining);
+            BOOST_TEST(std::stoul((*m)[1]) >= 2u);  // the two closes may not have reached it yet
+            BOOST_TEST(std::stoul((*m)[1]) <= 4u);
             // Still served while draining, on both loops (least_connections
             // put clients 0 and 2 on loop 0, 1 and 3 on loop 1): each loop
             // has seen its closed client's end by the time it answers, so
@@ -161,7 +161,8 @@ BOOST_AUTO_TEST_CASE(sigusr1_prints_a_line_per_loop_and_a_second_sigint_aborts_w
             BOOST_TEST(one_exchange(name, clients[3]));
             BOOST_REQUIRE(::kill(s.child.pid(), SIGINT) == 0);
             const std::string again = s.line();
-            BOOST_CHECK_MESSAGE(std::regex_match(again, std::regex(name + ": SIGINT again: aborting [2-4] " + unit(name) + R"(\(s\))")), again);
+            BOOST_CHECK_MESSAGE(
+                reactor_test::full_match(again, name + ": SIGINT again: aborting [2-4] " + unit(name) + R"(\(s\))"), again);
             const Summary sum = summary(s);
             BOOST_TEST(sum.connections == 4u);
             BOOST_TEST(sum.loop_connections == (std::vector<unsigned long>{2, 2}));

@@ -19,7 +19,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 #include "support/virtual_time.hpp"
 
 using namespace std::chrono_literals;
@@ -46,11 +46,10 @@ struct HttpHello {
     explicit HttpHello(std::vector<std::string> args) : child(reactor_test::example_path("http_hello"), with(args)) {
         auto first = child.read_line(10s);
         BOOST_REQUIRE_MESSAGE(first.has_value(), "http_hello printed nothing");
-        std::smatch m;
-        BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))")),
-                              "first line: " << *first);
-        BOOST_TEST(m[2] == std::string(reactor::to_string(reactor_test::backend_under_test())));
-        port = static_cast<std::uint16_t>(std::stoi(m[1]));
+        const auto m = reactor_test::full_match_groups(*first, R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))");
+        BOOST_REQUIRE_MESSAGE(m.has_value(), "first line: " << *first);
+        BOOST_TEST((*m)[2] == std::string(reactor::to_string(reactor_test::backend_under_test())));
+        port = static_cast<std::uint16_t>(std::stoi((*m)[1]));
     }
     static std::vector<std::string> with(std::vector<std::string> args) {
         args.insert(args.end(), {"--port", "0", "--max-seconds", "60", "--backend",
@@ -416,7 +415,7 @@ BOOST_AUTO_TEST_CASE(defaults_to_epoll_and_refuses_timeouts_out_of_range) {
     reactor_test::Child plain(reactor_test::example_path("http_hello"), {"--port", "0", "--max-seconds", "30"});
     auto first = plain.read_line(10s);
     BOOST_REQUIRE(first.has_value());
-    BOOST_TEST(std::regex_match(*first, std::regex(R"(listening on 127\.0\.0\.1:\d+ \(epoll\))")), *first);
+    BOOST_TEST(reactor_test::full_match(*first, R"(listening on 127\.0\.0\.1:\d+ \(epoll\))"), *first);
     for (const char* option : {"--header-timeout", "--idle-timeout"}) {
         for (const char* value : {"0", "-1", "86401", "soon", "1.5"}) {
             reactor_test::Child bad(reactor_test::example_path("http_hello"), {"--port", "0", option, value});

@@ -10,7 +10,6 @@
 // missing.
 #include <boost/test/unit_test.hpp>
 
-#include <regex>
 #include <string>
 #include <vector>
 

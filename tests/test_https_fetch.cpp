@@ -12,7 +12,6 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "support/fds.hpp"
 #include "support/net_util.hpp"
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 #include "support/tls_fixtures.hpp"
 
 using namespace std::chrono_literals;
@@ -31,12 +31,12 @@ namespace {
 
 // The port of https_hello's first line, "listening on 127.0.0.1:PORT (backend)".
 std::string wait_for_port(Child& server) {
-    const std::regex listening("^listening on 127\\.0\\.0\\.1:([0-9]+) \\((select|poll|epoll)\\)$");
     auto line = server.read_line(20s);
     BOOST_REQUIRE(line);
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_search(*line, m, listening), *line);
-    return m[1];
+    const auto m =
+        reactor_test::partial_match_groups(*line, "^listening on 127\\.0\\.0\\.1:([0-9]+) \\((select|poll|epoll)\\)$");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), *line);
+    return (*m)[1];
 }
 
 // https_hello serving `cert` (signed by the test CA, or not), ending after

@@ -6,7 +6,6 @@
 // curl cases are skipped, with the reason printed, if curl is missing.
 #include <boost/test/unit_test.hpp>
 
-#include <regex>
 #include <string>
 #include <vector>
 

@@ -16,7 +16,6 @@
 #include <cerrno>
 #include <chrono>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "support/net_util.hpp"
 #include "support/process.hpp"
 #include "support/tcp_echo.hpp"
+#include "support/text_match.hpp"
 
 using namespace std::chrono_literals;
 
@@ -49,11 +49,10 @@ struct Server {
     static std::uint16_t read_first_line(reactor_test::Child& child, const std::string& name, const std::string& backend) {
         auto first = child.read_line(10s);
         BOOST_REQUIRE_MESSAGE(first.has_value(), name << " printed nothing");
-        std::smatch m;
-        BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))")),
-                              name << ": first line: " << *first);
-        BOOST_TEST(m[2].str() == backend, name);
-        return static_cast<std::uint16_t>(std::stoi(m[1]));
+        const auto m = reactor_test::full_match_groups(*first, R"(listening on 127\.0\.0\.1:(\d+) \((\w+)\))");
+        BOOST_REQUIRE_MESSAGE(m.has_value(), name << ": first line: " << *first);
+        BOOST_TEST((*m)[2] == backend, name);
+        return static_cast<std::uint16_t>(std::stoi((*m)[1]));
     }
 };
 
@@ -65,10 +64,12 @@ std::string read_response(int fd, std::string& leftover, bool has_body = true) {
     for (;;) {
         auto head_end = leftover.find("\r\n\r\n");
         if (head_end != std::string::npos) {
-            std::smatch m;
             std::string head = leftover.substr(0, head_end);
             std::size_t length = 0;
-            if (has_body && std::regex_search(head, m, std::regex("Content-Length: (\\d+)"))) length = std::stoul(m[1]);
+            if (has_body) {
+                if (const auto m = reactor_test::partial_match_groups(head, "Content-Length: (\\d+)"))
+                    length = std::stoul((*m)[1]);
+            }
             if (leftover.size() >= head_end + 4 + length) {
                 std::string response = leftover.substr(0, head_end + 4 + length);
                 leftover.erase(0, head_end + 4 + length);
@@ -307,9 +308,9 @@ BOOST_AUTO_TEST_CASE(echo_client_and_the_echo_servers_agree_on_a_default_port) {
         reactor_test::Child help(reactor_test::example_path(name), {"--help"});
         std::string usage = help.read_all(10s);
         help.wait(10s);
-        std::smatch m;
-        BOOST_TEST_REQUIRE(std::regex_search(usage, m, std::regex(R"(--port [^\n]*=(\d+))")), name << ":\n" << usage);
-        return std::stoi(m[1]);
+        const auto m = reactor_test::partial_match_groups(usage, R"(--port [^\n]*=(\d+))");
+        BOOST_TEST_REQUIRE(m.has_value(), name << ":\n" << usage);
+        return std::stoi((*m)[1]);
     };
     BOOST_TEST(default_port("echo_server") == 7000);
     BOOST_TEST(default_port("echo_server_streams") == 7000);

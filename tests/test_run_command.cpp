@@ -7,12 +7,12 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cerrno>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 
 using namespace std::chrono_literals;
 using reactor_test::Run;
@@ -22,9 +22,8 @@ namespace {
 
 // "running PROG (pid N)" -> N, or -1.
 int pid_in(const std::string& line) {
-    std::smatch m;
-    static const std::regex re(R"(running \S+ \(pid (\d+)\))");
-    return std::regex_match(line, m, re) ? std::stoi(m[1]) : -1;
+    const auto m = reactor_test::full_match_groups(line, R"(running \S+ \(pid (\d+)\))");
+    return m ? std::stoi((*m)[1]) : -1;
 }
 
 }  // namespace

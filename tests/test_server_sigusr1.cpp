@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "support/net_util.hpp"
 #include "support/outside_program.hpp"
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 
 using namespace std::chrono_literals;
 
@@ -40,10 +40,9 @@ struct Server {
         : child(reactor_test::example_path(name), with_common_args(std::move(more))) {
         auto first = child.read_line(10s);
         BOOST_REQUIRE_MESSAGE(first.has_value(), name << " printed nothing");
-        std::smatch m;
-        BOOST_REQUIRE_MESSAGE(std::regex_match(*first, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+) \(\w+\))")),
-                              *first);
-        port = static_cast<std::uint16_t>(std::stoi(m[1]));
+        const auto m = reactor_test::full_match_groups(*first, R"(listening on 127\.0\.0\.1:(\d+) \(\w+\))");
+        BOOST_REQUIRE_MESSAGE(m.has_value(), *first);
+        port = static_cast<std::uint16_t>(std::stoi((*m)[1]));
     }
 };
 
@@ -79,28 +78,26 @@ Snapshot stats_on_sigusr1(Server& server, const std::string& name) {
         block.push_back(*line);
     }
     const std::string p = name + R"(: loop)";
-    std::smatch m;
     Snapshot s;
-    BOOST_REQUIRE_MESSAGE(
-        std::regex_match(block[0], m,
-                         std::regex(p + R"(: (\d+) iterations, (\d+) callbacks run, \d+ timers fired, \d+ fd events, )"
-                                        R"(\d+ selector waits)")),
-        block[0]);
-    s.iterations = std::stoul(m[1]);
-    s.callbacks = std::stoul(m[2]);
-    BOOST_REQUIRE_MESSAGE(std::regex_match(block[1], m,
-                                           std::regex(p + R"( pending: \d+ ready, \d+ timers, (\d+) readers, \d+ )"
-                                                          R"(writers, 0 posted, (\d+) signal handlers)")),
-                          block[1]);
-    s.readers = std::stoul(m[1]);
-    s.signal_handlers = std::stoul(m[2]);
+    auto m = reactor_test::full_match_groups(
+        block[0], p + R"(: (\d+) iterations, (\d+) callbacks run, \d+ timers fired, \d+ fd events, )"
+                      R"(\d+ selector waits)");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), block[0]);
+    s.iterations = std::stoul((*m)[1]);
+    s.callbacks = std::stoul((*m)[2]);
+    m = reactor_test::full_match_groups(block[1], p + R"( pending: \d+ ready, \d+ timers, (\d+) readers, \d+ )"
+                                                      R"(writers, 0 posted, (\d+) signal handlers)");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), block[1]);
+    s.readers = std::stoul((*m)[1]);
+    s.signal_handlers = std::stoul((*m)[2]);
     BOOST_TEST(block[2].starts_with(name + ": loop lag"), block[2]);
     BOOST_TEST(block[3].starts_with(name + ": loop time: "), block[3]);
     // Then the live tasks: a count, and one line per task naming its spawn site.
     auto count_line = server.child.read_line(10s);
     BOOST_REQUIRE(count_line.has_value());
-    BOOST_REQUIRE_MESSAGE(std::regex_match(*count_line, m, std::regex(name + R"(: (\d+) live task\(s\))")), *count_line);
-    s.tasks = std::stoul(m[1]);
+    m = reactor_test::full_match_groups(*count_line, name + R"(: (\d+) live task\(s\))");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), *count_line);
+    s.tasks = std::stoul((*m)[1]);
     for (unsigned long i = 0; i < s.tasks; ++i) {
         auto line = server.child.read_line(10s);
         BOOST_REQUIRE(line.has_value());

@@ -9,7 +9,6 @@
 
 #include <poll.h>
 
-#include <regex>
 #include <string>
 #include <vector>
 

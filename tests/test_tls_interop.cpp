@@ -10,7 +10,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "support/check_empty.hpp"
 #include "support/net_util.hpp"
 #include "support/outside_program.hpp"
+#include "support/text_match.hpp"
 #include "support/tls_fixtures.hpp"
 
 using namespace std::chrono_literals;
@@ -53,16 +53,20 @@ BOOST_AUTO_TEST_CASE(our_client_against_openssl_s_server_tls_1_3_and_1_2_with_al
             OutsideProgram server(sched, "openssl",
                                   {"s_server", "-accept", "127.0.0.1:0", "-naccept", "1", "-cert", files.chain, "-key",
                                    files.key, "-alpn", "http/1.1", version});
-            std::smatch port;
-            const std::regex accept_line("ACCEPT 127\\.0\\.0\\.1:([0-9]+)");
+            std::optional<reactor_test::MatchGroups> port;
             BOOST_REQUIRE(reactor_test::run_until(
-                sched, [&] { return std::regex_search(server.output(), port, accept_line); }, 20s));
+                sched,
+                [&] {
+                    port = reactor_test::partial_match_groups(server.output(), "ACCEPT 127\\.0\\.0\\.1:([0-9]+)");
+                    return port.has_value();
+                },
+                20s));
             auto options = reactor_test::client_options();
             options.alpn = {"h2", "http/1.1"};
             std::string received;
             std::optional<tls::CloseReason> reason;
             tls::ConnectionPtr client;
-            tls::connect(sched, reactor::Address::loopback_v4(static_cast<std::uint16_t>(std::stoi(port[1]))),
+            tls::connect(sched, reactor::Address::loopback_v4(static_cast<std::uint16_t>(std::stoi((*port)[1]))),
                          tls::Context::client(options), "localhost", [&](tls::ConnectionPtr c, std::error_code ec) {
                              BOOST_REQUIRE(!ec);
                              client = c;

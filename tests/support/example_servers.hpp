@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,18 +16,18 @@
 
 #include "support/outside_program.hpp"
 #include "support/process.hpp"
+#include "support/text_match.hpp"
 
 namespace reactor_test {
 
 // The port of a server's first line, "listening on 127.0.0.1:PORT (backend)".
 inline std::uint16_t listening_port(Child& server) {
     using namespace std::chrono_literals;
-    const std::regex listening("^listening on 127\\.0\\.0\\.1:([0-9]+) \\((select|poll|epoll)\\)$");
     auto line = server.read_line(20s);
     BOOST_REQUIRE(line);
-    std::smatch m;
-    BOOST_REQUIRE_MESSAGE(std::regex_search(*line, m, listening), *line);
-    return static_cast<std::uint16_t>(std::stoi(m[1]));
+    const auto m = partial_match_groups(*line, "^listening on 127\\.0\\.0\\.1:([0-9]+) \\((select|poll|epoll)\\)$");
+    BOOST_REQUIRE_MESSAGE(m.has_value(), *line);
+    return static_cast<std::uint16_t>(std::stoi((*m)[1]));
 }
 
 // curl's stdout for `args` (with --noproxy and a time limit), and its exit
