@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the example servers share: the --backend, --host, --port, --exit-after,
-// --max-seconds and --drain-seconds options (and --idle-timeout, for the
-// servers whose protocol has no deadlines of its own), the first line they print, the
+// --max-seconds, --drain-seconds and --max-connections options (and
+// --idle-timeout, for the servers whose protocol has no deadlines of its own;
+// --max-handshakes for the TLS ones), the first line they print, the
 // lines a reactor::ServerLifetime's reports become (a server that ends on its own,
 // for tests and scripts, or on SIGINT/SIGTERM, draining then aborting what is still
 // open), and the loop's stats on SIGUSR1. Loop thread only, like everything it touches.
@@ -16,6 +17,11 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <sys/resource.h>
+#include <sys/select.h>
+
+#include <algorithm>
 
 #include <fmt/format.h>
 #include <futures/task_snapshot.hpp>
@@ -40,6 +46,26 @@ inline constexpr reactor::Backend kServerBackend = reactor::Backend::epoll;
 inline constexpr reactor::Backend kServerBackend = reactor::Backend::poll;
 #endif
 
+// The fds a server may use, found at start: RLIMIT_NOFILE's soft limit, and
+// for the select backend at most FD_SETSIZE (select cannot watch an fd above it).
+inline std::size_t fd_limit(reactor::Backend backend) {
+    std::size_t limit = 1024;
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        limit = rl.rlim_cur == RLIM_INFINITY ? std::size_t{1} << 20 : static_cast<std::size_t>(rl.rlim_cur);
+    if (backend == reactor::Backend::select) limit = std::min<std::size_t>(limit, FD_SETSIZE);
+    return limit;
+}
+
+// --max-connections' default: the fd limit less 64 kept for the rest (the
+// listener, the loops' own fds, stdio, certificate files, a log), so that
+// clients alone can never take every fd; half of a limit too small for that.
+inline constexpr std::size_t kSpareFds = 64;
+inline std::size_t default_max_connections(reactor::Backend backend) {
+    const std::size_t limit = fd_limit(backend);
+    return limit > 2 * kSpareFds ? limit - kSpareFds : std::max<std::size_t>(1, limit / 2);
+}
+
 // The options every example server takes. Each server picks its own default
 // port; its client, if any, uses the same one.
 struct ServerOptions {
@@ -52,6 +78,9 @@ struct ServerOptions {
     double max_seconds = 600;
     double drain_seconds = 5;
     double idle_timeout = 300;  // add_idle_timeout_option: the echo and chat servers
+    std::size_t max_connections = default_max_connections(backend);  // see max_connections() below
+    std::size_t max_handshakes = kAutoHandshakes;  // add_handshake_limit_option; see max_handshakes() below
+    static constexpr std::size_t kAutoHandshakes = static_cast<std::size_t>(-1);  // not given: from --max-connections
 };
 
 inline void add_server_options(Cli& cli, ServerOptions& o) {
@@ -69,6 +98,40 @@ inline void add_server_options(Cli& cli, ServerOptions& o) {
                    "on SIGINT or SIGTERM, how long open connections may take to finish before they are "
                    "aborted (a second signal aborts them at once)")
         ->check(seconds);
+    cli.add_option("--max-connections", o.max_connections,
+                   fmt::format("most client connections open at once: beyond it a new "
+                               "client is closed at once (default: the fd limit found at start, {}, less {}; "
+                               "with --backend select at most FD_SETSIZE ({}) less {}; 0: no limit)",
+                               fd_limit(kServerBackend), kSpareFds, FD_SETSIZE, kSpareFds));
+}
+
+// --max-handshakes, for the TLS servers: the most TLS handshakes in progress
+// at once; beyond it the oldest still in progress is aborted, so clients that
+// start handshakes and never finish them cannot keep real ones out
+// (reactor::tls::Options::max_handshakes, reactor/tls/handshake_limit.hpp).
+inline void add_handshake_limit_option(Cli& cli, ServerOptions& o) {
+    cli.add_option("--max-handshakes", o.max_handshakes,
+                   "most TLS handshakes in progress at once: beyond it the oldest is aborted (never above "
+                   "--max-connections; 0: no limit)")
+        ->default_str("a quarter of --max-connections");
+}
+
+// --max-connections as the listener gets it: with --backend select, at most
+// what select can watch (fd_limit(select) less the spare fds).
+inline std::size_t max_connections(const ServerOptions& o) {
+    if (o.max_connections == 0 || o.backend != reactor::Backend::select) return o.max_connections;
+    return std::min(o.max_connections, default_max_connections(reactor::Backend::select));
+}
+
+// --max-handshakes as the TLS layer gets it: a quarter of max_connections()
+// unless given (of the default fd-based one with --max-connections 0), and
+// never above max_connections().
+inline std::size_t max_handshakes(const ServerOptions& o) {
+    const std::size_t connections = max_connections(o);
+    if (o.max_handshakes == ServerOptions::kAutoHandshakes)
+        return std::max<std::size_t>(1, (connections > 0 ? connections : default_max_connections(o.backend)) / 4);
+    if (connections == 0 || o.max_handshakes == 0) return o.max_handshakes;
+    return std::min(o.max_handshakes, connections);
 }
 
 // --idle-timeout: a connection that makes no progress for this long is
@@ -219,10 +282,12 @@ private:
     std::optional<reactor::ServerLifetime> lifetime_;
 };
 
-// The listener options of a server with these options: --exit-after.
+// The listener options of a server with these options: --exit-after and
+// --max-connections.
 inline reactor::Listener::Options listen_options(const ServerOptions& o) {
     reactor::Listener::Options options;
     options.max_accepts = static_cast<std::uint64_t>(o.exit_after);
+    options.max_connections = max_connections(o);
     return options;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Listener on 127.0.0.1 and ::1, on every selector backend: accepting
 // under EMFILE, a connection the backend cannot watch, IPv6 loopback, a
-// connect storm accepted one batch per wake-up.
+// connect storm accepted one batch per wake-up, max_connections.
 // Ordering comes from callbacks, never from sleeps.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -343,6 +343,77 @@ BOOST_AUTO_TEST_CASE(an_accept_batch_of_zero_is_refused_with_a_clear_error) {
     } catch (const std::invalid_argument& e) {
         BOOST_TEST(std::string(e.what()).find("accept_batch must be at least 1") != std::string::npos, e.what());
     }
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+// Issue 49, item 8: with max_connections open, a new client is accepted and
+// closed at once (it reads EOF, or a reset, rather than hanging in the
+// backlog), the server's open fds do not grow, and a connection that closes
+// makes room: the next client is served.
+BOOST_AUTO_TEST_CASE(beyond_max_connections_a_client_is_closed_at_once_and_a_freed_slot_serves_the_next) {
+    constexpr std::size_t kMax = 3;
+    constexpr std::size_t kExtra = 20;  // more than one accept batch
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor::Listener::Options lopt;
+    lopt.max_connections = kMax;
+    BOOST_TEST(reactor::Listener::Options{}.max_connections == 0u);  // no limit unless asked
+    std::size_t echoes = 0, closed = 0;
+    std::vector<std::string> reports;
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [&](const ConnectionPtr& c) {
+        c->set_data_callback([&](Connection& c, std::string_view d) {
+            c.write(d);
+            ++echoes;
+        });
+        c->set_close_callback([&](Connection&, const reactor::CloseReason&) { ++closed; });
+    }, lopt);
+    listener->set_error_callback([&](reactor::Listener& l, std::error_code ec, std::string_view what) {
+        BOOST_TEST(l.is_listening());  // trouble, not the end
+        BOOST_TEST((ec == std::errc::connection_refused), ec.message());
+        reports.emplace_back(what);
+    });
+    const std::uint16_t port = listener->address().port();
+    std::vector<int> served;
+    for (std::size_t i = 0; i < kMax; ++i) {
+        served.push_back(reactor_test::connect_blocking(port));
+        BOOST_REQUIRE(served.back() >= 0);
+        BOOST_REQUIRE(reactor_test::send_all(served.back(), "x"));
+    }
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return echoes == kMax; }));
+    for (int fd : served) BOOST_TEST(reactor_test::recv_exactly(fd, 1) == "x");
+    const std::size_t fds_before = open_fds();
+
+    std::vector<int> extra;
+    for (std::size_t i = 0; i < kExtra; ++i) {
+        extra.push_back(reactor_test::connect_blocking(port));
+        BOOST_REQUIRE(extra.back() >= 0);
+        BOOST_REQUIRE(reactor_test::send_all(extra.back(), "y"));
+    }
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return listener->turned_away() == kExtra; }));
+    BOOST_TEST(open_fds() == fds_before + kExtra);  // the clients' ends only: the server took none
+    BOOST_TEST(listener->connections().size() == kMax);
+    BOOST_TEST(listener->accepted() == kMax);
+    BOOST_TEST(echoes == kMax);  // none of them was served
+    BOOST_TEST(reports.size() == kExtra);  // the callback sees every one
+    BOOST_TEST(reports[0].find("max_connections") != std::string::npos, reports[0]);
+    for (int fd : extra) {
+        BOOST_TEST(reactor_test::recv_all(fd) == "");  // closed on them: EOF or a reset, now
+        ::close(fd);
+    }
+
+    // One served client leaves: its slot serves the next one.
+    ::close(served[0]);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed == 1; }));
+    const int next = reactor_test::connect_blocking(port);
+    BOOST_REQUIRE(next >= 0);
+    BOOST_REQUIRE(reactor_test::send_all(next, "z"));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return echoes == kMax + 1; }));
+    BOOST_TEST(reactor_test::recv_exactly(next, 1) == "z");
+    BOOST_TEST(listener->turned_away() == kExtra);
+    ::close(next);
+    for (std::size_t i = 1; i < served.size(); ++i) ::close(served[i]);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed == kMax + 1; }));
+    listener->close();
     sched.run();
     BOOST_TEST(sched.empty());
 }

@@ -297,4 +297,61 @@ BOOST_AUTO_TEST_CASE(bad_calls_are_refused) {
     group.stop();
 }
 
+// Issue 49, item 8: max_connections counts every loop's connections
+// together. With 3 open over 2 loops, a 4th client is closed at once (by the
+// acceptor before any hand-off, or by the reuse_port listener that took it);
+// once one leaves, the next is served.
+BOOST_AUTO_TEST_CASE(max_connections_counts_the_whole_group) {
+    for (const Spreading spreading : {Spreading::least_connections, Spreading::reuse_port}) {
+        BOOST_TEST_CONTEXT("spreading " << static_cast<int>(spreading)) {
+            constexpr std::size_t kLoops = 2;
+            constexpr std::size_t kMax = 3;
+            LoopGroup group(loops(kLoops));
+            Served served;
+            GroupListener::Options options;
+            options.spreading = spreading;
+            options.listener.max_connections = kMax;
+            auto listener =
+                GroupListener::listen(group, Address::parse("127.0.0.1:0"), answering(group, served), options);
+            group.start();
+            const std::uint16_t port = listener->address().port();
+            std::vector<int> clients;
+            for (std::size_t i = 0; i < kMax; ++i) {
+                std::size_t loop = 0;
+                clients.push_back(connect_and_ask(port, loop));
+            }
+            auto total = [&] {
+                std::size_t n = 0;
+                for (std::size_t l : listener->live_connections()) n += l;
+                return n;
+            };
+            BOOST_TEST(total() == kMax);
+            for (int i = 0; i < 4; ++i) {  // each beyond the cap: closed at once, never served
+                const int fd = reactor_test::connect_blocking(port);
+                BOOST_REQUIRE(fd >= 0);
+                (void)::send(fd, "?", 1, MSG_NOSIGNAL);
+                char c;
+                BOOST_TEST(::recv(fd, &c, 1, 0) <= 0);
+                ::close(fd);
+            }
+            BOOST_TEST(total() == kMax);
+            {
+                std::lock_guard lock(served.mutex);
+                BOOST_TEST(served.loop_of_each.size() == kMax);
+            }
+            ::close(clients[0]);
+            BOOST_REQUIRE(wait_until([&] { return total() == kMax - 1; }));
+            std::size_t loop = 0;
+            clients[0] = connect_and_ask(port, loop);
+            BOOST_TEST(total() == kMax);
+            for (int fd : clients) ::close(fd);
+            listener.reset();
+            group.stop();
+            std::lock_guard lock(served.mutex);
+            BOOST_TEST(!served.on_wrong_thread);
+            BOOST_TEST(served.loop_of_each.size() == kMax + 1);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/backends.hpp"
@@ -541,9 +542,11 @@ BOOST_AUTO_TEST_CASE(idle_timeout_ends_a_client_that_never_reads) {
 }
 
 // The denial of service the option closes: a server allowed 64 fds, and 80
-// clients that connect and say nothing. They take every fd the server may
-// open (the rest wait in the backlog); each is closed after --idle-timeout,
-// so a normal client behind them is served within seconds, not never.
+// clients that connect and say nothing. They take every connection the
+// server allows (--max-connections' default, half of so small an fd limit:
+// the rest are closed at once); each is closed after --idle-timeout, so a
+// normal client, which is closed at once too while they hold the server and
+// then tries again, is served within seconds, not never.
 BOOST_AUTO_TEST_CASE(a_normal_client_is_served_behind_a_flood_of_silent_ones) {
 #if defined(__SANITIZE_ADDRESS__)
     // UBSan's vptr check probes memory through a pipe, which needs a free fd:
@@ -567,7 +570,12 @@ BOOST_AUTO_TEST_CASE(a_normal_client_is_served_behind_a_flood_of_silent_ones) {
             silent.push_back(fd);
         }
         const auto start = std::chrono::steady_clock::now();
-        BOOST_TEST(fresh_client_served(name, port, 20s), name << ": a normal client was not served");
+        bool ok = false;
+        while (!ok && seconds_since(start) < 20.0) {
+            ok = fresh_client_served(name, port, 20s);
+            if (!ok) std::this_thread::sleep_for(100ms);  // closed at once: the server is full; try again
+        }
+        BOOST_TEST(ok, name << ": a normal client was not served");
         BOOST_TEST(seconds_since(start) < 20.0, name);
         for (int fd : silent) ::close(fd);
         BOOST_REQUIRE(::kill(child.pid(), SIGTERM) == 0);

@@ -3,13 +3,16 @@
 // timeout (60 s by default) frees a connection whose peer never completes a
 // handshake, the shutdown timeout (30 s) one whose peer never answers
 // close_notify or never reads the rest; the transport's own deadlines still
-// work under TLS. Both ends are real sockets (a socketpair) on the same
+// work under TLS; max_handshakes ends the oldest handshake in progress
+// rather than letting silent clients hold the server. Both ends are real sockets (a socketpair) on the same
 // virtual-time loop, so every instant is checked exactly, without waiting.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +20,8 @@
 #include <reactor/net/connection.hpp>
 #include <reactor/testing/virtual_loop.hpp>
 #include <reactor/tls/connection.hpp>
+#include <reactor/tls/handshake_limit.hpp>
+#include <reactor/tls/listen.hpp>
 
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
@@ -227,6 +232,117 @@ BOOST_AUTO_TEST_CASE(slowloris_silent_clients_are_freed_by_the_handshake_timeout
     hold = {};
     listener->close();
     handshaken.clear();
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}
+
+// Issue 49, item 8: with max_handshakes, clients that start a handshake and
+// never finish it cannot hold more than that many fds, nor keep a real
+// client out until their handshake timeout: each new client ends the oldest
+// handshake in progress. On virtual time held still, so no timeout passes.
+BOOST_AUTO_TEST_CASE(beyond_max_handshakes_the_oldest_is_ended_and_a_real_client_is_not_locked_out) {
+    constexpr std::size_t kMax = 8;
+    constexpr std::size_t kSilent = 30;
+    VirtualLoop loop(backend_under_test());
+    std::vector<tls::CloseReason> reasons;
+    std::vector<tls::ConnectionPtr> handshaken;
+    tls::Options options;
+    options.max_handshakes = kMax;
+    BOOST_TEST(tls::Options{}.max_handshakes == 0u);  // no limit unless asked
+    std::size_t most_in_handshake = 0;
+    std::vector<std::weak_ptr<tls::Connection>> all;
+    auto in_handshake = [&] {
+        std::size_t n = 0;
+        for (const auto& w : all)
+            if (auto c = w.lock(); c && c->state() == tls::Connection::State::handshaking) ++n;
+        return n;
+    };
+    auto listener = tls::listen(
+        loop.sched, reactor::Address::loopback_v4(0), reactor_test::server_context(),
+        [&](const tls::ConnectionPtr& c) {
+            all.push_back(c);
+            most_in_handshake = std::max(most_in_handshake, in_handshake());
+            c->set_handshake_callback([&](tls::Connection& c) {
+                handshaken.push_back(c.shared_from_this());
+                c.write("welcome");
+            });
+            c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { reasons.push_back(r); });
+        },
+        reactor::Listener::Options{}, options);
+    reactor::testing::TimeHold hold = loop.hold_time();
+    std::vector<int> silent;  // connect, then never send a byte
+    for (std::size_t i = 0; i < kSilent; ++i) {
+        silent.push_back(reactor_test::connect_blocking(listener->address().port()));
+        BOOST_REQUIRE(silent.back() >= 0);
+    }
+    run_until(loop, [&] { return listener->accepted() == kSilent && reasons.size() == kSilent - kMax; });
+    BOOST_TEST(loop.clock.elapsed() == 0s);  // no timeout did it
+    BOOST_TEST(most_in_handshake <= kMax);
+    BOOST_TEST(in_handshake() == kMax);
+    for (const tls::CloseReason& r : reasons) {
+        BOOST_TEST(r.kind == CloseKind::handshake_failed);
+        BOOST_TEST(r.detail.find("max_handshakes") != std::string::npos, r.detail);
+    }
+    // The oldest were ended, in order; the newest kMax wait on.
+    for (std::size_t i = 0; i < kSilent; ++i) {
+        char c;
+        const ssize_t n = ::recv(silent[i], &c, 1, MSG_DONTWAIT);
+        if (i < kSilent - kMax) {
+            BOOST_TEST(n <= 0, "client " << i << " was ended");
+            BOOST_TEST((n == 0 || errno != EAGAIN), "client " << i << " was ended");
+        } else {
+            BOOST_TEST((n < 0 && errno == EAGAIN), "client " << i << " waits on");
+        }
+    }
+    // A client that speaks TLS is served at once (no virtual time passes),
+    // ending one more silent one.
+    std::string received;
+    std::optional<tls::CloseReason> client_reason;
+    tls::connect(loop.sched, listener->address(), reactor_test::client_context(), "localhost",
+                 [&](tls::ConnectionPtr c, std::error_code ec) {
+                     BOOST_REQUIRE(!ec);
+                     c->set_data_callback([&](tls::Connection& c, std::string_view d) {
+                         received += d;
+                         c.close();
+                     });
+                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+                 });
+    run_until(loop, [&] { return client_reason.has_value(); });
+    BOOST_TEST(received == "welcome");
+    BOOST_TEST(loop.clock.elapsed() == 0s);
+    BOOST_TEST(reasons.size() == kSilent - kMax + 1);
+    BOOST_TEST(most_in_handshake <= kMax);
+    hold = {};
+    for (int fd : silent) ::close(fd);
+    listener->close();
+    listener->connections().abort_all();
+    handshaken.clear();
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}
+
+// The limit on its own: the count is of handshakes in progress, those that
+// finished or failed leave it.
+BOOST_AUTO_TEST_CASE(a_handshake_limit_counts_only_handshakes_in_progress) {
+    VirtualLoop loop(backend_under_test());
+    tls::HandshakeLimit limit(2);
+    SocketPair one, two;
+    auto a = tls::Connection::start_server(adopt(loop, one.a), reactor_test::server_context());
+    auto b = tls::Connection::start_client(adopt(loop, one.b), reactor_test::client_context(), "localhost");
+    limit.started(a);
+    BOOST_TEST(limit.in_progress() == 1u);
+    run_until(loop, [&] { return a->handshake_done() && b->handshake_done(); });
+    BOOST_TEST(limit.in_progress() == 0u);  // finished: it left the count
+    auto c = tls::Connection::start_server(adopt(loop, two.a), reactor_test::server_context());
+    auto d = tls::Connection::start_server(adopt(loop, two.b), reactor_test::server_context());
+    limit.started(c);
+    limit.started(d);
+    BOOST_TEST(limit.in_progress() == 2u);
+    BOOST_TEST(limit.evicted() == 0u);
+    a->abort();
+    b->abort();
+    c->abort();
+    d->abort();
     loop.sched.run();
     CHECK_EMPTY(loop.sched);
 }

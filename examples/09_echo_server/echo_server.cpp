@@ -12,7 +12,10 @@
 // connections do it themselves (ConnectionOptions::pause_reading_above_high_water):
 // no water-mark callbacks, so nothing per connection to store them.
 // --idle-timeout (default 300 s) ends a connection that makes no progress,
-// so silent clients cannot hold every fd.
+// so silent clients cannot hold every fd; --max-connections (default: the
+// fd limit found at start, less 64) bounds how many are open at once: beyond
+// it a new client is closed at once (reactor::Listener::Options::max_connections;
+// with --loops, every loop's connections count together).
 //
 //   $ echo_server                          (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)

@@ -12,6 +12,9 @@
 // --idle-timeout (default 300 s) is the streams' connection deadline: a
 // client silent for that long (or not reading its echoes) fails its pending
 // read or drain with ETIMEDOUT, and is counted as "timed out".
+// --max-connections (default: the fd limit less 64) is StreamOptions'
+// max_connections: beyond it a new client is closed at once, its handler
+// never runs (server_support.hpp).
 //
 //   $ echo_server_streams                  (then, elsewhere: echo_client)
 //   listening on 127.0.0.1:7000 (epoll)
@@ -50,6 +53,7 @@ int run(int argc, char** argv) {
     long accepted = 0;
     futures::StreamOptions stream_options;
     stream_options.connection = examples::connection_options(options);  // --idle-timeout: reads fail with ETIMEDOUT
+    stream_options.max_connections = examples::max_connections(options);  // --max-connections
     futures::StreamServer server;
     futures::Future<void> stop(sched), all_closed;  // stop: what ends serve_until
     auto stop_now = [&] {

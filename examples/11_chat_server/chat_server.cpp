@@ -13,7 +13,10 @@
 // reactor::LineReader: a line longer than --max-line disconnects its sender
 // (gracefully: what it was sent before still goes out). One that stays
 // silent (and is sent nothing), or stops reading, for --idle-timeout seconds
-// (default 300) is closed: the others see "* #<id> timed out".
+// (default 300) is closed: the others see "* #<id> timed out". At most
+// --max-connections clients (default: the fd limit found at start, less 64)
+// are in the room at once: beyond it a new one is closed at once, before it
+// joins (server_support.hpp).
 //
 // With --console, every line typed on the server's stdin goes to every client
 // as "* server: <line>" (console.hpp), and the end of input (Ctrl-D) shuts

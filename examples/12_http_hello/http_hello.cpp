@@ -16,7 +16,11 @@
 // With --tls-cert and --tls-key it serves HTTPS: the same sessions over
 // reactor::tls connections (step 17 introduces them; http_tls.hpp makes the
 // listener), keep-alive, Expect, timeouts and SIGTERM's drain unchanged, and
-// --handshake-timeout for clients that never finish their handshake. The
+// --handshake-timeout for clients that never finish their handshake, and
+// --max-handshakes for how many may be in progress at once (the oldest is
+// aborted beyond it). --max-connections (default: the fd limit found at
+// start, less 64) bounds the connections open at once, TLS or not: beyond it
+// a new client is closed at once (server_support.hpp). The
 // flags exist when the examples are built with reactor::tls (REACTOR_TLS):
 // the CMake step defines REACTOR_EXAMPLES_TLS to 1 or 0 for this file.
 //
@@ -68,12 +72,14 @@ int run(int argc, char** argv) {
 #if REACTOR_EXAMPLES_TLS
     http::TlsFlags tls;
     http::add_tls_options(cli, tls);
+    examples::add_handshake_limit_option(cli, options);  // with --tls-cert
 #endif
     examples::GroupOptions loops;
     examples::add_group_options(cli, loops);
     cli.parse_or_exit(argc, argv);
 #if REACTOR_EXAMPLES_TLS
     http::check_tls_options(cli, tls);
+    tls.max_handshakes = examples::max_handshakes(options);
 #endif
     const http::Timeouts timeouts{std::chrono::seconds(header_timeout), std::chrono::seconds(idle_timeout),
                                   std::chrono::seconds(body_timeout)};

@@ -22,6 +22,7 @@
 #include "server_support.hpp"
 #if REACTOR_EXAMPLES_TLS
 #include <reactor/tls/connection.hpp>
+#include <reactor/tls/handshake_limit.hpp>
 
 #include "http_tls.hpp"
 #endif
@@ -68,7 +69,11 @@ inline int run_on_loops(const reactor::Address& address, const examples::ServerO
                         const Limits& limits, const Timeouts& timeouts, const TlsFlags& flags) {
     examples::GroupServer server(options, loops, "http_hello");
     auto sessions = sessions_per_loop<reactor::tls::Connection>(server.size(), limits, timeouts);
-    server.listen(address, [&sessions, context = server_context(flags), tls = connection_options(flags)](
+    // --max-handshakes, shared out as tls::listen over a group does: each
+    // loop bounds its own (touched by that loop only).
+    std::vector<reactor::tls::HandshakeLimit> handshakes(
+        server.size(), reactor::tls::HandshakeLimit((flags.max_handshakes + server.size() - 1) / server.size()));
+    server.listen(address, [&sessions, &handshakes, context = server_context(flags), tls = connection_options(flags)](
                                const reactor::ConnectionPtr& c, std::size_t loop) {
         reactor::tls::ConnectionPtr secured;
         try {
@@ -77,6 +82,7 @@ inline int run_on_loops(const reactor::Address& address, const examples::ServerO
             c->abort();  // never left open without callbacks
             throw;       // to the loop's exception handler
         }
+        if (tls.max_handshakes > 0) handshakes[loop].started(secured);
         sessions[loop]->start(*secured);
     }, std::move(listen_options));
     server.run();

@@ -3,6 +3,8 @@
 // the TLS listener they make (reactor::tls, step 17). Only http_hello.cpp
 // includes it, and only when the examples are built with reactor::tls.
 //
+// --max-handshakes (server_support.hpp) bounds the handshakes in progress:
+// beyond it the oldest is aborted (reactor/tls/handshake_limit.hpp).
 // The handshake gets its own deadline, as nginx's ssl_handshake_timeout: the
 // header timeout only starts once the handshake is done and bytes of a head
 // arrive, so without it a client that connects and sends nothing (or half a
@@ -28,6 +30,7 @@ namespace http {
 struct TlsFlags {
     std::string cert, key;       // PEM files; both or neither
     int handshake_timeout = 10;  // seconds
+    std::size_t max_handshakes = 0;  // examples::max_handshakes(): --max-handshakes, set after parsing
     bool serve_tls() const { return !cert.empty(); }
 };
 
@@ -58,6 +61,7 @@ inline reactor::tls::ContextPtr server_context(const TlsFlags& flags) {
 inline reactor::tls::Options connection_options(const TlsFlags& flags) {
     reactor::tls::Options tls;
     tls.handshake_timeout = std::chrono::seconds(flags.handshake_timeout);
+    tls.max_handshakes = flags.max_handshakes;
     return tls;
 }
 

@@ -15,6 +15,15 @@
 // this step shows; the full HTTP/1.1 server of step 12 serves HTTPS too,
 // with everything it has (http_hello --tls-cert FILE --tls-key FILE).
 //
+// What keeps clients from holding it: --handshake-timeout (10 s) for a
+// handshake that never finishes; --idle-timeout (75 s, nginx's
+// keepalive_timeout, as http_hello's) for a connection that sends nothing
+// after it, or does not read what it is sent; --max-connections (default:
+// the fd limit found at start, less 64) for how many are open at once,
+// beyond which a new client is closed at once; and --max-handshakes
+// (default: a quarter of that) for the handshakes in progress, beyond which
+// the oldest is aborted (server_support.hpp).
+//
 //   $ https_hello --port 8443 &   curl -k https://127.0.0.1:8443/
 #include <chrono>
 #include <string>
@@ -45,7 +54,10 @@ tls::ContextPtr make_context(const std::string& cert, const std::string& key) {
 int run(int argc, char** argv) {
     examples::Cli cli("https_hello", "HTTPS server answering every request with \"Hello over TLS!\".");
     examples::ServerOptions options(8443);
+    options.idle_timeout = 75;  // an HTTP keep-alive server's (http_hello's --idle-timeout)
     examples::add_server_options(cli, options);
+    examples::add_idle_timeout_option(cli, options);
+    examples::add_handshake_limit_option(cli, options);
     std::string cert, key;
     int handshake_timeout = 10;
     cli.add_option("--cert", cert, "certificate chain, PEM file (leaf first); with --key")
@@ -79,10 +91,12 @@ int run(int argc, char** argv) {
             sessions.erase(&c);
         });
     };
-    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after, --max-connections
+    listen_options.connection = examples::connection_options(options);                 // --idle-timeout
     listen_options.connection.read_size = 16 * 1024 + 64;  // one TLS record
     tls::Options tls_options;
     tls_options.handshake_timeout = std::chrono::seconds(handshake_timeout);
+    tls_options.max_handshakes = examples::max_handshakes(options);  // --max-handshakes
     reactor::ListenerPtr listener;
     try {
         listener = tls::listen(sched, examples::listen_address(cli, options), make_context(cert, key), on_accept,

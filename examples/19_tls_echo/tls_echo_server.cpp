@@ -12,6 +12,11 @@
 // (its client must then skip verification: tls_echo_client --insecure).
 // --handshake-timeout lets go of clients that never finish their handshake;
 // --idle-timeout (default 300 s) of those that stop making progress.
+// --max-connections (default: the fd limit less 64) bounds the connections
+// open at once (beyond it a new client is closed at once), and
+// --max-handshakes (default: a quarter of that) the handshakes in progress:
+// beyond it the oldest is aborted, so half-finished handshakes cannot keep
+// real clients out.
 //
 //   $ tls_echo_server --cert chain.pem --key key.pem    (then: tls_echo_client --cafile ca.pem)
 //   listening on 127.0.0.1:7443 (epoll)
@@ -45,6 +50,7 @@ int run(int argc, char** argv) {
     examples::ServerOptions options(7443);  // tls_echo_client's default too
     examples::add_server_options(cli, options);
     examples::add_idle_timeout_option(cli, options);
+    examples::add_handshake_limit_option(cli, options);
     std::string cert, key;
     double handshake_timeout = 10;
     cli.add_option("--cert", cert, "certificate chain, PEM file (leaf first); with --key")
@@ -81,6 +87,7 @@ int run(int argc, char** argv) {
     tls::Options tls_options;
     tls_options.handshake_timeout =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(handshake_timeout));
+    tls_options.max_handshakes = examples::max_handshakes(options);  // --max-handshakes
     reactor::ListenerPtr listener;
     try {
         listener = tls::listen(sched, examples::listen_address(cli, options), context, on_accept, listen_options,

@@ -26,6 +26,7 @@ namespace detail {
 void ServerCore::listen(const reactor::Address& address) {
     reactor::Listener::Options lopt;
     lopt.connection = options_.connection;
+    lopt.max_connections = options_.max_connections;
     std::weak_ptr<ServerCore> weak = weak_from_this();
     listener_ = reactor::Listener::listen(
         sched_, address,
@@ -140,6 +141,7 @@ void StreamServer::close() {
 bool StreamServer::is_serving() const { return core_ && core_->is_serving(); }
 std::size_t StreamServer::active() const { return core_ ? core_->active() : 0; }
 std::uint64_t StreamServer::accepted() const { return core_ ? core_->accepted() : 0; }
+std::uint64_t StreamServer::turned_away() const { return core_ ? core_->turned_away() : 0; }
 void StreamServer::close_clients() {
     if (core_) core_->close_clients();
 }

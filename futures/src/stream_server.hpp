@@ -38,6 +38,7 @@ public:
     bool is_serving() const { return listener_->is_listening(); }
     std::size_t active() const { return active_->active; }
     std::uint64_t accepted() const { return listener_->accepted(); }
+    std::uint64_t turned_away() const { return listener_->turned_away(); }
     void close_clients() { listener_->connections().close_all(); }
     void abort_clients() { listener_->connections().abort_all(); }
     Future<void> wait_closed(std::source_location where);

@@ -109,6 +109,11 @@ struct StreamOptions {
     // connection) before its future fails with ConnectTimeoutError. Zero: no
     // bound but the kernel's (minutes, for an address that never answers).
     std::chrono::milliseconds connect_timeout{0};
+    // start_server only: the most client connections open at once
+    // (reactor::Listener::Options::max_connections: beyond it, a new client
+    // is accepted and closed at once, and its handler never runs; over TLS,
+    // handshakes in progress count too). Zero: no limit.
+    std::size_t max_connections = 0;
 };
 
 // open_connection's connect_timeout passed. A TimeoutError, so code that
@@ -338,6 +343,8 @@ public:
     // Conversations whose future is not complete yet.
     std::size_t active() const;
     std::uint64_t accepted() const;
+    // Clients closed at once because StreamOptions::max_connections were open.
+    std::uint64_t turned_away() const;
     // Graceful close of every client connection still open: buffered output
     // is flushed first; the handlers' pending reads end as at EOF.
     void close_clients();

@@ -18,6 +18,7 @@
 #include "futures/leaves.hpp"
 #include "futures/tls/stream.hpp"
 #include "futures/with_timeout.hpp"
+#include <reactor/tls/handshake_limit.hpp>
 
 namespace futures {
 namespace {
@@ -79,8 +80,12 @@ Future<Stream> handshake_after(Future<Stream> connected, tls::ContextPtr context
 StreamServer::Handler after_handshake(StreamServer::Handler handler, tls::ContextPtr context, tls::Options options,
                                       std::source_location where) {
     auto user = std::make_shared<StreamServer::Handler>(std::move(handler));
-    return [user, context = std::move(context), options, where](Stream stream) -> Future<void> {
-        return start_tls(stream, context, {}, options, where)
+    std::shared_ptr<tls::HandshakeLimit> limit;  // max_handshakes: this server's
+    if (options.max_handshakes > 0) limit = std::make_shared<tls::HandshakeLimit>(options.max_handshakes);
+    return [user, context = std::move(context), options, limit, where](Stream stream) -> Future<void> {
+        Future<void> handshake = start_tls(stream, context, {}, options, where);
+        if (limit && stream.tls()) limit->started(stream.tls()->shared_from_this());
+        return handshake
             .then([] { return true; }, where)
             .catch_error([](std::exception_ptr) { return false; }, where)
             .then(

@@ -33,6 +33,14 @@ struct GroupListener::Shared {
     std::vector<std::unique_ptr<LoopShare>> loops;
     std::size_t next = 0;  // round_robin: the acceptor's thread only
 
+    // Every loop's live connections: what Listener::Options::max_connections
+    // is compared with, across the group (any thread).
+    std::size_t open_total() const {
+        std::size_t n = 0;
+        for (const auto& l : loops) n += l->live->load();
+        return n;
+    }
+
     std::size_t pick() {
         if (spreading == Spreading::round_robin) return std::exchange(next, (next + 1) % loops.size());
         std::size_t best = 0;
@@ -129,6 +137,13 @@ std::unique_ptr<GroupListener> GroupListener::listen(LoopGroup& group, const Add
     }
     std::weak_ptr<Shared> weak = shared;
     Address bound = address;
+    // max_connections counts the whole group's connections, wherever they
+    // were handed (one fd limit for the process).
+    if (options.listener.max_connections > 0)
+        options.listener.open_count = [weak] {
+            auto s = weak.lock();
+            return s ? s->open_total() : 0;
+        };
     if (options.spreading == Spreading::reuse_port) {
         options.listener.hand_off = nullptr;
         options.listener.reuse_port = true;

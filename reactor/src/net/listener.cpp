@@ -109,7 +109,8 @@ Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallb
       connections_(ConnectionSet::create(sched)),
       options_(options),
       accept_failure_reports_(options.report_interval),
-      refusal_reports_(options.report_interval) {}
+      refusal_reports_(options.report_interval),
+      turned_away_reports_(options.report_interval) {}
 
 // Not checked for the thread (a destructor cannot refuse): the loop's
 // forget_fd still reports a listener destroyed off its loop's thread in
@@ -217,6 +218,10 @@ void Listener::on_readable() {
             // socket stays readable, so retrying now would spin.
             return pause_accepting(err);
         }
+        if (at_capacity()) {
+            turn_away(fd);
+            continue;
+        }
         if (address_.is_ip()) detail::set_no_delay(fd);
         if (options_.hand_off) {
             ++accepted_;
@@ -240,9 +245,28 @@ void Listener::on_readable() {
         connections_->add(conn);
         report_left_out(accept_failure_reports_, "accept failed");
         report_left_out(refusal_reports_, "accepted connection closed");
+        report_left_out(turned_away_reports_, "connection closed at once: max_connections open");
         on_accept_.invoke(conn);
         if (options_.max_accepts > 0 && accepted_ >= options_.max_accepts) close();
     }
+}
+
+// max_connections open: of ours (connections()), or of the layer that
+// counts them (open_count).
+bool Listener::at_capacity() const {
+    if (options_.max_connections == 0) return false;
+    if (options_.open_count) return options_.open_count() >= options_.max_connections;
+    return !options_.hand_off && connections_->size() >= options_.max_connections;
+}
+
+// Closed at once, before it costs anything else: the client sees its
+// connection end now instead of waiting in the backlog for a slot.
+void Listener::turn_away(int fd) {
+    detail::close_fd(fd);
+    ++turned_away_;
+    report(turned_away_reports_, ECONNREFUSED,
+           fmt::format("{} connections open (max_connections): a new one was closed at once",
+                       options_.max_connections));
 }
 
 void Listener::pause_accepting(int error) {

@@ -2,8 +2,12 @@
 // reactor::tls::listen and connect: the plain ones, plus a handshake.
 #include "reactor/tls/listen.hpp"
 
+#include <memory>
 #include <stdexcept>
 #include <utility>
+#include <vector>
+
+#include "reactor/tls/handshake_limit.hpp"
 
 namespace reactor::tls {
 namespace {
@@ -50,10 +54,14 @@ ConnectionPtr server_side(const reactor::ConnectionPtr& conn, const std::shared_
 ListenerPtr listen(Scheduler& sched, const Address& address, std::shared_ptr<Context> context,
                    AcceptCallback on_accept, Listener::Options options, Options tls, std::source_location where) {
     check_role(context, Context::Role::server, "listen");
+    std::shared_ptr<HandshakeLimit> limit;
+    if (tls.max_handshakes > 0) limit = std::make_shared<HandshakeLimit>(tls.max_handshakes);
     return Listener::listen(
         sched, address,
-        [context = std::move(context), on_accept = std::move(on_accept), tls](const reactor::ConnectionPtr& conn) {
+        [context = std::move(context), on_accept = std::move(on_accept), tls,
+         limit](const reactor::ConnectionPtr& conn) {
             ConnectionPtr secured = server_side(conn, context, tls);
+            if (limit) limit->started(secured);
             if (on_accept) on_accept(secured);
         },
         options, where);
@@ -63,11 +71,20 @@ std::unique_ptr<GroupListener> listen(LoopGroup& group, const Address& address, 
                                       GroupAcceptCallback on_accept, GroupListener::Options options, Options tls,
                                       std::source_location where) {
     check_role(context, Context::Role::server, "listen");
+    // One count per loop, each touched only by its loop's thread: the
+    // handshakes of a loop are all its own.
+    std::shared_ptr<std::vector<HandshakeLimit>> limits;
+    if (tls.max_handshakes > 0) {
+        const std::size_t loops = group.size();
+        limits = std::make_shared<std::vector<HandshakeLimit>>(
+            loops, HandshakeLimit((tls.max_handshakes + loops - 1) / loops));
+    }
     return GroupListener::listen(
         group, address,
-        [context = std::move(context), on_accept = std::move(on_accept), tls](const reactor::ConnectionPtr& conn,
-                                                                              std::size_t loop) {
+        [context = std::move(context), on_accept = std::move(on_accept), tls,
+         limits](const reactor::ConnectionPtr& conn, std::size_t loop) {
             ConnectionPtr secured = server_side(conn, context, tls);
+            if (limits) (*limits)[loop].started(secured);
             if (on_accept) on_accept(secured, loop);
         },
         std::move(options), where);

@@ -63,7 +63,12 @@ public:
         Spreading spreading = Spreading::least_connections;
         std::size_t acceptor = 0;   // the loop that accepts, with a hand-off
         // backlog, accept_batch (per wake-up of the acceptor, or of each loop
-        // with reuse_port), connection options... (hand_off and reuse_port are ours)
+        // with reuse_port), connection options... (hand_off, reuse_port and
+        // open_count are ours). max_connections counts the connections of
+        // every loop together (the fd limit is the process's): at that many,
+        // a new client is closed at once, by the acceptor before any hand-off
+        // (or, with reuse_port, by the loop whose listener took it: loops
+        // that accept at the same moment may then go over by up to one each).
         Listener::Options listener;
     };
 

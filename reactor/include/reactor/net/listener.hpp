@@ -41,8 +41,9 @@ public:
     // here (data can first arrive on the next iteration).
     using AcceptCallback = std::function<void(const ConnectionPtr&)>;
     // Accept trouble that did not stop the listener: fd exhaustion (accepting
-    // pauses for accept_pause), or a connection refused because the backend
-    // cannot watch its fd. The callback sees every occurrence. Without one,
+    // pauses for accept_pause), a connection refused because the backend
+    // cannot watch its fd, or one turned away at Options::max_connections
+    // (ECONNREFUSED). The callback sees every occurrence. Without one,
     // they go to the Scheduler's exception handler, rate-limited: the first,
     // then at most one per report_interval saying how many were left out, and
     // one more when accepting works again.
@@ -83,6 +84,29 @@ public:
         // longer than one batch. At least 1 (listen() refuses 0 with
         // std::invalid_argument).
         std::size_t accept_batch = 16;
+        // The most connections this listener's accepted connections may
+        // number at once (those still open: connections(), which a graceful
+        // drain uses too). Beyond it, each new one is accepted and closed at
+        // once, as nginx does when its worker_connections are all in use: the
+        // client sees its connection end (EOF, or a reset if it had sent
+        // data) promptly, rather than hanging in the backlog, and the
+        // listener keeps taking the queue down (still accept_batch per
+        // wake-up), so the backlog never holds sockets that clients already
+        // left. Counted in turned_away() and reported (rate-limited, error
+        // ECONNREFUSED) as accept trouble is; accepting goes on, and a
+        // connection that closes makes room for the next client. A connection
+        // moved to another ConnectionSet no longer counts. A server sets it
+        // below its fd limit (RLIMIT_NOFILE, and FD_SETSIZE for select), so
+        // clients that hold connections cannot take every fd. Zero: no limit.
+        std::size_t max_connections = 0;
+        // Set: what max_connections is compared with instead of
+        // connections().size(), for a layer that keeps the count itself
+        // (GroupListener: its connections across every loop, handed off or
+        // moved to its own sets); called on this listener's loop before each
+        // accepted socket is used. Unset with hand_off: max_connections does
+        // not apply (only the layer that took the sockets knows how many are
+        // still open).
+        std::function<std::size_t()> open_count;
     };
 
     // Binds, listens and starts accepting. `address` may use port 0 (see
@@ -134,6 +158,7 @@ public:
     std::uint64_t accepted() const noexcept { return accepted_; }
     std::uint64_t refused() const noexcept { return refused_; }  // accepted, then closed (fd unwatchable)
     std::uint64_t accept_failures() const noexcept { return accept_failures_; }  // each one paused accepting
+    std::uint64_t turned_away() const noexcept { return turned_away_; }  // closed at once: max_connections open
 
 private:
     void on_unwatchable(int fd, std::error_code error) override;
@@ -143,6 +168,8 @@ private:
     void start_accepting();
     void on_readable();
     void pause_accepting(int error);
+    bool at_capacity() const;
+    void turn_away(int fd);
     void report(ReportLimiter& limiter, int error, std::string_view what);
     void report_left_out(ReportLimiter& limiter, std::string_view what);
 
@@ -167,8 +194,10 @@ private:
     std::uint64_t refused_ = 0;
     std::error_code failure_;
     std::uint64_t accept_failures_ = 0;
+    std::uint64_t turned_away_ = 0;
     ReportLimiter accept_failure_reports_;
     ReportLimiter refusal_reports_;
+    ReportLimiter turned_away_reports_;
 };
 
 using ListenerPtr = std::shared_ptr<Listener>;

@@ -46,6 +46,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,7 +65,16 @@ namespace reactor::tls {
 struct Options {
     std::chrono::milliseconds handshake_timeout{60'000};  // zero: none
     std::chrono::milliseconds shutdown_timeout{30'000};   // zero: none
+    // A server's bound: the most handshakes in progress at once among the
+    // connections one tls::listen (or futures' TLS start_server) accepted.
+    // Beyond it the oldest handshake still in progress is aborted (reason
+    // handshake_failed; see handshake_limit.hpp for why the oldest). With a
+    // LoopGroup, each loop keeps its own count, of max_handshakes / loops
+    // (rounded up). Zero: no limit. start_server/start_client alone ignore it.
+    std::size_t max_handshakes = 0;
 };
+
+class HandshakeLimit;
 
 class REACTOR_API Connection : public std::enable_shared_from_this<Connection> {
     struct Passkey {};
@@ -174,6 +184,7 @@ public:
     SSL* native_handle() const noexcept { return ssl_; }
 
 private:
+    friend class HandshakeLimit;  // ends the oldest handshake in progress (fail)
     static std::shared_ptr<Connection> start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
                                              bool server, std::string server_name, Options options);
     void attach();

@@ -38,7 +38,11 @@ using ConnectCallback = std::function<void(ConnectionPtr, std::error_code)>;
 // Listens on `address`; every accepted connection starts the server side of
 // a handshake with `context` (a server context: else std::invalid_argument).
 // A client that fails its handshake (garbage, a plaintext client, a bad
-// certificate) is closed with a reason; the listener goes on.
+// certificate) is closed with a reason; the listener goes on. `options` are
+// the listener's (max_connections bounds every connection, handshakes in
+// progress included), `tls` the connections' (handshake_timeout), and its
+// max_handshakes bounds the handshakes in progress at once: beyond it the
+// oldest is aborted (reactor/tls/handshake_limit.hpp).
 [[nodiscard]] REACTOR_API ListenerPtr listen(Scheduler& sched, const Address& address, std::shared_ptr<Context> context,
                                  AcceptCallback on_accept, Listener::Options options = {}, Options tls = {},
                                  std::source_location where = std::source_location::current());
@@ -50,6 +54,8 @@ using ConnectCallback = std::function<void(ConnectionPtr, std::error_code)>;
 // locks its own session cache and ticket keys), so a client resumes on any
 // loop the session it got on another. Called before the group starts, as
 // GroupListener::listen; add_server_name on the context before that too.
+// max_connections counts the whole group's connections; max_handshakes is
+// shared out, each loop bounding its own at max_handshakes / loops (rounded up).
 using GroupAcceptCallback = std::function<void(const ConnectionPtr&, std::size_t loop)>;
 [[nodiscard]] REACTOR_API std::unique_ptr<GroupListener> listen(
     LoopGroup& group, const Address& address, std::shared_ptr<Context> context, GroupAcceptCallback on_accept,
