@@ -160,6 +160,9 @@ BOOST_AUTO_TEST_CASE(fail_fast_cancels_siblings_and_keeps_every_error) {
         BOOST_TEST(scope.errors()[0].message() == "first");
         BOOST_TEST(scope.errors()[1].message() == "second");
         BOOST_TEST(scope.errors()[1].spawned_at.line() == second_line);
+        // The same list, attached to close()'s future (for when the handle is gone).
+        BOOST_TEST(&Scope::errors_of(closed) == &scope.errors());
+        BOOST_CHECK_THROW(Scope::errors_of(sibling), std::invalid_argument);
     }
     loop.sched.run();
     BOOST_TEST(reports.size() == 0u);  // neither error reported, "never retrieved" or otherwise
@@ -223,7 +226,7 @@ BOOST_AUTO_TEST_CASE(supervise_children_fail_alone) {
 }
 
 // cancel() reaches what each child waits on: inside when_all, with_timeout,
-// retry (its attempt and its backoff), a task; the timers go with them.
+// retry (its attempt), keep_doing (its step), a task; the timers go with them.
 BOOST_AUTO_TEST_CASE(cancel_reaches_what_children_wait_on) {
     VirtualLoop loop(backend_under_test());
     Reports reports(loop.sched);
@@ -245,6 +248,7 @@ BOOST_AUTO_TEST_CASE(cancel_reaches_what_children_wait_on) {
             return leaf(40s);
         }));
         Future<void> task = scope.spawn(Sleeper{loop.sched, &task_end});
+        Future<void> looping = scope.spawn(futures::keep_doing(loop.sched, [&] { return leaf(50s); }));
         (void)loop.sched.call_later(1s, [&] { scope.cancel(); });
         futures::run_until_complete(loop.sched, scope.close());  // the scope's own cancel: not an error
         BOOST_TEST(loop.clock.elapsed() == 1s);
@@ -253,7 +257,9 @@ BOOST_AUTO_TEST_CASE(cancel_reaches_what_children_wait_on) {
         BOOST_TEST(retried.cancelled());
         BOOST_TEST(task.cancelled());
         BOOST_TEST(task_end == "cancelled");
+        BOOST_TEST(looping.cancelled());
         BOOST_TEST(attempts == 1);
+        BOOST_TEST(leaves.size() == 5u);  // when_all 2, with_timeout 1, retry 1 attempt, keep_doing 1 step
         for (const Future<void>& l : leaves) BOOST_TEST(l.cancelled());
     }
     leaves.clear();

@@ -65,6 +65,7 @@ void ScopeState::check_open(std::source_location where) const {
 }
 
 void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool shielded, bool is_scope) {
+    check_thread("futures::Scope::spawn", &where, "scope");
     check_open(where);
     if (!child) throw std::invalid_argument("futures::Scope::spawn: an empty Future");
     if (&child->scheduler() != &scheduler()) {
@@ -146,6 +147,7 @@ void ScopeState::cancel_children(bool shielded_too) {
 // ---------------------------------------------------------------- the end
 
 void ScopeState::close(std::source_location where) {
+    check_thread("futures::Scope::close", &where, "scope");
     if (closed_) return;
     closed_ = true;
     closed_at_ = where;
@@ -182,6 +184,7 @@ void ScopeState::settle() {
 }
 
 void ScopeState::cancel_own() {
+    check_thread("futures::Scope::cancel", nullptr, "scope");
     own_cancel_ = true;
     if (pending()) cancel_children(false);
 }
@@ -313,6 +316,15 @@ bool Scope::closed() const { return state().closed(); }
 bool Scope::settled() const { return !state().pending(); }
 std::size_t Scope::live_children() const { return state().live_children(); }
 const std::vector<ScopeError>& Scope::errors() const { return state().errors(); }
+const std::vector<ScopeError>& Scope::errors_of(const Future<void>& closed) {
+    if (!closed.valid()) throw std::invalid_argument("futures::Scope::errors_of: an empty Future");
+    detail::State<void>& s = detail::Access::state(closed);
+    if (s.kind() != "Scope") {
+        throw std::invalid_argument(fmt::format("futures::Scope::errors_of: the {} created at {}:{} is not a scope's",
+                                                s.kind(), s.origin().file_name(), s.origin().line()));
+    }
+    return static_cast<detail::ScopeState&>(s).errors();
+}
 std::source_location Scope::origin() const { return state().origin(); }
 reactor::Scheduler& Scope::scheduler() const { return state().scheduler(); }
 

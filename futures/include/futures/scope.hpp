@@ -180,6 +180,10 @@ public:
     bool settled() const;                       // close()'s future is complete
     std::size_t live_children() const;          // spawned and not yet settled
     const std::vector<ScopeError>& errors() const;  // fail-fast: every child's error, in order
+    // The same, from the future close() returned (the handle may be gone by
+    // then): the errors attached to the one it fails with. std::invalid_argument
+    // for a future that is not a scope's.
+    static const std::vector<ScopeError>& errors_of(const Future<void>& closed);
     std::source_location origin() const;        // the line that made the scope
     reactor::Scheduler& scheduler() const;
 
