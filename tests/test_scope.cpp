@@ -474,6 +474,28 @@ BOOST_AUTO_TEST_CASE(destroyed_with_live_children_aborts_in_debug_mode) {
     BOOST_TEST(err.find(at(spawned.line())) != std::string::npos, err);
 }
 
+// Debug mode, but an exception unwinds through the scope's owner: leaving
+// early on purpose, so the children are cancelled and reported, no abort.
+BOOST_AUTO_TEST_CASE(unwinding_through_an_open_scope_cancels_even_in_debug_mode) {
+    reactor::Scheduler::Options options;
+    options.debug = true;
+    options.backend = backend_under_test();
+    reactor::Scheduler sched(std::move(options));
+    Reports reports(sched);
+    Future<void> child;
+    try {
+        Scope scope(sched);
+        child = scope.spawn(futures::sleep(sched, 100s));
+        throw std::runtime_error("the caller gives up");
+    } catch (const std::runtime_error&) {
+    }
+    BOOST_TEST(child.cancelled());
+    BOOST_TEST(reports.size() == 1u);
+    sched.run();
+    child = {};
+    CHECK_EMPTY(sched);
+}
+
 // Destroying a closed scope's handle is fine: the close() future carries on.
 BOOST_AUTO_TEST_CASE(a_closed_scope_may_be_dropped) {
     VirtualLoop loop(backend_under_test());

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -97,6 +98,9 @@ void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool sh
 }
 
 void ScopeState::on_child(std::uint32_t slot) {
+    // A scope whose loop ended (loop_ended) dropped its children: a late
+    // wake-up finds nothing (the loop may be run again after Scheduler::close()).
+    if (slot >= children_.size() || !children_[slot].state) return;
     // Destroyed last, when this state is consistent again: the child's state
     // may die with it, and what it held with it.
     Child child = std::move(children_[slot]);
@@ -221,7 +225,10 @@ void ScopeState::handle_dropped() noexcept {
         } catch (...) {
             message = "futures::Scope destroyed with live children before close()";
         }
-        if (scheduler().debug()) {
+        // An exception unwinding through the scope's owner is the one way to
+        // leave it early on purpose (asyncio's TaskGroup cancels its tasks
+        // then): cancelled and reported, not an abort, in debug mode too.
+        if (scheduler().debug() && std::uncaught_exceptions() == 0) {
             std::fprintf(stderr, "reactor: %s (debug mode: aborting)\n", message.c_str());
             std::fflush(stderr);
             std::abort();
@@ -248,6 +255,7 @@ void ScopeState::loop_ended() noexcept {
     children_.clear();
     free_.clear();
     live_ = 0;
+    if (!closed_) closed_at_ = origin();
     closed_ = true;
     deadline_timer_.cancel();
     leave_registry();

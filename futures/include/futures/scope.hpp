@@ -48,7 +48,9 @@
 // live children is a bug: in debug mode (Scheduler::debug()) the program
 // aborts, naming the scope's creation line and each child's spawn line;
 // otherwise the children are cancelled and the same lines are reported through
-// the loop's exception handler. Scheduler::live() lists every unsettled scope
+// the loop's exception handler (so too in debug mode while an exception
+// unwinds through the scope's owner: leaving early on purpose, as an
+// exception out of asyncio's `async with TaskGroup()` cancels its tasks). Scheduler::live() lists every unsettled scope
 // and its live children (Kind::scope, parents first). Loop thread only.
 #pragma once
 
