@@ -10,6 +10,12 @@
 //                                   -> ns per then (attach + run)
 //   micro_futures pair   <lib> [N]  N times: a Future made, set_result, result()
 //                                   read, destroyed -> ns per future/promise pair
+//   micro_futures scope  <lib> [N]  N empty tasks (one resume(), then done), 1000
+//                                   at a time: spawned bare and joined (run,
+//                                   result() read), then spawned into a
+//                                   futures::Scope and joined by its close()
+//                                   -> ns per task, each (issue 47: the target
+//                                   is scope <= 1.5x bare)
 //   then and fanout: two rounds on one loop, like micro's post and timers:
 //   round 1 grows every pool (allocator, ready queue, slot table) from empty
 //   and is reported with "_cold" appended to the metric names; round 2 is the
@@ -29,8 +35,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <futures/future.hpp>
+#include <futures/scope.hpp>
+#include <futures/task.hpp>
 #include <reactor/scheduler.hpp>
 
 namespace {
@@ -107,8 +116,46 @@ void pair(std::string_view lib, long n) {
     result(lib, "ns_per_pair", total / static_cast<double>(n));
 }
 
+struct EmptyTask {
+    futures::Step<void> resume() { return futures::finished; }
+};
+
+// In batches of kScopeBatch live tasks (a server's scope holds its live
+// connections, not a million), on one loop. Round 1 grows the pools, round
+// 2 is reported (as then/fanout do).
+constexpr long kScopeBatch = 1000;
+
+void scope_spawn(std::string_view lib, long n) {
+    auto s = make_scheduler(lib);
+    std::vector<futures::Future<void>> joins;
+    joins.reserve(static_cast<std::size_t>(kScopeBatch));
+    const long batches = (n + kScopeBatch - 1) / kScopeBatch;
+    double bare = 0, scoped = 0;
+    for (int round = 0; round < 2; ++round) {
+        auto t0 = WallClock::now();
+        for (long b = 0; b < batches; ++b) {
+            for (long i = 0; i < kScopeBatch; ++i) joins.push_back(futures::spawn(*s, EmptyTask{}));
+            s->run();
+            for (auto& j : joins) j.result();
+            joins.clear();
+        }
+        bare = ns_since(t0);
+
+        t0 = WallClock::now();
+        for (long b = 0; b < batches; ++b) {
+            futures::Scope scope(*s);
+            for (long i = 0; i < kScopeBatch; ++i) scope.spawn(EmptyTask{});
+            futures::run_until_complete(*s, scope.close());
+        }
+        scoped = ns_since(t0);
+    }
+    const double tasks = static_cast<double>(batches * kScopeBatch);
+    result(lib, "ns_per_task_bare", bare / tasks);
+    result(lib, "ns_per_task_scope", scoped / tasks);
+}
+
 [[noreturn]] void usage() {
-    std::fprintf(stderr, "usage: micro_futures then|fanout|pair reactor-select|reactor-poll|reactor-epoll [N]\n");
+    std::fprintf(stderr, "usage: micro_futures then|fanout|pair|scope reactor-select|reactor-poll|reactor-epoll [N]\n");
     std::exit(2);
 }
 
@@ -123,6 +170,7 @@ int main(int argc, char** argv) {
         if (bench == "then") then_chain(lib, n);
         else if (bench == "fanout") then_fanout(lib, n);
         else if (bench == "pair") pair(lib, n);
+        else if (bench == "scope") scope_spawn(lib, n);
         else usage();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "micro_futures %s %s: %s\n", argv[1], argv[2], e.what());

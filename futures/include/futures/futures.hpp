@@ -23,6 +23,7 @@
 #include "futures/resolve.hpp"
 #include "futures/retry.hpp"
 #include "futures/run.hpp"
+#include "futures/scope.hpp"
 #include "futures/semaphore.hpp"
 #include "futures/shield.hpp"
 #include "futures/stream.hpp"

@@ -34,6 +34,7 @@ struct REACTOR_API LiveItem {
         task,            // a futures task not yet complete
         future,          // a future nothing else names: Future(sched) not yet completed by hand, a parked Queue::get
         job,             // a ThreadPool job whose result has not come back yet
+        scope,           // a futures::Scope not yet settled, and each live child of one (a tree, parents first)
         other,           // anything else a service describes
     };
 

@@ -81,6 +81,7 @@ std::string_view to_string(LiveItem::Kind kind) noexcept {
     case LiveItem::Kind::task: return "task";
     case LiveItem::Kind::future: return "future";
     case LiveItem::Kind::job: return "thread-pool job";
+    case LiveItem::Kind::scope: return "scope";
     case LiveItem::Kind::other: return "other";
     }
     return "?";

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+// futures::Scope and its state: children, policies, cancellation, deadline,
+// closing and the end of an unclosed scope (futures/scope.hpp says what;
+// scope_state.hpp how).
+#include "futures/scope.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "scope_state.hpp"
+
+namespace futures {
+
+std::string ScopeError::message() const {
+    if (!error) return {};
+    try {
+        std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "unknown exception";
+    }
+}
+
+namespace detail {
+
+// The registry's half (scope_registry.cpp).
+void register_scope(ScopeState& s);
+void unregister_scope(ScopeState& s) noexcept;
+
+ScopeState::ScopeState(reactor::Scheduler& sched, std::source_location where, ScopeOptions options)
+    : State<void>(sched, where, false), options_(std::move(options)) {}
+
+ScopeState::~ScopeState() { leave_registry(); }
+
+void ScopeState::leave_registry() noexcept {
+    if (registry_) unregister_scope(*this);
+}
+
+std::string ScopeState::where_text() const {
+    return fmt::format("the scope created at {}:{}", origin().file_name(), origin().line());
+}
+
+std::string ScopeState::children_text() const {
+    std::string out;
+    for (const Child& c : children_) {
+        if (!c.state) continue;
+        out += fmt::format("{}{}:{}", out.empty() ? "spawned at " : ", ", c.where.file_name(), c.where.line());
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------- children
+
+void ScopeState::check_open(std::source_location where) const {
+    if (!closed_) return;
+    throw ScopeClosedError(fmt::format(
+        "futures::Scope: spawn at {}:{} refused: {} is closed (closed at {}:{}); a closed scope takes no new children",
+        where.file_name(), where.line(), where_text(), closed_at_.file_name(), closed_at_.line()));
+}
+
+void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool shielded, bool is_scope) {
+    check_thread("futures::Scope::spawn", &where, "scope");
+    check_open(where);
+    if (!child) throw std::invalid_argument("futures::Scope::spawn: an empty Future");
+    if (&child->scheduler() != &scheduler()) {
+        throw std::invalid_argument(
+            fmt::format("futures::Scope::spawn at {}:{}: the future belongs to another Scheduler than {}",
+                        where.file_name(), where.line(), where_text()));
+    }
+    if (registry_ == nullptr && !pending()) throw ScopeClosedError(where_text() + " has ended with its loop");
+    std::uint32_t slot;
+    if (!free_.empty()) {
+        slot = free_.back();
+        free_.pop_back();
+    } else {
+        slot = static_cast<std::uint32_t>(children_.size());
+        children_.emplace_back();
+    }
+    StateBase& s = *child;
+    children_[slot] = Child{std::move(child), where, shielded, is_scope};
+    try {
+        // The child's own origin would be the library's line for a task: name the spawn.
+        s.add_callback([self = Ref<ScopeState>(this), slot] { self->on_child(slot); }, where);
+    } catch (...) {
+        children_[slot] = Child{};
+        free_.push_back(slot);
+        throw;
+    }
+    ++live_;
+    if (!shielded && cancelling()) s.cancel();
+}
+
+void ScopeState::on_child(std::uint32_t slot) {
+    // A scope whose loop ended (loop_ended) dropped its children: a late
+    // wake-up finds nothing (the loop may be run again after Scheduler::close()).
+    if (slot >= children_.size() || !children_[slot].state) return;
+    // Destroyed last, when this state is consistent again: the child's state
+    // may die with it, and what it held with it.
+    Child child = std::move(children_[slot]);
+    children_[slot] = Child{};
+    free_.push_back(slot);
+    --live_;
+    StateBase& s = *child.state;
+    if (s.status() == Status::failed) {
+        s.mark_retrieved();  // the scope answers for it from now on
+        on_error(child, s.error());
+    }
+    maybe_settle();
+}
+
+void ScopeState::on_error(const Child& child, std::exception_ptr error) {
+    if (options_.policy == ScopePolicy::supervise) {
+        ScopeError e{std::move(error), child.where};
+        if (options_.on_error) {
+            try {
+                options_.on_error(e);
+            } catch (...) {
+                report_error(scheduler(), "exception in a futures::Scope error handler", std::current_exception(),
+                             origin());
+            }
+        } else {
+            report_error(scheduler(), fmt::format("a child of {} failed", where_text()), std::move(e.error),
+                         child.where);
+        }
+        return;
+    }
+    errors_.push_back(ScopeError{error, child.where});
+    if (!first_error_) {
+        first_error_ = std::move(error);
+        cancel_children(false);
+    }
+}
+
+void ScopeState::cancel_children(bool shielded_too) {
+    // Refs first: a cancellation may free states, and nothing below runs user
+    // code that could spawn here meanwhile, but the vector must not move under us.
+    std::vector<Ref<StateBase>> targets;
+    targets.reserve(live_);
+    for (const Child& c : children_)
+        if (c.state && c.state->pending() && (shielded_too || !c.shielded)) targets.push_back(c.state);
+    for (Ref<StateBase>& t : targets) t->cancel();
+}
+
+// ---------------------------------------------------------------- the end
+
+void ScopeState::close(std::source_location where) {
+    check_thread("futures::Scope::close", &where, "scope");
+    if (closed_) return;
+    closed_ = true;
+    closed_at_ = where;
+    maybe_settle();
+}
+
+void ScopeState::maybe_settle() {
+    if (!closed_ || live_ != 0 || settling_ || !pending()) return;
+    settling_ = true;
+    // One loop turn: the waiters that the last child's completion scheduled
+    // (its continuations, and theirs already queued) run before this settles,
+    // so before close()'s own waiters are even scheduled.
+    scheduler().call_soon([self = Ref<ScopeState>(this)] { self->settle(); }, origin());
+}
+
+void ScopeState::settle() {
+    settling_ = false;
+    if (!pending()) return;
+    if (live_ != 0) return;  // cannot happen once closed; kept for safety
+    deadline_timer_.cancel();
+    leave_registry();
+    if (first_error_) {
+        finish_failed(first_error_);
+    } else if (timed_out_) {
+        finish_failed(std::make_exception_ptr(
+            TimeoutError(fmt::format("futures::Scope: the deadline of {} passed", where_text()))));
+    } else if (outside_cancel_ || abandoned_) {
+        finish_cancelled(std::make_exception_ptr(CancelledError(fmt::format(
+            "futures::Scope: {} was {}", where_text(),
+            abandoned_ ? "destroyed with live children before it was closed" : "cancelled"))));
+    } else {
+        finish_done();
+    }
+}
+
+void ScopeState::cancel_own() {
+    check_thread("futures::Scope::cancel", nullptr, "scope");
+    own_cancel_ = true;
+    if (pending()) cancel_children(false);
+}
+
+Ref<StateBase> ScopeState::cancel_step(bool& accepted) {
+    accepted = pending();
+    if (accepted) {
+        outside_cancel_ = true;
+        cancel_children(false);
+    }
+    return {};  // a request, like a task's: the scope settles once its children have
+}
+
+void ScopeState::set_deadline(reactor::TimePoint deadline) {
+    if (!pending() || registry_ == nullptr) return;
+    deadline_timer_.cancel();
+    deadline_timer_ = scheduler().call_at(
+        deadline,
+        [self = Ref<ScopeState>(this)] {
+            if (!self->pending() || self->timed_out_) return;
+            self->timed_out_ = true;
+            self->cancel_children(false);
+        },
+        origin());
+}
+
+void ScopeState::handle_dropped() noexcept {
+    if (closed_ || registry_ == nullptr) return;  // closed: the close() future carries on
+    if (live_ != 0) {
+        std::string message;
+        try {
+            message = fmt::format("futures::Scope: {} was destroyed with {} live {} before close(): {}", where_text(),
+                                  live_, live_ == 1 ? "child" : "children", children_text());
+        } catch (...) {
+            message = "futures::Scope destroyed with live children before close()";
+        }
+        // An exception unwinding through the scope's owner is the one way to
+        // leave it early on purpose (asyncio's TaskGroup cancels its tasks
+        // then): cancelled and reported, not an abort, in debug mode too.
+        if (scheduler().debug() && std::uncaught_exceptions() == 0) {
+            std::fprintf(stderr, "reactor: %s (debug mode: aborting)\n", message.c_str());
+            std::fflush(stderr);
+            std::abort();
+        }
+        abandoned_ = true;
+        report_error(scheduler(), message + "; they are cancelled", nullptr, origin());
+        try {
+            cancel_children(true);
+        } catch (...) {
+            // out of memory for the list: the children run on, the scope still waits for them
+        }
+    }
+    closed_ = true;
+    closed_at_ = origin();
+    try {
+        maybe_settle();
+    } catch (...) {
+        // out of memory for the call_soon: it settles with its next child, or never
+    }
+}
+
+void ScopeState::loop_ended() noexcept {
+    std::vector<Child> children = std::move(children_);  // dropped on return
+    children_.clear();
+    free_.clear();
+    live_ = 0;
+    if (!closed_) closed_at_ = origin();
+    closed_ = true;
+    deadline_timer_.cancel();
+    leave_registry();
+    abandon("the Scheduler closed while this scope had unsettled children");
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- Scope
+
+Scope::Scope(reactor::Scheduler& sched, ScopeOptions options, std::source_location where) {
+    std::optional<reactor::TimePoint> deadline = options.deadline;
+    auto s = detail::Ref<detail::ScopeState>::adopt(new detail::ScopeState(sched, where, std::move(options)));
+    detail::register_scope(*s);
+    if (deadline) s->set_deadline(*deadline);
+    state_ = s.release_ownership();
+}
+
+Scope::Scope(Scope& parent, ScopeOptions options, std::source_location where)
+    : Scope(parent.scheduler(), std::move(options), where) {
+    try {
+        state_->mark_nested();
+        parent.state().adopt(detail::Ref<detail::StateBase>(state_), where, false, true);
+    } catch (...) {
+        state_->close(where);  // nothing spawned yet: it settles quietly
+        detail::Ref<detail::ScopeState>::adopt(std::exchange(state_, nullptr));
+        throw;
+    }
+}
+
+Scope::Scope(Scope&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+
+Scope& Scope::operator=(Scope&& other) noexcept {
+    if (this != &other) {
+        Scope old(std::move(*this));
+        state_ = std::exchange(other.state_, nullptr);
+    }
+    return *this;
+}
+
+Scope::~Scope() {
+    if (!state_) return;
+    auto s = detail::Ref<detail::ScopeState>::adopt(state_);
+    s->handle_dropped();
+}
+
+detail::ScopeState& Scope::state() const {
+    if (!state_) throw InvalidStateError("futures::Scope: moved from");
+    return *state_;
+}
+
+void Scope::check_open(std::source_location where) const { state().check_open(where); }
+
+void Scope::adopt(detail::Ref<detail::StateBase> child, std::source_location where, bool shielded) {
+    state().adopt(std::move(child), where, shielded, false);
+}
+
+Future<void> Scope::close(std::source_location where) {
+    state().close(where);
+    return detail::Access::share<void>(state_);
+}
+
+void Scope::cancel() { state().cancel_own(); }
+void Scope::set_deadline(reactor::TimePoint deadline) { state().set_deadline(deadline); }
+bool Scope::closed() const { return state().closed(); }
+bool Scope::settled() const { return !state().pending(); }
+std::size_t Scope::live_children() const { return state().live_children(); }
+const std::vector<ScopeError>& Scope::errors() const { return state().errors(); }
+const std::vector<ScopeError>& Scope::errors_of(const Future<void>& closed) {
+    if (!closed.valid()) throw std::invalid_argument("futures::Scope::errors_of: an empty Future");
+    detail::State<void>& s = detail::Access::state(closed);
+    if (s.kind() != "Scope") {
+        throw std::invalid_argument(fmt::format("futures::Scope::errors_of: the {} created at {}:{} is not a scope's",
+                                                s.kind(), s.origin().file_name(), s.origin().line()));
+    }
+    return static_cast<detail::ScopeState&>(s).errors();
+}
+std::source_location Scope::origin() const { return state().origin(); }
+reactor::Scheduler& Scope::scheduler() const { return state().scheduler(); }
+
+Scope& with_deadline(Scope& scope, reactor::TimePoint deadline) {
+    scope.set_deadline(deadline);
+    return scope;
+}
+
+}  // namespace futures

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+// The loop's registry of scopes: every futures::Scope not yet settled, so
+// that Scheduler::live() shows them as a tree (each top-level scope, then its
+// live children, a nested scope's own children after it) and the end of the
+// loop ends them. A reactor::LoopService, made on the first scope. A scope
+// keeps its index; leaving swaps the last one into its place. Loop thread only.
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "scope_state.hpp"
+
+namespace futures::detail {
+
+class ScopeRegistry final : public reactor::LoopService {
+public:
+    explicit ScopeRegistry(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
+    ScopeRegistry(const ScopeRegistry&) = delete;
+    ScopeRegistry& operator=(const ScopeRegistry&) = delete;
+    ~ScopeRegistry() override {
+        for (ScopeState* s : scopes_) s->registry_ = nullptr;
+    }
+
+    void add(ScopeState& s) {
+        scopes_.push_back(&s);
+        s.registry_ = this;
+        s.registry_index_ = scopes_.size() - 1;
+    }
+    void remove(ScopeState& s) noexcept {
+        const std::size_t i = s.registry_index_;
+        scopes_[i] = scopes_.back();
+        scopes_[i]->registry_index_ = i;
+        scopes_.pop_back();
+        s.registry_ = nullptr;
+    }
+
+    // Scheduler::close(): every scope is cancelled as from outside (tasks and
+    // hand-made futures are cancelled by their own registry); they settle in
+    // close()'s run. A scope left open settles when its handle goes.
+    void close() override {
+        for (Ref<ScopeState>& s : all()) s->cancel();
+    }
+    // Nothing may run any more: each scope drops its children and ends cancelled.
+    void abandon() noexcept override {
+        std::vector<Ref<ScopeState>> scopes;
+        try {
+            scopes = all();
+        } catch (...) {
+            return;  // out of memory: the scopes' states are freed with their children's waiters
+        }
+        for (Ref<ScopeState>& s : scopes) s->loop_ended();
+    }
+
+    void describe(std::vector<reactor::LiveItem>& out) const override {
+        for (ScopeState* s : scopes_)
+            if (!s->nested()) s->describe(out, nullptr);
+        // A nested scope whose parent settled first cannot exist (the parent
+        // waits for it); one whose parent's loop ended is not listed.
+    }
+
+private:
+    std::vector<Ref<ScopeState>> all() const {
+        std::vector<Ref<ScopeState>> out;
+        out.reserve(scopes_.size());
+        for (ScopeState* s : scopes_)
+            if (s->alive()) out.emplace_back(s);
+        return out;
+    }
+
+    std::vector<ScopeState*> scopes_;
+};
+
+void register_scope(ScopeState& s) { s.scheduler().service<ScopeRegistry>().add(s); }
+void unregister_scope(ScopeState& s) noexcept {
+    if (s.registry_) s.registry_->remove(s);
+}
+
+void ScopeState::describe(std::vector<reactor::LiveItem>& out, const ScopeState* parent) const {
+    std::string detail = fmt::format("{}, {} live {}, {}", options_.policy == ScopePolicy::fail_fast ? "fail-fast" : "supervise",
+                                     live_, live_ == 1 ? "child" : "children", closed_ ? "closed" : "open");
+    if (parent) detail += fmt::format(", nested in the scope created at {}:{}", parent->origin().file_name(),
+                                      parent->origin().line());
+    out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::scope, std::move(detail), origin(), true});
+    for (const Child& c : children_) {
+        if (!c.state || !c.state->pending()) continue;
+        if (c.is_scope) {
+            static_cast<const ScopeState&>(*c.state).describe(out, this);
+            continue;
+        }
+        std::string line = fmt::format("child of the scope created at {}:{}: a {}", origin().file_name(),
+                                       origin().line(), c.state->kind());
+        if (c.shielded) line += ", shielded";
+        if (c.state->is_task()) {
+            if (c.state->task_names_its_state()) line += fmt::format(", state {}", c.state->task_machine_state());
+            if (StateBase* up = c.state->task_awaited()) {
+                line += fmt::format(", waiting on the {} created at {}:{}", up->kind(), up->origin().file_name(),
+                                    up->origin().line());
+            }
+        } else {
+            line += fmt::format(" created at {}:{}", c.state->origin().file_name(), c.state->origin().line());
+        }
+        out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::scope, std::move(line), c.where, true});
+    }
+}
+
+}  // namespace futures::detail

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+// futures::Scope (issue 47), the end of its lifetime: a scope destroyed open
+// with live children (cancelled and reported; in debug mode an abort, tested
+// in a forked child; an exception unwinding through it is not a bug), a
+// closed scope's handle dropped or moved, Scheduler::live() showing scopes as
+// a tree, Scheduler::close() ending open scopes.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <futures/futures.hpp>
+#include <reactor/testing/virtual_loop.hpp>
+
+#include "support/check_empty.hpp"
+#include "support/futures_util.hpp"
+#include "support/scope_util.hpp"
+#include "support/virtual_time.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using futures::Future;
+using futures::Scope;
+using reactor::testing::VirtualLoop;
+using reactor_test::any_report_mentions;
+using reactor_test::at;
+using reactor_test::backend_under_test;
+using reactor_test::mentions;
+using reactor_test::Reports;
+using reactor_test::Sleeper;
+
+}  // namespace
+// Destroyed open with live children (not debug mode): they are cancelled, and
+// the loop's exception handler hears of it, naming the scope's line and each
+// child's spawn line.
+BOOST_AUTO_TEST_CASE(destroyed_with_live_children_cancels_and_reports) {
+    VirtualLoop loop(backend_under_test());
+    Reports reports(loop.sched);
+    std::string task_end;
+    Future<void> leaf;
+    Future<void> task;
+    unsigned made = 0, leaf_line = 0, task_line = 0;
+    {
+        Scope scope(loop.sched);
+        made = __LINE__ - 1;
+        leaf = scope.spawn(futures::sleep(loop.sched, 100s));
+        leaf_line = __LINE__ - 1;
+        task = scope.spawn(Sleeper{loop.sched, &task_end});
+        task_line = __LINE__ - 1;
+        loop.sched.run_once();  // the task starts
+    }
+    BOOST_TEST(leaf.cancelled());
+    BOOST_REQUIRE(reports.size() == 1u);
+    const std::string line = reactor::describe(reports[0]);
+    BOOST_TEST(line.find(at(made)) != std::string::npos, line);
+    BOOST_TEST(line.find(at(leaf_line)) != std::string::npos, line);
+    BOOST_TEST(line.find(at(task_line)) != std::string::npos, line);
+    BOOST_TEST(line.find("cancelled") != std::string::npos, line);
+    loop.sched.run();
+    BOOST_TEST(task.cancelled());
+    BOOST_TEST(task_end == "cancelled");
+    BOOST_TEST(reports.size() == 1u);
+    leaf = {};
+    task = {};
+    CHECK_EMPTY(loop.sched);
+}
+
+// Debug mode: the same is an abort naming the lines (in a forked child).
+BOOST_AUTO_TEST_CASE(destroyed_with_live_children_aborts_in_debug_mode) {
+    int out[2];
+    BOOST_REQUIRE(::pipe(out) == 0);
+    const std::source_location made = std::source_location::current();
+    const std::source_location spawned = std::source_location::current();
+    const pid_t pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::signal(SIGABRT, SIG_DFL);  // Boost.Test's handler would carry on with the next case
+        ::dup2(out[1], 2);
+        ::close(out[0]);
+        reactor::Scheduler::Options options;
+        options.debug = true;
+        reactor::Scheduler sched(std::move(options));
+        {
+            Scope scope(sched, {}, made);
+            Future<void> pending(sched);
+            scope.spawn(pending, spawned);
+        }
+        ::_exit(0);  // not reached
+    }
+    ::close(out[1]);
+    std::string err;
+    char buf[512];
+    for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(pid, &status, 0) == pid);
+    BOOST_TEST(WIFSIGNALED(status));
+    BOOST_TEST((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT));
+    BOOST_TEST(err.find(at(made.line())) != std::string::npos, err);
+    BOOST_TEST(err.find(at(spawned.line())) != std::string::npos, err);
+}
+
+// Debug mode, but an exception unwinds through the scope's owner: leaving
+// early on purpose, so the children are cancelled and reported, no abort.
+BOOST_AUTO_TEST_CASE(unwinding_through_an_open_scope_cancels_even_in_debug_mode) {
+    reactor::Scheduler::Options options;
+    options.debug = true;
+    options.backend = backend_under_test();
+    reactor::Scheduler sched(std::move(options));
+    Reports reports(sched);
+    Future<void> child;
+    try {
+        Scope scope(sched);
+        child = scope.spawn(futures::sleep(sched, 100s));
+        throw std::runtime_error("the caller gives up");
+    } catch (const std::runtime_error&) {
+    }
+    BOOST_TEST(child.cancelled());
+    BOOST_TEST(reports.size() == 1u);
+    sched.run();
+    child = {};
+    CHECK_EMPTY(sched);
+}
+
+// Destroying a closed scope's handle is fine: the close() future carries on.
+BOOST_AUTO_TEST_CASE(a_closed_scope_may_be_dropped) {
+    VirtualLoop loop(backend_under_test());
+    Reports reports(loop.sched);
+    bool ran = false;
+    Future<void> closed;
+    {
+        Scope scope(loop.sched);
+        scope.spawn(futures::sleep(loop.sched, 1s).then([&] { ran = true; }));
+        closed = scope.close();
+    }
+    futures::run_until_complete(loop.sched, closed);
+    BOOST_TEST(ran);
+    BOOST_TEST(reports.size() == 0u);
+    // A moved scope: the handle moves, the children stay.
+    Scope a(loop.sched);
+    Future<void> child = a.spawn(futures::sleep(loop.sched, 1s));
+    Scope b(std::move(a));
+    BOOST_TEST(!a.valid());
+    BOOST_TEST(b.live_children() == 1u);
+    futures::run_until_complete(loop.sched, b.close());
+    BOOST_TEST(child.done());
+}
+
+// Scheduler::live() shows the scopes as a tree: the outer scope, its nested
+// scope (naming its parent), then the nested scope's child with its spawn line.
+BOOST_AUTO_TEST_CASE(live_shows_scopes_as_a_tree) {
+    VirtualLoop loop(backend_under_test());
+    std::string task_end;
+    {
+        Scope outer(loop.sched);
+        const unsigned outer_line = __LINE__ - 1;
+        Scope inner(outer);
+        const unsigned inner_line = __LINE__ - 1;
+        inner.spawn(Sleeper{loop.sched, &task_end});
+        const unsigned task_line = __LINE__ - 1;
+        loop.sched.run_once();
+        std::vector<reactor::LiveItem> scopes;
+        for (const reactor::LiveItem& item : loop.sched.live())
+            if (item.kind == reactor::LiveItem::Kind::scope) scopes.push_back(item);
+        BOOST_REQUIRE(scopes.size() == 3u);
+        BOOST_TEST(scopes[0].where.line() == outer_line);
+        BOOST_TEST(scopes[0].detail.find("1 live child") != std::string::npos, scopes[0].detail);
+        BOOST_TEST(scopes[1].where.line() == inner_line);
+        BOOST_TEST(scopes[1].detail.find("nested in the scope created at " + std::string(scopes[0].where.file_name()) +
+                                         ":" + std::to_string(outer_line)) != std::string::npos,
+                   scopes[1].detail);
+        BOOST_TEST(scopes[2].where.line() == task_line);
+        BOOST_TEST(scopes[2].detail.find("a Task") != std::string::npos, scopes[2].detail);
+        BOOST_TEST(scopes[2].detail.find("waiting on the Future") != std::string::npos, scopes[2].detail);
+        outer.cancel();
+        (void)inner.close();
+        futures::run_until_complete(loop.sched, outer.close());
+    }
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);  // no scope left listed
+}
+
+// Scheduler::close() with an open scope: the children are cancelled, the
+// scope ends, and dropping its handle afterwards reports nothing.
+BOOST_AUTO_TEST_CASE(scheduler_close_ends_open_scopes) {
+    VirtualLoop loop(backend_under_test());
+    Reports reports(loop.sched);
+    Scope scope(loop.sched);
+    Future<void> child = scope.spawn(futures::sleep(loop.sched, 100s));
+    loop.sched.close();
+    BOOST_TEST(child.cancelled());
+    BOOST_TEST(scope.settled());
+    BOOST_TEST(scope.live_children() == 0u);
+}
