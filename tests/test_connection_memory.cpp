@@ -252,6 +252,55 @@ BOOST_AUTO_TEST_CASE(a_stream_keeps_no_read_buffer_once_read) {
     server.disconnect(clients);
 }
 
+// A stream whose output passed its high-water mark while no read waits (a
+// conversation in drain(), its peer reading nothing) stops reading, and its
+// read buffer keeps no more than twice what waits in it: the capacity a
+// burst left behind goes back to the heap, rather than staying with a
+// stream that may wait as long as its peer likes (issue 49).
+BOOST_AUTO_TEST_CASE(a_stream_paused_for_its_output_gives_its_read_buffer_back) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Server server(sched);
+    auto clients = server.connect(1);
+    ConnectionPtr conn = server.accepted.front();
+    const int small = 16 * 1024;  // no autotuning: the kernel takes little of the output
+    BOOST_REQUIRE(::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small) == 0);
+    futures::Stream stream = futures::Stream::from(conn);
+    // A burst nobody reads yet (under 2 x limit: the stream keeps reading),
+    // then one read: 36 KiB wait in a buffer that took 100.
+    const std::string burst(100 << 10, 'b');
+    BOOST_REQUIRE(reactor_test::send_all(clients[0], burst));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return stream.buffered() == burst.size(); }));
+    futures::Future<std::string> first = stream.read(64 << 10);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return first.done(); }));
+    BOOST_REQUIRE(first.result().size() == 64u << 10);
+    first = {};
+    BOOST_REQUIRE(stream.buffered() == 36u << 10);
+    BOOST_REQUIRE(conn->is_reading());
+    const long before = live_bytes.load();
+    // The peer reads nothing: the output passes the high-water mark.
+    BOOST_REQUIRE(stream.write(std::string(8 << 20, 'o')));
+    BOOST_REQUIRE(conn->above_high_water());
+    BOOST_TEST(!conn->is_reading(), "no read waits: the stream stops reading");
+    BOOST_TEST(stream.buffered() == 36u << 10);
+    // The heap grew by the output, less what the read buffer gave back.
+    const long grown = live_bytes.load() - before;
+    BOOST_TEST_MESSAGE("heap grown " << grown << " for " << conn->buffered() << " bytes of output");
+    BOOST_TEST(grown <= long(conn->buffered()) - 32 * 1024, "the read buffer kept the burst's capacity");
+    // A read still gets what waits, and a read that needs more resumes reading.
+    futures::Future<std::string> rest = stream.read(64 << 10);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return rest.done(); }));
+    BOOST_TEST(rest.result() == std::string(36 << 10, 'b'));
+    futures::Future<std::string> more = stream.read();
+    BOOST_TEST(conn->is_reading(), "a read waits for bytes: reading resumes, output or not");
+    BOOST_REQUIRE(reactor_test::send_all(clients[0], "z"));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return more.done(); }));
+    BOOST_TEST(more.result() == "z");
+    stream.abort();
+    stream = futures::Stream();
+    conn.reset();
+    server.disconnect(clients);
+}
+
 // A stream over a connection adds one block, its own state with its plain
 // transport in it, and nothing to the connection: the EOF and low-water
 // events, and the loop's end before the close, reach the stream through the

@@ -3,10 +3,12 @@
 // over real sockets on 127.0.0.1, on every backend. Conversations are
 // hand-written state machines run as tasks, as the library intends.
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -594,4 +596,102 @@ BOOST_AUTO_TEST_CASE(a_transports_errno_too_large_for_16_bits_is_kept_whole) {
     transport.end(ECONNRESET);  // a second end changes nothing
     stream.close();
     sched.run();
+}
+
+// A peer that sends much and never reads its echoes (issue 49): the echo
+// conversation waits in drain() with its output above the high-water mark,
+// no read asks for bytes, and the stream stops reading from the socket at
+// once, as a callback connection with pause_reading_above_high_water does,
+// so TCP holds the peer back. It used to read on until more than 2 x limit
+// bytes waited unread (and one recv more), for as long as the peer kept
+// sending: every stuck client cost that much more than a callback one. Once
+// the peer reads, the conversation goes on and every byte comes back in
+// order. Small socket buffers on both sides and a small read size make the
+// backlog reach the stream early; every step waits on the loop's state,
+// never on time.
+BOOST_AUTO_TEST_CASE(a_conversation_waiting_in_drain_stops_reading_its_peer) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    futures::StreamOptions options;
+    options.connection.read_size = 16 * 1024;
+    Stream stream;
+    auto small_buffers = [](int fd, bool receive) {
+        const int size = 16 * 1024;
+        BOOST_REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size) == 0);
+        if (receive) BOOST_REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size) == 0);
+    };
+    auto server = futures::start_server(
+        sched, reactor::Address::loopback_v4(0),
+        [&](Stream s) {
+            small_buffers(s.transport().connection().fd(), true);
+            stream = s;
+            return futures::spawn(sched, EchoSession(std::move(s)));
+        },
+        options);
+    // The peer: its receive buffer small before it connects (the window it announces).
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    BOOST_REQUIRE(fd >= 0);
+    const int tiny = 4096;
+    BOOST_REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &tiny, sizeof tiny) == 0);
+    small_buffers(fd, false);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(server.address().port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return stream.valid(); }));
+    reactor::Connection& conn = stream.transport().connection();
+
+    const std::string payload = reactor_test::random_bytes(8 << 20, 49);
+    std::size_t sent = 0;
+    auto send_some = [&] {
+        while (sent < payload.size()) {
+            const ssize_t n = ::send(fd, payload.data() + sent, std::min<std::size_t>(payload.size() - sent, 65536),
+                                     MSG_NOSIGNAL);
+            if (n <= 0) break;
+            sent += static_cast<std::size_t>(n);
+        }
+    };
+    // Sends without reading until the stream has stopped reading its peer.
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+        send_some();
+        return conn.above_high_water() && !conn.is_reading();
+    }));
+    BOOST_TEST_MESSAGE("sent " << sent << ", unread " << stream.buffered() << ", unsent " << conn.buffered());
+    BOOST_REQUIRE(sent < payload.size());  // the peer is held back
+    // What waits unread is at most what arrived while the last read's
+    // answer was on its way out, a few recv()s, never the 2 x limit (128
+    // KiB) the stream may read ahead for a reader; the output at most one
+    // read's answer past the high-water mark.
+    BOOST_TEST(stream.buffered() <= 4 * options.connection.read_size);
+    BOOST_TEST(conn.buffered() <= conn.high_water() + 64 * 1024);
+    // Nothing more is read however long the peer keeps trying.
+    const std::size_t unread = stream.buffered();
+    for (int i = 0; i < 20; ++i) {
+        send_some();
+        sched.run_for(std::chrono::milliseconds(0));
+    }
+    BOOST_TEST(stream.buffered() == unread);
+    BOOST_TEST(!conn.is_reading());
+
+    // The peer reads: the conversation goes on, every byte comes back in order.
+    std::string got;
+    got.reserve(payload.size());
+    char buf[65536];
+    bool shut = false;
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+        send_some();
+        if (sent == payload.size() && !shut) shut = ::shutdown(fd, SHUT_WR) == 0;  // the session ends at EOF
+        ssize_t n;
+        while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<std::size_t>(n));
+        return n == 0;  // the server closed the stream after its last echo
+    }, std::chrono::seconds(60)));
+    BOOST_TEST(got.size() == payload.size());
+    BOOST_TEST((got == payload));
+    ::close(fd);
+    stream = Stream();
+    server.close();
+    sched.run();
+    BOOST_TEST(sched.empty());
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
@@ -41,7 +42,7 @@ public:
         for (;;) {
             switch (state_) {
             case State::reading: {
-                if (!read_.valid()) return read_ = stream_.read();
+                if (!read_.valid()) return read_ = stream_.read(kReadMax);
                 std::string data;
                 try {
                     // Taken out of the member (std::exchange), so the finished
@@ -65,13 +66,22 @@ public:
                     return gone(e);  // typically a client that sent a lot, read nothing and reset
                 }
                 state_ = State::reading;
-                return read_ = stream_.read();
+                return read_ = stream_.read(kReadMax);
             }
             throw std::logic_error("echo_server_streams: unknown state");
         }
     }
 
 private:
+    // As much as one recv() brings (reactor::ConnectionOptions::read_size),
+    // so a chunk goes whole to the read that waits for it, as the callback
+    // echo_server writes each chunk whole. With read()'s default of 64 KiB,
+    // the rest of a 256 KiB chunk waited in the stream's buffer: while a
+    // client does not read its echoes (the conversation waits in drain()),
+    // that was up to 192 KiB more per client than echo_server holds (issue
+    // 49). A short message still takes a string of its own size.
+    static constexpr std::size_t kReadMax = 256 * 1024;
+
     // A client that vanishes (a reset, while we read or wait for drain()) or
     // passes --idle-timeout is an ordinary outcome of talking to a network,
     // not a server failure: counted, and the conversation ends without an

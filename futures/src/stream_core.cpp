@@ -216,11 +216,21 @@ void StreamCore::on_data(std::string_view d) {
     }
     in_to_append().append(d);
     try_read();
-    // Flow control (asyncio's): stop reading while twice the limit waits
-    // unread; reading resumes once a read takes it back to the limit.
-    if (!paused_ && in().size() > 2 * std::size_t{limit_} && !wants_more()) {
+    pause_if_unwanted();
+}
+
+bool StreamCore::write(std::string_view data) {
+    if (closing_ || !transport().write(data)) return false;
+    pause_if_unwanted();
+    return true;
+}
+
+void StreamCore::pause_if_unwanted() {
+    if (paused_ || wants_more() || closed_) return;
+    if (in().size() > 2 * std::size_t{limit_} || transport().above_high_water()) {
         paused_ = true;
         transport().pause_reading();
+        if (transport().above_high_water()) trim_read_buffer();
     }
 }
 
@@ -232,6 +242,10 @@ void StreamCore::on_eof() {
 
 void StreamCore::on_low_water() {
     const Ref<StreamCore> keep(this);
+    if (paused_ && in().size() <= limit_) {  // paused for the output (pause_if_unwanted)
+        paused_ = false;
+        transport().resume_reading();
+    }
     finish_drains(0);
 }
 
@@ -401,13 +415,21 @@ reactor::ByteBuffer& StreamCore::in_to_append() {
 void StreamCore::consume(std::size_t n) noexcept {
     if (!in_) return;
     in_->consume(n);
-    if (in_->empty() && in_->capacity() > kKeptReadBuffer) in_.reset();
+    if (in_->empty() && in_->capacity() > kKeptReadBuffer) {
+        in_.reset();
+    } else if (paused_ && transport().above_high_water()) {
+        trim_read_buffer();
+    }
+}
+
+void StreamCore::trim_read_buffer() noexcept {
+    if (in_ && in_->capacity() > std::max(kKeptReadBuffer, 2 * in_->size())) in_->shrink_to_fit();
 }
 
 void StreamCore::deliver(std::string bytes) {
     const bool framed = read_.framed();
     ReadPromise p = read_.take();
-    if (paused_ && in().size() <= limit_) {
+    if (paused_ && in().size() <= limit_ && !transport().above_high_water()) {
         paused_ = false;
         transport().resume_reading();
     }

@@ -112,7 +112,9 @@ public:
     bool at_eof() const { return eof_ && in().empty(); }
     std::size_t buffered() const { return in().size(); }
 
-    bool write(std::string_view data) { return !closing_ && transport().write(data); }
+    // Writes; reading pauses if the output passed its high-water mark and no
+    // read waits (see pause_if_unwanted).
+    bool write(std::string_view data);
     void write_eof() { transport().write_eof(); }
     Future<void> drain(std::source_location where);
 
@@ -255,8 +257,17 @@ private:
     // The same, to append to: its block made on first use.
     reactor::ByteBuffer& in_to_append();
     // Consumes n buffered bytes (n <= in().size()); a buffer emptied after a
-    // burst (more than a small one's capacity) goes back to the heap.
+    // burst (more than a small one's capacity) goes back to the heap, and
+    // one that waits while reading is paused for the output is trimmed.
     void consume(std::size_t n) noexcept;
+    // While reading is paused for the output (pause_if_unwanted), the
+    // buffer keeps no more than twice what it holds: its capacity came from
+    // bursts read while the reader was behind, and it may wait as long as
+    // the peer lets it (a client that never reads its echoes keeps its
+    // conversation in drain()). Not while paused for the 2 x limit rule: a
+    // reader is behind there, reading resumes soon, and the buffer would
+    // only grow back.
+    void trim_read_buffer() noexcept;
 
     // The transport's callbacks (StreamTransport::Receiver; only the
     // transport calls them).
@@ -282,6 +293,17 @@ private:
     void finish_drains(int error);
     // A pending read that the buffer cannot satisfy yet needs more bytes.
     bool wants_more() const { return read_.promise.is_pending(); }
+    // Flow control: while no read waits, reading from the socket pauses once
+    // more than 2 x limit bytes wait unread (asyncio's rule), or once the
+    // output is above its high-water mark (a conversation that answers what
+    // it reads, waiting in drain() for a peer that does not read: what it
+    // would read next could only wait, as the callback connection's
+    // pause_reading_above_high_water holds it back). A read that needs more
+    // bytes resumes it (try_read); so do a read that takes the buffer back to
+    // the limit while the output is below its mark (deliver), and the output
+    // falling to its low mark with the buffer at the limit or below
+    // (on_low_water).
+    void pause_if_unwanted();
     // Completes the pending read if the buffer (or EOF, or an error) allows.
     void try_read();
     void complete(std::size_t n) { complete(0, n, n); }

@@ -92,13 +92,17 @@ public:
 };
 
 struct StreamOptions {
-    // The most read_until() may take, and the read-buffer size: reading from
-    // the socket pauses while more than 2 x limit bytes wait unread. A limit
-    // above 4 GiB counts as 4 GiB (the stream keeps it in 32 bits).
+    // The most read_until() may take, and the read-buffer size: while no
+    // read waits, reading from the socket pauses once more than 2 x limit
+    // bytes wait unread. A limit above 4 GiB counts as 4 GiB (the stream
+    // keeps it in 32 bits).
     std::size_t limit = 64 * 1024;
     // Water marks and deadlines of the connection. drain() waits while more
     // than connection.high_water bytes are buffered, until at most low_water
-    // are. connection.read_timeout is the streams' read deadline: when
+    // are. While no read waits and the output is above high_water, reading
+    // from the socket pauses too (a peer that does not read what it is sent
+    // is held back by TCP, not by the stream's memory); a read that needs
+    // more bytes resumes it, and so does the output falling to low_water. connection.read_timeout is the streams' read deadline: when
     // nothing arrives for that long while a read could, the connection closes
     // and the pending read (and every later one) fails with std::system_error
     // ETIMEDOUT, with no with_timeout around each read. write_timeout and

@@ -40,6 +40,17 @@ public:
     }
 
     std::size_t capacity() const noexcept { return bytes_.capacity(); }
+    // Gives back the storage beyond what the buffer holds (one copy of its
+    // bytes into a block of their size); on allocation failure the buffer
+    // keeps its storage.
+    void shrink_to_fit() noexcept {
+        compact();
+        try {
+            std::vector<char>(bytes_.begin(), bytes_.end()).swap(bytes_);
+        } catch (...) {
+            // Out of memory: the larger block stays, the bytes are unchanged.
+        }
+    }
     // Empties the buffer and returns its memory.
     void release() noexcept {
         std::vector<char>().swap(bytes_);
