@@ -271,20 +271,109 @@ BOOST_AUTO_TEST_CASE(a_loop_ending_before_the_close_breaks_the_pending_reads) {
 
 // The transport's callbacks hold a plain pointer to the stream, cleared as
 // the last handle goes: a close already queued then runs without a callback
-// (under AddressSanitizer, calling one would be a use after free). A read
-// still pending breaks, cancelled.
+// (under AddressSanitizer, calling one would be a use after free).
 BOOST_AUTO_TEST_CASE(a_stream_let_go_while_its_close_is_queued_hears_nothing_more) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     int fds[2];
     BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
     Stream stream = Stream::adopt(sched, fds[0]);
     const reactor::ConnectionPtr conn = stream.transport().connection().shared_from_this();
-    Future<std::string> pending = stream.read();
     stream.abort();  // closed now; its close callback runs on a later iteration
     BOOST_TEST(!conn->is_open());
-    stream = Stream();  // the last handle
-    BOOST_TEST(pending.cancelled());
+    stream = Stream();  // the last handle, and nothing waits: the stream goes now
     sched.run();
+    BOOST_TEST(sched.empty());
+    ::close(fds[1]);
+}
+
+// A read still pending when the last handle goes keeps the stream until its
+// close (queued already: an abort) has run, and ends as that close decides:
+// failed (the connection was aborted), neither broken nor left pending.
+BOOST_AUTO_TEST_CASE(a_read_pending_when_the_last_handle_goes_ends_with_the_close) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    int fds[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+    Stream stream = Stream::adopt(sched, fds[0]);
+    Future<std::string> pending = stream.read();
+    stream.abort();
+    stream = Stream();  // the last handle
+    BOOST_TEST(!pending.done());
+    sched.run();
+    BOOST_TEST_REQUIRE(pending.done());
+    BOOST_TEST(!pending.cancelled());
+    BOOST_TEST(sched.empty());
+    ::close(fds[1]);
+}
+
+// Tried as a new user would: a chain that closes its stream and returns
+// wait_closed() drops its last handle as it returns. The wait keeps the
+// stream and completes once it is closed; the peer gets what was written,
+// then the end of the input (it used to end in "broken promise: the wait for
+// the stream to close ... will never complete").
+BOOST_AUTO_TEST_CASE(close_then_wait_closed_at_the_end_of_a_chain_completes) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    int fds[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+    Future<void> done = futures::make_ready_future(sched).then([&] {
+        Stream stream = Stream::adopt(sched, fds[0]);
+        stream.write("bye\n");
+        stream.close();
+        return stream.wait_closed();
+    });
+    sched.run();
+    BOOST_TEST_REQUIRE(done.done());
+    BOOST_TEST((done.status() == futures::Status::done));
+    std::string got;
+    char buf[64];
+    ssize_t n;
+    while ((n = ::read(fds[1], buf, sizeof buf)) > 0) got.append(buf, static_cast<std::size_t>(n));
+    BOOST_TEST(n == 0);  // the end of the input, not an error
+    BOOST_TEST(got == "bye\n");
+    BOOST_TEST(sched.empty());
+    ::close(fds[1]);
+}
+
+// drain() and a read pending when the last handle goes: the stream closes
+// gracefully, the drain completes once the peer has read everything, and
+// the read ends with the end of the input ("", done, not broken).
+BOOST_AUTO_TEST_CASE(a_drain_and_a_read_keep_their_stream_after_the_last_handle) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    int fds[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+    futures::StreamOptions options;
+    options.connection.high_water = 64 * 1024;
+    options.connection.low_water = 16 * 1024;
+    const std::string chunk(1 << 20, 'x');
+    constexpr std::size_t kChunks = 8;
+    Future<void> drain;
+    Future<std::string> read;
+    {
+        Stream stream = Stream::adopt(sched, fds[0], options);
+        for (std::size_t i = 0; i < kChunks; ++i) BOOST_REQUIRE(stream.write(chunk));
+        drain = stream.drain();
+        read = stream.read();
+    }  // the last handle
+    BOOST_REQUIRE(!drain.done());
+    std::size_t received = 0;
+    bool at_end = false;
+    sched.add_reader(fds[1], [&] {
+        char buf[64 * 1024];
+        const ssize_t n = ::read(fds[1], buf, sizeof buf);
+        if (n > 0) received += static_cast<std::size_t>(n);
+        if (n == 0) {
+            at_end = true;
+            sched.remove_reader(fds[1]);
+        }
+    });
+    BOOST_REQUIRE(::fcntl(fds[1], F_SETFL, O_NONBLOCK) == 0);
+    sched.run();
+    BOOST_TEST_REQUIRE(drain.done());
+    BOOST_TEST((drain.status() == futures::Status::done));
+    BOOST_TEST_REQUIRE(read.done());
+    BOOST_TEST((read.status() == futures::Status::done));
+    BOOST_TEST(read.result() == "");
+    BOOST_TEST(received == kChunks * chunk.size());
+    BOOST_TEST(at_end);
     BOOST_TEST(sched.empty());
     ::close(fds[1]);
 }

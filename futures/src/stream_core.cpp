@@ -38,6 +38,38 @@ StreamCore::~StreamCore() {
     destroy_transport();
 }
 
+void StreamCore::last_reference_gone() noexcept {
+    if (closed_ || !waits_pending()) {
+        delete this;
+        return;
+    }
+    refs_ = 1;  // its own, until the waits complete (release_orphan)
+    orphaned_ = true;
+    if (closing_) return;
+    try {
+        close();
+    } catch (...) {  // a transport whose close failed: as ~StreamCore, give up now
+        orphaned_ = false;
+        delete this;
+    }
+}
+
+bool StreamCore::waits_pending() const noexcept {
+    if (read_.promise.is_pending()) return true;
+    if (!rare_) return false;
+    const auto pending = [](const Promise<void>& p) { return p.is_pending(); };
+    return std::any_of(rare_->drain.begin(), rare_->drain.end(), pending) ||
+           std::any_of(rare_->close.begin(), rare_->close.end(), pending);
+}
+
+// Called with a reference of the caller's still held (on_closed's and
+// end_with_loop's `keep`), which then lets the stream go.
+void StreamCore::release_orphan() noexcept {
+    if (!orphaned_) return;
+    orphaned_ = false;
+    --refs_;
+}
+
 void StreamCore::destroy_transport() noexcept {
     if (plain_) {
         std::destroy_at(&transport_.plain);
@@ -111,6 +143,7 @@ void StreamCore::end_with_loop() noexcept {
     read_ = PendingRead{};  // a promise still pending breaks, naming its line
     rare_.reset();
     transport().abandon();  // and the transport's own (futures_tls: a handshake's)
+    release_orphan();
 }
 
 void StreamCore::check_no_read_pending() const {
@@ -272,6 +305,7 @@ void StreamCore::on_closed(const StreamTransportEnd& end) {
             if (p.is_pending()) p.set_value();
     }
     try_read();
+    release_orphan();  // every wait has its outcome now
 }
 
 // What a read or drain fails with after the transport failed: its own

@@ -3,13 +3,14 @@
 // connection, or a layer such as TLS over one: futures/stream_transport.hpp),
 // the bytes received but not yet read, and the promises of the futures
 // waiting on them (each made with the line of the user's call: Stream::read,
-// drain, wait_closed). The user's Stream handles alone decide how long it
-// lives: they count it (one word each, no control block), and the
+// drain, wait_closed). The user's Stream handles and its pending waits decide
+// how long it lives: the handles count it (one word each, no control block);
+// when the last goes while a wait is pending, the stream closes and holds
+// itself until the waits have completed (last_reference_gone). The
 // transport's callbacks hold a plain pointer that ~StreamCore clears
-// (StreamTransport::detach). Its promises end with it or with the loop: the
-// last handle gone, or the loop abandoned before the connection's close
-// callback ran (OpenStreams), breaks those still pending (a BrokenPromise:
-// cancelled). Loop thread only.
+// (StreamTransport::detach). The loop abandoned before the connection's
+// close callback ran (OpenStreams) breaks the promises still pending (a
+// BrokenPromise: cancelled). Loop thread only.
 #pragma once
 
 #include <algorithm>
@@ -90,7 +91,7 @@ public:
     // callback of ours takes while it runs: the last one deletes the core.
     void add_ref() noexcept { ++refs_; }
     void release() noexcept {
-        if (--refs_ == 0) delete this;
+        if (--refs_ == 0) last_reference_gone();
     }
 
     // Takes over the transport's callbacks and, unless the transport
@@ -281,6 +282,15 @@ private:
     void on_abandoned() noexcept override { end_with_loop(); }
     // Joins OpenStreams unless the transport reports the loop's end itself.
     void watch_loop_end();
+    // The last handle went. A read, drain() or wait_closed() still waiting
+    // keeps the stream (asyncio's: a pending operation holds its stream):
+    // nobody can use it any more, so it closes gracefully, and they complete
+    // as that close decides (the read with the input's end, drain() once the
+    // output is out, wait_closed() once closed) instead of breaking; the
+    // last one done lets it go (release_orphan). With none waiting, it goes.
+    void last_reference_gone() noexcept;
+    bool waits_pending() const noexcept;
+    void release_orphan() noexcept;
 
     // The conversation's end (follow): UserCallback, run when its future
     // completes; dispose() then drops the reference the waiter held.
@@ -348,6 +358,7 @@ private:
     bool paused_ : 1 = false;   // reading paused by our flow control
     bool plain_ : 1;            // transport_ holds a PlainTransport (else a pointer to another)
     bool conversation_over_ : 1 = false;  // follow's conversation completed: no longer counted
+    bool orphaned_ : 1 = false;  // no handle left: holds itself until its waits complete (last_reference_gone)
     // The errno of a reset or failure, in 16 bits (every errno fits; a
     // transport's value that does not is kept whole in rare().error).
     std::uint16_t error_ = 0;

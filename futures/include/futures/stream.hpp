@@ -5,8 +5,13 @@
 //
 // A Stream is a handle (copying shares it) to one connection and its read
 // buffer. The connection stays open while a handle exists or until close();
-// when the last handle goes, an open connection is closed gracefully and a
-// read still pending is cancelled. One read may be pending at a time. Futures
+// when the last handle goes, an open connection is closed gracefully. A
+// read, drain() or wait_closed() still waiting then keeps the stream until
+// it completes as that close decides (the read with the end of the input,
+// drain() once the output is out, wait_closed() once closed), so
+// `stream.close(); return stream.wait_closed();` at the end of a chain
+// completes, and so does a chain that drops its handle while it waits. One
+// read may be pending at a time. Futures
 // complete through the loop like all futures (never inside the call that made
 // them). Loop thread only.
 //
@@ -17,8 +22,7 @@
 // carries it as its origin(): futures::all_tasks(), Scheduler::live() and
 // error reports name the line of your call, never one in the library. The
 // stream completes them through a futures::Promise (futures/promise.hpp):
-// if the stream goes (its last handle dropped) or its Scheduler is
-// destroyed while one is pending, it is cancelled with a
+// if its Scheduler is destroyed while one is pending, it is cancelled with a
 // futures::BrokenPromise naming that line.
 //
 // TLS. A Stream works unchanged over TLS: reactor::futures_tls
@@ -233,8 +237,8 @@ public:
     void set_read_timeout(reactor::Duration d);
     void set_write_timeout(reactor::Duration d);
     void set_idle_timeout(reactor::Duration d);
-    // Done once the connection is closed (never fails; cancelled if the
-    // stream or its Scheduler goes first).
+    // Done once the connection is closed (never fails; cancelled if its
+    // Scheduler goes first). Keeps the stream until then, handle or not.
     [[nodiscard]] Future<void> wait_closed(std::source_location where = std::source_location::current());
 
     // The peer's: as of the connection's start, kept for its whole life,
