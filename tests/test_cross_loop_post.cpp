@@ -21,6 +21,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -234,6 +235,32 @@ BOOST_AUTO_TEST_CASE(try_post_is_refused_after_refuse_posts) {
     s.run();
     BOOST_TEST(ran == 2);
     CHECK_EMPTY(s);
+}
+
+// try_send_home (what a ForeignPtr sends home): taken even once the loop
+// refuses posts, and run or destroyed by the loop itself; refused only once
+// a group's loop has finished (after its close(), on its own thread).
+BOOST_AUTO_TEST_CASE(send_home_is_taken_until_the_loop_has_finished) {
+    Scheduler s(on(backend_under_test()));
+    s.refuse_posts();
+    int ran = 0;
+    BOOST_TEST(s.try_send_home([&] { ++ran; }));
+    auto token = std::make_shared<int>(7);
+    BOOST_TEST(s.try_send_home([token] {}));
+    BOOST_TEST(token.use_count() == 2);
+    s.run();
+    BOOST_TEST(ran == 1);
+    BOOST_TEST(token.use_count() == 1);
+    reactor::LoopGroupOptions o;
+    o.loops = 1;
+    o.loop_options = [](std::size_t) { return on(backend_under_test()); };
+    reactor::LoopGroup group(o);
+    group.start();
+    group.stop();
+    reactor::Callback cb([token] {});
+    BOOST_TEST(!group.loop(0).try_send_home(std::move(cb)));
+    BOOST_TEST(token.use_count() == 2);  // still in cb: left to its caller
+    BOOST_CHECK_THROW((void)s.try_send_home(reactor::Callback()), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

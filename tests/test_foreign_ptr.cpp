@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // reactor::ForeignPtr: the object is destroyed on its owner loop's thread,
-// exactly once: in place on that thread, posted there from any other, and
-// on the current thread once the owner refuses posts (a LoopGroup loop that
-// ended). With futures::submit_to: made on loop 1, carried to the caller's
+// exactly once: in place on that thread, sent there from any other (even
+// once the owner refuses posts: a LoopGroup loop still runs close callbacks
+// after that), and on the current thread once the owner has finished (a
+// LoopGroup loop past its close(): its thread runs nothing more). With futures::submit_to: made on loop 1, carried to the caller's
 // loop, destroyed on loop 1. Real threads (a LoopGroup); they meet through
 // futures, latches and join, never timing. CTest runs the suite once per
 // selector backend; CI also runs it under TSan, and ASan checks for leaks.
 #include <boost/test/unit_test.hpp>
+
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,9 +24,11 @@
 #include <futures/submit_to.hpp>
 #include <reactor/foreign_ptr.hpp>
 #include <reactor/loop_group.hpp>
+#include <reactor/net/connection.hpp>
 #include <reactor/scheduler.hpp>
 
 #include "support/backends.hpp"
+#include "support/fds.hpp"
 
 namespace {
 
@@ -158,9 +163,9 @@ BOOST_AUTO_TEST_CASE(on_its_owners_thread_it_dies_in_place) {
     fx.group.stop();
 }
 
-// The owner ended (a stopped group's loops refuse posts): nobody else can
-// delete it, so it dies on the current thread, once.
-BOOST_AUTO_TEST_CASE(an_owner_that_refuses_posts_leaves_it_to_the_current_thread) {
+// The owner has finished (a stopped group's loops, past their close()):
+// nobody else can delete it, so it dies on the current thread, once.
+BOOST_AUTO_TEST_CASE(an_owner_that_has_finished_leaves_it_to_the_current_thread) {
     Fixture fx;
     Deaths deaths;
     ForeignPtr<Probe> p = made_on(fx.caller, fx.group.loop(1), deaths);
@@ -254,6 +259,71 @@ BOOST_AUTO_TEST_CASE(a_shared_reference_goes_home) {
     BOOST_TEST(deaths.count.load() == 1);
     BOOST_TEST((deaths.thread.load() == one_thread));
     fx.group.stop();
+}
+
+// A group's loop that ends refuses posts BEFORE its last iteration and
+// close(), and close() still runs close callbacks on the loop's thread: a
+// ForeignPtr dropped on another thread meanwhile must still leave its object
+// to that thread (it used to delete it in place, on the dropping thread,
+// under the feet of the close callback). The probe's destructor and the close
+// callback both touch the loop's own state, plain ints as a loop's state is:
+// TSan sees the race if they run on two threads; the assertions see where
+// the probe died and what the close callback saw. The close callback waits
+// for the drop with a relaxed flag on purpose: no synchronisation from the
+// dropping thread, as a real close callback has none.
+BOOST_AUTO_TEST_CASE(dropped_while_its_owner_closes_it_still_dies_on_the_owner) {
+    struct LoopState {  // loop 0's; touched only on its thread, or after the join
+        int probes_alive = 1;
+        int alive_seen_by_close_callback = -1;
+        std::thread::id loop_thread{};
+        std::thread::id probe_died_on{};
+    } state;
+    struct Tenant {
+        LoopState* state;
+        ~Tenant() {
+            state->probes_alive -= 1;
+            state->probe_died_on = std::this_thread::get_id();
+        }
+    };
+    std::atomic<bool> closing{false}, dropped{false}, waited_too_long{false};
+    int fds[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
+    reactor_test::Fd peer(fds[1]);
+    LoopGroup group(loops(1));
+    Scheduler& zero = group.loop(0);
+    // Before start(): no loop runs, this thread may set up loop 0's objects.
+    zero.set_exception_handler([](const reactor::ErrorContext&) {});  // close() names the open connection
+    ForeignPtr<Tenant> p(zero, std::unique_ptr<Tenant>(new Tenant{&state}));
+    reactor::ConnectionPtr conn = reactor::Connection::adopt(zero, fds[0]);
+    conn->set_close_callback([&](reactor::Connection&, const reactor::CloseReason&) {
+        // Runs in close(): the group's loop 0 ends, posts are refused by now.
+        state.loop_thread = std::this_thread::get_id();
+        closing.store(true);
+        const auto give_up = std::chrono::steady_clock::now() + 10s;
+        while (!dropped.load(std::memory_order_relaxed)) {
+            if (std::chrono::steady_clock::now() > give_up) {
+                waited_too_long.store(true);
+                break;
+            }
+            std::this_thread::yield();
+        }
+        state.alive_seen_by_close_callback = state.probes_alive;
+    });
+    conn.reset();  // the open connection keeps itself
+    group.start();
+    group.request_stop();
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (!closing.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    BOOST_REQUIRE(closing.load());
+    BOOST_TEST(!zero.try_call_soon_threadsafe([] {}));  // the loop refuses posts already
+    p.reset();  // not loop 0's thread: the probe must die on loop 0's
+    dropped.store(true, std::memory_order_relaxed);
+    group.stop();
+    BOOST_TEST(!waited_too_long.load());
+    BOOST_TEST(state.probes_alive == 0);
+    BOOST_TEST((state.probe_died_on == state.loop_thread));
+    BOOST_TEST((state.probe_died_on != std::this_thread::get_id()));
+    BOOST_TEST(state.alive_seen_by_close_callback == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

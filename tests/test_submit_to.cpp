@@ -262,24 +262,51 @@ BOOST_AUTO_TEST_CASE(a_caller_loop_closed_first_cancels_the_future) {
     BOOST_TEST(finished);
 }
 
-// And destroyed while fn runs, with no close(): the target must not post to it.
+// And destroyed while fn runs, with no close(): the target must not post to
+// it. The outcome finds the mailbox empty and is dropped where it was made:
+// fn ran to its end, its value died there, on the target's thread, leaving
+// no copy alive, and the target's loop reported nothing.
 BOOST_AUTO_TEST_CASE(a_caller_loop_destroyed_first_is_never_touched) {
+    // fn's value: counts its live copies, and says where the last one died.
+    struct Outcome {
+        std::atomic<int>* alive;
+        std::atomic<std::thread::id>* died_on;
+        Outcome(std::atomic<int>& a, std::atomic<std::thread::id>& d) : alive(&a), died_on(&d) { ++*alive; }
+        Outcome(const Outcome& o) : alive(o.alive), died_on(o.died_on) { ++*alive; }
+        Outcome& operator=(const Outcome&) = delete;
+        ~Outcome() {
+            died_on->store(std::this_thread::get_id());
+            --*alive;
+        }
+    };
+    std::atomic<int> alive{0};
+    std::atomic<std::thread::id> died_on{};
+    std::atomic<int> reports{0};
+    std::thread::id target_thread{};
     LoopGroup group(loops(1));
+    group.loop(0).set_exception_handler([&](const reactor::ErrorContext&) { ++reports; });
     group.start();
     std::latch release(1);
     std::latch started(1);
+    std::atomic<bool> finished{false};
     {
         Scheduler caller(on(backend_under_test()));
-        Future<int> f = futures::submit_to(caller, group.loop(0), [&] {
+        Future<Outcome> f = futures::submit_to(caller, group.loop(0), [&] {
+            target_thread = std::this_thread::get_id();
             started.count_down();
             release.wait();
-            return 1;
+            finished = true;
+            return Outcome(alive, died_on);
         });
         started.wait();
     }
     release.count_down();
     group.stop();  // the outcome found the mailbox empty
-    BOOST_TEST(true);  // reaching here without a crash or a sanitizer report is the test
+    BOOST_TEST(finished.load());
+    BOOST_TEST(alive.load() == 0);  // made, and dropped: not kept, not leaked
+    BOOST_TEST((died_on.load() == target_thread));
+    BOOST_TEST((died_on.load() != std::this_thread::get_id()));
+    BOOST_TEST(reports.load() == 0);
 }
 
 // Many submissions across both loops and back, in flight at once.

@@ -15,15 +15,22 @@
 //     owner), or with no owner: deleted in place, at once;
 //   - on any other thread, one that runs no loop included (the owner may be
 //     running on its own thread: only that thread may delete): the deletion
-//     is posted to the owner with try_call_soon_threadsafe, and runs there
-//     as a callback. An owner that is not running keeps the post until its
-//     next run; Scheduler::close() or its destructor destroys the post unrun,
-//     and with it the object, on the thread that closes the loop;
-//   - the owner refuses posts (a LoopGroup loop that has ended: its thread
-//     is gone, or about to be): the object is deleted on the CURRENT thread.
-//     Nobody else can ever do it, and the loop runs nothing more that could
-//     touch it at the same time. Posting that fails for want of memory does
-//     the same.
+//     is sent to the owner (Scheduler::try_send_home), and runs there as a
+//     callback. An owner that is not running keeps it until its next run;
+//     Scheduler::close() or its destructor destroys it unrun, and with it
+//     the object, on the thread that closes the loop. An owner that refuses
+//     posts still takes it: a LoopGroup loop that ends refuses posts before
+//     its last iteration and close(), which still run close callbacks on its
+//     thread; the deletion is run or dropped there, and a loop's very last
+//     act on its thread destroys what came after close() (Scheduler::finish);
+//   - the owner has finished (a LoopGroup loop past that last act: its
+//     thread runs nothing of it any more): the object is deleted on the
+//     CURRENT thread. Nobody else can ever do it, and the owner's thread is
+//     done with it: the refusal comes after everything that thread did (the
+//     loop's mutex orders them).
+//   Sending that fails for want of memory (a new chunk of the owner's post
+//   queue) deletes on the current thread too: the one case in which the
+//   object may die off its owner's thread while the owner runs.
 // So the owner must be alive when a non-empty ForeignPtr is destroyed off
 // its thread (a LoopGroup's loops live as long as the group): reset it, or
 // let its content go home, before the owner Scheduler is destroyed.
@@ -113,8 +120,9 @@ public:
         if (owner == nullptr || Scheduler::running() == owner) return;  // p dies here, in place
         try {
             Callback going_home([p = std::move(p)]() mutable { p = Ptr(); });
-            if (owner->try_call_soon_threadsafe(std::move(going_home), std::source_location::current())) return;
-            // Refused: going_home still holds the object, and dies here with it.
+            if (owner->try_send_home(std::move(going_home), std::source_location::current())) return;
+            // Refused (the owner has finished): going_home still holds the
+            // object, and dies here with it.
         } catch (...) {
             // Out of memory making or posting the callback: deleted here, by
             // whoever holds it now (p, or the callback).

@@ -20,7 +20,10 @@
 //                refuses further posts (Scheduler::refuse_posts, so that
 //                futures::submit_to fails at once instead of waiting) and is
 //                closed (Scheduler::close: connections aborted and their
-//                close callbacks run, tasks cancelled, posts dropped unrun),
+//                close callbacks run, tasks cancelled, posts dropped unrun);
+//                last, what was sent home since (Scheduler::try_send_home: a
+//                dropped ForeignPtr) is destroyed and the loop is finished
+//                (from then on a ForeignPtr of it dies where it is dropped),
 //                all on the loop's own thread
 //   stop()       request_stop(), then every thread is joined
 //   ~LoopGroup   stop(), then the Schedulers are destroyed, last first

@@ -132,6 +132,17 @@ public:
     // the destructor, drops them. Irreversible; any thread (a LoopGroup calls
     // it on the loop's thread as the loop ends).
     void refuse_posts() noexcept;
+    // Any thread. For a callback whose one duty is to be destroyed on this
+    // loop's thread (ForeignPtr sending its object home): posted as
+    // call_soon_threadsafe posts, refused or not, so that it is run or
+    // destroyed unrun by the loop itself (its next run, close(), or the
+    // destructor). Returns false, leaving `cb` as it was, only once the loop
+    // has finished for good (a LoopGroup loop whose thread has run its last
+    // callback and closed it): then nothing of the loop runs any more, and
+    // the caller may destroy `cb` on its own thread. A refusal before that
+    // point would leave `cb` to die on the caller's thread while the loop
+    // still runs close callbacks that may touch what it holds.
+    bool try_send_home(Callback&& cb, std::source_location where = std::source_location::current());
 
     // ---- fd waiters (loop thread only) ----
     // One-shot (Beazley): the waiter is removed before its callback runs.
@@ -423,7 +434,14 @@ public:
 private:
     friend class Handle;
     friend class WorkHold;
+    friend class LoopGroup;  // finish()
     class RunGuard;
+
+    // Loop thread, the last thing a LoopGroup's loop does on it (after
+    // close()): what was sent home since is destroyed now, on this thread,
+    // until none is left; from then on try_send_home returns false (and
+    // try_call_soon_threadsafe too). Nothing of this loop runs afterwards.
+    void finish() noexcept;
 
     // The slab of scheduled callables and what refers into it
     // (reactor/detail/scheduler_slots.hpp).
@@ -610,6 +628,7 @@ private:
     alignas(detail::kCacheLine) mutable detail::AdaptiveMutex posted_mutex_;  // mutable: empty() looks at posted_
     detail::PostedQueue posted_;
     bool posts_refused_ = false;  // under posted_mutex_ (refuse_posts)
+    bool finished_ = false;       // under posted_mutex_ (finish)
     // Read at every post and every iteration, written about once per batch.
     // wake_pending_: set by the first post (or signal) since the loop last
     // took the queue; cleared by the loop as it takes it (drain_threadsafe).

@@ -198,6 +198,9 @@ void LoopGroup::run_loop(std::size_t index) noexcept {
     } catch (...) {
         report(s, fmt::format("reactor: loop {} of the group failed to close", index), std::current_exception());
     }
+    // Last: what was sent home after close() (ForeignPtr) dies here, on this
+    // thread; from now on a ForeignPtr of this loop dies where it is dropped.
+    s.finish();
     t_current = CurrentLoop{};
 }
 

@@ -37,6 +37,40 @@ bool Scheduler::try_call_soon_threadsafe(Callback&& cb, std::source_location whe
     return true;
 }
 
+// Any thread. Refused posts are accepted here until finish(): only then has
+// the loop's thread run its last callback.
+bool Scheduler::try_send_home(Callback&& cb, std::source_location where) {
+    if (!cb) throw std::invalid_argument("reactor: empty callback");
+    {
+        std::lock_guard lock(posted_mutex_);
+        if (finished_) return false;
+        posted_.push(std::move(cb), where);
+    }
+    wake();
+    return true;
+}
+
+// Loop thread, after close(). Each round's posts are destroyed outside the
+// lock (their destructors may post again, here too); the flag is set in the
+// same critical section that finds the queue empty, so a caller that is
+// refused afterwards comes after every destruction made here (the mutex
+// orders them: what the loop's thread did happens before what it does).
+void Scheduler::finish() noexcept {
+    for (;;) {
+        detail::PostedQueue doomed;
+        {
+            std::lock_guard lock(posted_mutex_);
+            if (posted_.empty()) {
+                posts_refused_ = true;
+                finished_ = true;
+                posted_.release_spares();
+                return;
+            }
+            doomed.append(posted_);
+        }
+    }
+}
+
 // Any thread.
 void Scheduler::refuse_posts() noexcept {
     {
