@@ -276,6 +276,35 @@ BOOST_AUTO_TEST_CASE(echo_of_lines_over_tls_with_both_open_connection_forms) {
     CHECK_EMPTY(sched);
 }
 
+// Tried as a new user would (issue 46): a TLS client chain that writes,
+// closes and returns wait_closed() drops its last handle as it returns. The
+// wait keeps the stream until its close_notify exchange is over and
+// completes; the server reads the line, then a clean end of input.
+BOOST_AUTO_TEST_CASE(close_then_wait_closed_at_the_end_of_a_tls_chain_completes) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::Reports reports(sched);
+    Tls tls;
+    KeepingServer keeping(sched, tls.server);
+    Future<void> done = futures::open_connection(sched, keeping.server.address(), tls.client, "localhost")
+                            .then([](Stream s) {
+                                s.write("bye\n");
+                                s.close();
+                                return s.wait_closed();
+                            });
+    wait(sched, done);
+    BOOST_TEST((done.status() == futures::Status::done));
+    BOOST_REQUIRE(keeping.streams.size() == 1u);
+    BOOST_TEST(wait(sched, keeping.streams[0].read_until("\n")).result() == "bye\n");
+    BOOST_TEST(wait(sched, keeping.streams[0].read()).result() == "");
+    keeping.streams[0].close();  // still open for writing after the peer's close_notify
+    wait(sched, keeping.streams[0].wait_closed()).result();
+    BOOST_TEST(reports.size() == 0u);
+    keeping.server.close();
+    keeping.streams.clear();
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
 BOOST_AUTO_TEST_CASE(one_mebibyte_each_way_with_drain) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     futures::StreamOptions options;
