@@ -40,7 +40,8 @@ void Connection::send_close_notify() {
     ERR_clear_error();
     {
         InEngine engine(*this);
-        SSL_shutdown(ssl_);  // 0: sent, the peer's not yet read; below 0: the transport refused (closed)
+        SSL_shutdown(ssl_);  // 0: sent, the peer's not yet read; below 0: failed (no memory)
+        engine.flush();      // false: the transport refused it (closed)
     }
     ERR_clear_error();
     deliver_high_water();
@@ -127,6 +128,12 @@ void Connection::fail(CloseKind kind, std::string detail, bool abortive) {
     } else {
         timer_.cancel();
     }
+}
+
+// The transport threw while taking records the engine counted as sent (out
+// of memory): the peer could not read past the gap, so nothing more may go.
+void Connection::records_lost() {
+    fail(CloseKind::tls_error, "reactor::tls: the transport could not take the engine's records (out of memory)", true);
 }
 
 void Connection::arm_timer(std::chrono::milliseconds after, CloseKind kind) {

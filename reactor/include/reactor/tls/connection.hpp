@@ -5,8 +5,9 @@
 // BIO pair would be), never to the socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
 // libevent's filter mode): the ciphertext the transport receives is what the
 // engine reads, and the records the engine makes go to the transport's
-// write() when each engine call returns (no buffer of ours at rest: the
-// kernel takes them, or the transport's own output buffer keeps them). So
+// write() when each engine call has returned, never from inside OpenSSL (no
+// buffer of ours at rest: the kernel takes them, or the transport's own
+// output buffer keeps them). So
 // there is one write path, and the transport's water marks, deadlines (read/write/idle timeouts),
 // write_eof and close reasons, and the virtual clock kit, all work under TLS
 // unchanged. An idle TLS connection keeps no buffer of its own: only bytes
@@ -133,7 +134,11 @@ public:
     // ---- writing ----
     // Encrypts and sends (or keeps the plaintext until the handshake is done).
     // False, dropping `data`, once closing or closed or after write_eof(), or
-    // if the transport failed; true means it will go out in order.
+    // if the transport failed; true means it will go out in order. Out of
+    // memory: false and aborted (tls_error) if the engine's records could not
+    // be collected; std::bad_alloc (as the plain write()) if the transport
+    // could not queue them, the connection then aborted (the engine counted
+    // them as sent: what follows could not be read).
     bool write(std::string_view data);
     // Plaintext waiting for the handshake + ciphertext the kernel has not taken.
     std::size_t buffered() const noexcept;
@@ -211,13 +216,14 @@ private:
     reactor::ConnectionPtr transport_;
     std::shared_ptr<Context> context_;
     SSL* ssl_;
-    // The engine's BIO (connection_bio.cpp): reads `input_`, writes to the transport.
+    // The engine's BIO (connection_bio.cpp): reads `input_`; collects what
+    // the engine writes, for the transport once the engine call returns.
     friend struct EngineBio;
     friend struct InEngine;
     int engine_read(char* out, int size);
-    int engine_write(const char* data, int size);
-    bool flush_engine_output();  // the records held during an engine call (connection_bio.cpp)
+    int engine_write(const char* data, int size) noexcept;
     bool write_to_transport(std::string_view records);
+    void records_lost();  // the transport threw taking them: aborted (tls_error)
     bool engine_at_eof() const noexcept { return input_eof_ && input_.empty(); }
     void feed(std::string_view fresh);
     std::string_view input_;    // ciphertext the engine may read now
