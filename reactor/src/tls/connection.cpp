@@ -269,6 +269,7 @@ bool Connection::encrypt(std::string_view data) {
 
 bool Connection::write(std::string_view data) {
     if (!is_open() || write_eof_wanted_ || close_wanted_) return false;
+    check_thread("tls::Connection::write");
     if (data.empty()) return true;
     if (handshake_done_) return encrypt(data);
     pending_plaintext_.append(data);
@@ -282,7 +283,10 @@ bool Connection::write(std::string_view data) {
 
 std::size_t Connection::buffered() const noexcept { return pending_plaintext_.size() + transport_->buffered(); }
 
-void Connection::set_water_marks(std::size_t high, std::size_t low) { transport_->set_water_marks(high, low); }
+void Connection::set_water_marks(std::size_t high, std::size_t low) {
+    check_thread("tls::Connection::set_water_marks");
+    transport_->set_water_marks(high, low);
+}
 
 // The transport crossed its high mark while the engine ran (or just now):
 // told once the engine is out, so the callback may write.
@@ -312,11 +316,13 @@ void Connection::update_transport_reading() {
 }
 
 void Connection::pause_reading() {
+    check_thread("tls::Connection::pause_reading");
     reading_wanted_ = false;
     update_transport_reading();
 }
 
 void Connection::resume_reading() {
+    check_thread("tls::Connection::resume_reading");
     if (reading_wanted_ || state_ == State::closed) return;
     reading_wanted_ = true;
     update_transport_reading();

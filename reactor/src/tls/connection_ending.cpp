@@ -49,6 +49,7 @@ void Connection::send_close_notify() {
 
 void Connection::write_eof() {
     if (!is_open() || write_eof_wanted_ || close_wanted_) return;
+    check_thread("tls::Connection::write_eof");
     write_eof_wanted_ = true;
     if (handshake_done_) do_write_eof();  // else once the handshake is done, after the pending plaintext
 }
@@ -68,6 +69,7 @@ void Connection::do_write_eof() {
 }
 
 void Connection::close() {
+    check_thread("tls::Connection::close");
     if (state_ == State::shutting_down || state_ == State::closed || close_wanted_) return;
     if (!handshake_done_ && !pending_plaintext_.empty()) {
         close_wanted_ = true;  // the plaintext goes out once the handshake is done, then close_notify
@@ -93,6 +95,7 @@ void Connection::do_close() {
 
 void Connection::abort() {
     if (state_ == State::closed) return;
+    check_thread("tls::Connection::abort");
     if (!ending_set_) {
         ending_ = {CloseKind::local, {}, {}};
         ending_set_ = true;

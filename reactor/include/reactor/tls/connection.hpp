@@ -16,7 +16,13 @@
 // Owns its transport: after start_server/start_client the plain connection's
 // callbacks are ours; do not use it directly. Like the transport, an open
 // TLS connection owns itself (through the transport's close callback) and is
-// released after its close callback has run. Loop thread only. No member
+// released after its close callback has run. Loop thread only: in debug mode
+// (Scheduler::Options::debug), a member that acts (the setters, write,
+// write_eof, close, abort, pause/resume_reading, set_water_marks) called
+// from another thread while the loop runs is reported on the loop's
+// exception handler, naming the line that made the transport, and refused
+// with std::logic_error before it changes anything, as the plain
+// Connection's (Scheduler::check_owner_thread). No member
 // calls back synchronously, except write(), which may run the high-water
 // callback before it returns (as the plain Connection).
 //
@@ -113,23 +119,44 @@ public:
 
     // ---- callbacks (as the plain Connection's; set or replace any time) ----
     // Decrypted data; valid only during the call.
-    void set_data_callback(DataFunction cb) { on_data_.set(std::move(cb)); }
+    void set_data_callback(DataFunction cb) {
+        check_thread("tls::Connection::set_data_callback");
+        on_data_.set(std::move(cb));
+    }
     // The handshake finished: the peer is verified (if the context verifies),
     // alpn_protocol(), peer_subject() and session_reused() are known. Runs once.
-    void set_handshake_callback(EventFunction cb) { on_handshake_.set(std::move(cb)); }
+    void set_handshake_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_handshake_callback");
+        on_handshake_.set(std::move(cb));
+    }
     // The peer sent close_notify. Without an EOF callback the connection then
     // answers with its own and closes (reason close_notify); with one it
     // stays open for writing: finish with write_eof() or close(). Once it has
     // arrived, a reset our writes then meet (the peer closed its socket) does
     // not change the reason: still close_notify (local after close()).
-    void set_eof_callback(EventFunction cb) { on_eof_.set(std::move(cb)); }
+    void set_eof_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_eof_callback");
+        on_eof_.set(std::move(cb));
+    }
     // Everything written so far was handed to the kernel.
-    void set_drain_callback(EventFunction cb) { on_drain_.set(std::move(cb)); }
-    void set_high_water_callback(EventFunction cb) { on_high_water_.set(std::move(cb)); }
-    void set_low_water_callback(EventFunction cb) { on_low_water_.set(std::move(cb)); }
+    void set_drain_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_drain_callback");
+        on_drain_.set(std::move(cb));
+    }
+    void set_high_water_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_high_water_callback");
+        on_high_water_.set(std::move(cb));
+    }
+    void set_low_water_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_low_water_callback");
+        on_low_water_.set(std::move(cb));
+    }
     // Exactly once, on a later iteration than the event that closed it; then
     // every callback is dropped and the connection releases itself.
-    void set_close_callback(CloseFunction cb) { on_close_.set(std::move(cb)); }
+    void set_close_callback(CloseFunction cb) {
+        check_thread("tls::Connection::set_close_callback");
+        on_close_.set(std::move(cb));
+    }
 
     // ---- writing ----
     // Encrypts and sends (or keeps the plaintext until the handshake is done).
@@ -190,6 +217,12 @@ public:
 
 private:
     friend class HandshakeLimit;  // ends the oldest handshake in progress (fail)
+    // Debug mode's owner-thread check (see the header comment); a closed
+    // connection is not checked: its members do nothing, its loop may be gone.
+    void check_thread(const char* member) const {
+        if (state_ != State::closed)
+            transport_->scheduler().check_owner_thread(member, nullptr, &transport_->made_at(), "TLS connection");
+    }
     static std::shared_ptr<Connection> start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
                                              bool server, std::string server_name, Options options);
     void attach();
