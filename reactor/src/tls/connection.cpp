@@ -175,7 +175,7 @@ std::string Connection::openssl_error_text() {
 void Connection::do_handshake() {
     ERR_clear_error();
     int r;
-    bool flushed;
+    bool flushed = false;
     {
         InEngine engine(*this);
         r = SSL_do_handshake(ssl_);
@@ -215,7 +215,7 @@ void Connection::read_plaintext() {
         std::size_t n = 0;
         ERR_clear_error();
         int r;
-        bool flushed;
+        bool flushed = false;
         {
             InEngine engine(*this);
             r = SSL_read_ex(ssl_, buf, kRecordPlaintext, &n);
@@ -246,7 +246,7 @@ bool Connection::encrypt(std::string_view data) {
         std::size_t written = 0;
         ERR_clear_error();
         int r;
-        bool flushed;
+        bool flushed = false;
         {
             InEngine engine(*this);
             r = SSL_write_ex(ssl_, data.data(), std::min(data.size(), kEngineWriteChunk), &written);
