@@ -106,7 +106,8 @@ public:
     // against it; it also keys the session cache ("server_name:port").
     // Throws reactor::tls::Error if OpenSSL cannot make the session (memory),
     // std::invalid_argument for a closed transport or a context of the wrong
-    // role; the transport is then left as it was.
+    // role; the transport is then left as it was. Throws std::bad_alloc if
+    // the transport cannot queue the client's first flight; it is then aborted.
     static std::shared_ptr<Connection> start_server(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
                                                     Options options = {});
     static std::shared_ptr<Connection> start_client(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
