@@ -3,17 +3,25 @@
 // client against the library's server, on every selector backend: echo of
 // 1 MiB each way under water marks, verification failures with OpenSSL's
 // text, mTLS, ALPN, SNI, session resumption, close_notify against
-// truncation, a hostile client, write_eof, and STARTTLS. Ordering comes from
+// truncation, a hostile client, write_eof, STARTTLS, and debug mode's
+// refusal of a member called from another thread. Ordering comes from
 // callbacks, never from sleeps; every wait is bounded.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <source_location>
+#include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
@@ -729,4 +737,105 @@ BOOST_AUTO_TEST_CASE(a_tls_connection_held_past_its_scheduler_is_released_safely
     closed_one->close();
     closed_one.reset();
     open_one.reset();
+}
+
+// Debug mode, as the plain Connection's (test_debug_owner_thread.cpp): while
+// the loop runs on this thread, another thread calls every member of a TLS
+// connection that acts. Each is refused with std::logic_error before it
+// changes anything (write sends nothing, close sends no close_notify) and
+// reported once on the loop's handler, naming the member and the line that
+// made the connection's transport. From its own thread it then works.
+BOOST_AUTO_TEST_CASE(in_debug_mode_a_tls_connection_touched_from_another_thread_is_refused) {
+    reactor::Scheduler::Options options = on(reactor_test::backend_under_test());
+    options.debug = true;
+    reactor::Scheduler sched(options);
+    std::vector<reactor::ErrorContext> reports;
+    sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx); });
+    int fds[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
+    // clang-format off
+    const unsigned made_line = std::source_location::current().line(); auto transport = reactor::Connection::adopt(sched, fds[0]);
+    // clang-format on
+    auto server = tls::Connection::start_server(transport, reactor_test::server_context());
+    auto client = tls::Connection::start_client(reactor::Connection::adopt(sched, fds[1]),
+                                                reactor_test::client_context(), "localhost");
+    transport.reset();
+    bool server_ready = false, client_ready = false;
+    std::string client_got;
+    std::optional<tls::CloseReason> server_reason, client_reason;
+    server->set_handshake_callback([&](tls::Connection&) { server_ready = true; });
+    server->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { server_reason = r; });
+    client->set_handshake_callback([&](tls::Connection&) { client_ready = true; });
+    client->set_data_callback([&](tls::Connection&, std::string_view d) { client_got += d; });
+    client->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_ready && client_ready; }));
+
+    using C = tls::Connection;
+    tls::Connection& s = *server;
+    const std::vector<std::pair<const char*, std::function<void()>>> members{
+        {"tls::Connection::write", [&] { s.write("refused"); }},
+        {"tls::Connection::write_eof", [&] { s.write_eof(); }},
+        {"tls::Connection::close", [&] { s.close(); }},
+        {"tls::Connection::abort", [&] { s.abort(); }},
+        {"tls::Connection::pause_reading", [&] { s.pause_reading(); }},
+        {"tls::Connection::resume_reading", [&] { s.resume_reading(); }},
+        {"tls::Connection::set_water_marks", [&] { s.set_water_marks(10, 5); }},
+        {"tls::Connection::set_data_callback", [&] { s.set_data_callback({}); }},
+        {"tls::Connection::set_handshake_callback", [&] { s.set_handshake_callback([](C&) {}); }},
+        {"tls::Connection::set_eof_callback", [&] { s.set_eof_callback([](C&) {}); }},
+        {"tls::Connection::set_drain_callback", [&] { s.set_drain_callback([](C&) {}); }},
+        {"tls::Connection::set_high_water_callback", [&] { s.set_high_water_callback([](C&) {}); }},
+        {"tls::Connection::set_low_water_callback", [&] { s.set_low_water_callback([](C&) {}); }},
+        {"tls::Connection::set_close_callback", [&] { s.set_close_callback({}); }},
+    };
+    // The other thread starts once the loop runs, and stops it once done
+    // (after the reports it posted, which run first).
+    std::vector<std::string> caught(members.size());
+    std::thread worker;
+    sched.call_soon([&] {
+        worker = std::thread([&] {
+            for (std::size_t i = 0; i < members.size(); ++i) {
+                try {
+                    members[i].second();
+                } catch (const std::logic_error& e) {
+                    caught[i] = e.what();
+                }
+            }
+            sched.call_soon_threadsafe([&] { sched.stop(); });
+        });
+    });
+    auto guard = sched.call_later(60s, [&] { sched.stop(); });
+    sched.run_forever();
+    worker.join();
+    BOOST_REQUIRE(guard.is_pending());  // stopped by the worker
+    guard.cancel();
+
+    const std::string made_at = fmt::format("TLS connection made at {}:{}", __FILE__, made_line);
+    BOOST_REQUIRE(reports.size() == members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        BOOST_TEST_CONTEXT(members[i].first) {
+            const std::string expected = fmt::format("{} called from a thread other than the one running its loop ({})",
+                                                     members[i].first, made_at);
+            BOOST_TEST(caught[i].find(expected) != std::string::npos, caught[i]);
+            BOOST_TEST(reports[i].message.find(expected) != std::string::npos, reports[i].message);
+            BOOST_TEST(reports[i].origin_known);
+            BOOST_TEST(reports[i].origin.line() == made_line);
+        }
+    }
+    BOOST_TEST(sched.stats().wrong_thread_calls == members.size());
+    // Nothing was done: open, the same marks and callbacks, nothing sent.
+    BOOST_TEST(server->state() == tls::Connection::State::open);
+    BOOST_TEST(server->transport().high_water() == 64u * 1024u);
+    BOOST_TEST(server->transport().is_reading());
+    BOOST_TEST(client_got.empty());
+    // From its own thread it works as ever.
+    BOOST_TEST(server->write("fine"));
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client_got == "fine"; }));
+    client->close();
+    server.reset();
+    client.reset();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_reason && client_reason; }));
+    BOOST_TEST(server_reason->to_string() == "close_notify");
+    sched.run();
+    CHECK_EMPTY(sched);
 }

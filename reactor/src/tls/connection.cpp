@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <utility>
@@ -174,10 +175,14 @@ std::string Connection::openssl_error_text() {
 void Connection::do_handshake() {
     ERR_clear_error();
     int r;
+    bool flushed = false;
     {
         InEngine engine(*this);
         r = SSL_do_handshake(ssl_);
+        flushed = engine.flush();
     }
+    // The transport refused the flight (it closed: EPIPE): the handshake cannot go on.
+    if (!flushed) return fail(CloseKind::handshake_failed, openssl_error_text(), false);
     if (r == 1) return on_handshake_done();
     const int err = SSL_get_error(ssl_, r);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return deliver_high_water();
@@ -210,16 +215,19 @@ void Connection::read_plaintext() {
         std::size_t n = 0;
         ERR_clear_error();
         int r;
+        bool flushed = false;
         {
             InEngine engine(*this);
             r = SSL_read_ex(ssl_, buf, kRecordPlaintext, &n);
+            flushed = engine.flush();  // reading may write (a key update's answer)
         }
-        deliver_high_water();  // reading may write (a key update's answer)
+        deliver_high_water();
+        if (!flushed) r = 0;  // the transport refused that answer: a failure, below
         if (r == 1) {
             on_data_.invoke(*this, std::string_view(buf, n));
             continue;
         }
-        const int err = SSL_get_error(ssl_, r);
+        const int err = flushed ? SSL_get_error(ssl_, r) : SSL_ERROR_SYSCALL;
         if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return;
         if (err == SSL_ERROR_ZERO_RETURN) return on_peer_close_notify();
         // The transport's EOF where a record should be: the data may have
@@ -229,15 +237,22 @@ void Connection::read_plaintext() {
     }
 }
 
+// Plaintext for one engine call: four full records, one transport write
+// (connection_bio.cpp).
+constexpr std::size_t kEngineWriteChunk = 4 * kRecordPlaintext;
+
 bool Connection::encrypt(std::string_view data) {
     while (!data.empty()) {
         std::size_t written = 0;
         ERR_clear_error();
         int r;
+        bool flushed = false;
         {
             InEngine engine(*this);
-            r = SSL_write_ex(ssl_, data.data(), data.size(), &written);  // its records go to the transport
+            r = SSL_write_ex(ssl_, data.data(), std::min(data.size(), kEngineWriteChunk), &written);
+            flushed = engine.flush();  // its records go to the transport
         }
+        if (!flushed) return false;  // the transport closed: its close reason says why
         if (r != 1) {
             // A transport that closed refused the records: its close reason says why.
             if (transport_->state() != reactor::Connection::State::closed)
@@ -254,6 +269,7 @@ bool Connection::encrypt(std::string_view data) {
 
 bool Connection::write(std::string_view data) {
     if (!is_open() || write_eof_wanted_ || close_wanted_) return false;
+    check_thread("tls::Connection::write");
     if (data.empty()) return true;
     if (handshake_done_) return encrypt(data);
     pending_plaintext_.append(data);
@@ -267,7 +283,10 @@ bool Connection::write(std::string_view data) {
 
 std::size_t Connection::buffered() const noexcept { return pending_plaintext_.size() + transport_->buffered(); }
 
-void Connection::set_water_marks(std::size_t high, std::size_t low) { transport_->set_water_marks(high, low); }
+void Connection::set_water_marks(std::size_t high, std::size_t low) {
+    check_thread("tls::Connection::set_water_marks");
+    transport_->set_water_marks(high, low);
+}
 
 // The transport crossed its high mark while the engine ran (or just now):
 // told once the engine is out, so the callback may write.
@@ -297,11 +316,13 @@ void Connection::update_transport_reading() {
 }
 
 void Connection::pause_reading() {
+    check_thread("tls::Connection::pause_reading");
     reading_wanted_ = false;
     update_transport_reading();
 }
 
 void Connection::resume_reading() {
+    check_thread("tls::Connection::resume_reading");
     if (reading_wanted_ || state_ == State::closed) return;
     reading_wanted_ = true;
     update_transport_reading();

@@ -1,24 +1,35 @@
 // SPDX-License-Identifier: MIT
 // The BIO between the TLS engine and the transport (a custom BIO, as
 // libevent's filter mode): the engine reads the ciphertext the transport
-// delivered, and the records it writes go to the transport's write(). The
-// transport's output buffer is the only write buffer: its water marks see
-// every byte, and an idle connection holds no BIO memory.
+// delivered, and the records it writes are collected and handed to the
+// transport's write() once the engine call has returned (InEngine::flush),
+// as asyncio's SSLProtocol and Asio's ssl engine hand over what their memory
+// BIO holds. The transport is never called from inside OpenSSL: its write()
+// may throw (std::bad_alloc; std::logic_error in debug mode), and a C++
+// exception must not unwind through OpenSSL's C frames (it would leave the
+// engine's state half-changed, or reach std::terminate in a destructor).
+// The BIO's write is noexcept: a collecting buffer that cannot grow fails
+// the engine call (OpenSSL's "malloc failure"), which the connection reports.
 //
-// The short records one engine call writes are held (in one buffer per
-// thread) and handed over together when the call returns (InEngine): a TLS
-// 1.3 server writes its two session tickets as two records, and each would
-// otherwise be a send(2) of its own, where Asio's memory BIO sends them as
-// one. A record of full size goes at once (after what is held), so bulk data
-// is not copied twice. The buffer is empty between engine calls, and no
-// engine call starts inside another connection's (user callbacks wait until
-// it returns), so the thread's connections can share it.
+// One buffer per thread collects (not per connection: an idle connection
+// holds no BIO memory). It is empty between engine calls, and no engine call
+// starts inside another connection's (user callbacks wait until it
+// returns), so the thread's connections can share it. Everything one call
+// wrote goes in one transport write: a TLS 1.3 server's two session tickets
+// are one send(2), and Connection::encrypt gives the engine at most
+// kEngineWriteChunk of plaintext per call, so bulk data is one send(2) per
+// four full records and the buffer stays under 65 KiB. The cost: each record
+// is copied once into the buffer (about 16 KiB of memcpy per full record);
+// the transport's write then sends from it (or copies what the kernel does
+// not take into its output buffer, as before).
 #include <openssl/bio.h>
+#include <openssl/err.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "reactor/tls/connection.hpp"
 #include "engine_bio.hpp"
@@ -38,7 +49,7 @@ struct EngineBio {
     }
     static long ctrl(BIO* bio, int cmd, long, void*) {
         switch (cmd) {
-        case BIO_CTRL_FLUSH: return 1;  // after each flight: held records go when the engine call returns
+        case BIO_CTRL_FLUSH: return 1;  // after each flight: the records go when the engine call returns
         // The transport's EOF, all input read: the engine then reports
         // "unexpected eof while reading" (a truncation), not a syscall error.
         case BIO_CTRL_EOF: return static_cast<Connection*>(BIO_get_data(bio))->engine_at_eof() ? 1 : 0;
@@ -81,36 +92,55 @@ int Connection::engine_read(char* out, int size) {
 
 namespace {
 
-// A full record's plaintext: records this long or longer are not held.
-constexpr std::size_t kHeldLimit = 16 * 1024;
-
-std::string& held_records() {
-    thread_local std::string held;
-    return held;
+std::string& collected_records() {
+    thread_local std::string collected;
+    return collected;
 }
 
 }  // namespace
 
-int Connection::engine_write(const char* data, int size) {
+// Inside the engine (a C frame above us): nothing may throw out of here.
+int Connection::engine_write(const char* data, int size) noexcept {
     // A closed transport refuses: the engine reports the failure, and the
     // transport's close callback says why it closed.
     if (transport_->state() == reactor::Connection::State::closed) return -1;
-    const std::string_view record(data, static_cast<std::size_t>(size));
-    std::string& held = held_records();
-    if (in_engine_ > 0 && held.size() + record.size() <= kHeldLimit) {
-        held.append(record);
-        return size;
+    try {
+        collected_records().append(data, static_cast<std::size_t>(size));
+    } catch (...) {
+        ERR_raise(ERR_LIB_BIO, ERR_R_MALLOC_FAILURE);  // the engine call fails, and says why
+        return -1;
     }
-    if (!flush_engine_output()) return -1;
-    return write_to_transport(record) ? size : -1;
+    return size;
 }
 
-bool Connection::flush_engine_output() {
-    std::string& held = held_records();
-    if (held.empty()) return true;
-    const bool ok = write_to_transport(held);
-    held.clear();
-    return ok;
+bool InEngine::flush() {
+    if (conn.in_engine_ != 1) return true;  // the outermost call hands everything over
+    std::string& collected = collected_records();
+    if (collected.empty()) return true;
+    // Taken out while the transport writes, so nothing else can touch it;
+    // put back (emptied, its capacity kept) however the write ends.
+    struct Restore {
+        std::string& slot;
+        std::string taken;
+        ~Restore() {
+            taken.clear();
+            if (slot.empty()) slot.swap(taken);  // else an engine call started meanwhile: its records stay
+        }
+    } records{collected, std::exchange(collected, std::string())};
+    try {
+        return conn.write_to_transport(records.taken);
+    } catch (...) {
+        // The engine counted these records as sent: without them the peer
+        // cannot read what follows, so the connection cannot go on.
+        conn.records_lost();
+        throw;
+    }
+}
+
+InEngine::~InEngine() {
+    // Left by an exception, or without flush(): the records go nowhere.
+    if (conn.in_engine_ == 1) collected_records().clear();
+    --conn.in_engine_;
 }
 
 bool Connection::write_to_transport(std::string_view records) {

@@ -40,7 +40,8 @@ void Connection::send_close_notify() {
     ERR_clear_error();
     {
         InEngine engine(*this);
-        SSL_shutdown(ssl_);  // 0: sent, the peer's not yet read; below 0: the transport refused (closed)
+        SSL_shutdown(ssl_);  // 0: sent, the peer's not yet read; below 0: failed (no memory)
+        engine.flush();      // false: the transport refused it (closed)
     }
     ERR_clear_error();
     deliver_high_water();
@@ -48,6 +49,7 @@ void Connection::send_close_notify() {
 
 void Connection::write_eof() {
     if (!is_open() || write_eof_wanted_ || close_wanted_) return;
+    check_thread("tls::Connection::write_eof");
     write_eof_wanted_ = true;
     if (handshake_done_) do_write_eof();  // else once the handshake is done, after the pending plaintext
 }
@@ -67,6 +69,7 @@ void Connection::do_write_eof() {
 }
 
 void Connection::close() {
+    check_thread("tls::Connection::close");
     if (state_ == State::shutting_down || state_ == State::closed || close_wanted_) return;
     if (!handshake_done_ && !pending_plaintext_.empty()) {
         close_wanted_ = true;  // the plaintext goes out once the handshake is done, then close_notify
@@ -92,6 +95,7 @@ void Connection::do_close() {
 
 void Connection::abort() {
     if (state_ == State::closed) return;
+    check_thread("tls::Connection::abort");
     if (!ending_set_) {
         ending_ = {CloseKind::local, {}, {}};
         ending_set_ = true;
@@ -127,6 +131,12 @@ void Connection::fail(CloseKind kind, std::string detail, bool abortive) {
     } else {
         timer_.cancel();
     }
+}
+
+// The transport threw while taking records the engine counted as sent (out
+// of memory): the peer could not read past the gap, so nothing more may go.
+void Connection::records_lost() {
+    fail(CloseKind::tls_error, "reactor::tls: the transport could not take the engine's records (out of memory)", true);
 }
 
 void Connection::arm_timer(std::chrono::milliseconds after, CloseKind kind) {

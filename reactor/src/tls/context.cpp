@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
@@ -270,38 +272,70 @@ int Context::on_server_name(SSL* ssl, int*, void* arg) {
 }
 
 // A client got a session (TLS 1.3: a ticket, after the handshake): keep the
-// latest per server. Returning 1 keeps OpenSSL's reference for us.
+// latest per server. Returning 1 keeps OpenSSL's reference for us; 0 leaves
+// it to OpenSSL. Called from inside OpenSSL: nothing may throw out of here
+// (a map that cannot grow keeps no session).
 int Context::on_new_session(SSL* ssl, SSL_SESSION* session) {
     auto* self = static_cast<Context*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
     const auto* key = static_cast<const std::string*>(SSL_get_ex_data(ssl, cache_key_index()));
     if (!self || !key || key->empty()) return 0;
-    SSL_SESSION*& slot = self->sessions_[*key];
-    if (slot) SSL_SESSION_free(slot);
-    slot = session;
+    SSL_SESSION* replaced = nullptr;
+    try {
+        std::lock_guard lock(self->sessions_mutex_);
+        SSL_SESSION*& slot = self->sessions_[*key];
+        replaced = std::exchange(slot, session);
+    } catch (...) {
+        return 0;
+    }
+    if (replaced) SSL_SESSION_free(replaced);  // outside the lock
     return 1;
 }
 
+std::size_t Context::cached_sessions() const noexcept {
+    std::lock_guard lock(sessions_mutex_);
+    return sessions_.size();
+}
+
 void Context::clear_session_cache() noexcept {
-    for (auto& [key, session] : sessions_) SSL_SESSION_free(session);
-    sessions_.clear();
+    std::map<std::string, SSL_SESSION*> taken;
+    {
+        std::lock_guard lock(sessions_mutex_);
+        taken.swap(sessions_);
+    }
+    for (auto& [key, session] : taken) SSL_SESSION_free(session);
 }
 
 SSL* Context::new_ssl(const std::string& cache_key) const {
+    const bool cached = role_ == Role::client && session_cache_ && !cache_key.empty();
+    // Made first: if it throws, there is no SSL to free yet.
+    auto key = cached ? std::make_unique<std::string>(cache_key) : nullptr;
     ERR_clear_error();
     SSL* ssl = SSL_new(ctx_);
     if (!ssl) throw Error(with_openssl_errors("reactor::tls: SSL_new failed"));
-    if (role_ == Role::client && session_cache_ && !cache_key.empty()) {
-        SSL_set_ex_data(ssl, cache_key_index(), new std::string(cache_key));
-        auto it = sessions_.find(cache_key);
-        if (it != sessions_.end()) {
-            SSL_set_session(ssl, it->second);
-            // A TLS 1.3 ticket is offered once (RFC 8446, C.4): taken out, the
-            // server sends fresh ones on the resumed connection. A TLS 1.2
-            // session stays: resuming it gives no new one.
-            if (SSL_SESSION_get_protocol_version(it->second) == TLS1_3_VERSION) {
-                SSL_SESSION_free(it->second);
-                sessions_.erase(it);
+    if (cached) {
+        if (SSL_set_ex_data(ssl, cache_key_index(), key.get()) == 1) key.release();  // freed with the SSL
+        // Our own reference to the session, taken under the lock: another
+        // loop may replace or take the cached one meanwhile.
+        SSL_SESSION* session = nullptr;
+        {
+            std::lock_guard lock(sessions_mutex_);
+            auto it = sessions_.find(cache_key);
+            if (it != sessions_.end()) {
+                session = it->second;
+                // A TLS 1.3 ticket is offered once (RFC 8446, C.4): taken
+                // out (its reference is now ours), the server sends fresh
+                // ones on the resumed connection. A TLS 1.2 session stays:
+                // resuming it gives no new one.
+                if (SSL_SESSION_get_protocol_version(session) == TLS1_3_VERSION) {
+                    sessions_.erase(it);
+                } else {
+                    SSL_SESSION_up_ref(session);
+                }
             }
+        }
+        if (session) {
+            SSL_set_session(ssl, session);  // takes a reference of its own
+            SSL_SESSION_free(session);
         }
     }
     return ssl;

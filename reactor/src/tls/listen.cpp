@@ -3,6 +3,7 @@
 #include "reactor/tls/listen.hpp"
 
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -29,6 +30,9 @@ Connector::ConnectCallback client_side(std::shared_ptr<Context> context, std::st
             secured = Connection::start_client(conn, context, server_name, tls);
         } catch (const Error&) {
             conn->abort();  // OpenSSL out of memory: nothing to hand over
+            return cb(nullptr, std::make_error_code(std::errc::not_enough_memory));
+        } catch (const std::bad_alloc&) {
+            conn->abort();  // out of memory (the first flight not queued: aborted already)
             return cb(nullptr, std::make_error_code(std::errc::not_enough_memory));
         }
         cb(std::move(secured), {});

@@ -321,6 +321,9 @@ public:
     Address local_address() const;
     Address peer_address() const { return peer_.get(); }
     Scheduler& scheduler() const noexcept { return *profile_->sched; }
+    // The line that made us (adopt's caller, or the Listener's or connect()'s):
+    // what debug mode's reports name (a layer above, TLS, names it too).
+    const std::source_location& made_at() const noexcept { return where(); }
     // TCP_NODELAY (Listener and connect() turn it on for TCP). No-op on Unix sockets.
     void set_no_delay(bool on) noexcept;
     // Change a deadline of ConnectionOptions (zero: none); its count starts now.

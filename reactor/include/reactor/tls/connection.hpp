@@ -5,8 +5,9 @@
 // BIO pair would be), never to the socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
 // libevent's filter mode): the ciphertext the transport receives is what the
 // engine reads, and the records the engine makes go to the transport's
-// write() when each engine call returns (no buffer of ours at rest: the
-// kernel takes them, or the transport's own output buffer keeps them). So
+// write() when each engine call has returned, never from inside OpenSSL (no
+// buffer of ours at rest: the kernel takes them, or the transport's own
+// output buffer keeps them). So
 // there is one write path, and the transport's water marks, deadlines (read/write/idle timeouts),
 // write_eof and close reasons, and the virtual clock kit, all work under TLS
 // unchanged. An idle TLS connection keeps no buffer of its own: only bytes
@@ -15,7 +16,13 @@
 // Owns its transport: after start_server/start_client the plain connection's
 // callbacks are ours; do not use it directly. Like the transport, an open
 // TLS connection owns itself (through the transport's close callback) and is
-// released after its close callback has run. Loop thread only. No member
+// released after its close callback has run. Loop thread only: in debug mode
+// (Scheduler::Options::debug), a member that acts (the setters, write,
+// write_eof, close, abort, pause/resume_reading, set_water_marks) called
+// from another thread while the loop runs is reported on the loop's
+// exception handler, naming the line that made the transport, and refused
+// with std::logic_error before it changes anything, as the plain
+// Connection's (Scheduler::check_owner_thread). No member
 // calls back synchronously, except write(), which may run the high-water
 // callback before it returns (as the plain Connection).
 //
@@ -99,7 +106,8 @@ public:
     // against it; it also keys the session cache ("server_name:port").
     // Throws reactor::tls::Error if OpenSSL cannot make the session (memory),
     // std::invalid_argument for a closed transport or a context of the wrong
-    // role; the transport is then left as it was.
+    // role; the transport is then left as it was. Throws std::bad_alloc if
+    // the transport cannot queue the client's first flight; it is then aborted.
     static std::shared_ptr<Connection> start_server(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
                                                     Options options = {});
     static std::shared_ptr<Connection> start_client(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
@@ -112,28 +120,53 @@ public:
 
     // ---- callbacks (as the plain Connection's; set or replace any time) ----
     // Decrypted data; valid only during the call.
-    void set_data_callback(DataFunction cb) { on_data_.set(std::move(cb)); }
+    void set_data_callback(DataFunction cb) {
+        check_thread("tls::Connection::set_data_callback");
+        on_data_.set(std::move(cb));
+    }
     // The handshake finished: the peer is verified (if the context verifies),
     // alpn_protocol(), peer_subject() and session_reused() are known. Runs once.
-    void set_handshake_callback(EventFunction cb) { on_handshake_.set(std::move(cb)); }
+    void set_handshake_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_handshake_callback");
+        on_handshake_.set(std::move(cb));
+    }
     // The peer sent close_notify. Without an EOF callback the connection then
     // answers with its own and closes (reason close_notify); with one it
     // stays open for writing: finish with write_eof() or close(). Once it has
     // arrived, a reset our writes then meet (the peer closed its socket) does
     // not change the reason: still close_notify (local after close()).
-    void set_eof_callback(EventFunction cb) { on_eof_.set(std::move(cb)); }
+    void set_eof_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_eof_callback");
+        on_eof_.set(std::move(cb));
+    }
     // Everything written so far was handed to the kernel.
-    void set_drain_callback(EventFunction cb) { on_drain_.set(std::move(cb)); }
-    void set_high_water_callback(EventFunction cb) { on_high_water_.set(std::move(cb)); }
-    void set_low_water_callback(EventFunction cb) { on_low_water_.set(std::move(cb)); }
+    void set_drain_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_drain_callback");
+        on_drain_.set(std::move(cb));
+    }
+    void set_high_water_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_high_water_callback");
+        on_high_water_.set(std::move(cb));
+    }
+    void set_low_water_callback(EventFunction cb) {
+        check_thread("tls::Connection::set_low_water_callback");
+        on_low_water_.set(std::move(cb));
+    }
     // Exactly once, on a later iteration than the event that closed it; then
     // every callback is dropped and the connection releases itself.
-    void set_close_callback(CloseFunction cb) { on_close_.set(std::move(cb)); }
+    void set_close_callback(CloseFunction cb) {
+        check_thread("tls::Connection::set_close_callback");
+        on_close_.set(std::move(cb));
+    }
 
     // ---- writing ----
     // Encrypts and sends (or keeps the plaintext until the handshake is done).
     // False, dropping `data`, once closing or closed or after write_eof(), or
-    // if the transport failed; true means it will go out in order.
+    // if the transport failed; true means it will go out in order. Out of
+    // memory: false and aborted (tls_error) if the engine's records could not
+    // be collected; std::bad_alloc (as the plain write()) if the transport
+    // could not queue them, the connection then aborted (the engine counted
+    // them as sent: what follows could not be read).
     bool write(std::string_view data);
     // Plaintext waiting for the handshake + ciphertext the kernel has not taken.
     std::size_t buffered() const noexcept;
@@ -185,6 +218,12 @@ public:
 
 private:
     friend class HandshakeLimit;  // ends the oldest handshake in progress (fail)
+    // Debug mode's owner-thread check (see the header comment); a closed
+    // connection is not checked: its members do nothing, its loop may be gone.
+    void check_thread(const char* member) const {
+        if (state_ != State::closed)
+            transport_->scheduler().check_owner_thread(member, nullptr, &transport_->made_at(), "TLS connection");
+    }
     static std::shared_ptr<Connection> start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
                                              bool server, std::string server_name, Options options);
     void attach();
@@ -211,13 +250,14 @@ private:
     reactor::ConnectionPtr transport_;
     std::shared_ptr<Context> context_;
     SSL* ssl_;
-    // The engine's BIO (connection_bio.cpp): reads `input_`, writes to the transport.
+    // The engine's BIO (connection_bio.cpp): reads `input_`; collects what
+    // the engine writes, for the transport once the engine call returns.
     friend struct EngineBio;
     friend struct InEngine;
     int engine_read(char* out, int size);
-    int engine_write(const char* data, int size);
-    bool flush_engine_output();  // the records held during an engine call (connection_bio.cpp)
+    int engine_write(const char* data, int size) noexcept;
     bool write_to_transport(std::string_view records);
+    void records_lost();  // the transport threw taking them: aborted (tls_error)
     bool engine_at_eof() const noexcept { return input_eof_ && input_.empty(); }
     void feed(std::string_view fresh);
     std::string_view input_;    // ciphertext the engine may read now

@@ -16,15 +16,22 @@
 //    "server name:port" and offers it on the next connection there
 //    (Connection::session_reused() tells whether the server took it).
 // Every error at creation throws reactor::tls::Error naming the file or
-// setting, with OpenSSL's text. Loop thread only after creation (the session
-// cache and the SNI table are not locked): a client context serves one loop.
-// A server context whose SNI table is complete may serve every loop of a
-// group (tls::listen over a LoopGroup): serving only reads our settings, and
-// OpenSSL locks what it changes (its session cache, its ticket keys).
+// setting, with OpenSSL's text.
+//
+// Threads: one context may serve the connections of every loop of a group
+// at once, client or server (tls::listen or tls::connect over each loop of
+// a LoopGroup). Making connections only reads our settings; what changes is
+// locked: OpenSSL locks its own (a server's session cache and ticket keys),
+// and the client session cache here has a mutex of its own (held for one
+// map lookup as a connection starts and one insertion as a session
+// arrives; never while OpenSSL or a callback runs). Setting a context up is
+// not locked: add_server_name and native_handle()'s settings before the
+// context serves (before the group starts), from one thread.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,12 +118,13 @@ public:
     // SNI, server side: a client naming `server_name` (case-insensitive,
     // exact) is served with `other`'s certificate instead of this one's; other
     // names and clients that send none get this context's. Must be a server
-    // context. Loop thread only; takes effect for handshakes that start later.
+    // context. Not locked: before the context serves more than one loop (on
+    // one loop, takes effect for handshakes that start later).
     void add_server_name(std::string server_name, std::shared_ptr<Context> other);
 
     // Client session cache (ClientOptions::session_cache): how many sessions
-    // are kept, and forgetting them all.
-    std::size_t cached_sessions() const noexcept { return sessions_.size(); }
+    // are kept, and forgetting them all. Any thread.
+    std::size_t cached_sessions() const noexcept;
     void clear_session_cache() noexcept;
 
     // The OpenSSL object, for settings this class does not cover (cipher
@@ -125,7 +133,7 @@ public:
 
     // ---- for reactor::tls::Connection ----
     // A new SSL for one connection; `cache_key` ("name:port") picks and later
-    // stores the client's session. Throws Error.
+    // stores the client's session. Throws Error. Any thread.
     SSL* new_ssl(const std::string& cache_key) const;
 
 private:
@@ -140,8 +148,10 @@ private:
     bool session_cache_ = false;
     std::vector<unsigned char> alpn_wire_;  // server: its preference list, ALPN wire format
     std::map<std::string, std::shared_ptr<Context>> by_server_name_;  // lower-case name -> context
-    // Client: one session per "server name:port", the latest the server gave.
+    // Client: one session per "server name:port", the latest the server gave,
+    // under sessions_mutex_ (the connections of several loops share it).
     // Mutable: taking a session out and storing new ones is not a settings change.
+    mutable std::mutex sessions_mutex_;
     mutable std::map<std::string, SSL_SESSION*> sessions_;
 };
 
