@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -534,6 +535,50 @@ BOOST_AUTO_TEST_CASE(serve_until_aborts_the_clients_left_when_the_drain_time_is_
     }
     sched.run();
     BOOST_TEST(sched.empty());
+}
+
+// Issue 47's key-value server: each handler is a chain ending in catch_error
+// and finally; the clients say nothing, so StreamOptions' idle_timeout fires
+// during serve_until's drain and fails each handler's read. serve_until
+// (run_until_complete, nothing after it) returns only once every handler's
+// catch_error and finally have run, and nothing is reported: before, it
+// returned once the connections had closed, the handlers' continuations still
+// queued, and the Scheduler dropped them unrun ("Future exception was never
+// retrieved ... stream: idle_timeout passed").
+BOOST_AUTO_TEST_CASE(serve_until_returns_after_the_handlers_catch_error_and_finally_ran) {
+    std::vector<std::string> reports;
+    int caught = 0;
+    int finished = 0;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(reactor::describe(ctx)); });
+        futures::StreamOptions options;
+        options.connection.idle_timeout = 50ms;
+        auto server = futures::start_server(
+            sched, reactor::Address::loopback_v4(0),
+            [&](Stream s) {
+                return s.read_until()
+                    .then([s](std::string request) mutable { s.write("VALUE " + request); })
+                    .then([s]() mutable { return s.drain(); })
+                    .catch_error([&](const std::system_error&) { ++caught; })
+                    .finally([&] { ++finished; });
+            },
+            options);
+        std::vector<int> fds;
+        for (int i = 0; i < 3; ++i) fds.push_back(reactor_test::connect_blocking(server.address().port()));
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.active() == 3; }));
+        Future<void> stop(sched);
+        stop.set_result();
+        futures::run_until_complete(sched, server.serve_until(stop, 10s));  // the idle timeout comes first
+        BOOST_TEST(caught == 3);
+        BOOST_TEST(finished == 3);
+        BOOST_TEST(server.active() == 0u);
+        for (int fd : fds) ::close(fd);
+    }  // the Scheduler goes: nothing of the handlers is left to drop
+    BOOST_TEST(caught == 3);
+    BOOST_TEST(finished == 3);
+    for (const std::string& r : reports) BOOST_TEST_MESSAGE(r);
+    BOOST_TEST(reports.empty());
 }
 
 // A read of more than 4 GiB at once is refused up front (the pending read
