@@ -14,7 +14,9 @@
 #include <csignal>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -623,6 +625,108 @@ BOOST_AUTO_TEST_CASE(serve_until_aborts_the_clients_left_when_the_drain_time_is_
         BOOST_TEST(errno == ECONNRESET);
         ::close(fd);
     }
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+// Issue 47's key-value server: each handler is a chain ending in catch_error
+// and finally; the clients say nothing, so StreamOptions' idle_timeout fires
+// during serve_until's drain and fails each handler's read. serve_until
+// (run_until_complete, nothing after it) returns only once every handler's
+// catch_error and finally have run, and nothing is reported: before, it
+// returned once the connections had closed, the handlers' continuations still
+// queued, and the Scheduler dropped them unrun ("Future exception was never
+// retrieved ... stream: idle_timeout passed").
+BOOST_AUTO_TEST_CASE(serve_until_returns_after_the_handlers_catch_error_and_finally_ran) {
+    std::vector<std::string> reports;
+    int caught = 0;
+    int finished = 0;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(reactor::describe(ctx)); });
+        futures::StreamOptions options;
+        options.connection.idle_timeout = 50ms;
+        auto server = futures::start_server(
+            sched, reactor::Address::loopback_v4(0),
+            [&](Stream s) {
+                return s.read_until()
+                    .then([s](std::string request) mutable { s.write("VALUE " + request); })
+                    .then([s]() mutable { return s.drain(); })
+                    .catch_error([&](const std::system_error&) { ++caught; })
+                    .finally([&] { ++finished; });
+            },
+            options);
+        std::vector<int> fds;
+        for (int i = 0; i < 3; ++i) fds.push_back(reactor_test::connect_blocking(server.address().port()));
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.active() == 3; }));
+        Future<void> stop(sched);
+        stop.set_result();
+        futures::run_until_complete(sched, server.serve_until(stop, 10s));  // the idle timeout comes first
+        BOOST_TEST(caught == 3);
+        BOOST_TEST(finished == 3);
+        BOOST_TEST(server.active() == 0u);
+        for (int fd : fds) ::close(fd);
+    }  // the Scheduler goes: nothing of the handlers is left to drop
+    BOOST_TEST(caught == 3);
+    BOOST_TEST(finished == 3);
+    for (const std::string& r : reports) BOOST_TEST_MESSAGE(r);
+    BOOST_TEST(reports.empty());
+}
+
+// The server's scope supervises: a conversation that fails ends alone, the
+// others are served, and its error is reported once, as it ends, naming the
+// server and the conversation's line (not "never retrieved" at the loop's end).
+BOOST_AUTO_TEST_CASE(a_failed_conversation_is_reported_once_and_the_others_go_on) {
+    std::vector<reactor::ErrorContext> reports;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(ctx); });
+        auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [](Stream s) {
+            return s.read_until().then([s](std::string line) mutable {
+                if (line == "fail\n") throw std::runtime_error("bad request");
+                s.write("OK " + line);
+            });
+        });
+        const std::uint16_t port = server.address().port();
+        std::vector<int> fds;
+        for (const char* line : {"one\n", "fail\n", "two\n"}) {
+            fds.push_back(reactor_test::connect_blocking(port));
+            BOOST_REQUIRE(reactor_test::send_all(fds.back(), line));
+        }
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.accepted() == 3 && server.active() == 0; }));
+        BOOST_TEST(reports.size() == 1u);  // at once, not at the loop's end
+        server.close();
+        futures::run_until_complete(sched, server.wait_closed());
+        BOOST_TEST(reactor_test::recv_all(fds[0]) == "OK one\n");
+        BOOST_TEST(reactor_test::recv_all(fds[1]) == "");
+        BOOST_TEST(reactor_test::recv_all(fds[2]) == "OK two\n");
+        for (int fd : fds) ::close(fd);
+    }
+    BOOST_REQUIRE(reports.size() == 1u);
+    const std::string line = reactor::describe(reports[0]);
+    BOOST_TEST(line.find("a conversation failed") != std::string::npos, line);
+    BOOST_TEST(line.find("bad request") != std::string::npos, line);
+    BOOST_TEST(line.find("test_stream.cpp") != std::string::npos, line);
+    BOOST_TEST(line.find("never retrieved") == std::string::npos, line);
+}
+
+// wait_closed waits for the conversations, not only the connections: this
+// handler closes its stream, then goes on for a while.
+BOOST_AUTO_TEST_CASE(wait_closed_waits_for_a_conversation_that_outlives_its_connection) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    bool finished = false;
+    auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
+        s.close();
+        return futures::sleep(sched, 30ms).then([&] { finished = true; });
+    });
+    int fd = reactor_test::connect_blocking(server.address().port());
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.accepted() == 1; }));
+    server.close();
+    Future<void> closed = server.wait_closed();
+    BOOST_REQUIRE(futures::run_until(sched, closed, 10s));
+    BOOST_TEST(finished);
+    BOOST_TEST(!closed.failed());
+    ::close(fd);
     sched.run();
     BOOST_TEST(sched.empty());
 }

@@ -594,6 +594,50 @@ BOOST_AUTO_TEST_CASE(scheduler_close_with_tls_streams_open_cancels_their_reads) 
     CHECK_EMPTY(sched);
 }
 
+// Issue 47's key-value server over TLS: the server's scope holds each
+// conversation (the handshake, then the handler's chain), so serve_until
+// returns only after the handlers' catch_error and finally ran on the idle
+// timeout that fired during the drain, and nothing is reported.
+BOOST_AUTO_TEST_CASE(tls_serve_until_returns_after_the_handlers_catch_error_and_finally_ran) {
+    std::vector<std::string> reports;
+    int caught = 0;
+    int finished = 0;
+    {
+        reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+        sched.set_exception_handler([&](const reactor::ErrorContext& ctx) { reports.push_back(reactor::describe(ctx)); });
+        Tls contexts;
+        futures::StreamOptions options;
+        options.connection.idle_timeout = 100ms;
+        auto server = futures::start_server(
+            sched, reactor_test::any_loopback(),
+            [&](Stream s) {
+                return s.read_until("\n")
+                    .then([s](std::string request) mutable { s.write("VALUE " + request); })
+                    .catch_error([&](const std::system_error&) { ++caught; })
+                    .finally([&] { ++finished; });
+            },
+            options, contexts.server);
+        std::vector<Stream> clients;
+        for (int i = 0; i < 2; ++i)
+            clients.push_back(
+                wait(sched, futures::open_connection(sched, server.address(), contexts.client, "localhost")).result());
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.active() == 2; }));
+        Future<void> stop(sched);
+        stop.set_result();
+        Future<void> done = server.serve_until(stop, 10s);  // the idle timeout comes first
+        BOOST_REQUIRE(futures::run_until(sched, done, 20s));
+        BOOST_TEST(!done.failed());
+        BOOST_TEST(caught == 2);
+        BOOST_TEST(finished == 2);
+        for (Stream& c : clients) c.abort();
+        clients.clear();
+    }
+    BOOST_TEST(caught == 2);
+    BOOST_TEST(finished == 2);
+    for (const std::string& r : reports) BOOST_TEST_MESSAGE(r);
+    BOOST_TEST(reports.empty());
+}
+
 // ~Scheduler without close(): what the loop abandons breaks the promises,
 // the handshake's too (its continuations hold the stream: without that, a
 // cycle that LeakSanitizer reports). Leaks nothing: the client's socket is

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Internal: how many conversations of a StreamServer still run. Kept by the
+// Internal: how many conversations of a StreamServer still run, and the
+// server's scope they are counted in. Kept by the
 // server's core and by each conversation's stream, which may outlive the
 // core (a server handle dropped while clients talk on). Counted by hand, so
 // that what a stream keeps of its server is one pointer, not a weak_ptr's
@@ -8,6 +9,9 @@
 
 #include <cstddef>
 #include <source_location>
+
+#include "futures/detail/ref.hpp"
+#include "scope_state.hpp"
 
 namespace futures::detail {
 
@@ -24,6 +28,9 @@ public:
 
     std::size_t active = 0;
     std::source_location where;  // the server's start_server call: named if a conversation's end throws
+    // The server's scope: each conversation is a counted child of it
+    // (ScopeState::adopt_counted), told of its end by its stream's waiter.
+    Ref<ScopeState> scope;
 
 private:
     std::size_t holders_ = 1;

@@ -110,14 +110,42 @@ void ScopeState::on_child(std::uint32_t slot) {
     StateBase& s = *child.state;
     if (s.status() == Status::failed) {
         s.mark_retrieved();  // the scope answers for it from now on
-        on_error(child, s.error());
+        on_error(child.where, s.error());
     }
     maybe_settle();
 }
 
-void ScopeState::on_error(const Child& child, std::exception_ptr error) {
+void ScopeState::adopt_counted(std::source_location where) {
+    check_open(where);
+    if (registry_ == nullptr && !pending()) throw ScopeClosedError(where_text() + " has ended with its loop");
+    ++counted_;
+    ++live_;
+}
+
+void ScopeState::counted_done(StateBase* child, std::source_location where) noexcept {
+    if (counted_ == 0) return;  // dropped with the loop (loop_ended)
+    --counted_;
+    --live_;
+    if (child && child->status() == Status::failed) {
+        child->mark_retrieved();  // the scope answers for it from now on
+        try {
+            on_error(where, child->error());
+        } catch (...) {
+            report_error(scheduler(), fmt::format("a child of {} failed", where_text()), std::current_exception(),
+                         where);
+        }
+    }
+    try {
+        maybe_settle();
+    } catch (...) {  // no memory for the call_soon that settles it
+        report_error(scheduler(), fmt::format("{} could not settle", where_text()), std::current_exception(),
+                     origin());
+    }
+}
+
+void ScopeState::on_error(std::source_location spawned_at, std::exception_ptr error) {
     if (options_.policy == ScopePolicy::supervise) {
-        ScopeError e{std::move(error), child.where};
+        ScopeError e{std::move(error), spawned_at};
         if (options_.on_error) {
             try {
                 options_.on_error(e);
@@ -127,11 +155,11 @@ void ScopeState::on_error(const Child& child, std::exception_ptr error) {
             }
         } else {
             report_error(scheduler(), fmt::format("a child of {} failed", where_text()), std::move(e.error),
-                         child.where);
+                         spawned_at);
         }
         return;
     }
-    errors_.push_back(ScopeError{error, child.where});
+    errors_.push_back(ScopeError{error, spawned_at});
     if (!first_error_) {
         first_error_ = std::move(error);
         cancel_children(false);
@@ -255,6 +283,7 @@ void ScopeState::loop_ended() noexcept {
     children_.clear();
     free_.clear();
     live_ = 0;
+    counted_ = 0;
     if (!closed_) closed_at_ = origin();
     closed_ = true;
     deadline_timer_.cancel();

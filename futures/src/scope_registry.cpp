@@ -81,6 +81,7 @@ void unregister_scope(ScopeState& s) noexcept {
 void ScopeState::describe(std::vector<reactor::LiveItem>& out, const ScopeState* parent) const {
     std::string detail = fmt::format("{}, {} live {}, {}", options_.policy == ScopePolicy::fail_fast ? "fail-fast" : "supervise",
                                      live_, live_ == 1 ? "child" : "children", closed_ ? "closed" : "open");
+    if (counted_ != 0) detail += fmt::format(" ({} followed by their own waiters: a stream server's conversations)", counted_);
     if (parent) detail += fmt::format(", nested in the scope created at {}:{}", parent->origin().file_name(),
                                       parent->origin().line());
     out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::scope, std::move(detail), origin(), true});

@@ -39,6 +39,18 @@ public:
     // ---- what Scope does ----
     void check_open(std::source_location where) const;  // ScopeClosedError
     void adopt(Ref<StateBase> child, std::source_location where, bool shielded, bool is_scope);
+    // A child the scope keeps no entry for, because a waiter of its own
+    // already follows it and tells the scope of its end (a stream server's
+    // conversation: its stream waits on it, StreamCore::follow): counted in
+    // live_children() and waited for by close(), for no byte per child.
+    // cancel() does not reach it (its follower ends it: the server aborts
+    // its stream), and live() shows the count only. ScopeClosedError once
+    // closed, as spawn.
+    void adopt_counted(std::source_location where);
+    // Its end: `child` is the state that completed (its error, if it failed,
+    // goes where a spawned child's would), or null if the follower was
+    // dropped unrun (the loop ended).
+    void counted_done(StateBase* child, std::source_location where) noexcept;
     void close(std::source_location where);
     void cancel_own();
     void set_deadline(reactor::TimePoint deadline);
@@ -70,7 +82,7 @@ private:
     Ref<StateBase> cancel_step(bool& accepted) override;
 
     void on_child(std::uint32_t slot);
-    void on_error(const Child& child, std::exception_ptr error);
+    void on_error(std::source_location spawned_at, std::exception_ptr error);
     void cancel_children(bool shielded_too);
     bool cancelling() const noexcept { return own_cancel_ || outside_cancel_ || timed_out_ || first_error_; }
     void maybe_settle();
@@ -83,6 +95,7 @@ private:
     std::vector<Child> children_;       // slots; a done-callback names its child by slot
     std::vector<std::uint32_t> free_;   // free slots of children_
     std::size_t live_ = 0;
+    std::size_t counted_ = 0;           // of live_: adopt_counted's, which have no entry
     std::vector<ScopeError> errors_;    // fail-fast: every child's error, the first one first
     std::exception_ptr first_error_;
     reactor::Handle deadline_timer_;

@@ -161,7 +161,7 @@ void StateBase::run_waiter(std::uint32_t index) noexcept {
         }
     } else if (UserCallback* user = w.as_user()) {
         try {
-            user->run();
+            user->run(*this);
         } catch (...) {
             report_error(*sched_, "exception in callback", std::current_exception(), user->where());
         }

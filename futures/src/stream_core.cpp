@@ -211,12 +211,26 @@ void StreamCore::follow(Ref<ActiveCount> count, const Future<void>& conversation
         close();
         throw;
     }
+    // The server's scope waits for it through this same waiter: no second
+    // waiter, no entry of its own (ScopeState::adopt_counted).
+    if (conversation_->scope) {
+        try {
+            conversation_->scope->adopt_counted(conversation.origin());
+            in_scope_ = true;
+        } catch (...) {
+            // The scope ended with its loop: the conversation runs on outside it.
+        }
+    }
 }
 
-void StreamCore::run() {
+void StreamCore::run(StateBase& done) {
     // First: what close() might throw does not leave the conversation counted.
     conversation_over_ = true;
     --conversation_->active;
+    if (in_scope_) {
+        in_scope_ = false;
+        conversation_->scope->counted_done(&done, done.origin());
+    }
     close();
 }
 
@@ -224,6 +238,10 @@ void StreamCore::dispose() noexcept {
     if (!conversation_over_) {  // dropped unrun: removed, or its loop abandoned
         conversation_over_ = true;
         --conversation_->active;
+    }
+    if (in_scope_) {
+        in_scope_ = false;
+        conversation_->scope->counted_done(nullptr, where());
     }
     conversation_ = {};
     release();

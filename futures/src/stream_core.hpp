@@ -294,7 +294,7 @@ private:
 
     // The conversation's end (follow): UserCallback, run when its future
     // completes; dispose() then drops the reference the waiter held.
-    void run() override;
+    void run(StateBase& done) override;
     std::source_location where() const noexcept override { return conversation_->where; }
     void dispose() noexcept override;
 
@@ -359,6 +359,7 @@ private:
     bool plain_ : 1;            // transport_ holds a PlainTransport (else a pointer to another)
     bool conversation_over_ : 1 = false;  // follow's conversation completed: no longer counted
     bool orphaned_ : 1 = false;  // no handle left: holds itself until its waits complete (last_reference_gone)
+    bool in_scope_ : 1 = false;  // follow's conversation is a counted child of its server's scope
     // The errno of a reset or failure, in 16 bits (every errno fits; a
     // transport's value that does not is kept whole in rare().error).
     std::uint16_t error_ = 0;

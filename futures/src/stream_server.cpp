@@ -3,7 +3,8 @@
 // Stream handed to the user's handler; the stream is closed when the future
 // the handler returned completes. What the server reports or returns names
 // the user's line (start_server's, wait_closed's, serve_until's), never one
-// here. Loop thread only.
+// here. Each conversation is a counted child of the server's scope, which
+// wait_closed and serve_until wait for. Loop thread only.
 #include "stream_server.hpp"
 #include "stream_core.hpp"
 
@@ -23,6 +24,12 @@
 namespace futures {
 namespace detail {
 
+ServerCore::~ServerCore() {
+    // No conversation can start any more; the scope's close() future carries
+    // the lifetime on. A scope that ended with its loop is left alone.
+    if (handlers_ && !handlers_->settled()) (void)handlers_->close(where_);
+}
+
 void ServerCore::listen(const reactor::Address& address) {
     reactor::Listener::Options lopt;
     lopt.connection = options_.connection;
@@ -34,6 +41,29 @@ void ServerCore::listen(const reactor::Address& address) {
             if (auto self = weak.lock()) self->on_accept(c);
         },
         lopt, where_);
+    // A conversation that fails goes where an error nobody retrieved goes
+    // (the loop's exception handler), once, as it ends, naming the server and
+    // the conversation's line; never as "never retrieved".
+    ScopeOptions scope;
+    scope.policy = ScopePolicy::supervise;
+    scope.on_error = [&sched = sched_, name = fmt::format("stream server {} (started at {}:{})",
+                                                         listener_->address().to_string(), where_.file_name(),
+                                                         where_.line())](const ScopeError& e) {
+        reactor::ErrorContext ctx;
+        ctx.message = name + ": a conversation failed";
+        ctx.exception = e.error;
+        ctx.origin = e.spawned_at;  // the conversation's own line
+        ctx.origin_known = true;
+        sched.call_exception_handler(ctx);
+    };
+    handlers_ = std::make_shared<Scope>(sched_, std::move(scope), where_);
+    active_->scope = Ref<ScopeState>(&handlers_->state());
+    // Runs once the listener is closed (by close(), the loop's end, its own
+    // failure or its destruction) and its connections have closed: no
+    // conversation can start any more.
+    listener_->wait_closed([handlers = handlers_, where = where_] {
+        if (!handlers->settled()) (void)handlers->close(where);
+    });
 }
 
 // The stream follows its conversation itself (StreamCore::follow): it
@@ -61,13 +91,22 @@ void ServerCore::on_accept(const reactor::ConnectionPtr& conn) {
 }
 
 // The listener holds the promise (shared: its waiters are std::functions)
-// until it is closed and its connections are gone; if it drops the waiter
-// unrun, the promise breaks and the future is cancelled.
+// until it is closed and its connections are gone; then the server's scope
+// (closed by then: listen's waiter runs first) holds it until every
+// conversation has ended, and the continuations their ends scheduled have
+// run. However the scope ends (cancelled by Scheduler::close() too), the
+// server is closed: done. If either drops its waiter unrun (the loop
+// ended), the promise breaks and the future is cancelled.
 Future<void> ServerCore::wait_closed(std::source_location where) {
     auto closed = std::make_shared<Promise<void>>(sched_, where, "wait for the stream server to close");
     Future<void> f = closed->get_future();
-    listener_->wait_closed([closed] {
-        if (closed->is_pending()) closed->set_value();  // unless cancelled by its holder
+    listener_->wait_closed([closed, handlers = handlers_, where] {
+        if (!closed->is_pending()) return;  // cancelled by its holder
+        (void)handlers->close(where).add_done_callback(
+            [closed] {
+                if (closed->is_pending()) closed->set_value();
+            },
+            where);
     });
     return f;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Internal: the state behind a StreamServer. Owns the listener and counts the
-// conversations still running; the listener's accept callback refers to it
-// weakly, so the StreamServer handles alone decide how long it lives.
-// Loop thread only.
+// Internal: the state behind a StreamServer. Owns the listener, counts the
+// conversations still running, and waits for them in a supervising
+// futures::Scope (the server's scope: wait_closed and serve_until wait for it
+// to settle); the listener's accept callback refers to it weakly, so the
+// StreamServer handles alone decide how long it lives. Loop thread only.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include <reactor/net/listener.hpp>
 
 #include "futures/detail/ref.hpp"
+#include "futures/scope.hpp"
 #include "futures/stream.hpp"
 
 #include "active_count.hpp"
@@ -28,6 +30,9 @@ public:
     ServerCore(reactor::Scheduler& sched, StreamServer::Handler handler, const StreamOptions& options,
                std::source_location where)
         : sched_(sched), handler_(std::move(handler)), options_(options), where_(where) {}
+    ServerCore(const ServerCore&) = delete;
+    ServerCore& operator=(const ServerCore&) = delete;
+    ~ServerCore();
 
     // Binds and starts accepting; once, right after construction. Throws
     // like reactor::Listener::listen.
@@ -55,6 +60,14 @@ private:
     // Conversations whose future is not complete yet. A count, not a table of
     // their streams: an idle connection pays for what the server keeps.
     Ref<ActiveCount> active_ = Ref<ActiveCount>::adopt(new ActiveCount(where_));
+    // The server's scope (supervise: a conversation fails alone, its error
+    // goes to the loop's exception handler naming the server and the
+    // conversation). Each conversation is a counted child, followed by its
+    // stream's waiter (StreamCore::follow): an idle connection pays nothing
+    // for it. Shared with the listener's wait_closed callback, which closes
+    // it once the listener is closed and its connections are gone (no
+    // conversation can start any more), also after this core is gone.
+    std::shared_ptr<Scope> handlers_;
 };
 
 }  // namespace futures::detail

@@ -109,6 +109,7 @@ public:
 
 namespace detail {
 class ScopeState;
+class ServerCore;
 }
 
 class REACTOR_API Scope {
@@ -190,6 +191,8 @@ public:
     reactor::Scheduler& scheduler() const;
 
 private:
+    friend class detail::ServerCore;  // its conversations are counted children (ScopeState::adopt_counted)
+
     void check_open(std::source_location where) const;
     void adopt(detail::Ref<detail::StateBase> child, std::source_location where, bool shielded);
     detail::ScopeState& state() const;

@@ -335,12 +335,25 @@ struct PipeStreams {
 // A listening server whose handler gets one Stream per client. A handle:
 // copies share the server; it keeps listening until close() (or until the
 // last handle goes).
+//
+// The server's scope. Every conversation is a child of a supervising
+// futures::Scope the server owns (futures/scope.hpp; listed by
+// Scheduler::live() under start_server's line): a conversation that fails
+// ends alone, the others go on, and its error goes to the loop's exception
+// handler as it ends, once ("stream server ADDR (started at LINE): a
+// conversation failed (from the conversation's line): what()"), never as
+// "exception was never retrieved". wait_closed() and serve_until() wait for
+// the scope: they complete only after every conversation has settled, one
+// loop turn after its future completed, so after the continuations its
+// completion queued (the catch_error and finally at the end of a handler's
+// chain): run_until_complete on either needs no sched.run() after it.
 class REACTOR_API StreamServer {
 public:
     // Called for each client; returns the future of its conversation (usually
-    // spawn(sched, Session(stream))). When that future completes the stream is
-    // closed (gracefully) if it is still open; an error it ends with is
-    // reported like any error nobody retrieved.
+    // spawn(sched, Session(stream)), or a then-chain ending in catch_error and
+    // finally). When that future completes the stream is closed (gracefully)
+    // if it is still open; an error it ends with is reported as the server's
+    // scope says (above).
     using Handler = std::function<Future<void>(Stream)>;
 
     StreamServer() = default;
@@ -361,13 +374,16 @@ public:
     void abort_clients();
 
     // ---- graceful shutdown (asyncio's Server.wait_closed and serve_forever) ----
-    // Done once the server is closed and every connection it accepted has
-    // closed. Never fails.
+    // Done once the server is closed, every connection it accepted has
+    // closed, and every conversation has settled (see "The server's scope").
+    // Never fails (cancelled, with BrokenPromise, if the loop ends first).
     [[nodiscard]] Future<void> wait_closed(std::source_location where = std::source_location::current());
     // Serves until `stop` completes (done, failed or cancelled: a signal, a
     // request, a timer), then closes the server, gives the connections still
-    // open `drain` to finish by themselves, aborts the rest, and is done once
-    // every one has closed. Never fails.
+    // open `drain` to finish by themselves, then aborts the rest (a
+    // conversation waiting on its stream then ends: its read or drain fails),
+    // and is done as wait_closed() is. A conversation that waits on something
+    // else past that is waited for (bound it with with_timeout). Never fails.
     [[nodiscard]] Future<void> serve_until(Future<void> stop, reactor::Duration drain,
                                            std::source_location where = std::source_location::current());
     // The same with a stop that carries a value, such as

@@ -256,10 +256,18 @@ Future<machine_result_t<std::decay_t<M>>> spawn(reactor::Scheduler& sched, M&& m
 }
 
 // Runs the loop until `fut` is complete, then returns its value or rethrows its
-// error (CancelledError if cancelled). Other callbacks and tasks run meanwhile;
-// what is still scheduled when `fut` completes stays scheduled. Throws
-// InvalidStateError if the loop runs out of work first (nothing can complete
-// `fut` any more). Loop thread only, never from inside a callback.
+// error (CancelledError if cancelled). Other callbacks and tasks run meanwhile.
+// Work still queued when `fut` completes (callbacks due, continuations of
+// other futures, tasks, timers) is neither run nor dropped: it stays
+// scheduled, and runs if the loop runs again (sched.run(), another
+// run_until_complete); if the Scheduler is destroyed first it is destroyed
+// unrun, and a failed future it held whose error nobody read is then
+// reported as "exception was never retrieved". To wait for a group of work
+// with its queued continuations, wait for a futures::Scope's close()
+// (futures/scope.hpp), which settles one loop turn after its last child; a
+// StreamServer's wait_closed() and serve_until() wait for its handlers so.
+// Throws InvalidStateError if the loop runs out of work first (nothing can
+// complete `fut` any more). Loop thread only, never from inside a callback.
 template <class T>
 T run_until_complete(reactor::Scheduler& sched, Future<T> fut) {
     detail::State<T>& state = detail::Access::state(fut);

@@ -20,6 +20,8 @@
 
 namespace futures::detail {
 
+class StateBase;
+
 class Link;
 
 // A done-callback as the waiter list sees it: run once, or dropped unrun,
@@ -31,7 +33,8 @@ public:
     UserCallback(const UserCallback&) = delete;
     UserCallback& operator=(const UserCallback&) = delete;
 
-    virtual void run() = 0;
+    // `done`: the state whose completion runs it (a waiter may follow several).
+    virtual void run(StateBase& done) = 0;
     // Where it was registered: named if run() throws.
     virtual std::source_location where() const noexcept = 0;
     // The list is done with it: it ran, or was removed or dropped unrun.
@@ -50,7 +53,7 @@ template <class F>
 class UserCallbackOf final : public UserCallback {
 public:
     UserCallbackOf(F f, std::source_location where) : where_(where), f_(std::move(f)) {}
-    void run() override { f_(); }
+    void run(StateBase&) override { f_(); }
     std::source_location where() const noexcept override { return where_; }
     void dispose() noexcept override { delete this; }
 

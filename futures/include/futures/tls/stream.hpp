@@ -90,9 +90,10 @@ public:
 // a handshake with `context` (a server context: else std::invalid_argument),
 // and the handler gets its stream once the handshake is done. The
 // StreamServer is the plain one (its active() counts handshakes in progress
-// too); the handler's future is the conversation, as for plaintext. A handler
-// that throws fails its conversation, which is reported like any error
-// nobody retrieved, and its stream is closed.
+// too); the handler's future is the conversation, as for plaintext, a child
+// of the server's scope (the handshake included: futures/stream.hpp, "The
+// server's scope"). A handler that throws fails its conversation, which is
+// reported as any failed conversation is, and its stream is closed.
 [[nodiscard]] REACTOR_API StreamServer start_server(reactor::Scheduler& sched, const reactor::Address& address,
                                                     StreamServer::Handler handler, StreamOptions options,
                                                     reactor::tls::ContextPtr context, reactor::tls::Options tls = {},
