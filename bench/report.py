@@ -62,6 +62,12 @@ MICRO_ROWS = [  # (bench, metric, label, peers that compete, short label for the
     ("futures", "ns_per_then_run_cold", "then chain, first round (cold): ns per then, run part", [], "then/run(cold)"),
     ("futures", "ns_per_then_fanout_cold", "then fan-out, first round (cold): ns per then", [], "then/fanout(cold)"),
     ("futures", "ns_per_pair", "future/promise pair: ns per pair", [], "future+promise"),
+    # issue 47: an empty task spawned and joined, bare and in a scope (asyncio: create_task, and
+    # TaskGroup.create_task, bench/micro/asyncio_taskgroup.py); 1,000 live at a time.
+    ("futures", "ns_per_task_bare", "empty task, spawned bare and joined: ns per task", ["asyncio"], "task/bare"),
+    ("futures", "ns_per_task_scope",
+     "empty task, spawned into a scope, joined by close() (asyncio: TaskGroup.create_task): ns per task",
+     ["asyncio"], "task/scope"),
 ]
 
 
@@ -257,6 +263,13 @@ def main():
         targets.append((f"then fan-out: ns per continuation ({n})", f"{fan:.1f} ns (goal ≤ 80 ns)", fan <= 80,
                         "informative: no loop iteration per link"))
 
+    bare, n = best_ours_micro("futures", "ns_per_task_bare")
+    if bare is not None:
+        scoped = mmed("futures", "ns_per_task_scope", n)
+        targets.append((f"scope spawn + join vs bare spawn ({n}, issue 47)",
+                        f"{fmt_num(scoped)} ns vs {fmt_num(bare)} ns: {fmt_ratio(ratio(scoped, bare))} (goal ≤ 1.5x)",
+                        ratio(scoped, bare) is not None and ratio(scoped, bare) <= 1.5, ""))
+
     w("## Headline")
     w("")
     w("<!-- README.md and docs/performance.md quote the next paragraph verbatim: bench/publish_headline copies it")
@@ -371,7 +384,9 @@ def main():
                 r = "(best peer)"
             w(f"| {label} | {lib} | " + " | ".join(cells[:runs]) + f" | {fmt_num(m)} | {r} |")
         # The chart shows headline figures (rearm: CPU time only).
-        if "cold" not in short and "(wall)" not in short and short not in ("then/attach", "then/run"):
+        # (The task rows are left out: asyncio's microseconds would flatten the chart.)
+        if ("cold" not in short and "(wall)" not in short and short not in ("then/attach", "then/run")
+                and not short.startswith("task/")):
             plot_rows.append((short, {l: mmed(bench, metric, l) for l in libs}))
     w("")
 
