@@ -283,7 +283,8 @@ BOOST_AUTO_TEST_CASE(stream_server_stops_on_sigterm) {
     sched.add_signal_handler(SIGTERM, request_stop);
     // On a signal: stop accepting, give the open connections 5 s to finish, abort the rest.
     futures::Future<void> finished = server.serve_until(stop, 5s);
-    bool served = futures::run_until(sched, finished);  // true: every connection has closed
+    bool served = futures::run_until(sched, finished);  // true: every connection has closed,
+    // and every handler's future and the continuations it queued have settled
     sched.remove_signal_handler(SIGINT);
     sched.remove_signal_handler(SIGTERM);
     // [end-snippet:serve_until_signal]

@@ -48,7 +48,7 @@ std::exception_ptr connect_timeout_error(const ConnectProgress& p, reactor::Dura
         doing = fmt::format("connecting to {}", connector ? connector->address().to_string() : p.target);
     }
     return std::make_exception_ptr(ConnectTimeoutError(
-        p.step, fmt::format("open_connection to {}: timed out after {:g} ms {}", p.target,
+        p.step, fmt::format("open_connection to {}: timed out after {} ms {}", p.target,
                                   std::chrono::duration<double, std::milli>(timeout).count(), doing)));
 }
 

@@ -66,7 +66,7 @@ Future<Stream> handshake_after(Future<Stream> connected, tls::ContextPtr context
                 [bound, peer = stream.peer_address().to_string()] {
                     return std::make_exception_ptr(ConnectTimeoutError(
                         ConnectTimeoutError::Step::tls_handshake,
-                        fmt::format("open_connection to {}: timed out after {:g} ms in the TLS handshake with {}",
+                        fmt::format("open_connection to {}: timed out after {} ms in the TLS handshake with {}",
                                     bound.target, std::chrono::duration<double, std::milli>(bound.timeout).count(), peer)));
                 },
                 where);
