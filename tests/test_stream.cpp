@@ -312,7 +312,9 @@ BOOST_AUTO_TEST_CASE(a_negative_or_nan_double_deadline_is_refused_naming_it) {
     BOOST_CHECK_EXCEPTION((void)server.serve_until(futures::make_ready_future(sched, 1), std::nan("")),
                           std::invalid_argument, names("serve_until: drain"));
     stream.set_read_timeout(30.0);  // and a good one is taken
-    stream.set_read_timeout(0.0);
+    stream.set_idle_timeout(60);    // an integer is seconds too
+    stream.set_read_timeout({});    // still the Duration overload: none
+    stream.set_idle_timeout(0.0);
     ::close(fd);
     stream = Stream();
     server.close();

@@ -40,9 +40,10 @@ template <class Rep, class Period>
 // (reactor::from_seconds: rounded up to the clock's 1 ns; +infinity is
 // Duration::max(); a negative delay or NaN throws std::invalid_argument
 // naming "sleep: delay", where a negative std::chrono one counts as zero).
-[[nodiscard]] inline Future<void> sleep(reactor::Scheduler& sched, double delay,
-                                        std::source_location where = std::source_location::current()) {
-    return detail::make_sleep(sched, reactor::from_seconds(delay, "sleep: delay"), where);
+template <reactor::SecondsCount S>
+[[nodiscard]] Future<void> sleep(reactor::Scheduler& sched, S delay,
+                                 std::source_location where = std::source_location::current()) {
+    return detail::make_sleep(sched, reactor::from_seconds(static_cast<double>(delay), "sleep: delay"), where);
 }
 
 // Done at `deadline` (a point on the Scheduler's clock).

@@ -250,14 +250,24 @@ public:
     void abort();
     bool is_closing() const;  // close()/abort() called, or the connection ended
     // Change a deadline of StreamOptions::connection (zero: none); it counts from now.
-    // A double is seconds (reactor::from_seconds: a negative one or NaN
-    // throws std::invalid_argument naming the deadline).
+    // A number (a double, or an integer) is seconds (reactor::from_seconds:
+    // a negative one or NaN throws std::invalid_argument naming the
+    // deadline); `{}` is still the Duration zero.
     void set_read_timeout(reactor::Duration d);
     void set_write_timeout(reactor::Duration d);
     void set_idle_timeout(reactor::Duration d);
-    void set_read_timeout(double seconds) { set_read_timeout(reactor::from_seconds(seconds, "set_read_timeout: d")); }
-    void set_write_timeout(double seconds) { set_write_timeout(reactor::from_seconds(seconds, "set_write_timeout: d")); }
-    void set_idle_timeout(double seconds) { set_idle_timeout(reactor::from_seconds(seconds, "set_idle_timeout: d")); }
+    template <reactor::SecondsCount S>
+    void set_read_timeout(S seconds) {
+        set_read_timeout(reactor::from_seconds(static_cast<double>(seconds), "set_read_timeout: d"));
+    }
+    template <reactor::SecondsCount S>
+    void set_write_timeout(S seconds) {
+        set_write_timeout(reactor::from_seconds(static_cast<double>(seconds), "set_write_timeout: d"));
+    }
+    template <reactor::SecondsCount S>
+    void set_idle_timeout(S seconds) {
+        set_idle_timeout(reactor::from_seconds(static_cast<double>(seconds), "set_idle_timeout: d"));
+    }
     // Done once the connection is closed (never fails; cancelled if its
     // Scheduler goes first). Keeps the stream until then, handle or not.
     [[nodiscard]] Future<void> wait_closed(std::source_location where = std::source_location::current());
@@ -393,9 +403,11 @@ public:
                                            std::source_location where = std::source_location::current());
     // `drain` in seconds (reactor::from_seconds: negative or NaN throws
     // std::invalid_argument naming "serve_until: drain").
-    [[nodiscard]] Future<void> serve_until(Future<void> stop, double drain,
+    template <reactor::SecondsCount S>
+    [[nodiscard]] Future<void> serve_until(Future<void> stop, S drain,
                                            std::source_location where = std::source_location::current()) {
-        return serve_until(std::move(stop), reactor::from_seconds(drain, "serve_until: drain"), where);
+        const reactor::Duration d = reactor::from_seconds(static_cast<double>(drain), "serve_until: drain");
+        return serve_until(std::move(stop), d, where);
     }
     // The same with a stop that carries a value, such as
     // futures::next_signal(sched, {SIGINT, SIGTERM})'s signal number: the
@@ -406,11 +418,11 @@ public:
                                            std::source_location where = std::source_location::current()) {
         return serve_until(stop.then([](const T&) {}, where), drain, where);
     }
-    template <class T>
+    template <class T, reactor::SecondsCount S>
         requires(!std::is_void_v<T>)
-    [[nodiscard]] Future<void> serve_until(Future<T> stop, double drain,
+    [[nodiscard]] Future<void> serve_until(Future<T> stop, S drain,
                                            std::source_location where = std::source_location::current()) {
-        const reactor::Duration d = reactor::from_seconds(drain, "serve_until: drain");
+        const reactor::Duration d = reactor::from_seconds(static_cast<double>(drain), "serve_until: drain");
         return serve_until(stop.then([](const T&) {}, where), d, where);
     }
 

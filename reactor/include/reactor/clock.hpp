@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <string_view>
+#include <type_traits>
 
 #include <reactor/export.hpp>
 
@@ -33,6 +34,12 @@ using ClockFunction = std::function<TimePoint()>;
 // read_timeout, StreamOptions::connect_timeout) write
 //   policy.initial_delay = reactor::from_seconds(0.1, "initial_delay");
 REACTOR_API Duration from_seconds(double seconds, std::string_view what = "seconds");
+
+// What those overloads take: a number of seconds (a double, or an integer:
+// sleep(sched, 2) is two seconds), not a bool. They are templates on it so
+// that a std::chrono duration, and `{}`, still pick the Duration overload.
+template <class S>
+concept SecondsCount = std::is_arithmetic_v<S> && !std::is_same_v<S, bool>;
 
 namespace detail {
 
