@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -77,6 +78,71 @@ BOOST_AUTO_TEST_CASE(sleep_accepts_any_duration_and_negative_means_now) {
     BOOST_TEST((loop.clock.now() - start == 3s));
     BOOST_TEST(a.done());
     BOOST_TEST(c.done());
+    CHECK_EMPTY(loop.sched);
+}
+
+// issue 47: seconds as a double, as asyncio.sleep(0.25) takes them, on
+// virtual time: exact for what a double says (0.1 is 100 ms, not 100 ms +
+// 1 ns), rounded up below the clock's tick, +infinity as "never".
+BOOST_AUTO_TEST_CASE(sleep_takes_seconds_as_a_double) {
+    VirtualLoop loop(backend_under_test());
+    auto start = loop.clock.now();
+    std::vector<reactor::Duration> seen;
+    Future<void> a = futures::sleep(loop.sched, 0.1);
+    Future<void> b = futures::sleep(loop.sched, 1.5);
+    Future<void> c = futures::sleep(loop.sched, 2);  // an int is seconds too
+    Future<void> never = futures::sleep(loop.sched, std::numeric_limits<double>::infinity());
+    for (Future<void>* f : {&a, &b, &c}) f->add_done_callback([&] { seen.push_back(loop.sched.now() - start); });
+    loop.sched.run_for(10s);
+    BOOST_TEST((seen == std::vector<reactor::Duration>{100ms, 1500ms, 2s}));
+    BOOST_TEST(!never.done());
+    never.cancel();
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(from_seconds_rounds_up_saturates_and_refuses_what_is_no_duration) {
+    using reactor::Duration;
+    using reactor::from_seconds;
+    BOOST_TEST((from_seconds(0.1) == 100ms));
+    BOOST_TEST((from_seconds(0.001) == 1ms));
+    BOOST_TEST((from_seconds(2.5) == 2500ms));
+    BOOST_TEST((from_seconds(0.0) == Duration::zero()));
+    BOOST_TEST((from_seconds(-0.0) == Duration::zero()));
+    BOOST_TEST((from_seconds(1e-12) == 1ns));  // never truncated to nothing
+    BOOST_TEST((from_seconds(1.0000000015) == 1000000002ns));  // up, not down
+    BOOST_TEST((from_seconds(std::numeric_limits<double>::infinity()) == Duration::max()));
+    BOOST_TEST((from_seconds(1e300) == Duration::max()));
+    auto refused = [](double s, const std::string& name, const std::string& shown) {
+        try {
+            (void)from_seconds(s, name);
+            BOOST_ERROR("from_seconds(" << s << ") accepted");
+        } catch (const std::invalid_argument& e) {
+            BOOST_TEST(std::string(e.what()) == name + " must be a number of seconds >= 0, not " + shown);
+        }
+    };
+    refused(-1.0, "sleep: delay", "-1");
+    refused(-1e-9, "x", "-1e-09");
+    refused(std::numeric_limits<double>::quiet_NaN(), "with_timeout: delay", "nan");
+    refused(-std::numeric_limits<double>::infinity(), "drain", "-inf");
+}
+
+BOOST_AUTO_TEST_CASE(a_negative_or_nan_double_delay_is_refused_naming_the_parameter) {
+    VirtualLoop loop(backend_under_test());
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    auto names = [](const std::string& name) {
+        return [name](const std::invalid_argument& e) { return std::string(e.what()).starts_with(name + " must be"); };
+    };
+    BOOST_CHECK_EXCEPTION((void)futures::sleep(loop.sched, -0.5), std::invalid_argument, names("sleep: delay"));
+    BOOST_CHECK_EXCEPTION((void)futures::sleep(loop.sched, nan), std::invalid_argument, names("sleep: delay"));
+    Future<int> f = futures::make_ready_future(loop.sched, 1);
+    BOOST_CHECK_EXCEPTION((void)futures::with_timeout(f, -1.0), std::invalid_argument, names("with_timeout: delay"));
+    BOOST_CHECK_EXCEPTION((void)futures::with_timeout(f, nan), std::invalid_argument, names("with_timeout: delay"));
+    BOOST_CHECK_EXCEPTION((void)futures::with_timeout(f, nan, [] { return std::exception_ptr(); }),
+                          std::invalid_argument, names("with_timeout: delay"));
+    BOOST_CHECK_EXCEPTION((void)futures::run_until(loop.sched, f, -2.0), std::invalid_argument,
+                          names("run_until: limit"));
+    loop.sched.run();
     CHECK_EMPTY(loop.sched);
 }
 
@@ -314,6 +380,23 @@ BOOST_AUTO_TEST_CASE(completes_like_the_inner_future_in_time_and_drops_the_timer
     BOOST_TEST(bounded.result() == 5);
     BOOST_TEST(what(failing.exception()) == "inner");
     BOOST_TEST((loop.clock.now() - start == 1s));
+    CHECK_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(takes_seconds_as_a_double) {
+    VirtualLoop loop(backend_under_test());
+    auto start = loop.clock.now();
+    Future<int> slow = value_after(loop.sched, 10s, 1);
+    Future<int> bounded = futures::with_timeout(slow, 2.5);
+    Future<int> own = futures::with_timeout(value_after(loop.sched, 10s, 2), 0.25,
+                                            [] { return std::make_exception_ptr(std::runtime_error("mine")); });
+    Future<int> in_time = futures::with_timeout(value_after(loop.sched, 1s, 3), std::numeric_limits<double>::infinity());
+    loop.sched.run();
+    BOOST_CHECK_THROW(bounded.result(), TimeoutError);
+    BOOST_TEST(slow.cancelled());
+    BOOST_TEST(what(own.exception()) == "mine");
+    BOOST_TEST(in_time.result() == 3);
+    BOOST_TEST((loop.clock.now() - start == 2500ms));
     CHECK_EMPTY(loop.sched);
 }
 

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -82,6 +83,64 @@ BOOST_AUTO_TEST_CASE(gives_up_after_max_attempts_with_the_last_error) {
     BOOST_TEST(mentions(out.exception(), "attempt 4"));
     BOOST_TEST(op.started.size() == 4u);
     BOOST_TEST((told == std::vector<unsigned>{1, 2, 3}));
+    CHECK_EMPTY(loop.sched);
+}
+
+// issue 47: on_retry's error is read without rethrowing it, and its
+// parameter types are spelled out (unsigned, const ErrorView&, Duration).
+BOOST_AUTO_TEST_CASE(on_retry_reads_the_error_message_without_rethrowing) {
+    VirtualLoop loop(backend_under_test());
+    Flaky op{loop, 3};
+    std::vector<std::string> messages;
+    std::vector<Duration> delays;
+    RetryPolicy policy = exact(5);
+    policy.on_retry = [&](unsigned attempt, const futures::ErrorView& error, reactor::Duration delay) {
+        messages.push_back(std::to_string(attempt) + ": " + error.what());
+        delays.push_back(delay);
+        BOOST_TEST(error.as<std::runtime_error>() != nullptr);
+        BOOST_TEST(error.as<futures::TimeoutError>() == nullptr);
+        BOOST_TEST(static_cast<bool>(error.ptr()));
+    };
+    Future<int> out = futures::retry(loop.sched, policy, std::ref(op));
+    loop.sched.run();
+    BOOST_TEST(out.result() == 3);
+    BOOST_TEST((messages == std::vector<std::string>{"1: attempt 1", "2: attempt 2"}));
+    BOOST_TEST((delays == std::vector<Duration>{100ms, 200ms}));
+    CHECK_EMPTY(loop.sched);
+}
+
+BOOST_AUTO_TEST_CASE(error_view_of_other_errors) {
+    futures::ErrorView none{std::exception_ptr()};
+    BOOST_TEST(std::string(none.what()) == "no error");
+    BOOST_TEST(!none);
+    futures::ErrorView odd{std::make_exception_ptr(42)};
+    BOOST_TEST(std::string(odd.what()) == "unknown exception");
+    BOOST_TEST(odd.exception() == nullptr);
+    BOOST_TEST(odd.as<std::exception>() == nullptr);
+    futures::ErrorView timeout{std::make_exception_ptr(futures::TimeoutError("slow"))};
+    BOOST_TEST(std::string(timeout.what()) == "slow");
+    BOOST_TEST(timeout.as<futures::TimeoutError>() != nullptr);
+    const std::exception_ptr& back = timeout;  // what a function written for the pointer is given
+    BOOST_TEST(mentions(back, "slow"));
+}
+
+// Delays in seconds as doubles (futures::from_seconds), on virtual time.
+BOOST_AUTO_TEST_CASE(delays_from_seconds_as_doubles) {
+    VirtualLoop loop(backend_under_test());
+    Flaky op{loop, 3};
+    RetryPolicy policy = exact(5);
+    policy.initial_delay = futures::from_seconds(0.25, "initial_delay");
+    policy.max_delay = futures::from_seconds(10.0, "max_delay");
+    Future<int> out = futures::retry(loop.sched, policy, std::ref(op));
+    loop.sched.run();
+    BOOST_TEST(out.result() == 3);
+    // 0, fails at 1 ms; 250 ms later (251) attempt 2, fails at 252; 500 ms later (752) attempt 3.
+    BOOST_TEST((op.started == std::vector<Duration>{0ms, 251ms, 752ms}));
+    BOOST_CHECK_EXCEPTION(policy.initial_delay = futures::from_seconds(-0.1, "initial_delay"), std::invalid_argument,
+                          [](const std::invalid_argument& e) {
+                              return std::string(e.what()).starts_with("initial_delay must be");
+                          });
+    BOOST_CHECK_THROW(policy.max_delay = futures::from_seconds(std::nan(""), "max_delay"), std::invalid_argument);
     CHECK_EMPTY(loop.sched);
 }
 

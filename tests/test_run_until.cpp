@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,6 +78,20 @@ BOOST_AUTO_TEST_CASE(the_bound_ends_the_run_with_the_future_pending) {
     BOOST_TEST(futures::run_until(s, slow, 1s));
     BOOST_TEST(slow.result() == 7);
     BOOST_TEST((loop.clock.now() - t0 == 500ms));
+    CHECK_EMPTY(s);
+}
+
+BOOST_AUTO_TEST_CASE(the_bound_in_seconds_as_a_double) {
+    VirtualLoop loop(backend_under_test());
+    auto& s = loop.sched;
+    const TimePoint t0 = loop.clock.now();
+    Future<int> slow(s);
+    s.call_later(500ms, [&] { slow.set_result(7); });
+    BOOST_TEST(!futures::run_until(s, slow, 0.1));
+    BOOST_TEST((loop.clock.now() - t0 == 100ms));
+    BOOST_TEST(futures::run_until(s, slow, std::numeric_limits<double>::infinity()));  // no bound
+    BOOST_TEST((loop.clock.now() - t0 == 500ms));
+    BOOST_CHECK_THROW(futures::run_until(s, slow, -1.0), std::invalid_argument);
     CHECK_EMPTY(s);
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <memory>
 #include <random>
@@ -212,6 +213,113 @@ BOOST_AUTO_TEST_CASE(read_exactly_and_read_until_with_eof_and_limit) {
     ::close(fd);
     server.close();
     stream = Stream();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+// issue 47: read_all reads to the end of input (asyncio's read(-1)) within
+// a limit: what is buffered and what arrives, "" at an end with nothing; a
+// LimitOverrunError once more than the limit waits (the bytes stay); the
+// connection's error at a reset.
+BOOST_AUTO_TEST_CASE(read_all_to_the_end_within_a_limit_and_at_a_reset) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    std::vector<Stream> streams;
+    futures::StreamOptions opt;
+    opt.limit = 16;
+    auto server = futures::start_server(
+        sched, reactor::Address::loopback_v4(0),
+        [&](Stream s) {
+            streams.push_back(s);
+            return s.wait_closed();  // driven by hand below
+        },
+        opt);
+    auto accept_next = [&] {
+        const std::size_t before = streams.size();
+        int fd = reactor_test::connect_blocking(server.address().port());
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return streams.size() > before; }));
+        return fd;
+    };
+
+    {  // To the end: the bytes already buffered, then those that arrive, then EOF.
+        int fd = accept_next();
+        Stream& s = streams.back();
+        reactor_test::send_all(fd, "head ");
+        BOOST_TEST(futures::run_until_complete(sched, s.read_exactly(2)) == "he");
+        Future<std::string> all = s.read_all(100);
+        reactor_test::send_all(fd, "and the rest, longer than the stream's limit");
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return s.buffered() > 16; }));
+        BOOST_TEST(!all.done());  // only the end completes it
+        ::shutdown(fd, SHUT_WR);
+        BOOST_TEST(futures::run_until_complete(sched, all) == "ad and the rest, longer than the stream's limit");
+        BOOST_TEST(s.at_eof());
+        BOOST_TEST(futures::run_until_complete(sched, s.read_all()) == "");  // at the end: ""
+        s.close();
+        ::close(fd);
+    }
+    {  // Beyond the limit before the end: LimitOverrunError, and the bytes stay.
+        int fd = accept_next();
+        Stream& s = streams.back();
+        Future<std::string> all = s.read_all();  // the stream's limit: 16
+        reactor_test::send_all(fd, std::string(17, 'x'));
+        try {
+            futures::run_until_complete(sched, all);
+            BOOST_FAIL("read_all past its limit must fail");
+        } catch (const futures::LimitOverrunError& e) {
+            BOOST_TEST(e.consumed == 17u);
+        }
+        BOOST_TEST(s.buffered() == 17u);
+        BOOST_TEST(futures::run_until_complete(sched, s.read_exactly(17)) == std::string(17, 'x'));
+        reactor_test::send_all(fd, "end");
+        ::shutdown(fd, SHUT_WR);
+        BOOST_TEST(futures::run_until_complete(sched, s.read_all(3)) == "end");  // exactly the limit: fine
+        s.close();
+        ::close(fd);
+    }
+    {  // A reset before the end: the connection's error.
+        int fd = accept_next();
+        Stream& s = streams.back();
+        Future<std::string> all = s.read_all(1000);
+        reactor_test::send_all(fd, "some");
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return s.buffered() == 4; }));
+        linger lg{1, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        ::close(fd);
+        BOOST_CHECK_EXCEPTION(futures::run_until_complete(sched, all), std::system_error,
+                              [](const std::system_error& e) { return e.code().value() == ECONNRESET; });
+    }
+    streams.clear();
+    server.close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_negative_or_nan_double_deadline_is_refused_naming_it) {
+    const reactor::Backend backend = reactor_test::backend_under_test();
+    reactor::Scheduler sched(on(backend));
+    Stream stream;
+    auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
+        stream = s;
+        return s.wait_closed();
+    });
+    int fd = accept_one(sched, server, stream);
+    auto names = [](const std::string& name) {
+        return [name](const std::invalid_argument& e) { return std::string(e.what()).starts_with(name + " must be"); };
+    };
+    BOOST_CHECK_EXCEPTION(stream.set_read_timeout(-1.0), std::invalid_argument, names("set_read_timeout: d"));
+    BOOST_CHECK_EXCEPTION(stream.set_write_timeout(std::nan("")), std::invalid_argument, names("set_write_timeout: d"));
+    BOOST_CHECK_EXCEPTION(stream.set_idle_timeout(-0.001), std::invalid_argument, names("set_idle_timeout: d"));
+    BOOST_CHECK_EXCEPTION((void)server.serve_until(futures::Future<void>(sched), -1.0), std::invalid_argument,
+                          names("serve_until: drain"));
+    BOOST_CHECK_EXCEPTION((void)server.serve_until(futures::make_ready_future(sched, 1), std::nan("")),
+                          std::invalid_argument, names("serve_until: drain"));
+    stream.set_read_timeout(30.0);  // and a good one is taken
+    stream.set_idle_timeout(60);    // an integer is seconds too
+    stream.set_read_timeout({});    // still the Duration overload: none
+    stream.set_idle_timeout(0.0);
+    ::close(fd);
+    stream = Stream();
+    server.close();
     sched.run();
     BOOST_TEST(sched.empty());
 }

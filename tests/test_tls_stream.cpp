@@ -543,6 +543,64 @@ BOOST_AUTO_TEST_CASE(close_notify_is_a_clean_eof_and_a_bare_tcp_eof_is_a_truncat
     CHECK_EMPTY(sched);
 }
 
+// issue 47: read_all works unchanged over TLS: to the close_notify, within
+// its limit (LimitOverrunError beyond, the bytes kept), and a truncation (a
+// bare TCP EOF) fails it with the TLS error.
+BOOST_AUTO_TEST_CASE(read_all_over_tls_to_the_close_notify_within_a_limit) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Tls contexts;
+    KeepingServer server(sched, contexts.server);
+    auto connect = [&] {
+        Stream client = wait(sched, futures::open_connection(sched, server.server.address(), contexts.client, "localhost"))
+                            .result();
+        const std::size_t n = server.streams.size();
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.streams.size() == n + 1; }));
+        return client;
+    };
+    {  // Clean: everything up to the client's close_notify.
+        Stream client = connect();
+        Stream srv = server.streams.back();
+        Future<std::string> all = srv.read_all(100000);
+        const std::string body = std::string(40000, 'a') + "end";  // several TLS records
+        client.write(body);
+        wait(sched, client.drain()).result();
+        client.write_eof();
+        BOOST_TEST(wait(sched, all).result() == body);
+        srv.close();
+        wait(sched, client.wait_closed()).result();
+    }
+    {  // Beyond the limit: LimitOverrunError, the bytes stay.
+        Stream client = connect();
+        Stream srv = server.streams.back();
+        Future<std::string> all = srv.read_all(10);
+        client.write("eleven byte");
+        wait(sched, all);
+        BOOST_CHECK_THROW(all.result(), futures::LimitOverrunError);
+        BOOST_TEST(srv.buffered() == 11u);
+        BOOST_TEST(wait(sched, srv.read_exactly(11)).result() == "eleven byte");
+        srv.close();
+        client.close();
+        wait(sched, client.wait_closed()).result();
+    }
+    {  // Truncated (no close_notify): the TLS error.
+        Stream client = connect();
+        Stream srv = server.streams.back();
+        Future<std::string> all = srv.read_all(100);
+        client.write("cut");
+        wait(sched, client.drain()).result();
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return srv.buffered() == 3u; }));
+        BOOST_REQUIRE(::shutdown(client.tls()->transport().fd(), SHUT_WR) == 0);
+        wait(sched, all);
+        BOOST_TEST(tls_error_of(all).reason.kind == tls::CloseKind::truncated);
+        client.abort();
+        wait(sched, client.wait_closed()).result();
+    }
+    server.server.close();
+    server.streams.clear();
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
 BOOST_AUTO_TEST_CASE(garbage_after_the_handshake_fails_the_pending_read_with_openssls_text) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     Tls contexts;

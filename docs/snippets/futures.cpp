@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 #include <futures/futures.hpp>
 #include <reactor/scheduler.hpp>
+#include <reactor/testing/virtual_loop.hpp>
 
 using namespace std::chrono_literals;
 
@@ -159,6 +160,32 @@ BOOST_AUTO_TEST_CASE(combinators) {
     BOOST_TEST(slow.cancelled());
     BOOST_TEST(sched.timer_count() == 0u);  // the 10 s timer went with `slow`
     sched.run();                            // what run_until_complete left scheduled
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(seconds_as_doubles) {
+    reactor::testing::VirtualLoop loop;
+    reactor::Scheduler& sched = loop.sched;
+    const reactor::TimePoint start = sched.now();
+    // [snippet:seconds]
+    futures::Future<void> nap = futures::sleep(sched, 0.25);                          // asyncio.sleep(0.25)
+    futures::Future<void> bounded = futures::with_timeout(futures::sleep(sched, 10.0), 2.5);  // wait_for(x, 2.5)
+    futures::RetryPolicy policy;
+    policy.initial_delay = futures::from_seconds(0.1, "initial_delay");  // a field: 100 ms
+    std::string refused;
+    try {
+        (void)futures::sleep(sched, -1.0);
+    } catch (const std::invalid_argument& e) {
+        refused = e.what();  // "sleep: delay must be a number of seconds >= 0, not -1"
+    }
+    // [end-snippet:seconds]
+    futures::run_until_complete(sched, nap);
+    BOOST_TEST((sched.now() - start == 250ms));
+    BOOST_CHECK_THROW(futures::run_until_complete(sched, bounded), futures::TimeoutError);
+    BOOST_TEST((sched.now() - start == 2500ms));
+    BOOST_TEST((policy.initial_delay == 100ms));
+    BOOST_TEST(refused == "sleep: delay must be a number of seconds >= 0, not -1");
+    sched.run();
     BOOST_TEST(sched.empty());
 }
 

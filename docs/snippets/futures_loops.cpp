@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 #include <futures/futures.hpp>
 #include <reactor/scheduler.hpp>
 
@@ -84,6 +85,33 @@ BOOST_AUTO_TEST_CASE(loops_retry) {
     BOOST_TEST(futures::run_until_complete(sched, body) == "payload");
     BOOST_TEST(attempts == 3);
     BOOST_TEST((sched.now() - start >= 15ms));  // at least half of 10 ms + 20 ms of backoff
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(loops_on_retry) {
+    reactor::Scheduler sched;
+    int attempts = 0;
+    auto fetch = [&]() -> futures::Future<std::string> {
+        if (++attempts < 3) {
+            return futures::make_exception_future<std::string>(sched, std::runtime_error("connection refused"));
+        }
+        return futures::make_ready_future(sched, std::string("payload"));
+    };
+    std::vector<std::string> log;
+    // [snippet:loops_on_retry]
+    futures::RetryPolicy policy;
+    policy.initial_delay = 10ms;
+    policy.on_retry = [&](unsigned attempt, const futures::ErrorView& error, reactor::Duration delay) {
+        log.push_back(fmt::format("attempt {} failed ({}), again in {} ms", attempt, error.what(),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()));
+    };
+    futures::Future<std::string> body = futures::retry(sched, policy, fetch);
+    // log[0] == "attempt 1 failed (connection refused), again in 7 ms" (10 ms, less up to half: jitter)
+    // [end-snippet:loops_on_retry]
+    BOOST_TEST(futures::run_until_complete(sched, body) == "payload");
+    BOOST_REQUIRE(log.size() == 2u);
+    BOOST_TEST(log[0].starts_with("attempt 1 failed (connection refused), again in "));
+    BOOST_TEST(log[1].starts_with("attempt 2 failed (connection refused), again in "));
     BOOST_TEST(sched.empty());
 }
 

@@ -38,7 +38,7 @@ struct ConnectProgress {
     std::weak_ptr<reactor::Connector> connector;  // the connect under way
 };
 
-std::exception_ptr connect_timeout_error(const ConnectProgress& p, std::chrono::milliseconds timeout) {
+std::exception_ptr connect_timeout_error(const ConnectProgress& p, reactor::Duration timeout) {
     using Step = ConnectTimeoutError::Step;
     std::string doing;
     if (p.step == Step::lookup) {
@@ -48,7 +48,8 @@ std::exception_ptr connect_timeout_error(const ConnectProgress& p, std::chrono::
         doing = fmt::format("connecting to {}", connector ? connector->address().to_string() : p.target);
     }
     return std::make_exception_ptr(ConnectTimeoutError(
-        p.step, fmt::format("open_connection to {}: timed out after {} ms {}", p.target, timeout.count(), doing)));
+        p.step, fmt::format("open_connection to {}: timed out after {} ms {}", p.target,
+                                  std::chrono::duration<double, std::milli>(timeout).count(), doing)));
 }
 
 // One open_connection: a reactor::Connector trying the addresses in turn.
@@ -116,9 +117,9 @@ Future<Stream> bounded(Future<Stream> attempt, const StreamOptions& options,
 }
 
 std::shared_ptr<ConnectProgress> progress_for(const StreamOptions& options, std::string target) {
-    if (options.connect_timeout < std::chrono::milliseconds::zero())
+    if (options.connect_timeout < reactor::Duration::zero())
         throw std::invalid_argument("open_connection: negative connect_timeout");
-    if (options.connect_timeout == std::chrono::milliseconds::zero()) return nullptr;
+    if (options.connect_timeout == reactor::Duration::zero()) return nullptr;
     auto progress = std::make_shared<ConnectProgress>();
     progress->target = std::move(target);
     return progress;

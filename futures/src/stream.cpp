@@ -91,6 +91,14 @@ Future<std::string> Stream::read_until(std::string delimiter, std::source_locati
     return core().start_read(detail::StreamCore::ReadKind::until, 0, std::move(delimiter), where);
 }
 
+Future<std::string> Stream::read_all(std::source_location where) {
+    return read_all(core().limit(), where);
+}
+
+Future<std::string> Stream::read_all(std::size_t limit, std::source_location where) {
+    return core().start_read(detail::StreamCore::ReadKind::all, limit, {}, where);
+}
+
 Future<std::optional<std::string>> Stream::read_line(std::source_location where) {
     return core().start_framed_read(detail::StreamCore::ReadKind::line, {}, where);
 }

@@ -403,6 +403,12 @@ void StreamCore::try_read() {
         r.scanned = static_cast<std::uint32_t>(view.size());  // at most limit_
         break;
     }
+    case ReadKind::all:
+        // Only the end completes it; the bytes wait in the buffer meanwhile
+        // (reading never pauses while a read waits: wants_more).
+        if (in.size() > r.n)
+            return fail(LimitOverrunError("stream: read_all: the input exceeds the limit before its end", in.size()));
+        break;
     case ReadKind::frame: {
         const std::size_t prefix = reactor::prefix_size(r.prefix);
         if (in.size() < prefix) break;
@@ -422,6 +428,7 @@ void StreamCore::try_read() {
         }
         if (error_ != 0) return fail(connection_error());
         if (r.kind == ReadKind::some) return complete(0);
+        if (r.kind == ReadKind::all) return complete(in.size());  // within the limit: checked above
         if (r.framed() && in.empty()) {  // a clean end: between lines or frames
             read_.take().set_end();
             return;

@@ -72,7 +72,7 @@ private:
 
 class StreamCore final : public StreamTransport::Receiver, private UserCallback {
 public:
-    enum class ReadKind : std::uint8_t { some, exactly, until, line, frame };
+    enum class ReadKind : std::uint8_t { some, exactly, until, line, frame, all };
 
     // Over a plain connection: the transport in our own block.
     StreamCore(reactor::ConnectionPtr conn, const StreamOptions& options) : plain_(true), limit_(limit_of(options)) {
@@ -111,6 +111,7 @@ public:
     Future<std::optional<std::string>> start_framed_read(ReadKind kind, reactor::FrameFormat format,
                                                          std::source_location where);
     bool at_eof() const { return eof_ && in().empty(); }
+    std::size_t limit() const noexcept { return limit_; }  // StreamOptions::limit, at most 4 GiB
     std::size_t buffered() const { return in().size(); }
 
     // Writes; reading pauses if the output passed its high-water mark and no
@@ -213,7 +214,8 @@ private:
     struct PendingRead {
         ReadPromise promise;
         union {
-            // some: at most n; exactly: n (Stream::read_exactly refuses more
+            // some: at most n; all: at most n (read_all's limit, at most
+            // 4 GiB); exactly: n (Stream::read_exactly refuses more
             // than 32 bits); frame: the largest payload (max_size, which
             // above 32 bits is no limit a length prefix can reach).
             std::uint32_t n = 0;

@@ -3,8 +3,10 @@
 // so generic handlers still see a what() message.
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <reactor/export.hpp>
 
@@ -40,6 +42,49 @@ class REACTOR_API TimeoutError : public std::runtime_error {
 public:
     TimeoutError() : std::runtime_error("timed out") {}
     using std::runtime_error::runtime_error;
+};
+
+// An error held in a std::exception_ptr, readable without rethrowing it:
+// what() is its std::exception's message, as()/exception() reach the object.
+// It keeps the error alive (it holds the exception_ptr) and converts to
+// `const std::exception_ptr&`, so code written for the pointer still takes
+// it. What RetryPolicy::on_retry is given. Made once (the constructor
+// rethrows the pointer a single time to find the object); copies are cheap.
+//
+//     policy.on_retry = [](unsigned attempt, const futures::ErrorView& error, reactor::Duration delay) {
+//         fmt::print("attempt {} failed: {}\n", attempt, error.what());
+//     };
+class ErrorView {
+public:
+    explicit ErrorView(std::exception_ptr error) noexcept : error_(std::move(error)) {
+        if (!error_) return;
+        try {
+            std::rethrow_exception(error_);
+        } catch (const std::exception& e) {
+            exception_ = &e;  // the object error_ holds: valid while error_ is
+        } catch (...) {
+        }
+    }
+    // The message: the std::exception's what(); "unknown exception" for an
+    // error of another type (a thrown int); "no error" for an empty pointer.
+    const char* what() const noexcept {
+        if (exception_) return exception_->what();
+        return error_ ? "unknown exception" : "no error";
+    }
+    // The error as a std::exception, or null if it is of another type.
+    const std::exception* exception() const noexcept { return exception_; }
+    // The error as an E (dynamic_cast), or null: error.as<TimeoutError>().
+    template <class E>
+    const E* as() const noexcept {
+        return dynamic_cast<const E*>(exception_);
+    }
+    const std::exception_ptr& ptr() const noexcept { return error_; }
+    operator const std::exception_ptr&() const noexcept { return error_; }
+    explicit operator bool() const noexcept { return static_cast<bool>(error_); }
+
+private:
+    std::exception_ptr error_;
+    const std::exception* exception_ = nullptr;
 };
 
 }  // namespace futures

@@ -19,6 +19,10 @@
 
 namespace futures {
 
+// Durations in double seconds, for the fields of an options struct
+// (reactor/clock.hpp): policy.initial_delay = futures::from_seconds(0.1).
+using reactor::from_seconds;
+
 namespace detail {
 REACTOR_API Future<void> make_sleep(reactor::Scheduler& sched, reactor::Duration delay, std::source_location where);
 }
@@ -30,6 +34,16 @@ template <class Rep, class Period>
 [[nodiscard]] Future<void> sleep(reactor::Scheduler& sched, std::chrono::duration<Rep, Period> delay,
                                  std::source_location where = std::source_location::current()) {
     return detail::make_sleep(sched, std::chrono::ceil<reactor::Duration>(delay), where);
+}
+
+// The same with `delay` in seconds, as asyncio.sleep(0.25) takes it
+// (reactor::from_seconds: rounded up to the clock's 1 ns; +infinity is
+// Duration::max(); a negative delay or NaN throws std::invalid_argument
+// naming "sleep: delay", where a negative std::chrono one counts as zero).
+template <reactor::SecondsCount S>
+[[nodiscard]] Future<void> sleep(reactor::Scheduler& sched, S delay,
+                                 std::source_location where = std::source_location::current()) {
+    return detail::make_sleep(sched, reactor::from_seconds(static_cast<double>(delay), "sleep: delay"), where);
 }
 
 // Done at `deadline` (a point on the Scheduler's clock).

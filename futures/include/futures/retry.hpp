@@ -48,11 +48,17 @@
 #include <reactor/scheduler.hpp>
 
 #include "futures/detail/loop_state.hpp"
+#include "futures/errors.hpp"
 #include "futures/future.hpp"
 #include "futures/leaves.hpp"
 
 namespace futures {
 
+// The delays are reactor::Duration (std::chrono::steady_clock::duration):
+// any std::chrono duration assigns; seconds as a double go through
+// futures::from_seconds (reactor/clock.hpp), which refuses a negative
+// number or NaN with std::invalid_argument naming the field:
+//     policy.initial_delay = futures::from_seconds(0.1, "initial_delay");
 struct RetryPolicy {
     // Attempts in all, the first one included (at least 1).
     unsigned max_attempts = 3;
@@ -68,9 +74,20 @@ struct RetryPolicy {
     std::function<bool(const std::exception_ptr&)> retry_on;
     // A number in [0, 1) per delay (empty: a generator seeded once per retry()).
     std::function<double()> random;
-    // Told before each backoff sleep: the attempt that failed (1-based), its
-    // error, the delay chosen. For logs and tests; may be empty.
-    std::function<void(unsigned attempt, const std::exception_ptr& error, reactor::Duration delay)> on_retry;
+    // Told before each backoff sleep, from the loop: `attempt` is the one that
+    // failed (1-based: 1 after the first attempt), `error` its error (an
+    // ErrorView, futures/errors.hpp: error.what() is its message, read
+    // without rethrowing; error.as<E>() the exception as an E; it converts to
+    // `const std::exception_ptr&`, so a function taking that still fits),
+    // `delay` the backoff chosen before attempt + 1 (reactor::Duration, i.e.
+    // std::chrono::steady_clock::duration: nanoseconds). Not told after the
+    // last attempt, nor for an error retry_on refuses. For logs and tests;
+    // may be empty. An exception it throws ends the retry with that error.
+    //     policy.on_retry = [](unsigned attempt, const futures::ErrorView& error, reactor::Duration delay) {
+    //         std::cerr << "attempt " << attempt << ": " << error.what() << "; again in "
+    //                   << std::chrono::duration<double>(delay).count() << " s\n";
+    //     };
+    std::function<void(unsigned attempt, const ErrorView& error, reactor::Duration delay)> on_retry;
 };
 
 // A random source for RetryPolicy::random that gives the same numbers for the
@@ -143,7 +160,7 @@ private:
             again = should_retry(policy_, attempts_, error);
             if (again) {
                 delay = retry_delay(policy_, attempts_);
-                if (policy_.on_retry) policy_.on_retry(attempts_, error, delay);
+                if (policy_.on_retry) policy_.on_retry(attempts_, ErrorView(error), delay);
                 Future<void> pause = sleep(this->scheduler(), delay, this->origin());
                 this->link_.template connect<&RetryState::on_pause>(Access::state(pause));
                 return;

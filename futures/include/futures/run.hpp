@@ -54,4 +54,13 @@ bool run_until(reactor::Scheduler& sched, const Future<T>& fut, std::chrono::dur
     return detail::run_until(sched, detail::Access::state(fut), detail::run_limit(limit));
 }
 
+// The same with `limit` in seconds (reactor::from_seconds: +infinity is no
+// limit; a negative limit or NaN throws std::invalid_argument naming
+// "run_until: limit", where a negative std::chrono limit counts as zero).
+template <class T, reactor::SecondsCount S>
+bool run_until(reactor::Scheduler& sched, const Future<T>& fut, S limit) {
+    return detail::run_until(sched, detail::Access::state(fut),
+                             reactor::from_seconds(static_cast<double>(limit), "run_until: limit"));
+}
+
 }  // namespace futures

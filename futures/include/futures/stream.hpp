@@ -116,7 +116,9 @@ struct StreamOptions {
     // lookup, every address tried, and the TLS handshake for a TLS
     // connection) before its future fails with ConnectTimeoutError. Zero: no
     // bound but the kernel's (minutes, for an address that never answers).
-    std::chrono::milliseconds connect_timeout{0};
+    // A reactor::Duration (it was std::chrono::milliseconds: any std::chrono
+    // duration still assigns, and reactor::from_seconds(2.5) does too).
+    reactor::Duration connect_timeout{0};
     // start_server only: the most client connections open at once
     // (reactor::Listener::Options::max_connections: beyond it, a new client
     // is accepted and closed at once, and its handler never runs; over TLS,
@@ -182,6 +184,20 @@ public:
     // `expected` is empty. A line reader catches it (docs/networking.md).
     [[nodiscard]] Future<std::string> read_until(std::string delimiter = "\n",
                                                  std::source_location where = std::source_location::current());
+    // Everything up to the end of input (asyncio's reader.read(-1)): the
+    // bytes buffered and every byte that arrives until the peer's EOF (a
+    // TLS close_notify over TLS), or until the stream closes; "" if none
+    // came. At most `limit` bytes: once more than `limit` wait unread before
+    // the end, it fails with LimitOverrunError, as read_until does (the
+    // bytes stay in the buffer, `consumed` is how many there are, and the
+    // stream can go on: read() them, or close it). A reset or any connection
+    // error before the end fails it with that error (std::system_error, or
+    // the TLS error), as every read; the bytes received before it are not
+    // returned. Without `limit`, the stream's (StreamOptions::limit); a limit
+    // above 4 GiB counts as 4 GiB.
+    [[nodiscard]] Future<std::string> read_all(std::source_location where = std::source_location::current());
+    [[nodiscard]] Future<std::string> read_all(std::size_t limit,
+                                               std::source_location where = std::source_location::current());
 
     // ---- framed reads (docs/networking.md, "Lines and frames") ----
     // The next line, without its end: a line ends at "\n", and a '\r' right
@@ -234,9 +250,24 @@ public:
     void abort();
     bool is_closing() const;  // close()/abort() called, or the connection ended
     // Change a deadline of StreamOptions::connection (zero: none); it counts from now.
+    // A number (a double, or an integer) is seconds (reactor::from_seconds:
+    // a negative one or NaN throws std::invalid_argument naming the
+    // deadline); `{}` is still the Duration zero.
     void set_read_timeout(reactor::Duration d);
     void set_write_timeout(reactor::Duration d);
     void set_idle_timeout(reactor::Duration d);
+    template <reactor::SecondsCount S>
+    void set_read_timeout(S seconds) {
+        set_read_timeout(reactor::from_seconds(static_cast<double>(seconds), "set_read_timeout: d"));
+    }
+    template <reactor::SecondsCount S>
+    void set_write_timeout(S seconds) {
+        set_write_timeout(reactor::from_seconds(static_cast<double>(seconds), "set_write_timeout: d"));
+    }
+    template <reactor::SecondsCount S>
+    void set_idle_timeout(S seconds) {
+        set_idle_timeout(reactor::from_seconds(static_cast<double>(seconds), "set_idle_timeout: d"));
+    }
     // Done once the connection is closed (never fails; cancelled if its
     // Scheduler goes first). Keeps the stream until then, handle or not.
     [[nodiscard]] Future<void> wait_closed(std::source_location where = std::source_location::current());
@@ -386,6 +417,14 @@ public:
     // else past that is waited for (bound it with with_timeout). Never fails.
     [[nodiscard]] Future<void> serve_until(Future<void> stop, reactor::Duration drain,
                                            std::source_location where = std::source_location::current());
+    // `drain` in seconds (reactor::from_seconds: negative or NaN throws
+    // std::invalid_argument naming "serve_until: drain").
+    template <reactor::SecondsCount S>
+    [[nodiscard]] Future<void> serve_until(Future<void> stop, S drain,
+                                           std::source_location where = std::source_location::current()) {
+        const reactor::Duration d = reactor::from_seconds(static_cast<double>(drain), "serve_until: drain");
+        return serve_until(std::move(stop), d, where);
+    }
     // The same with a stop that carries a value, such as
     // futures::next_signal(sched, {SIGINT, SIGTERM})'s signal number: the
     // value is ignored, the completion is what counts.
@@ -394,6 +433,13 @@ public:
     [[nodiscard]] Future<void> serve_until(Future<T> stop, reactor::Duration drain,
                                            std::source_location where = std::source_location::current()) {
         return serve_until(stop.then([](const T&) {}, where), drain, where);
+    }
+    template <class T, reactor::SecondsCount S>
+        requires(!std::is_void_v<T>)
+    [[nodiscard]] Future<void> serve_until(Future<T> stop, S drain,
+                                           std::source_location where = std::source_location::current()) {
+        const reactor::Duration d = reactor::from_seconds(static_cast<double>(drain), "serve_until: drain");
+        return serve_until(stop.then([](const T&) {}, where), d, where);
     }
 
 private:

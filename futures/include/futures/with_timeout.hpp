@@ -95,4 +95,20 @@ template <class T, class Rep, class Period>
     return detail::launch<detail::TimeoutState<T>>(inner.scheduler(), where, bound, std::move(make_error)).start(inner);
 }
 
+// Both with `delay` in seconds, as asyncio.wait_for(x, 2.5) takes it
+// (reactor::from_seconds: rounded up to 1 ns; +infinity is Duration::max(),
+// as good as no timeout; a negative delay or NaN throws
+// std::invalid_argument naming "with_timeout: delay").
+template <class T, reactor::SecondsCount S>
+[[nodiscard]] Future<T> with_timeout(const Future<T>& fut, S delay,
+                                     std::source_location where = std::source_location::current()) {
+    return with_timeout(fut, reactor::from_seconds(static_cast<double>(delay), "with_timeout: delay"), where);
+}
+template <class T, reactor::SecondsCount S>
+[[nodiscard]] Future<T> with_timeout(const Future<T>& fut, S delay, std::function<std::exception_ptr()> make_error,
+                                     std::source_location where = std::source_location::current()) {
+    return with_timeout(fut, reactor::from_seconds(static_cast<double>(delay), "with_timeout: delay"),
+                        std::move(make_error), where);
+}
+
 }  // namespace futures

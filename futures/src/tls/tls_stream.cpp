@@ -42,13 +42,13 @@ void check_server(const tls::ContextPtr& context) {
 // With a connect_timeout (`deadline` is when it passes), the handshake gets
 // what is left of it, and fails with ConnectTimeoutError when that runs out.
 struct ConnectDeadline {
-    std::chrono::milliseconds timeout{0};  // zero: none
+    reactor::Duration timeout{0};  // zero: none
     reactor::TimePoint deadline{};
     std::string target;
 };
 
 ConnectDeadline deadline_for(reactor::Scheduler& sched, const StreamOptions& options, std::string target) {
-    if (options.connect_timeout <= std::chrono::milliseconds::zero()) return {};
+    if (options.connect_timeout <= reactor::Duration::zero()) return {};
     return ConnectDeadline{options.connect_timeout, sched.now() + options.connect_timeout, std::move(target)};
 }
 
@@ -59,7 +59,7 @@ Future<Stream> handshake_after(Future<Stream> connected, tls::ContextPtr context
          where](Stream stream) {
             Future<Stream> handshaken =
                 start_tls(stream, context, server_name, options, where).then([stream] { return stream; }, where);
-            if (bound.timeout == std::chrono::milliseconds::zero()) return handshaken;
+            if (bound.timeout == reactor::Duration::zero()) return handshaken;
             const reactor::Duration left = std::max(bound.deadline - stream.scheduler().now(), reactor::Duration::zero());
             return with_timeout(
                 handshaken, left,
@@ -67,7 +67,7 @@ Future<Stream> handshake_after(Future<Stream> connected, tls::ContextPtr context
                     return std::make_exception_ptr(ConnectTimeoutError(
                         ConnectTimeoutError::Step::tls_handshake,
                         fmt::format("open_connection to {}: timed out after {} ms in the TLS handshake with {}",
-                                    bound.target, bound.timeout.count(), peer)));
+                                    bound.target, std::chrono::duration<double, std::milli>(bound.timeout).count(), peer)));
                 },
                 where);
         },
