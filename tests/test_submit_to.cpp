@@ -354,9 +354,10 @@ BOOST_AUTO_TEST_CASE(a_cancelled_scope_cancels_the_submitted_work_on_its_loop_an
     std::atomic<bool> cancelled_there{false};
     std::atomic<bool> remote_settled{false};
     futures::Scope scope(fx.caller);
-    Future<int> f = scope.spawn(futures::submit_to(fx.caller, target, [&] {
-        Future<int> remote(target);  // completed by nobody: only a cancellation ends it
-        remote.add_done_callback([&](Future<int>& r) {
+    Future<void> f = scope.spawn(futures::submit_to(fx.caller, target, [&] {
+        // Only a cancellation ends it before the guard (the timer holds it, not this handle).
+        Future<void> remote = futures::sleep(target, kGuard);
+        remote.add_done_callback([&](Future<void>& r) {
             cancelled_there = r.cancelled() && Scheduler::running() == &target;
             release.wait();
             remote_settled = true;
