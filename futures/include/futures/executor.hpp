@@ -14,6 +14,15 @@
 //     cannot be stopped safely; an fn taking a std::stop_token is asked to
 //     stop through it), its result is discarded, the future is cancelled at
 //     once;
+//   - as a futures::Scope child (scope.spawn(run_in_executor(...))): the
+//     scope's cancellation (cancel(), a deadline, a sibling's error, its
+//     parent's) is the future's, so a job still queued is taken out of the
+//     queue and never runs, and a running fn taking a std::stop_token sees
+//     stop_requested(); close() then also waits until fn has returned on its
+//     worker (the future is cancelled at once, but the scope does not settle
+//     while fn still runs: what fn captured by reference stays valid until
+//     close() settles). A job further up a then chain is stopped all the
+//     same, but only a direct child is waited for that way;
 //   - fails with reactor::ThreadPoolFull at once when the pool's queue is full
 //     (an error, not back-pressure: see thread_pool.hpp), with
 //     reactor::ThreadPoolClosed after the pool's shutdown();

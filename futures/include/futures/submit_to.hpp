@@ -15,9 +15,15 @@
 //   - is done with fn's value, or failed with the exception fn threw; if fn
 //     returns a Future<U> (made on `target`), the result is that future's U,
 //     its failure, or, if it was cancelled there, a cancellation;
-//   - cancelled before fn started: fn never runs; cancelled after: fn (and the
-//     future it returned) runs to its end on `target`, its result is
+//   - cancelled before fn started: fn never runs; cancelled after: fn runs to
+//     its end on `target`, and a future it returned is cancelled there, on
+//     `target`'s thread (the cancellation is posted to it); the result is
 //     discarded, and the future is cancelled at once;
+//   - as a futures::Scope child (scope.spawn(submit_to(...))): the scope's
+//     cancellation reaches the work on `target` as above, and close() also
+//     waits until `target` is done with it (fn skipped, or fn returned and
+//     the future it returned has settled there), though the caller's future
+//     is cancelled at once (only a direct child is waited for that way);
 //   - fails with futures::LoopClosedError if `target` has ended (a LoopGroup
 //     loop that stopped, a Scheduler that refuses posts) before running fn,
 //     or is closed or destroyed before the future fn returned completed;
