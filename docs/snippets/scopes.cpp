@@ -11,6 +11,7 @@
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
 #include <futures/futures.hpp>
+#include <futures/submit_to.hpp>
 #include <reactor/loop_group.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/thread_pool.hpp>
