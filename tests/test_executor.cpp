@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -325,5 +326,92 @@ BOOST_AUTO_TEST_CASE(cancelling_the_future_asks_a_running_fn_to_stop) {
     BOOST_TEST(f.cancelled());
     pool.shutdown();
     BOOST_TEST(stopped_early->load());
+    sched.run();
+}
+
+// ---- as children of a futures::Scope (issue 47) ----
+
+namespace {
+
+// Runs f on `s`'s loop `turns` loop iterations from now (each turn queues the
+// next, so the loop never blocks meanwhile): a point in loop time that does
+// not depend on the clock.
+void after_turns(Scheduler& s, int turns, std::function<void()> f) {
+    if (turns == 0) {
+        f();
+        return;
+    }
+    s.call_soon([&s, turns, f = std::move(f)]() mutable { after_turns(s, turns - 1, std::move(f)); });
+}
+
+}  // namespace
+
+// Cancelling the scope cancels the job's future, which asks the running fn to
+// stop through its std::stop_token; close() settles only once fn has
+// returned (it waits, here, on a gate that the loop opens some turns after
+// the cancel: before the scope waited for the worker, close() had settled by
+// then, with fn still running).
+BOOST_AUTO_TEST_CASE(a_cancelled_scope_stops_its_running_job_and_close_waits_for_it) {
+    ThreadPool pool(1);
+    Scheduler sched(on(backend_under_test()));
+    auto started = std::make_shared<Gate>();
+    auto release = std::make_shared<Gate>();
+    auto saw_stop = std::make_shared<std::atomic<bool>>(false);
+    auto returned = std::make_shared<std::atomic<bool>>(false);
+    futures::Scope scope(sched);
+    Future<int> job = scope.spawn(run_in_executor(sched, pool, [=](std::stop_token token) {
+        started->open();
+        const auto give_up = std::chrono::steady_clock::now() + 60s;  // a bound, not a timing
+        while (!token.stop_requested() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        saw_stop->store(token.stop_requested());
+        release->wait();
+        returned->store(true);
+        return 1;
+    }));
+    Future<void> closed = scope.close();
+    bool returned_when_closed = false;
+    closed.add_done_callback([&](Future<void>&) { returned_when_closed = returned->load(); });
+    started->wait();
+    scope.cancel();
+    BOOST_TEST(job.cancelled());
+    after_turns(sched, 8, [release] { release->open(); });
+    BOOST_TEST(futures::run_until(sched, closed, 60s));
+    sched.run();  // the turns to the gate, if close() settled first (it must not)
+    BOOST_TEST((closed.status() == Status::done));  // the scope's own cancel is not an error
+    BOOST_TEST(saw_stop->load());
+    BOOST_TEST(returned_when_closed);
+    BOOST_TEST(scope.live_children() == 0u);
+    pool.shutdown();
+    sched.run();
+}
+
+// A job queued behind a busy single-thread pool is taken out of the queue
+// when its scope is cancelled: it never runs, and close() does not wait for
+// the job that keeps the worker busy.
+BOOST_AUTO_TEST_CASE(a_job_queued_in_a_cancelled_scope_never_runs) {
+    ThreadPool pool(1);
+    Scheduler sched(on(backend_under_test()));
+    auto busy_started = std::make_shared<Gate>();
+    auto busy_release = std::make_shared<Gate>();
+    Future<void> busy = run_in_executor(sched, pool, [=] {
+        busy_started->open();
+        busy_release->wait();
+    });
+    busy_started->wait();
+    auto ran = std::make_shared<std::atomic<bool>>(false);
+    futures::Scope scope(sched);
+    Future<void> queued = scope.spawn(run_in_executor(sched, pool, [ran] { ran->store(true); }));
+    BOOST_TEST(pool.queued() == 1u);
+    Future<void> closed = scope.close();
+    scope.cancel();
+    BOOST_TEST(pool.queued() == 0u);
+    BOOST_TEST(futures::run_until(sched, closed, 60s));
+    BOOST_TEST((closed.status() == Status::done));
+    BOOST_TEST(queued.cancelled());
+    BOOST_TEST(!busy.done());
+    busy_release->open();
+    BOOST_TEST(futures::run_until(sched, busy, 60s));
+    pool.shutdown();
+    BOOST_TEST(!ran->load());
     sched.run();
 }

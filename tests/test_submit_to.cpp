@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <stdexcept>
@@ -23,6 +24,7 @@
 #include <futures/future.hpp>
 #include <futures/leaves.hpp>
 #include <futures/run.hpp>
+#include <futures/scope.hpp>
 #include <futures/submit_to.hpp>
 #include <futures/then.hpp>
 #include <reactor/loop_group.hpp>
@@ -323,6 +325,97 @@ BOOST_AUTO_TEST_CASE(a_thousand_round_trips_in_flight) {
     }
     BOOST_TEST(sum == static_cast<long>(kCalls) * (kCalls - 1));
     fx.group.stop();
+    CHECK_EMPTY(fx.caller);
+}
+
+// ---- as a child of a futures::Scope (issue 47) ----
+
+// Runs f on `s`'s loop `turns` loop iterations from now (each turn queues the
+// next, so the loop never blocks meanwhile): a point in loop time that does
+// not depend on the clock.
+static void after_turns(Scheduler& s, int turns, std::function<void()> f) {
+    if (turns == 0) {
+        f();
+        return;
+    }
+    s.call_soon([&s, turns, f = std::move(f)]() mutable { after_turns(s, turns - 1, std::move(f)); });
+}
+
+// fn returned a future that is pending on the target: cancelling the scope
+// cancels it there, on the target's own loop thread, and close() settles only
+// once it has settled there (its done-callback on the target waits on a latch
+// that the caller's loop opens some turns after the cancel: before, the
+// remote future ran on, uncancelled, and close() had settled by then).
+BOOST_AUTO_TEST_CASE(a_cancelled_scope_cancels_the_submitted_work_on_its_loop_and_close_waits) {
+    Fixture fx;
+    Scheduler& target = fx.group.loop(1);
+    std::latch started(1);
+    std::latch release(1);
+    std::atomic<bool> cancelled_there{false};
+    std::atomic<bool> remote_settled{false};
+    futures::Scope scope(fx.caller);
+    Future<void> f = scope.spawn(futures::submit_to(fx.caller, target, [&] {
+        // Only a cancellation ends it before the guard (the timer holds it, not this handle).
+        Future<void> remote = futures::sleep(target, kGuard);
+        remote.add_done_callback([&](Future<void>& r) {
+            cancelled_there = r.cancelled() && Scheduler::running() == &target;
+            release.wait();
+            remote_settled = true;
+        });
+        started.count_down();
+        return remote;
+    }));
+    Future<void> closed = scope.close();
+    bool settled_when_closed = false;
+    closed.add_done_callback([&](Future<void>&) { settled_when_closed = remote_settled.load(); });
+    started.wait();
+    scope.cancel();
+    BOOST_TEST(f.cancelled());
+    after_turns(fx.caller, 8, [&] { release.count_down(); });
+    BOOST_TEST(settle(fx.caller, closed));
+    fx.caller.run();  // the turns to the latch, if close() settled first (it must not)
+    BOOST_TEST((closed.status() == futures::Status::done));
+    BOOST_TEST(cancelled_there.load());
+    BOOST_TEST(settled_when_closed);
+    fx.group.stop();
+    CHECK_EMPTY(fx.caller);
+}
+
+// Cancelled before fn started (the target is busy): fn is skipped, and
+// close() waits until the target has dropped it.
+BOOST_AUTO_TEST_CASE(a_cancelled_scope_skips_a_submitted_fn_not_started_yet) {
+    Fixture fx;
+    Scheduler& target = fx.group.loop(1);
+    std::latch blocked(1);
+    std::latch release(1);
+    target.call_soon_threadsafe([&] {
+        blocked.count_down();
+        release.wait();
+    });
+    blocked.wait();
+    std::atomic<bool> ran{false};
+    futures::Scope scope(fx.caller);
+    Future<int> f = scope.spawn(futures::submit_to(fx.caller, target, [&] {
+        ran = true;
+        return 1;
+    }));
+    Future<void> closed = scope.close();
+    bool released = false;
+    bool released_when_closed = false;
+    closed.add_done_callback([&](Future<void>&) { released_when_closed = released; });
+    scope.cancel();
+    BOOST_TEST(f.cancelled());
+    after_turns(fx.caller, 8, [&] {
+        released = true;
+        release.count_down();
+    });
+    BOOST_TEST(settle(fx.caller, closed));
+    fx.caller.run();  // the turns to the latch, if close() settled first (it must not)
+    BOOST_TEST((closed.status() == futures::Status::done));
+    BOOST_TEST(released_when_closed);
+    BOOST_TEST(!ran.load());
+    fx.group.stop();
+    fx.caller.run();
     CHECK_EMPTY(fx.caller);
 }
 

@@ -4,13 +4,17 @@
 // (reactor::testing::VirtualLoop): each case checks what the text says.
 #include <chrono>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
 #include <futures/futures.hpp>
+#include <futures/submit_to.hpp>
+#include <reactor/loop_group.hpp>
 #include <reactor/scheduler.hpp>
+#include <reactor/thread_pool.hpp>
 #include <reactor/testing/virtual_loop.hpp>
 
 using namespace std::chrono_literals;
@@ -93,4 +97,36 @@ BOOST_AUTO_TEST_CASE(scopes_cancel_and_deadline) {
     futures::run_until_complete(sched, outer_closed);
     BOOST_TEST(inner_closed.cancelled());
     BOOST_TEST(loop.clock.elapsed() == 2s);
+}
+
+// Real threads (a pool, a loop group): what the scope waits for is the work
+// itself, ended by the scope's cancellation.
+BOOST_AUTO_TEST_CASE(scopes_threads) {
+    reactor::Scheduler sched;
+    reactor::ThreadPool pool(1);
+    reactor::LoopGroupOptions two;
+    two.loops = 2;
+    reactor::LoopGroup group(two);
+    group.start();
+    std::vector<int> data(64, 1);
+    auto crunch_a_little = [&](std::vector<int>& d) { d[0] = d[0] * 3 % 7; };
+    // fn's Future, made on loop 1: what only a cancellation ends early.
+    auto serve_shard = [](reactor::Scheduler& there) { return futures::sleep(there, 1h); };
+    {
+        // [snippet:scopes_threads]
+        futures::Scope scope(sched);
+        scope.spawn(futures::run_in_executor(sched, pool, [&](std::stop_token stop) {
+            while (!stop.stop_requested()) crunch_a_little(data);  // `data` outlives close()
+        }));
+        scope.spawn(futures::submit_to(sched, group.loop(1), [&] { return serve_shard(group.loop(1)); }));
+        scope.cancel();                                // the job sees the stop; the shard's future is cancelled there
+        futures::Future<void> closed = scope.close();  // settles once the job returned and loop 1 is done
+        // [end-snippet:scopes_threads]
+        BOOST_TEST(futures::run_until(sched, closed, 60s));
+        BOOST_TEST((closed.status() == futures::Status::done));
+        // The job was either taken out of the queue unrun, or it returned before close() settled.
+        BOOST_TEST(scope.live_children() == 0u);
+    }
+    group.stop();
+    pool.shutdown();
 }

@@ -109,8 +109,23 @@ void ScopeState::on_child(std::uint32_t slot) {
     --live_;
     StateBase& s = *child.state;
     if (s.status() == Status::failed) {
-        s.mark_retrieved();  // the scope answers for it from now on
-        on_error(child.where, s.error());
+        if (child.drain) {
+            s.mark_retrieved();  // cannot happen (a drain state ends done or cancelled); never an error
+        } else {
+            s.mark_retrieved();  // the scope answers for it from now on
+            on_error(child.where, s.error());
+        }
+    } else if (s.status() == Status::cancelled && !child.drain && !child.is_scope) {
+        // Cancelled while its work goes on elsewhere (a thread pool job, a
+        // submit_to function on another loop): the scope waits for that work
+        // too, as a shielded child that is never an error.
+        Ref<StateBase> rest;
+        try {
+            rest = s.drain();
+            if (rest && rest->pending()) adopt_drain(std::move(rest), child.where);
+        } catch (...) {
+            // Out of memory: the scope does not wait for that work.
+        }
     }
     maybe_settle();
 }
@@ -141,6 +156,27 @@ void ScopeState::counted_done(StateBase* child, std::source_location where) noex
         report_error(scheduler(), fmt::format("{} could not settle", where_text()), std::current_exception(),
                      origin());
     }
+}
+
+void ScopeState::adopt_drain(Ref<StateBase> rest, std::source_location where) {
+    std::uint32_t slot;
+    if (!free_.empty()) {
+        slot = free_.back();
+        free_.pop_back();
+    } else {
+        slot = static_cast<std::uint32_t>(children_.size());
+        children_.emplace_back();
+    }
+    StateBase& s = *rest;
+    children_[slot] = Child{std::move(rest), where, true, false, true};
+    try {
+        s.add_callback([self = Ref<ScopeState>(this), slot] { self->on_child(slot); }, where);
+    } catch (...) {
+        children_[slot] = Child{};
+        free_.push_back(slot);
+        throw;
+    }
+    ++live_;
 }
 
 void ScopeState::on_error(std::source_location spawned_at, std::exception_ptr error) {

@@ -77,7 +77,11 @@ private:
         std::source_location where;
         bool shielded = false;
         bool is_scope = false;
+        // What a cancelled child's work elsewhere still does (StateBase::drain):
+        // shielded, never an error.
+        bool drain = false;
     };
+    void adopt_drain(Ref<StateBase> rest, std::source_location where);
 
     Ref<StateBase> cancel_step(bool& accepted) override;
 

@@ -14,6 +14,15 @@
 //     cannot be stopped safely; an fn taking a std::stop_token is asked to
 //     stop through it), its result is discarded, the future is cancelled at
 //     once;
+//   - as a futures::Scope child (scope.spawn(run_in_executor(...))): the
+//     scope's cancellation (cancel(), a deadline, a sibling's error, its
+//     parent's) is the future's, so a job still queued is taken out of the
+//     queue and never runs, and a running fn taking a std::stop_token sees
+//     stop_requested(); close() then also waits until fn has returned on its
+//     worker (the future is cancelled at once, but the scope does not settle
+//     while fn still runs: what fn captured by reference stays valid until
+//     close() settles). A job further up a then chain is stopped all the
+//     same, but only a direct child is waited for that way;
 //   - fails with reactor::ThreadPoolFull at once when the pool's queue is full
 //     (an error, not back-pressure: see thread_pool.hpp), with
 //     reactor::ThreadPoolClosed after the pool's shutdown();
@@ -26,6 +35,8 @@
 #pragma once
 
 #include <exception>
+#include <memory>
+#include <stop_token>
 #include <source_location>
 #include <system_error>
 #include <type_traits>
@@ -34,6 +45,7 @@
 #include <reactor/scheduler.hpp>
 #include <reactor/thread_pool.hpp>
 
+#include "futures/detail/remote_end.hpp"
 #include "futures/future.hpp"
 #include "futures/leaves.hpp"
 
@@ -57,10 +69,38 @@ public:
 
     template <class F>
     void start(reactor::ThreadPool& pool, F&& fn) {
-        job_ = pool.submit(this->scheduler(), std::forward<F>(fn), Complete{Ref<ExecutorState>(this)}, this->origin());
+        end_ = RemoteEnd::make(this->scheduler(), this->origin());
+        job_ = pool.submit(this->scheduler(), Tracked<std::decay_t<F>>{std::forward<F>(fn), end_},
+                           Complete{Ref<ExecutorState>(this)}, this->origin());
     }
 
 private:
+    // The work, telling end_ when it is over: destroyed on the worker once it
+    // has run, or unrun where the job is cancelled or refused.
+    template <class F>
+    struct Tracked {
+        F fn;
+        std::shared_ptr<RemoteEnd> end;
+
+        Tracked(F&& f, std::shared_ptr<RemoteEnd> e) : fn(std::move(f)), end(std::move(e)) {}
+        Tracked(const F& f, std::shared_ptr<RemoteEnd> e) : fn(f), end(std::move(e)) {}
+        Tracked(Tracked&&) = default;
+        Tracked& operator=(Tracked&&) = delete;
+        ~Tracked() {
+            if (end) end->ended();
+        }
+        decltype(auto) operator()()
+            requires(!reactor::detail::takes_stop_token_v<F>)
+        {
+            return fn();
+        }
+        decltype(auto) operator()(std::stop_token token)
+            requires reactor::detail::takes_stop_token_v<F>
+        {
+            return fn(std::move(token));
+        }
+    };
+
     // The job's `done`: completes the state from the job's outcome. Destroyed
     // unrun (the Scheduler is being destroyed, or the future was cancelled),
     // it cancels the state if still pending.
@@ -97,9 +137,16 @@ private:
         if (accepted) job_.cancel();  // the caller holds a reference: we survive our Complete's
         return next;
     }
-    void destroy_payload() noexcept override { job_ = {}; }
+    void destroy_payload() noexcept override {
+        job_ = {};
+        end_.reset();
+    }
+    // Cancelled while fn runs on its worker: a state that settles once fn has
+    // returned (a futures::Scope waits for it).
+    Ref<StateBase> drain() override { return end_ ? end_->drain(this->scheduler()) : Ref<StateBase>{}; }
 
     reactor::Job job_;
+    std::shared_ptr<RemoteEnd> end_;
 };
 
 }  // namespace detail

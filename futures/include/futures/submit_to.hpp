@@ -15,9 +15,15 @@
 //   - is done with fn's value, or failed with the exception fn threw; if fn
 //     returns a Future<U> (made on `target`), the result is that future's U,
 //     its failure, or, if it was cancelled there, a cancellation;
-//   - cancelled before fn started: fn never runs; cancelled after: fn (and the
-//     future it returned) runs to its end on `target`, its result is
+//   - cancelled before fn started: fn never runs; cancelled after: fn runs to
+//     its end on `target`, and a future it returned is cancelled there, on
+//     `target`'s thread (the cancellation is posted to it); the result is
 //     discarded, and the future is cancelled at once;
+//   - as a futures::Scope child (scope.spawn(submit_to(...))): the scope's
+//     cancellation reaches the work on `target` as above, and close() also
+//     waits until `target` is done with it (fn skipped, or fn returned and
+//     the future it returned has settled there), though the caller's future
+//     is cancelled at once (only a direct child is waited for that way);
 //   - fails with futures::LoopClosedError if `target` has ended (a LoopGroup
 //     loop that stopped, a Scheduler that refuses posts) before running fn,
 //     or is closed or destroyed before the future fn returned completed;
@@ -51,6 +57,7 @@
 #include <reactor/scheduler.hpp>
 #include <reactor/work_hold.hpp>
 
+#include "futures/detail/remote_end.hpp"
 #include "futures/future.hpp"
 
 namespace futures {
@@ -90,6 +97,14 @@ struct CrossCallBase {
     // Caller's thread only: the port keeping the waiting state, or null once
     // nothing waits any more.
     SubmitPort* port = nullptr;
+    // Set before the record is handed over: told when the target is done with
+    // fn (and the future it returned), however that ends; a futures::Scope
+    // waits for it after cancelling the caller's future.
+    std::shared_ptr<RemoteEnd> end;
+    // Target's thread only: the state of the future fn returned, while it is
+    // pending there, so that cancelling the caller's future cancels it on its
+    // own loop.
+    StateBase* remote = nullptr;
 };
 
 template <class R>
@@ -164,7 +179,7 @@ struct SubmitReply {
 template <class R>
 class SubmitReplier {
 public:
-    explicit SubmitReplier(std::shared_ptr<CrossCall<R>> call) noexcept : call_(std::move(call)) {}
+    explicit SubmitReplier(std::shared_ptr<CrossCall<R>> call) noexcept : call_(std::move(call)), end_(call_->end) {}
     SubmitReplier(SubmitReplier&&) noexcept = default;
     SubmitReplier& operator=(SubmitReplier&&) = delete;
     ~SubmitReplier() {
@@ -172,8 +187,10 @@ public:
             call_->outcome = CrossCallBase::Outcome::target_closed;
             send();
         }
+        if (end_) end_->ended();  // the target is done with fn, sent or not
     }
     CrossCall<R>& call() const noexcept { return *call_; }
+    const std::shared_ptr<CrossCall<R>>& shared() const noexcept { return call_; }
     void send() noexcept {
         std::shared_ptr<CrossCall<R>> c = std::move(call_);
         std::shared_ptr<CrossCallBase> base = c;
@@ -184,6 +201,7 @@ public:
 
 private:
     std::shared_ptr<CrossCall<R>> call_;
+    std::shared_ptr<RemoteEnd> end_;
 };
 
 template <class R>
@@ -213,6 +231,40 @@ struct FutureValue<Future<U>> {
     using type = U;
 };
 
+// The done-callback on the future fn returned, on the target: sends the
+// outcome. While it exists the future is pending there, reachable through
+// call.remote for a cancellation coming from the caller.
+template <class R, class Result>
+struct RemoteWatch {
+    SubmitReplier<R> replier;
+    std::shared_ptr<CrossCall<R>> call;
+
+    RemoteWatch(SubmitReplier<R>&& r, std::shared_ptr<CrossCall<R>> c) noexcept
+        : replier(std::move(r)), call(std::move(c)) {}
+    RemoteWatch(RemoteWatch&&) noexcept = default;
+    RemoteWatch& operator=(RemoteWatch&&) = delete;
+    // Before the replier goes (which tells the caller the work has ended).
+    ~RemoteWatch() {
+        if (call) call->remote = nullptr;
+    }
+    void operator()(Result& done) {
+        call->remote = nullptr;
+        store_outcome(replier.call(), done);
+        replier.send();
+    }
+};
+
+// Target's thread: cancels the future fn returned, if it is still pending.
+template <class R>
+struct RemoteCancel {
+    std::shared_ptr<CrossCall<R>> call;
+    void operator()() const {
+        if (call->remote == nullptr) return;
+        Ref<StateBase> remote(call->remote);
+        remote->cancel();
+    }
+};
+
 // What runs on the target loop.
 template <class R, class F>
 class SubmitJob {
@@ -230,11 +282,12 @@ public:
         try {
             if constexpr (is_future_v<Result>) {
                 Result f = fn_();
+                if (call.cancelled.load()) f.cancel();  // cancelled while fn ran: its RemoteCancel found nothing
                 // The outcome goes when that future completes, on this loop.
-                f.add_done_callback([replier = std::move(replier_)](Result& done) mutable {
-                    store_outcome(replier.call(), done);
-                    replier.send();
-                }, call.where);
+                std::shared_ptr<CrossCall<R>> shared = replier_.shared();
+                StateBase* remote = Access::base(f).get();
+                f.add_done_callback(RemoteWatch<R, Result>(std::move(replier_), shared), call.where);
+                if (remote->pending()) shared->remote = remote;
                 return;
             } else if constexpr (std::is_void_v<R>) {
                 fn_();
@@ -268,6 +321,9 @@ public:
         SubmitPort& port = this->scheduler().template service<SubmitPort>();
         call->mailbox = port.mailbox();
         call->where = this->origin();
+        call->end = RemoteEnd::make(this->scheduler(), this->origin());
+        end_ = call->end;
+        target_ = &target;
         port.track(call, Ref<StateBase>(this));
         call_ = call;
         reactor::Callback job(SubmitJob<R, std::decay_t<F>>(call, std::forward<F>(fn)));
@@ -284,13 +340,32 @@ private:
                 call->cancelled.store(true);
                 // The caller holds a reference: we survive the port's.
                 if (call->port != nullptr) (void)call->port->untrack(*call);
+                // fn may have returned a future that is pending on the target:
+                // cancelled there, on its own loop. Refused (the target has
+                // ended): that future has been, or will be, dropped with it.
+                if (!end_->has_ended()) {
+                    try {
+                        (void)target_->try_call_soon_threadsafe(reactor::Callback(RemoteCancel<R>{std::move(call)}),
+                                                                this->origin());
+                    } catch (...) {
+                        // Out of memory: that future runs to its end; the caller's is cancelled all the same.
+                    }
+                }
             }
         }
         return next;
     }
-    void destroy_payload() noexcept override { call_.reset(); }
+    void destroy_payload() noexcept override {
+        call_.reset();
+        end_.reset();
+    }
+    // Cancelled before the target was done with fn: a state that settles once
+    // it is (fn skipped, or fn and the future it returned ended on the target).
+    Ref<StateBase> drain() override { return end_ ? end_->drain(this->scheduler()) : Ref<StateBase>{}; }
 
     std::weak_ptr<CrossCall<R>> call_;
+    std::shared_ptr<RemoteEnd> end_;
+    reactor::Scheduler* target_ = nullptr;
 };
 
 }  // namespace detail

@@ -151,6 +151,12 @@ public:
     // What the task waits on now, or null.
     virtual StateBase* task_awaited() const noexcept { return nullptr; }
 
+    // ---- what a futures::Scope waits on after this state ended cancelled
+    //      while the work it started goes on elsewhere (a thread pool job, a
+    //      submit_to function on another loop: futures/detail/remote_end.hpp) ----
+    // A state that settles once that work has ended, or null if none runs on.
+    virtual Ref<StateBase> drain() { return {}; }
+
 protected:
     StateBase(reactor::Scheduler& sched, std::source_location origin, bool settable) noexcept
         : sched_(&sched), origin_(origin), settable_(settable) {}
