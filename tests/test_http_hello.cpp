@@ -449,8 +449,8 @@ Expiry run_timeouts(std::vector<std::pair<int, std::function<void(http::Connecti
     http::ConnectionTimeouts timeouts(loop.sched, limits, [&](auto what) {
         expiry = Expiry{what, std::chrono::duration<double>(loop.clock.now() - start).count()};
     });
-    for (auto& [at, action] : script)
-        loop.sched.call_at(start + std::chrono::seconds(at), [&timeouts, &action] { action(timeouts); });
+    for (auto& step : script)  // not a structured binding: clang 15 cannot capture one
+        loop.sched.call_at(start + std::chrono::seconds(step.first), [&timeouts, &step] { step.second(timeouts); });
     loop.sched.run();  // until the expiry: nothing re-arms after it
     BOOST_REQUIRE(expiry.has_value());
     return *expiry;

@@ -153,7 +153,7 @@ public:
     // Throws if the pidfd cannot be watched (select: fd >= FD_SETSIZE); the
     // caller's shared_ptr then frees the watch, closing the pidfd.
     void start() {
-        sched_.add_reader(pidfd_, [this] { on_ready(); }, where_);  // self_ keeps `this` alive while registered
+        sched_.add_reader(pidfd_, [this] { on_pidfd_readable(); }, where_);  // self_ keeps `this` alive while registered
         try {
             sched_.set_fd_owner(pidfd_, *this);  // release_pidfd forgets it before closing
         } catch (...) {
@@ -180,7 +180,7 @@ private:
     static constexpr std::chrono::milliseconds kFirstPoll{1};
     static constexpr std::chrono::milliseconds kLongestPoll{50};
 
-    void on_ready() {
+    void on_pidfd_readable() {
         int status = 0;
         pid_t r = try_reap(pid_, status);
         if (r == 0) return;  // readable before the exit was complete: wait again
