@@ -75,6 +75,14 @@ void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool sh
                         where.file_name(), where.line(), where_text()));
     }
     if (registry_ == nullptr && !pending()) throw ScopeClosedError(where_text() + " has ended with its loop");
+    StateBase& s = *child;
+    add_entry(Child{std::move(child), where, shielded, is_scope});
+    if (!shielded && cancelling()) s.cancel();
+}
+
+// A slot for `child` and a done-callback that names it; the slot is given
+// back if the callback cannot be registered.
+void ScopeState::add_entry(Child child) {
     std::uint32_t slot;
     if (!free_.empty()) {
         slot = free_.back();
@@ -83,8 +91,9 @@ void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool sh
         slot = static_cast<std::uint32_t>(children_.size());
         children_.emplace_back();
     }
-    StateBase& s = *child;
-    children_[slot] = Child{std::move(child), where, shielded, is_scope};
+    StateBase& s = *child.state;
+    const std::source_location where = child.where;
+    children_[slot] = std::move(child);
     try {
         // The child's own origin would be the library's line for a task: name the spawn.
         s.add_callback([self = Ref<ScopeState>(this), slot] { self->on_child(slot); }, where);
@@ -94,7 +103,6 @@ void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool sh
         throw;
     }
     ++live_;
-    if (!shielded && cancelling()) s.cancel();
 }
 
 void ScopeState::on_child(std::uint32_t slot) {
@@ -159,24 +167,7 @@ void ScopeState::counted_done(StateBase* child, std::source_location where) noex
 }
 
 void ScopeState::adopt_drain(Ref<StateBase> rest, std::source_location where) {
-    std::uint32_t slot;
-    if (!free_.empty()) {
-        slot = free_.back();
-        free_.pop_back();
-    } else {
-        slot = static_cast<std::uint32_t>(children_.size());
-        children_.emplace_back();
-    }
-    StateBase& s = *rest;
-    children_[slot] = Child{std::move(rest), where, true, false, true};
-    try {
-        s.add_callback([self = Ref<ScopeState>(this), slot] { self->on_child(slot); }, where);
-    } catch (...) {
-        children_[slot] = Child{};
-        free_.push_back(slot);
-        throw;
-    }
-    ++live_;
+    add_entry(Child{std::move(rest), where, true, false, true});
 }
 
 void ScopeState::on_error(std::source_location spawned_at, std::exception_ptr error) {

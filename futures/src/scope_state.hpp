@@ -85,6 +85,7 @@ private:
 
     Ref<StateBase> cancel_step(bool& accepted) override;
 
+    void add_entry(Child child);
     void on_child(std::uint32_t slot);
     void on_error(std::source_location spawned_at, std::exception_ptr error);
     void cancel_children(bool shielded_too);
