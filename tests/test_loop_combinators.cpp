@@ -11,8 +11,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <list>
+#include <forward_list>
 #include <memory>
+#include <numeric>
 #include <ranges>
 #include <stdexcept>
 #include <string>
@@ -49,6 +50,13 @@ template <class P>
 void run_until_true(reactor::Scheduler& sched, P pred) {
     for (int i = 0; i < 10000 && !pred(); ++i) sched.run_once();
     BOOST_REQUIRE(pred());
+}
+
+// 0, 1, ..., n - 1 (std::views::iota where every compiler here can make one).
+std::vector<int> counting_up(int n) {
+    std::vector<int> all(static_cast<std::size_t>(n));
+    std::iota(all.begin(), all.end(), 0);
+    return all;
 }
 
 }  // namespace
@@ -373,6 +381,9 @@ BOOST_AUTO_TEST_CASE(an_rvalue_range_is_moved_in) {
     CHECK_EMPTY(loop.sched);
 }
 
+// clang 15 cannot compile libstdc++ 12's views at all (it rejects their
+// constraints), so a view can only be given where the compiler can make one.
+#if !defined(__clang__) || __clang_major__ >= 16
 BOOST_AUTO_TEST_CASE(a_million_elements_of_a_view) {
     VirtualLoop loop(backend_under_test());
     long long sum = 0;
@@ -385,6 +396,7 @@ BOOST_AUTO_TEST_CASE(a_million_elements_of_a_view) {
     BOOST_TEST(sum == 499999500000LL);
     CHECK_EMPTY(loop.sched);
 }
+#endif
 
 BOOST_AUTO_TEST_CASE(an_empty_range_is_done_at_once) {
     VirtualLoop loop(backend_under_test());
@@ -479,7 +491,7 @@ BOOST_AUTO_TEST_CASE(the_first_error_cancels_the_steps_in_flight) {
     std::vector<Future<void>> steps;
     Log started;
     Future<void> done = futures::parallel_for_each(
-        loop.sched, std::views::iota(0, 10),
+        loop.sched, counting_up(10),
         [&](int x) {
             started.push_back(x);
             if (x == 3) {
@@ -543,7 +555,7 @@ BOOST_AUTO_TEST_CASE(a_million_ready_steps_allocate_nothing_per_step) {
     int calls = 0;
     std::size_t at_start = 0, at_end = 0;
     Future<void> done = futures::parallel_for_each(
-        loop.sched, std::views::iota(0, kElements),
+        loop.sched, counting_up(kElements),
         [&](int) {
             ++calls;
             if (calls == 1000) at_start = reactor_test::allocation_count;
@@ -563,8 +575,7 @@ BOOST_AUTO_TEST_CASE(bad_limits_are_refused) {
     std::vector<int> items{1};
     auto f = [](int) {};
     BOOST_CHECK_THROW((void)futures::parallel_for_each(loop.sched, items, f, 0), std::invalid_argument);
-    std::list<int> as_list{1, 2};
-    auto unsized = as_list | std::views::filter([](int) { return true; });
+    std::forward_list<int> unsized{1, 2};  // a range without size()
     BOOST_CHECK_THROW((void)futures::parallel_for_each(loop.sched, unsized, f), std::invalid_argument);
     Future<void> bounded = futures::parallel_for_each(loop.sched, unsized, f, 2);
     loop.sched.run();

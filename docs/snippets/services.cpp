@@ -53,7 +53,7 @@ private:
 // Owns one end of a socketpair and counts the bytes that come in. The program
 // owns the Beacon; the loop only ends its use of the fd, so a Beacon may
 // outlive its Scheduler (closed, it never touches the loop again).
-class Beacon : private reactor::ListMember<Beacon>, private reactor::FdOwner {
+class Beacon final : private reactor::ListMember<Beacon>, private reactor::FdOwner {
 public:
     using EndCallback = std::function<void(std::string_view why)>;
 

@@ -10,10 +10,11 @@
 // three times, sleeping 2 s after each. main starts both, joins task1 then
 // task2, and prints "done". Output: Task 1, Task 2, Task 1, Task 2, Task 2,
 // done (about 6 s). --speed X divides every delay by X.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ranges>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
@@ -30,9 +31,12 @@ using examples::say;
 
 // Prints `text` `times` times, sleeping `pause` after each: a loop and
 // nothing else, so a loop combinator (futures/do_for_each.hpp) rather than a
-// machine. Its future is a join handle like a task's.
+// machine. Its future is a join handle like a task's. The range is one element
+// per line to print (std::views::iota would read better, but clang 15 cannot
+// compile libstdc++ 12's views).
 futures::Future<void> printer(reactor::Scheduler& sched, std::string text, int times, Seconds pause) {
-    return futures::do_for_each(sched, std::views::iota(0, times), [&sched, text, pause](int) {
+    std::vector<int> lines(static_cast<std::size_t>(std::max(times, 0)));
+    return futures::do_for_each(sched, std::move(lines), [&sched, text, pause](int) {
         say(text);
         return futures::sleep(sched, pause);
     });

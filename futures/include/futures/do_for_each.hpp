@@ -29,9 +29,9 @@ namespace futures {
 
 namespace detail {
 
-template <class V, class F>
+template <class R, class F>
 struct ForEachBody {
-    RangeCursor<V> at;
+    RangeCursor<R> at;
     F f;
     bool more() { return at.more(); }
     decltype(auto) step() { return at.apply(f); }
@@ -46,13 +46,13 @@ struct ForEachBody {
 template <std::ranges::viewable_range R, class F>
 [[nodiscard]] Future<void> do_for_each(reactor::Scheduler& sched, R&& range, F&& f,
                                        std::source_location where = std::source_location::current()) {
-    using V = std::views::all_t<R>;
+    using Cursor = detail::RangeCursor<R>;
     using Fn = std::decay_t<F>;
-    static_assert(std::is_invocable_v<Fn&, std::ranges::range_reference_t<V>>,
+    static_assert(std::is_invocable_v<Fn&, typename Cursor::Reference>,
                   "do_for_each(sched, range, f): f must be callable with an element of the range");
-    using Body = detail::ForEachBody<V, Fn>;
-    return detail::launch<detail::LoopState<Body>>(
-               sched, where, Body{detail::RangeCursor<V>(std::views::all(std::forward<R>(range))), Fn(std::forward<F>(f))})
+    using Body = detail::ForEachBody<R, Fn>;
+    return detail::launch<detail::LoopState<Body>>(sched, where,
+                                                   Body{Cursor(std::forward<R>(range)), Fn(std::forward<F>(f))})
         .start();
 }
 

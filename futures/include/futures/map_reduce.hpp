@@ -37,10 +37,10 @@ namespace futures {
 
 namespace detail {
 
-template <class V, class M, class I, class Rd>
+template <class R, class M, class I, class Rd>
 struct MapReduceBody {
     using result_type = I;
-    RangeCursor<V> at;
+    RangeCursor<R> at;
     M map;
     I acc;
     Rd reduce;
@@ -59,23 +59,23 @@ template <std::ranges::viewable_range R, class M, class I, class Rd>
 [[nodiscard]] Future<std::decay_t<I>> map_reduce(reactor::Scheduler& sched, R&& range, M&& map, I&& init,
                                                  Rd&& reduce, std::size_t max_concurrency = kUnlimitedConcurrency,
                                                  std::source_location where = std::source_location::current()) {
-    using V = std::views::all_t<R>;
+    using Cursor = detail::RangeCursor<R>;
     using Mn = std::decay_t<M>;
     using In = std::decay_t<I>;
     using Rn = std::decay_t<Rd>;
-    static_assert(std::is_invocable_v<Mn&, std::ranges::range_reference_t<V>>,
+    static_assert(std::is_invocable_v<Mn&, typename Cursor::Reference>,
                   "map_reduce(sched, range, map, init, reduce): map must be callable with an element of the range");
     using Mapped = typename detail::StepOf<
-        std::remove_cvref_t<std::invoke_result_t<Mn&, std::ranges::range_reference_t<V>>>>::value;
+        std::remove_cvref_t<std::invoke_result_t<Mn&, typename Cursor::Reference>>>::value;
     static_assert(!std::is_void_v<Mapped>, "map_reduce: map must return a value or a Future of one");
     static_assert(std::is_convertible_v<std::invoke_result_t<Rn&, In&&, Mapped&&>, In>,
                   "map_reduce: reduce(acc, mapped) must return the accumulator's type");
-    using Body = detail::MapReduceBody<V, Mn, In, Rn>;
-    V view = std::views::all(std::forward<R>(range));
-    const std::size_t links = detail::links_for(view, max_concurrency, "map_reduce");
+    using Body = detail::MapReduceBody<R, Mn, In, Rn>;
+    Cursor cursor(std::forward<R>(range));
+    const std::size_t links = detail::links_for(cursor.range(), max_concurrency, "map_reduce");
     return detail::launch<detail::ParallelState<Body>>(
                sched, where,
-               Body{detail::RangeCursor<V>(std::move(view)), Mn(std::forward<M>(map)), In(std::forward<I>(init)),
+               Body{std::move(cursor), Mn(std::forward<M>(map)), In(std::forward<I>(init)),
                     Rn(std::forward<Rd>(reduce))},
                links)
         .start();

@@ -42,10 +42,10 @@ namespace futures {
 
 namespace detail {
 
-template <class V, class F>
+template <class R, class F>
 struct ParallelForEachBody {
     using result_type = void;
-    RangeCursor<V> at;
+    RangeCursor<R> at;
     F f;
     bool more() { return at.more(); }
     decltype(auto) step() { return at.apply(f); }
@@ -59,15 +59,15 @@ template <std::ranges::viewable_range R, class F>
 [[nodiscard]] Future<void> parallel_for_each(reactor::Scheduler& sched, R&& range, F&& f,
                                              std::size_t max_concurrency = kUnlimitedConcurrency,
                                              std::source_location where = std::source_location::current()) {
-    using V = std::views::all_t<R>;
+    using Cursor = detail::RangeCursor<R>;
     using Fn = std::decay_t<F>;
-    static_assert(std::is_invocable_v<Fn&, std::ranges::range_reference_t<V>>,
+    static_assert(std::is_invocable_v<Fn&, typename Cursor::Reference>,
                   "parallel_for_each(sched, range, f): f must be callable with an element of the range");
-    using Body = detail::ParallelForEachBody<V, Fn>;
-    V view = std::views::all(std::forward<R>(range));
-    const std::size_t links = detail::links_for(view, max_concurrency, "parallel_for_each");
-    return detail::launch<detail::ParallelState<Body>>(
-               sched, where, Body{detail::RangeCursor<V>(std::move(view)), Fn(std::forward<F>(f))}, links)
+    using Body = detail::ParallelForEachBody<R, Fn>;
+    Cursor cursor(std::forward<R>(range));
+    const std::size_t links = detail::links_for(cursor.range(), max_concurrency, "parallel_for_each");
+    return detail::launch<detail::ParallelState<Body>>(sched, where, Body{std::move(cursor), Fn(std::forward<F>(f))},
+                                                       links)
         .start();
 }
 
