@@ -309,6 +309,23 @@ BOOST_AUTO_TEST_CASE(a_shielded_child_outlives_cancel_but_not_close) {
     BOOST_TEST(loop.clock.elapsed() == 2s);
 }
 
+// spawn(shield(f)) is the other choice: the scope cancels the shield, so
+// close() does not wait for f, which runs on to its end (docs/futures.md).
+BOOST_AUTO_TEST_CASE(a_spawned_shield_lets_close_go_on_while_its_work_runs) {
+    VirtualLoop loop(backend_under_test());
+    Scope scope(loop.sched);
+    Future<void> work = futures::sleep(loop.sched, 2s);
+    Future<void> child = scope.spawn(futures::shield(work));
+    scope.cancel();
+    futures::run_until_complete(loop.sched, scope.close());
+    BOOST_TEST(child.cancelled());
+    BOOST_TEST(!work.done());
+    BOOST_TEST(loop.clock.elapsed() < 2s);
+    futures::run_until_complete(loop.sched, work);
+    BOOST_TEST(!work.cancelled());
+    BOOST_TEST(loop.clock.elapsed() == 2s);
+}
+
 // A deadline scope on virtual time: the children are cancelled when the
 // deadline passes and close() fails with TimeoutError naming the scope;
 // cancelling close() from outside (with_timeout) ends it cancelled.
