@@ -72,6 +72,8 @@ public:
           unit_(std::move(unit)) {}
 
     reactor::LoopGroup& group() { return group_; }
+    // After listen().
+    reactor::GroupListener& listener() { return *listener_; }
     std::size_t size() const { return group_.size(); }
 
     // Listens (exit 1 with the reason if it cannot), arranges the end and
