@@ -22,7 +22,8 @@
 //
 // Made on any thread before its loop runs (it touches nothing of the loop
 // until the first follow()); follow() and active() on the loop's thread.
-// Copies share one scope. It may go before its conversations end.
+// Copies share one scope. It may go before its conversations end, but not
+// after its loop's Scheduler (declare it after the LoopGroup).
 #pragma once
 
 #include <cstddef>
