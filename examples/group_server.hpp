@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,9 @@ namespace examples {
 struct GroupOptions {
     std::size_t loops = 1;
     reactor::Spreading spreading = reactor::Spreading::least_connections;
+    // Once the server has ended, how long each loop may take to finish what
+    // is left (LoopGroupOptions::drain): posts between loops under way.
+    reactor::Duration loop_drain{};
 
     // --loops 0: one per CPU this process may run on.
     std::size_t loop_count() const { return loops == 0 ? reactor::LoopGroup::available_cpus() : loops; }
@@ -72,6 +76,18 @@ public:
           unit_(std::move(unit)) {}
 
     reactor::LoopGroup& group() { return group_; }
+    // After listen().
+    reactor::GroupListener& listener() { return *listener_; }
+    // Any thread: the orderly end for a program's own reason (chat_server's
+    // console at Ctrl-D), printed as a signal's; whether it has begun.
+    void shut_down(std::string why) { lifetime_->shut_down(std::move(why)); }
+    bool draining() const { return lifetime_->draining(); }
+    // Before run(): `cb` runs on loop 0 once the server has ended, before
+    // the loops are asked to stop (what loop 0 runs besides, ends there).
+    void on_ended(std::function<void()> cb) { on_ended_ = std::move(cb); }
+    // Before run(): what SIGUSR1 prints of loop i after "<name>: loop i: ",
+    // said on loop i's thread (the default: its connections and stats()).
+    void describe_loops(std::function<std::string(std::size_t)> describe) { describe_ = std::move(describe); }
     std::size_t size() const { return group_.size(); }
 
     // Listens (exit 1 with the reason if it cannot), arranges the end and
@@ -102,7 +118,10 @@ public:
         if (options_.max_seconds > 0) lifetime.max_run_time = seconds_of(options_.max_seconds);
         lifetime_.emplace(group_, *listener_, lifetime,
                           [this](const reactor::GroupServerLifetime::Report& r) { print(r); });
-        lifetime_->on_ended([this] { group_.request_stop(); });
+        lifetime_->on_ended([this] {
+            if (on_ended_) on_ended_();
+            group_.request_stop();
+        });
         print_stats_on_sigusr1();
         // Said by loop 0 once run() has started every loop's thread: a loop
         // that cannot start ends the server before it claims to listen.
@@ -133,6 +152,7 @@ private:
     static reactor::LoopGroupOptions group_options(const ServerOptions& o, const GroupOptions& g) {
         reactor::LoopGroupOptions options;
         options.loops = g.loop_count();
+        options.drain = g.loop_drain;
         options.loop_options = [backend = o.backend](std::size_t) { return on(backend); };
         return options;
     }
@@ -155,9 +175,18 @@ private:
         std::fflush(stdout);
     }
 
-    // `kill -USR1 <pid>`: one line per loop, "<name>: loop I: N live
-    // connection(s), ..." from that loop's own stats, gathered on loop 0 and
-    // printed there in loop order.
+    // What a loop says of itself by default, on its own thread.
+    std::string describe(std::size_t i) {
+        const reactor::LoopStats st = group_.loop(i).stats();
+        return fmt::format("{} live connection(s), {} accepted, {} iterations, {} callbacks run, {} io events, {} "
+                           "timers fired, {} posts taken, {} wake-up writes",
+                           listener_->connections_on(i).size(), listener_->handed()[i], st.iterations,
+                           st.callbacks_run, st.io_events, st.timers_fired, st.posts_taken, st.wakeup_writes);
+    }
+
+    // `kill -USR1 <pid>`: one line per loop, "<name>: loop I: " and what the
+    // loop says of itself on its own thread, gathered on loop 0 and printed
+    // there in loop order.
     void print_stats_on_sigusr1() {
         group_.loop(0).add_signal_handler(SIGUSR1, [this] {
             struct Gathered {
@@ -167,12 +196,7 @@ private:
             auto gathered = std::make_shared<Gathered>(Gathered{std::vector<std::string>(size()), size()});
             for (std::size_t i = 0; i < size(); ++i) {
                 (void)group_.loop(i).try_call_soon_threadsafe([this, i, gathered] {
-                    const reactor::LoopStats st = group_.loop(i).stats();
-                    std::string line = fmt::format(
-                        "{}: loop {}: {} live connection(s), {} accepted, {} iterations, {} callbacks run, {} io "
-                        "events, {} timers fired, {} posts taken, {} wake-up writes\n",
-                        name_, i, listener_->connections_on(i).size(), listener_->handed()[i], st.iterations,
-                        st.callbacks_run, st.io_events, st.timers_fired, st.posts_taken, st.wakeup_writes);
+                    std::string line = fmt::format("{}: loop {}: {}\n", name_, i, describe_(i));
                     (void)group_.loop(0).try_call_soon_threadsafe([i, gathered, line = std::move(line)]() mutable {
                         gathered->lines[i] = std::move(line);
                         if (--gathered->left > 0) return;
@@ -191,6 +215,8 @@ private:
     std::string unit_;
     std::unique_ptr<reactor::GroupListener> listener_;
     std::optional<reactor::GroupServerLifetime> lifetime_;
+    std::function<void()> on_ended_;
+    std::function<std::string(std::size_t)> describe_ = [this](std::size_t i) { return describe(i); };
     std::atomic<std::uint64_t> accepted_{0};  // --exit-after with reuse_port: every loop counts here
     reactor::GroupServerLifetime::Report ended_;
 };

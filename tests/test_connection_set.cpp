@@ -215,3 +215,41 @@ BOOST_AUTO_TEST_CASE(members_leave_from_any_slot_and_the_rest_are_still_reached)
     BOOST_TEST(empty);
     BOOST_TEST(set->empty());
 }
+
+// The set's gate (reactor::ServerGate): close() runs the hooks at once, in
+// order; `done` waits for the last hold and runs on a later iteration, never
+// inside close() or a release; a hold taken while closing counts; after the
+// end no hold is given.
+BOOST_AUTO_TEST_CASE(the_gate_ends_on_a_later_iteration_after_its_last_hold) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    auto set = reactor::ConnectionSet::create(sched);
+    reactor::ServerGate& gate = set->gate();
+    std::vector<std::string> events;
+    reactor::ServerGate::Hold first = gate.hold();
+    reactor::ServerGate::Hold late;
+    gate.on_close([&] { events.push_back("hook 1"); });
+    gate.on_close([&] {
+        events.push_back("hook 2");
+        late = gate.hold();  // work a close hook starts still counts
+    });
+    gate.close([&] { events.push_back("done"); });
+    BOOST_TEST((events == std::vector<std::string>{"hook 1", "hook 2"}));
+    BOOST_TEST(gate.closing());
+    BOOST_TEST(gate.held() == 2u);
+    first.release();
+    sched.run_once();
+    BOOST_TEST(events.size() == 2u);  // `late` still holds it
+    late.release();
+    BOOST_TEST(events.size() == 2u);  // not inside the release
+    BOOST_TEST(!gate.ended());
+    sched.run_once();
+    BOOST_TEST((events == std::vector<std::string>{"hook 1", "hook 2", "done"}));
+    BOOST_TEST(gate.ended());
+    BOOST_CHECK_THROW(static_cast<void>(gate.hold()), std::logic_error);
+    bool late_hook = false;
+    gate.on_close([&] { late_hook = true; });  // closed already: on a later iteration
+    BOOST_TEST(!late_hook);
+    sched.run();
+    BOOST_TEST(late_hook);
+    BOOST_TEST(sched.empty());
+}

@@ -17,14 +17,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <futures/promise.hpp>
+#include <futures/server_scope.hpp>
+#include <futures/stream.hpp>
 #include <reactor/loop_group.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/net/group_listener.hpp>
@@ -323,6 +329,74 @@ BOOST_AUTO_TEST_CASE(max_run_time_aborts_everything) {
         BOOST_TEST(ended_by_server(fd));
         ::close(fd);
     }
+}
+
+// Issue 47: a conversation's queued finally ran after the server's end, or
+// never (the group stopped first): the end came once the connections were
+// gone. Now each loop's conversations run in its futures::ServerScope, which
+// holds the loop's gate until they and what they queued have settled. The
+// conversations close their streams at once and then wait for the test: the
+// end must not come meanwhile (a bounded wait that the old end passed).
+BOOST_AUTO_TEST_CASE(a_conversations_queued_finally_runs_before_the_end_on_a_group_of_two) {
+    LoopGroup group(loops(2));
+    std::vector<futures::ServerScope> scopes;
+    std::array<std::optional<futures::Promise<void>>, 2> release;  // each on its loop
+    std::atomic<int> finallies{0};
+    std::atomic<int> finallies_at_end{-1};
+    std::atomic<int> failures_reported{0};
+    GroupListener::Options lo;
+    lo.spreading = Spreading::round_robin;  // one conversation on each loop
+    auto listener = GroupListener::listen(
+        group, Address::parse("127.0.0.1:0"),
+        [&](const ConnectionPtr& c, std::size_t loop) {
+            futures::Stream stream = futures::Stream::from(c);
+            release[loop].emplace(group.loop(loop));
+            futures::Future<void> conversation = release[loop]->get_future().finally([&] { ++finallies; });
+            if (loop == 1)  // and one that fails: reported once, as it ends
+                conversation = conversation.then([] { throw std::runtime_error("conversation 1 failed"); });
+            stream.close();  // the connection goes now; the conversation goes on
+            scopes[loop].follow(stream, conversation);
+        },
+        lo);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        scopes.emplace_back(listener->connections_on(i).gate());
+        group.loop(i).set_exception_handler([&](const reactor::ErrorContext& ctx) {
+            if (ctx.message.find("a conversation failed") != std::string::npos) ++failures_reported;
+        });
+    }
+    Reports reports;
+    GroupServerLifetime::Options options;
+    options.drain_time = std::chrono::hours(1);
+    options.stop_signals = {};
+    GroupServerLifetime lifetime(group, *listener, options, reports.callback());
+    lifetime.on_ended([&] {
+        finallies_at_end = finallies.load();
+        group.request_stop();
+    });
+    group.start();
+    std::vector<int> clients;
+    for (int i = 0; i < 2; ++i) {
+        clients.push_back(reactor_test::connect_blocking(listener->address().port()));
+        BOOST_REQUIRE(clients.back() >= 0);
+        BOOST_TEST(ended_by_server(clients.back()));  // the stream closed at once
+    }
+    BOOST_REQUIRE(wait_until([&] { return total(listener->live_connections()) == 0; }));
+    BOOST_TEST(listener->handed() == (std::vector<std::uint64_t>{1, 1}));
+
+    lifetime.shut_down("the test");
+    reports.wait_for(Kind::draining);
+    // Listeners closed, connections gone: the old end came here.
+    for (int i = 0; i < 300 && !lifetime.ended(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BOOST_TEST(!lifetime.ended());
+    BOOST_TEST(finallies.load() == 0);
+    for (std::size_t i = 0; i < group.size(); ++i)
+        group.loop(i).call_soon_threadsafe([&release, i] { release[i]->set_value(); });
+    reports.wait_for(Kind::ended);
+    group.stop();
+    BOOST_TEST(finallies_at_end.load() == 2);
+    BOOST_TEST(failures_reported.load() == 1);
+    BOOST_TEST((reports.kinds() == std::vector<Kind>{Kind::draining, Kind::ended}));
+    for (int fd : clients) ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(made_after_start_or_with_a_control_loop_out_of_the_group_is_refused) {

@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,10 +50,16 @@ struct Server {
     bool ended = false;
     reactor::ListenerPtr listener;
 
+    // Run on each accepted connection, after the EOF callback is set.
+    std::function<void(const reactor::ConnectionPtr&)> also;
+
     explicit Server(reactor::Listener::Options options = {}) {
         listener = reactor::Listener::listen(
             loop.sched, reactor::Address::parse("127.0.0.1", 0),
-            [](const reactor::ConnectionPtr& c) { c->set_eof_callback([](reactor::Connection& conn) { conn.close(); }); },
+            [this](const reactor::ConnectionPtr& c) {
+                c->set_eof_callback([](reactor::Connection& conn) { conn.close(); });
+                if (also) also(c);
+            },
             options);
     }
     ServerLifetime::ReportCallback recorder() {
@@ -214,6 +222,76 @@ BOOST_AUTO_TEST_CASE(listener_max_accepts_closes_it_after_that_many) {
     BOOST_TEST(!s.listener->is_listening());
     BOOST_TEST(s.listener->connections().size() == 2u);  // they go on
     BOOST_TEST(reactor_test::connect_blocking(s.port()) == -1);
+}
+
+// Issue 47: work a callback handler starts (here: in its close callback,
+// for 3 s) holds the server open through its gate; the end, and on_ended,
+// come when it is done, not when the last connection is gone.
+BOOST_AUTO_TEST_CASE(work_held_at_the_gate_delays_the_end_past_the_last_close) {
+    Server s;
+    ServerLifetime lifetime(s.loop.sched, s.listener, with_drain(30s), s.recorder());
+    reactor::Duration closed_at{}, work_done_at{}, ended_at{};
+    bool closed = false;
+    s.also = [&](const reactor::ConnectionPtr& c) {
+        c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason&) {
+            closed = true;
+            closed_at = s.now();
+            auto hold = std::make_shared<reactor::ServerGate::Hold>(lifetime.gate().hold());
+            s.loop.sched.call_later(3s, [&, hold] {
+                work_done_at = s.now();
+                hold->release();
+            });
+        });
+    };
+    lifetime.on_ended([&] { ended_at = s.now(); });
+    Fd client = s.connect();
+    s.accept(1);
+    s.loop.sched.call_later(1s, [&] { lifetime.shut_down("stop"); });
+    s.run_until([&] { return lifetime.draining(); });
+    client = Fd();
+    s.run_until([&] { return closed; });
+    BOOST_TEST(s.listener->connections().size() == 0u);
+    BOOST_TEST(lifetime.gate().held() == 1u);
+    BOOST_TEST(!lifetime.ended());
+    s.loop.sched.run();  // returns once the held work is done and the end has come
+    BOOST_TEST(lifetime.ended());
+    BOOST_TEST((work_done_at == closed_at + 3s));
+    BOOST_TEST((ended_at == work_done_at));  // the same instant, after it
+    BOOST_TEST(lifetime.aborted() == 0u);
+    BOOST_REQUIRE_EQUAL(s.reports.size(), 2u);
+    BOOST_TEST((s.reports[0].kind == Kind::draining));
+    BOOST_TEST((s.reports[1].kind == Kind::ended));
+    BOOST_TEST(lifetime.gate().ended());
+    BOOST_CHECK_THROW(static_cast<void>(lifetime.gate().hold()), std::logic_error);
+}
+
+// The drain time still aborts what is open when it runs out, at the same
+// instant and with the same report as before; held work is not aborted: the
+// end waits for it.
+BOOST_AUTO_TEST_CASE(the_drain_time_aborts_connections_but_waits_for_held_work) {
+    Server s;
+    ServerLifetime lifetime(s.loop.sched, s.listener, with_drain(5s), s.recorder());
+    reactor::Duration work_done_at{}, ended_at{};
+    auto hold = std::make_shared<reactor::ServerGate::Hold>(lifetime.gate().hold());
+    s.loop.sched.call_later(10s, [&, hold] {
+        work_done_at = s.now();
+        hold->release();
+    });
+    lifetime.on_ended([&] { ended_at = s.now(); });
+    Fd stubborn = s.connect();
+    s.accept(1);
+    s.loop.sched.call_later(1s, [&] { lifetime.shut_down("stop"); });
+    s.loop.sched.run();
+    BOOST_REQUIRE_EQUAL(s.reports.size(), 3u);
+    BOOST_TEST((s.reports[1].kind == Kind::aborting));
+    BOOST_TEST((s.reports[1].cause == Cause::drain_time_over));
+    BOOST_TEST((s.reports[1].at == 6s));  // stopped at 1 s, drained for 5 s: unchanged
+    BOOST_TEST(s.reports[1].connections == 1u);
+    BOOST_TEST(reset_by_peer(stubborn.get()));
+    BOOST_TEST((s.reports[2].kind == Kind::ended));
+    BOOST_TEST((s.reports[2].at == 10s));  // when the held work let go
+    BOOST_TEST((ended_at == work_done_at));
+    BOOST_TEST(lifetime.aborted() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(destroying_it_removes_its_handlers_and_timers_and_leaves_the_server_alone) {

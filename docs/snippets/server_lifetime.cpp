@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,45 @@ BOOST_AUTO_TEST_CASE(server_lifetime_on_sigterm) {
     BOOST_TEST(said == std::vector<std::string>{"SIGTERM: draining 0 connection(s)"});
     BOOST_TEST(lifetime.ended());
     BOOST_TEST(lifetime.aborted() == 0u);
+}
+
+// Work a close callback starts holds the server's gate: the end waits for it.
+BOOST_AUTO_TEST_CASE(server_gate_holds_the_end) {
+    reactor::Scheduler sched;
+    std::vector<std::string> records;
+    std::optional<reactor::ServerLifetime> lifetime;
+    reactor::Listener::Options one;
+    one.max_accepts = 1;  // the listener closes after one client
+    auto listener = reactor::Listener::listen(
+        sched, reactor::Address::parse("127.0.0.1", 0),
+        [&](const reactor::ConnectionPtr& conn) {
+            conn->set_eof_callback([](reactor::Connection& c) { c.close(); });
+            // [snippet:server_gate]
+            conn->set_close_callback([&](reactor::Connection&, const reactor::CloseReason&) {
+                auto hold = std::make_shared<reactor::ServerGate::Hold>(lifetime->gate().hold());
+                sched.call_later(10ms, [&records, hold] {  // work that outlives the connection
+                    records.push_back("written");
+                    hold->release();  // the end may come now
+                });
+            });
+            // [end-snippet:server_gate]
+        },
+        one);
+    reactor::ServerLifetime::Options options;
+    options.stop_signals = {};
+    lifetime.emplace(sched, listener, options);
+    std::size_t records_at_end = 99;
+    lifetime->on_ended([&] { records_at_end = records.size(); });
+    const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(listener->address().port());
+    BOOST_REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    ::close(client);  // EOF: the server closes its end
+    sched.run();
+    BOOST_TEST(records_at_end == 1u);
+    BOOST_TEST(lifetime->ended());
 }
 
 // A listener whose accept queue is full: the kernel drops new SYNs, so a

@@ -4,9 +4,11 @@
 // reactor::GroupListener hands every connection to one loop of a
 // reactor::LoopGroup, through examples::GroupServer), over a futures::Stream
 // made there from the connection: nothing of a conversation ever leaves its
-// loop, and each loop keeps counts of its own. The end is GroupServer's
-// (SIGINT/SIGTERM handled once, drain, abort: an abort reads as EOF, so the
-// session just finishes), with the same summary line as on one loop, then
+// loop, and each loop keeps counts of its own. Each conversation runs in its
+// loop's futures::ServerScope, as start_server's run in the server's scope.
+// The end is GroupServer's (SIGINT/SIGTERM handled once, drain, abort: an
+// abort reads as EOF, so the session just finishes), once every loop's
+// conversations have ended, with the same summary line as on one loop, then
 // each loop's share. Runs on the main thread, which is loop 0's.
 #pragma once
 
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <futures/server_scope.hpp>
 #include <futures/stream.hpp>
 #include <futures/task.hpp>
 
@@ -27,16 +30,17 @@ inline int echo_streams_on_loops(const reactor::Address& address, const ServerOp
                                  const GroupOptions& loops) {
     GroupServer server(options, loops, "echo_server_streams", "client(s)");
     std::vector<EchoCounts> counts(server.size());  // each loop's own
+    std::vector<futures::ServerScope> scopes;  // each loop's: the server's end waits for its conversations
     futures::StreamOptions stream_options;
     stream_options.connection = connection_options(options);  // --idle-timeout
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection = stream_options.connection;
     server.listen(address, [&](const reactor::ConnectionPtr& c, std::size_t loop) {
         futures::Stream stream = futures::Stream::from(c, stream_options);
-        futures::Future<void> conversation = futures::spawn(server.group().loop(loop), EchoSession(stream, counts[loop]));
         // As StreamServer does: the stream is closed when its conversation ends.
-        (void)conversation.add_done_callback([stream]() mutable { stream.close(); });
+        scopes[loop].follow(stream, futures::spawn(server.group().loop(loop), EchoSession(stream, counts[loop])));
     }, listen_options);
+    for (std::size_t i = 0; i < server.size(); ++i) scopes.emplace_back(server.listener().connections_on(i).gate());
     server.run();
     EchoCounts total;
     for (const EchoCounts& c : counts) {

@@ -30,7 +30,7 @@
 //
 //   $ chat_server          then, in two terminals:   nc 127.0.0.1 7001
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp);
-//                      with several loops, one line per loop (loop_report.hpp)
+//                      with several loops, one line per loop (group_chat.hpp)
 #include <cstddef>
 #include <string>
 #include <string_view>

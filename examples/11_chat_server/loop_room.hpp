@@ -58,9 +58,6 @@ public:
         }
         outbox_.connect(std::move(posts));
     }
-    // Called on this loop after the posts that tell the other loops of a
-    // client's arrival or departure: the group's lifetime counts the clients.
-    void on_membership_change(std::function<void()> cb) { outbox_.on_changed(std::move(cb)); }
 
     void join(const reactor::ConnectionPtr& c);
     // To every client of the whole room: the server's own lines.
@@ -68,14 +65,10 @@ public:
         broadcast(nullptr, text);
         outbox_.add(text, 0, 0);
     }
-    // Aborts every client, now and any that arrives from now on: the end of
-    // a group server that cannot wait any longer.
-    void abort_all();
 
     reactor::Scheduler& loop() const noexcept { return loop_; }
     std::size_t clients() const noexcept { return members_.size(); }
     std::uint64_t served() const noexcept { return served_; }
-    std::uint64_t aborted() const noexcept { return aborted_; }
     std::uint64_t lines_heard() const noexcept { return lines_heard_; }
     std::uint64_t lines_from_peers() const noexcept { return lines_from_peers_; }
     std::uint64_t posts_out() const noexcept { return outbox_.posts(); }
@@ -118,19 +111,11 @@ private:
     std::unordered_map<reactor::Connection*, Member> members_;  // valid until each close callback
     std::int64_t remote_members_ = 0;  // the other loops' clients, as far as they have told us
     RelayOutbox outbox_;
-    bool aborting_ = false;
-    std::uint64_t served_ = 0, aborted_ = 0, lines_heard_ = 0, lines_from_peers_ = 0;
+    std::uint64_t served_ = 0, lines_heard_ = 0, lines_from_peers_ = 0;
 };
 
 inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
     ++served_;
-    if (aborting_) {
-        // Handed over while the server was ending: it shares that fate.
-        ++aborted_;
-        c->abort();
-        outbox_.mark_changed();  // one open connection fewer
-        return;
-    }
     Member& m = members_[c.get()];
     m.id = std::exchange(next_id_, next_id_ + loops_);
     c->set_water_marks(limits_.max_backlog, limits_.max_backlog / 4);
@@ -169,17 +154,6 @@ inline void LoopRoom::leave(reactor::Connection& c, const reactor::CloseReason& 
     const std::string text = m.dropped ? std::string() : fmt::format("* #{} {}\n", m.id, timed_out ? "timed out" : "left");
     if (!text.empty()) broadcast(&c, text);
     outbox_.add(text, -1, 0);
-}
-
-inline void LoopRoom::abort_all() {
-    aborting_ = true;
-    // abort() queues each close callback (leave), so the members stay put
-    // while this loop runs.
-    for (auto& [conn, member] : members_) {
-        if (member.dropped) continue;
-        ++aborted_;
-        conn->abort();
-    }
 }
 
 }  // namespace examples

@@ -40,11 +40,6 @@ public:
         peers_ = std::move(peers);
         batches_.assign(peers_.size(), Relay{});
     }
-    // Runs after a flush that told the other loops of a change in members
-    // (or after mark_changed()): whoever counts the clients of every loop
-    // hears of a departure only once the other loops have been told of it.
-    void on_changed(std::function<void()> cb) { on_changed_ = std::move(cb); }
-
     // Queues `text` (`lines` client lines; `members` clients more or fewer
     // here) for every other loop; it goes out on the next pass.
     void add(const std::string& text, std::int64_t members, std::uint64_t lines) {
@@ -55,16 +50,8 @@ public:
             batches_[i].members += members;
             batches_[i].lines += lines;
         }
-        if (members != 0) changed_ = true;
         schedule_flush();
     }
-    // A change the others need not hear of, but whoever counts does.
-    void mark_changed() {
-        if (peers_.size() <= 1) return;
-        changed_ = true;
-        schedule_flush();
-    }
-
     std::uint64_t posts() const noexcept { return posts_; }
 
 private:
@@ -80,16 +67,13 @@ private:
             ++posts_;
             peers_[i](std::exchange(batches_[i], Relay{}));
         }
-        if (std::exchange(changed_, false) && on_changed_) on_changed_();
     }
 
     reactor::Scheduler& loop_;
     std::size_t index_;
     std::vector<Post> peers_;
     std::vector<Relay> batches_;  // per loop: what goes out at the next flush
-    std::function<void()> on_changed_;
     bool flush_scheduled_ = false;
-    bool changed_ = false;
     std::uint64_t posts_ = 0;
 };
 

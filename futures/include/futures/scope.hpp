@@ -110,6 +110,7 @@ public:
 namespace detail {
 class ScopeState;
 class ServerCore;
+class ServerScopeCore;
 }
 
 class REACTOR_API Scope {
@@ -192,6 +193,7 @@ public:
 
 private:
     friend class detail::ServerCore;  // its conversations are counted children (ScopeState::adopt_counted)
+    friend class detail::ServerScopeCore;  // the same, for a reactor listener's server (server_scope.hpp)
 
     void check_open(std::source_location where) const;
     void adopt(detail::Ref<detail::StateBase> child, std::source_location where, bool shielded);

@@ -139,6 +139,7 @@ public:
 namespace detail {
 class StreamCore;
 class ServerCore;
+class ServerScopeCore;
 }  // namespace detail
 
 class Lines;
@@ -302,6 +303,7 @@ public:
 
 private:
     friend class detail::ServerCore;
+    friend class detail::ServerScopeCore;
     explicit Stream(detail::Ref<detail::StreamCore> core) noexcept;
     detail::StreamCore& core() const;
     // Counted by the state itself: a handle is one pointer, and an idle

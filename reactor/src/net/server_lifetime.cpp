@@ -1,88 +1,80 @@
 // SPDX-License-Identifier: MIT
+// ServerLifetime: the one-loop front of the server-end mechanism
+// (server_end.hpp), with what only a single listener has: its error
+// callback (accept trouble, a listener that fails for good) and its report.
 #include "reactor/net/server_lifetime.hpp"
 
-#include <cstring>
 #include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "reactor/error_context.hpp"
-#include "stop_signal_name.hpp"
+#include "server_end.hpp"
 
 namespace reactor {
 
+namespace {
+
+// One loop: the listener's.
+class OneLoop final : public detail::ServedLoops {
+public:
+    OneLoop(Scheduler& sched, ListenerPtr l) : sched_(sched), listener_(std::move(l)) {}
+    std::size_t size() const override { return 1; }
+    Scheduler& loop(std::size_t) const override { return sched_; }
+    ListenerPtr listener_on(std::size_t) const override { return listener_; }
+    ConnectionSet& connections_on(std::size_t) const override { return listener_->connections(); }
+    std::vector<std::size_t> live() const override { return {listener_->connections().size()}; }
+    std::vector<std::uint64_t> handed() const override { return {listener_->accepted()}; }
+    void close() override { listener_->close(); }
+
+private:
+    Scheduler& sched_;
+    ListenerPtr listener_;
+};
+
+}  // namespace
+
 ServerLifetime::ServerLifetime(Scheduler& sched, ListenerPtr listener, Options options, ReportCallback on_report)
-    : sched_(sched), listener_(std::move(listener)), options_(std::move(options)), on_report_(std::move(on_report)),
-      trouble_reports_(options_.report_interval), self_(std::make_shared<ServerLifetime*>(this)) {
+    : sched_(sched), listener_(std::move(listener)), on_report_(std::move(on_report)),
+      trouble_reports_(options.report_interval) {
     if (!listener_) throw std::invalid_argument("ServerLifetime: no listener");
-    if (options_.drain_time < Duration::zero() || options_.max_run_time < Duration::zero())
+    if (options.drain_time < Duration::zero() || options.max_run_time < Duration::zero())
         throw std::invalid_argument("ServerLifetime: negative drain_time or max_run_time");
-    // Signal numbers are checked by add_signal_handler; undo the ones already
-    // added if a later one is refused, so a throwing constructor leaves nothing.
-    std::size_t added = 0;
-    try {
-        for (int signo : options_.stop_signals) {
-            sched_.add_signal_handler(signo, [this, signo] { shut_down(detail::stop_signal_name(signo)); });
-            ++added;
-        }
-    } catch (...) {
-        for (std::size_t i = 0; i < added; ++i) sched_.remove_signal_handler(options_.stop_signals[i]);
-        throw;
-    }
-    if (options_.max_run_time > Duration::zero())
-        max_run_timer_ = sched_.call_later(options_.max_run_time, [this] { abort_all(Report::Cause::max_run_time); });
+    detail::ServerEnd::Options o{options.drain_time, options.max_run_time, std::move(options.stop_signals), 0};
+    end_ = std::make_shared<detail::ServerEnd>(
+        std::make_unique<OneLoop>(sched, listener_), std::move(o),
+        [this](detail::ServerEnd::Kind kind, Report::Cause cause, std::string_view why) {
+            switch (kind) {
+            case detail::ServerEnd::Kind::draining:
+                return report(Report::Kind::draining, cause, why, listener_->connections().size());
+            case detail::ServerEnd::Kind::aborting:
+                return report(Report::Kind::aborting, cause, why, listener_->connections().size());
+            case detail::ServerEnd::Kind::ended: return report(Report::Kind::ended, cause, {}, 0);
+            }
+        },
+        true);
+    end_->start_watching();
     listener_->set_error_callback(
         [this](Listener& l, std::error_code error, std::string_view what) { on_listener_error(l, error, what); });
-    listener_->wait_closed([self = std::weak_ptr<ServerLifetime*>(self_)] {
-        auto alive = self.lock();
-        if (!alive) return;
-        ServerLifetime& me = **alive;
-        me.ended_ = true;
-        // Once nothing is left, no timer of ours may keep run() going.
-        me.max_run_timer_.cancel();
-        me.drain_timer_.cancel();
-        me.report(Report::Kind::ended, Report::Cause::none, {}, 0);
-        if (me.on_ended_) std::exchange(me.on_ended_, {})();
-    });
 }
 
 ServerLifetime::~ServerLifetime() {
-    self_.reset();
-    max_run_timer_.cancel();
-    drain_timer_.cancel();
-    for (int signo : options_.stop_signals) sched_.remove_signal_handler(signo);
+    end_->stop_watching();
     listener_->set_error_callback({});
 }
 
-void ServerLifetime::shut_down(std::string_view why) {
-    if (ended_) return;
-    if (draining_) {
-        report(Report::Kind::aborting, Report::Cause::stopped_again, why, listener_->connections().size());
-        return abort_all(Report::Cause::stopped_again);
-    }
-    draining_ = true;
-    listener_->close();
-    report(Report::Kind::draining, Report::Cause::none, why, listener_->connections().size());
-    // Finishing may need nothing more than the close: the connections'
-    // graceful ends are theirs (a protocol decides when a conversation is
-    // over); the timer bounds how long the server waits for them.
-    drain_timer_ = sched_.call_later(options_.drain_time, [this] {
-        if (!listener_->connections().size()) return;
-        report(Report::Kind::aborting, Report::Cause::drain_time_over, "drain time over", listener_->connections().size());
-        abort_all(Report::Cause::drain_time_over);
-    });
-}
+void ServerLifetime::shut_down(std::string_view why) { end_->stop(std::string(why)); }
 
 void ServerLifetime::abort_all(Report::Cause cause) {
-    listener_->close();
-    const std::size_t open = listener_->connections().size();
-    if (cause == Report::Cause::max_run_time && open > 0)
-        report(Report::Kind::aborting, cause, "max run time", open);
-    aborted_ += open;
-    listener_->connections().abort_all();
-    drain_timer_.cancel();
+    if (cause == Report::Cause::max_run_time) return end_->run_time_over();
+    end_->abort_everywhere();
 }
+
+void ServerLifetime::on_ended(std::function<void()> cb) { end_->on_ended = std::move(cb); }
+bool ServerLifetime::draining() const noexcept { return end_->is_draining.load(); }
+bool ServerLifetime::ended() const noexcept { return end_->is_ended.load(); }
+std::uint64_t ServerLifetime::aborted() const noexcept { return end_->aborted_total(); }
 
 void ServerLifetime::on_listener_error(Listener& l, std::error_code error, std::string_view what) {
     if (l.is_listening()) {

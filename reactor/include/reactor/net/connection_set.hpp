@@ -26,6 +26,7 @@
 
 #include "reactor/export.hpp"
 #include "reactor/net/connection.hpp"
+#include "reactor/net/server_gate.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
@@ -37,7 +38,7 @@ public:
     static std::shared_ptr<ConnectionSet> create(Scheduler& sched) {
         return std::make_shared<ConnectionSet>(Passkey{}, sched);
     }
-    ConnectionSet(Passkey, Scheduler& sched) : sched_(sched) {}
+    ConnectionSet(Passkey, Scheduler& sched) : sched_(sched), gate_(ServerGate::create(sched)) {}
     ConnectionSet(const ConnectionSet&) = delete;
     ConnectionSet& operator=(const ConnectionSet&) = delete;
 
@@ -59,6 +60,10 @@ public:
     // off the loop (GroupListener's live connections per loop). It must not
     // throw and must not touch the set or the connection.
     void set_leave_hook(std::function<void()> hook) { leave_hook_ = std::move(hook); }
+    // The server's gate on this loop (server_gate.hpp): work started for
+    // these connections that the server's end waits for too. when_empty()
+    // does not wait for it; ServerLifetime does.
+    ServerGate& gate() const noexcept { return *gate_; }
 
 private:
     friend class Connection;
@@ -70,6 +75,7 @@ private:
     std::size_t size_ = 0;  // the open connections whose set_ is this
     std::function<void()> leave_hook_;
     std::vector<std::function<void()>> empty_waiters_;
+    ServerGatePtr gate_;
     std::shared_ptr<ConnectionSet> self_;  // while it has members
 };
 

@@ -8,9 +8,13 @@
 // still open on it. A second stop while draining aborts at once;
 // max_run_time, a safety net for scripts and tests, aborts everything when
 // it passes. The end comes once every listener is closed (by a stop, by
-// Listener::Options::max_accepts, or by failing) and every loop's last
-// connection is gone: then one `ended` report, with each loop's counts and
-// the total, and on_ended (where a program calls LoopGroup::request_stop()).
+// Listener::Options::max_accepts, or by failing), every loop's last
+// connection is gone (its close callbacks have run) and nothing holds any
+// loop's gate (connections_on(i).gate(), server_gate.hpp: work a handler
+// started, a futures::ServerScope's conversations and the continuations
+// they queued): then one `ended` report, with each loop's counts and the
+// total, and on_ended (where a program calls LoopGroup::request_stop()). A
+// drain or run time that runs out aborts connections, never held work.
 // It prints nothing: what happens is told to the report callback.
 //
 // Threads. A signal disposition is process-wide, so one loop owns the
@@ -49,6 +53,10 @@
 #include "reactor/net/server_lifetime.hpp"
 
 namespace reactor {
+
+namespace detail {
+class ServerEnd;
+}
 
 class REACTOR_API GroupServerLifetime {
 public:
@@ -112,10 +120,8 @@ public:
     bool ended() const noexcept;
     std::uint64_t aborted() const noexcept;  // over every loop
 
-    struct State;  // shared with the posts in flight (group_server_lifetime.cpp)
-
 private:
-    std::shared_ptr<State> state_;
+    std::shared_ptr<detail::ServerEnd> end_;  // shared with the posts in flight (server_end.hpp)
 };
 
 }  // namespace reactor

@@ -2,7 +2,8 @@
 // reactor::ServerLifetime: how a callback server ends, gracefully. What
 // Go's http.Server.Shutdown and asyncio's Server.close() + wait_closed() with
 // a grace period give, and what every production server otherwise writes by
-// hand.
+// hand. It is the one-loop front of the mechanism GroupServerLifetime fronts
+// for a LoopGroup (one loop is a group of one).
 //
 // Given a listener, it ends the server on the first stop signal (SIGINT and
 // SIGTERM by default), on shut_down(why), or when the listener fails for good:
@@ -10,10 +11,14 @@
 // drain_time (a request under way is answered, buffered output is flushed),
 // then aborts what is still open. A second stop while draining aborts at
 // once. max_run_time, a safety net for scripts and tests, aborts everything
-// when it passes. The end is the listener's wait_closed(): once it is closed
-// and its last connection is gone, on_ended runs, and nothing the lifetime
-// armed (timers, signal handlers) keeps Scheduler::run() going. So a server's
-// main is: listen, make a ServerLifetime, sched.run().
+// when it passes. The end comes once the listener is closed, its last
+// connection is gone (every close callback has run) and nothing holds the
+// server's gate (gate(): work a handler started and the server must wait
+// for, Seastar's with_gate; a futures::ServerScope's conversations): then the
+// `ended` report and on_ended, and nothing the lifetime armed (timers, signal
+// handlers) keeps Scheduler::run() going. A drain or run time that runs out
+// aborts connections, never held work. So a server's main is: listen, make a
+// ServerLifetime, sched.run().
 //
 // It prints nothing. What happens is told to the report callback, if there is
 // one: a server prints it or logs it. It takes over the listener's error
@@ -31,6 +36,7 @@
 #include <csignal>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -40,9 +46,14 @@
 #include "reactor/handle.hpp"
 #include "reactor/net/listener.hpp"
 #include "reactor/net/report_limiter.hpp"
+#include "reactor/net/server_gate.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
+
+namespace detail {
+class ServerEnd;
+}
 
 class REACTOR_API ServerLifetime {
 public:
@@ -65,7 +76,7 @@ public:
             aborting,         // aborting `connections` (see `cause`)
             accept_trouble,   // the listener paused accepting or refused one (`error`), and goes on
             listener_failed,  // the listener closed itself (`error`); the drain follows
-            ended,            // the listener is closed and its last connection is gone
+            ended,            // the listener is closed, its last connection gone, its gate free
         };
         enum class Cause : std::uint8_t {
             none,
@@ -99,16 +110,20 @@ public:
     void abort_all(Report::Cause cause = Report::Cause::none);
 
     // `cb` runs once, when the listener is closed and its last connection is
-    // gone (after the `ended` report). Replaces an earlier one.
-    void on_ended(std::function<void()> cb) { on_ended_ = std::move(cb); }
+    // gone and nothing holds the gate (after the `ended` report). Replaces
+    // an earlier one.
+    void on_ended(std::function<void()> cb);
 
-    bool draining() const noexcept { return draining_; }
-    bool ended() const noexcept { return ended_; }
+    bool draining() const noexcept;
+    bool ended() const noexcept;
     // The listener failed for good (the loop could not watch it).
     bool failed() const noexcept { return failed_; }
     // Connections aborted because the end did not wait for them.
-    std::uint64_t aborted() const noexcept { return aborted_; }
+    std::uint64_t aborted() const noexcept;
     const ListenerPtr& listener() const noexcept { return listener_; }
+    // The server's gate (the listener's connections().gate()): a Hold taken
+    // from it keeps the end waiting until released.
+    ServerGate& gate() const noexcept { return listener_->connections().gate(); }
 
 private:
     void on_listener_error(Listener& l, std::error_code error, std::string_view what);
@@ -117,18 +132,11 @@ private:
 
     Scheduler& sched_;
     ListenerPtr listener_;
-    Options options_;
     ReportCallback on_report_;
-    std::function<void()> on_ended_;
     ReportLimiter trouble_reports_;
-    Handle max_run_timer_, drain_timer_;
-    std::uint64_t aborted_ = 0;
-    bool draining_ = false;
-    bool ended_ = false;
     bool failed_ = false;
-    // wait_closed cannot be withdrawn: its callback checks this token, which
-    // the destructor clears, before touching the lifetime.
-    std::shared_ptr<ServerLifetime*> self_;
+    // The end's state, shared with what it armed (server_end.hpp).
+    std::shared_ptr<detail::ServerEnd> end_;
 };
 
 }  // namespace reactor
