@@ -439,7 +439,10 @@ BOOST_AUTO_TEST_CASE(a_signal_whose_wakeup_failed_is_handled_without_another_sig
 // (the issue's --loops 2 echo server: a client handed to the idle second
 // loop got no echo until another client woke that loop) is served within the
 // recheck interval. Clients connect one at a time, each answered before the
-// next; round-robin gives loop 1 every second one.
+// next; round-robin gives loop 1 every second one. Whether loop 1 is asleep
+// (so that a hand-off must write its eventfd) when a client comes is up to
+// the machine's load, so clients keep coming, each of them answered, until
+// at least one came while it slept (a bounded number).
 BOOST_AUTO_TEST_CASE(a_connection_handed_to_a_loop_whose_wakeup_failed_is_served) {
     faults::Disarm disarm;
     std::vector<int> before_loop_1;
@@ -466,7 +469,7 @@ BOOST_AUTO_TEST_CASE(a_connection_handed_to_a_loop_whose_wakeup_failed_is_served
     group.start();
     faults::arm(Call::write, {.error = EAGAIN, .times = faults::kForever, .fd = loop_1_wakeup[0]});
     std::vector<std::size_t> answered;
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 200 && (i < 4 || faults::injected(Call::write) == 0); ++i) {
         const int fd = reactor_test::connect_blocking(listener->address().port());
         BOOST_REQUIRE(fd >= 0);
         timeval limit{static_cast<time_t>(kGuard.count()), 0};  // a lost hand-off fails here, not hangs
@@ -479,7 +482,7 @@ BOOST_AUTO_TEST_CASE(a_connection_handed_to_a_loop_whose_wakeup_failed_is_served
         BOOST_REQUIRE_MESSAGE(!answer.empty(), "client " << i << " got no answer");
         answered.push_back(std::stoul(answer));
     }
-    BOOST_TEST(std::count(answered.begin(), answered.end(), 1u) == 2);
+    BOOST_TEST(std::count(answered.begin(), answered.end(), 1u) == static_cast<long>(answered.size() / 2));
     BOOST_TEST(faults::injected(Call::write) >= 1u);  // loop 1 was asleep when handed a client
     listener->close();
     group.stop();
