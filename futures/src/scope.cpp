@@ -49,24 +49,31 @@ std::string ScopeState::where_text() const {
 
 std::string ScopeState::children_text() const {
     std::string out;
-    for (const Child& c : children_) {
-        if (!c.state) continue;
-        out += fmt::format("{}{}:{}", out.empty() ? "spawned at " : ", ", c.where.file_name(), c.where.line());
-    }
+    for_each_child([&](const Child& c) {
+        out += fmt::format("{}{}:{}", out.empty() ? "spawned at " : ", ", c.spawned_at.file_name(),
+                           c.spawned_at.line());
+    });
     return out;
 }
 
 // ---------------------------------------------------------------- children
 
-void ScopeState::check_open(std::source_location where) const {
-    if (!closed_) return;
+void ScopeState::throw_closed(std::source_location where) const {
     throw ScopeClosedError(fmt::format(
         "futures::Scope: spawn at {}:{} refused: {} is closed (closed at {}:{}); a closed scope takes no new children",
         where.file_name(), where.line(), where_text(), closed_at_.file_name(), closed_at_.line()));
 }
 
-void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool shielded, bool is_scope) {
+void ScopeState::adopt(Ref<StateBase>&& child, std::source_location where, bool shielded, bool is_scope) {
     check_thread("futures::Scope::spawn", &where, "scope");
+    if (closed_ || !child || &child->scheduler() != &scheduler() || (registry_ == nullptr && !pending()))
+        [[unlikely]] refuse(child.get(), where);
+    StateBase& s = *child;
+    add_entry(std::move(child), where, shielded, is_scope, false);
+    if (!shielded && cancelling()) s.cancel();
+}
+
+void ScopeState::refuse(const StateBase* child, std::source_location where) const {
     check_open(where);
     if (!child) throw std::invalid_argument("futures::Scope::spawn: an empty Future");
     if (&child->scheduler() != &scheduler()) {
@@ -74,63 +81,96 @@ void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool sh
             fmt::format("futures::Scope::spawn at {}:{}: the future belongs to another Scheduler than {}",
                         where.file_name(), where.line(), where_text()));
     }
-    if (registry_ == nullptr && !pending()) throw ScopeClosedError(where_text() + " has ended with its loop");
+    throw ScopeClosedError(where_text() + " has ended with its loop");
+}
+
+// A record for `child`, linked to it as an inline waiter (or, for a child
+// that has completed already, put straight on the list of ended children);
+// the record is given back if that throws.
+void ScopeState::add_entry(Ref<StateBase>&& child, std::source_location where, bool shielded, bool is_scope,
+                           bool drain) {
+    Child& c = take_record();
+    if (records_++ == 0) add_ref();  // the records' reference (free_record drops it)
     StateBase& s = *child;
-    add_entry(Child{std::move(child), where, shielded, is_scope});
-    if (!shielded && cancelling()) s.cancel();
-}
-
-// A slot for `child` and a done-callback that names it; the slot is given
-// back if the callback cannot be registered.
-void ScopeState::add_entry(Child child) {
-    std::uint32_t slot;
-    if (!free_.empty()) {
-        slot = free_.back();
-        free_.pop_back();
-    } else {
-        slot = static_cast<std::uint32_t>(children_.size());
-        children_.emplace_back();
+    if (s.pending()) {
+        try {
+            c.entry = s.add_inline_waiter(&c).index;
+        } catch (...) {
+            free_record(c);
+            throw;
+        }
+        c.linked = true;
     }
-    StateBase& s = *child.state;
-    const std::source_location where = child.where;
-    children_[slot] = std::move(child);
-    try {
-        // The child's own origin would be the library's line for a task: name the spawn.
-        s.add_callback([self = Ref<ScopeState>(this), slot] { self->on_child(slot); }, where);
-    } catch (...) {
-        children_[slot] = Child{};
-        free_.push_back(slot);
-        throw;
-    }
+    c.scope = this;
+    c.state = std::move(child);
+    c.spawned_at = where;
+    c.shielded = shielded;
+    c.is_scope = is_scope;
+    c.drain = drain;
     ++live_;
+    if (!c.linked) ended(c);  // reaped next turn, as a done-callback would have run
 }
 
-void ScopeState::on_child(std::uint32_t slot) {
-    // A scope whose loop ended (loop_ended) dropped its children: a late
-    // wake-up finds nothing (the loop may be run again after Scheduler::close()).
-    if (slot >= children_.size() || !children_[slot].state) return;
+ScopeState::Child& ScopeState::new_block() {
+    const std::uint32_t n = block_size(blocks_.size());
+    blocks_.push_back(std::make_unique<Child[]>(n));
+    next_ = blocks_.back().get();
+    end_ = next_ + n;
+    return *next_++;
+}
+
+void ScopeState::schedule_reap(const Child& c) noexcept {
+    try {
+        scheduler().call_soon([self = Ref<ScopeState>(this)] { self->reap(); }, origin());
+        reaping_ = true;
+    } catch (...) {  // out of memory: the next child to end tries again
+        report_error(scheduler(), fmt::format("{} could not note a child's end", where_text()), std::current_exception(),
+                     c.spawned_at);
+    }
+}
+
+// The children that ended since the last call, in order (those that end
+// meanwhile, cancelled by a sibling's error, too).
+void ScopeState::reap() {
+    while (Child* c = ended_first_) {
+        ended_first_ = c->next;
+        if (!ended_first_) ended_last_ = nullptr;
+        c->next = nullptr;
+        try {
+            on_child(*c);
+        } catch (...) {
+            report_error(scheduler(), fmt::format("a child of {} could not be reaped", where_text()),
+                         std::current_exception(), c->spawned_at);
+        }
+    }
+    reaping_ = false;
+}
+
+void ScopeState::on_child(Child& c) {
     // Destroyed last, when this state is consistent again: the child's state
-    // may die with it, and what it held with it.
-    Child child = std::move(children_[slot]);
-    children_[slot] = Child{};
-    free_.push_back(slot);
+    // may die with it, and what it held with it (the records' reference to
+    // this scope may go too: reap()'s call holds one).
+    Ref<StateBase> child = std::move(c.state);
+    const std::source_location where = c.spawned_at;
+    const bool drain = c.drain, is_scope = c.is_scope;
+    free_record(c);
     --live_;
-    StateBase& s = *child.state;
+    StateBase& s = *child;
     if (s.status() == Status::failed) {
-        if (child.drain) {
+        if (drain) {
             s.mark_retrieved();  // cannot happen (a drain state ends done or cancelled); never an error
         } else {
             s.mark_retrieved();  // the scope answers for it from now on
-            on_error(child.where, s.error());
+            on_error(where, s.error());
         }
-    } else if (s.status() == Status::cancelled && !child.drain && !child.is_scope) {
+    } else if (s.status() == Status::cancelled && !drain && !is_scope) {
         // Cancelled while its work goes on elsewhere (a thread pool job, a
         // submit_to function on another loop): the scope waits for that work
         // too, as a shielded child that is never an error.
         Ref<StateBase> rest;
         try {
             rest = s.drain();
-            if (rest && rest->pending()) adopt_drain(std::move(rest), child.where);
+            if (rest && rest->pending()) adopt_drain(std::move(rest), where);
         } catch (...) {
             // Out of memory: the scope does not wait for that work.
         }
@@ -167,7 +207,7 @@ void ScopeState::counted_done(StateBase* child, std::source_location where) noex
 }
 
 void ScopeState::adopt_drain(Ref<StateBase> rest, std::source_location where) {
-    add_entry(Child{std::move(rest), where, true, false, true});
+    add_entry(std::move(rest), where, true, false, true);
 }
 
 void ScopeState::on_error(std::source_location spawned_at, std::exception_ptr error) {
@@ -198,8 +238,9 @@ void ScopeState::cancel_children(bool shielded_too) {
     // code that could spawn here meanwhile, but the vector must not move under us.
     std::vector<Ref<StateBase>> targets;
     targets.reserve(live_);
-    for (const Child& c : children_)
-        if (c.state && c.state->pending() && (shielded_too || !c.shielded)) targets.push_back(c.state);
+    for_each_child([&](const Child& c) {
+        if (c.state->pending() && (shielded_too || !c.shielded)) targets.push_back(c.state);
+    });
     for (Ref<StateBase>& t : targets) t->cancel();
 }
 
@@ -306,9 +347,16 @@ void ScopeState::handle_dropped() noexcept {
 }
 
 void ScopeState::loop_ended() noexcept {
-    std::vector<Child> children = std::move(children_);  // dropped on return
-    children_.clear();
-    free_.clear();
+    // The children's waiter lists let go of the records first; the records
+    // (with their references) are dropped on return.
+    for_each_child([](const Child& c) {
+        if (c.linked) c.state->remove_callback(CallbackId{c.entry});
+    });
+    std::vector<std::unique_ptr<Child[]>> children = std::move(blocks_);
+    blocks_.clear();
+    next_ = end_ = nullptr;
+    free_ = ended_first_ = ended_last_ = nullptr;
+    if (std::exchange(records_, 0) != 0) release();  // the registry's call holds a reference
     live_ = 0;
     counted_ = 0;
     if (!closed_) closed_at_ = origin();
@@ -358,10 +406,7 @@ Scope::~Scope() {
     s->handle_dropped();
 }
 
-detail::ScopeState& Scope::state() const {
-    if (!state_) throw InvalidStateError("futures::Scope: moved from");
-    return *state_;
-}
+void Scope::throw_moved_from() { throw InvalidStateError("futures::Scope: moved from"); }
 
 void Scope::check_open(std::source_location where) const { state().check_open(where); }
 
