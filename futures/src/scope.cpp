@@ -68,9 +68,7 @@ void ScopeState::adopt(Ref<StateBase>&& child, std::source_location where, bool 
     check_thread("futures::Scope::spawn", &where, "scope");
     if (closed_ || !child || &child->scheduler() != &scheduler() || (registry_ == nullptr && !pending()))
         [[unlikely]] refuse(child.get(), where);
-    StateBase& s = *child;
     add_entry(std::move(child), where, shielded, is_scope, false);
-    if (!shielded && cancelling()) s.cancel();
 }
 
 void ScopeState::refuse(const StateBase* child, std::source_location where) const {
@@ -108,7 +106,11 @@ void ScopeState::add_entry(Ref<StateBase>&& child, std::source_location where, b
     c.is_scope = is_scope;
     c.drain = drain;
     ++live_;
-    if (!c.linked) ended(c);  // reaped next turn, as a done-callback would have run
+    if (!c.linked) {
+        ended(c);  // reaped next turn, as a done-callback would have run
+    } else if (!shielded && cancelling()) {
+        s.cancel();  // a child of a cancelled scope is cancelled at once
+    }
 }
 
 ScopeState::Child& ScopeState::new_block() {
@@ -254,8 +256,8 @@ void ScopeState::close(std::source_location where) {
     maybe_settle();
 }
 
-void ScopeState::maybe_settle() {
-    if (!closed_ || live_ != 0 || settling_ || !pending()) return;
+void ScopeState::settle_soon() {
+    if (settling_ || !pending()) return;
     settling_ = true;
     // One loop turn: the waiters that the last child's completion scheduled
     // (its continuations, and theirs already queued) run before this settles,

@@ -162,7 +162,10 @@ private:
     void on_error(std::source_location spawned_at, std::exception_ptr error);
     void cancel_children(bool shielded_too);
     bool cancelling() const noexcept { return own_cancel_ || outside_cancel_ || timed_out_ || first_error_; }
-    void maybe_settle();
+    void maybe_settle() {
+        if (closed_ && live_ == 0) settle_soon();
+    }
+    void settle_soon();
     void settle();
     void leave_registry() noexcept;
     std::string where_text() const;         // "the scope created at x.cpp:3"
