@@ -145,10 +145,11 @@ void StateBase::schedule(std::uint32_t first, std::uint32_t end) {
 }
 
 void StateBase::schedule_all() {
-    if (inline_waiters_) [[unlikely]]
-        return schedule_all_and_run_inline();
     // Entries removed before completion are skipped; none left: nothing to schedule.
     std::uint32_t first = 0, end = waiters_.size();
+    if (end == 0) return;  // nobody waits (a joined task, a future read by result())
+    if (inline_waiters_) [[unlikely]]
+        return schedule_all_and_run_inline();
     while (first < end && waiters_[first].empty()) ++first;
     while (end > first && waiters_[end - 1].empty()) --end;
     if (first < end) schedule(first, end);
