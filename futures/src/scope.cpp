@@ -132,7 +132,9 @@ void ScopeState::schedule_reap(const Child& c) noexcept {
 }
 
 // The children that ended since the last call, in order (those that end
-// meanwhile, cancelled by a sibling's error, too).
+// meanwhile, cancelled by a sibling's error, too). A scope whose loop ended
+// (loop_ended) dropped its records: a late call finds the list empty (the
+// loop may be run again after Scheduler::close()).
 void ScopeState::reap() {
     while (Child* c = ended_first_) {
         ended_first_ = c->next;

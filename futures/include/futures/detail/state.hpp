@@ -103,8 +103,9 @@ public:
     // scheduled the other waiters; no loop turn and no ready-queue entry of
     // its own. So it must not run user code: it notes the end, and anything
     // more goes through the loop. Once run it is not disposed of (dispose()
-    // means removed, with remove_callback, or dropped unrun). Precondition: pending() (std::logic_error otherwise).
-    // Throws as push does (then `w` is not registered and not disposed of).
+    // means removed, with remove_callback, or dropped unrun). Precondition:
+    // pending() (std::logic_error otherwise). Throws as push does (then `w`
+    // is not registered and not disposed of).
     CallbackId add_inline_waiter(UserCallback* w) {
         if (!pending()) [[unlikely]]
             throw_complete("add_inline_waiter");
