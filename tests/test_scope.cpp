@@ -391,3 +391,87 @@ BOOST_AUTO_TEST_CASE(a_closed_scope_refuses_children) {
     BOOST_TEST(never.empty());  // the refused task never started
     CHECK_EMPTY(loop.sched);
 }
+
+// A scope's record of a child is a waiter of the child's that runs inside
+// its completion (no loop turn of its own): the child's other waiters,
+// registered before and after the spawn, keep their order and their ids, a
+// child in two scopes is counted by both, and both close() futures settle
+// after every waiter of the child has run.
+BOOST_AUTO_TEST_CASE(a_child_in_two_scopes_keeps_its_other_waiters_in_order) {
+    VirtualLoop loop(backend_under_test());
+    Reports reports(loop.sched);
+    std::vector<std::string> order;
+    {
+        Future<int> child(loop.sched);
+        child.add_done_callback([&](Future<int>&) { order.push_back("before"); });
+        Scope a(loop.sched), b(loop.sched);
+        a.spawn(child);
+        const futures::CallbackId removed = child.add_done_callback([&](Future<int>&) { order.push_back("removed"); });
+        b.spawn(child);
+        child.add_done_callback([&](Future<int>&) { order.push_back("after"); });
+        BOOST_TEST(child.remove_done_callback(removed));
+        BOOST_TEST(a.live_children() == 1u);
+        BOOST_TEST(b.live_children() == 1u);
+        Future<void> a_closed = a.close().then([&] { order.push_back("a closed"); });
+        Future<void> b_closed = b.close().then([&] { order.push_back("b closed"); });
+        child.set_result(7);
+        loop.sched.run_once();  // the child's waiters, then each scope's reaping of it
+        BOOST_TEST(a.live_children() == 0u);
+        BOOST_TEST(b.live_children() == 0u);
+        BOOST_TEST(!a.settled());
+        futures::run_until_complete(loop.sched, futures::when_all(a_closed, b_closed));
+        BOOST_TEST(child.result() == 7);
+    }
+    const std::vector<std::string> expected{"before", "after", "a closed", "b closed"};
+    BOOST_TEST(order == expected, boost::test_tools::per_element());
+    BOOST_TEST(reports.size() == 0u);
+    CHECK_EMPTY(loop.sched);
+}
+
+// A scope keeps its children's records in blocks of its own, reused: waves
+// of children, more at once than one block holds, come and go; live() and
+// live_children() follow them, a child done before its spawn is counted
+// until the next turn, and cancel() reaches every pending one.
+BOOST_AUTO_TEST_CASE(many_children_in_waves_reuse_the_scopes_records) {
+    VirtualLoop loop(backend_under_test());
+    Reports reports(loop.sched);
+    {
+        Scope scope(loop.sched);
+        auto listed = [&] {
+            std::size_t n = 0;
+            for (const reactor::LiveItem& item : loop.sched.live())
+                if (item.kind == reactor::LiveItem::Kind::scope) ++n;
+            return n;
+        };
+        for (int wave = 0; wave < 5; ++wave) {
+            std::vector<Future<void>> children;
+            const int count = wave == 2 ? 2500 : 300;  // 2500: several blocks of the largest size
+            for (int i = 0; i < count; ++i) {
+                children.emplace_back(loop.sched);
+                if (i % 3 == 0) {
+                    scope.spawn_shielded(children.back());
+                } else {
+                    scope.spawn(children.back());
+                }
+            }
+            scope.spawn(futures::make_ready_future(loop.sched));
+            BOOST_TEST(scope.live_children() == static_cast<std::size_t>(count) + 1);
+            BOOST_TEST(listed() == static_cast<std::size_t>(count) + 1);  // the scope, and each pending child
+            for (int i = 0; i < count; i += 2) children[static_cast<std::size_t>(i)].set_result();
+            loop.sched.run();
+            BOOST_TEST(scope.live_children() == static_cast<std::size_t>(count / 2));
+            BOOST_TEST(listed() == static_cast<std::size_t>(count / 2) + 1);
+            for (int i = 1; i < count; i += 2) children[static_cast<std::size_t>(i)].set_result();
+            loop.sched.run();
+            BOOST_TEST(scope.live_children() == 0u);
+        }
+        std::vector<Future<void>> pending;
+        for (int i = 0; i < 1500; ++i) pending.push_back(scope.spawn(futures::sleep(loop.sched, 10s)));
+        scope.cancel();
+        futures::run_until_complete(loop.sched, scope.close());
+        for (const Future<void>& f : pending) BOOST_TEST_REQUIRE(f.cancelled());
+        BOOST_TEST(loop.clock.elapsed() == 0s);
+    }
+    BOOST_TEST(reports.size() == 0u);
+    CHECK_EMPTY(loop.sched);
+}

@@ -200,3 +200,46 @@ BOOST_AUTO_TEST_CASE(scheduler_close_ends_open_scopes) {
     BOOST_TEST(scope.settled());
     BOOST_TEST(scope.live_children() == 0u);
 }
+
+// Scheduler::close() with children that outlast the cancel (a task that
+// catches CancelledError and waits on a long sleep, a shielded sleep):
+// close()'s bounded run never reaches their end, so the scope, ended with its
+// loop, takes its records back out of the pending children's waiters; they
+// end cancelled when their timers are dropped, and nothing touches the
+// scope's records after that.
+BOOST_AUTO_TEST_CASE(scheduler_close_with_a_child_that_outlasts_the_cancel) {
+    struct Stubborn {
+        reactor::Scheduler& sched;
+        Future<void> wait{};
+        int step = 0;
+        futures::Step<void> resume() {
+            ++step;
+            if (step == 1) return wait = futures::sleep(sched, 1s);
+            if (step == 2) {
+                try {
+                    wait.result();
+                } catch (const futures::CancelledError&) {
+                    return wait = futures::sleep(sched, 1h);  // not yet
+                }
+            }
+            wait.result();
+            return futures::finished;
+        }
+    };
+    VirtualLoop loop(backend_under_test());
+    Reports reports(loop.sched);
+    Scope scope(loop.sched);
+    Future<void> child = scope.spawn(Stubborn{loop.sched});
+    Future<void> other = scope.spawn(futures::sleep(loop.sched, 100s));
+    // No cancellation reaches it: pending until close() drops its timer.
+    Future<void> shielded = scope.spawn_shielded(futures::sleep(loop.sched, 100s));
+    loop.sched.run_once();  // Stubborn waits on its first sleep
+    loop.sched.close();
+    BOOST_TEST(child.cancelled());
+    BOOST_TEST(other.cancelled());
+    BOOST_TEST(shielded.cancelled());
+    BOOST_TEST(scope.settled());
+    BOOST_TEST(scope.live_children() == 0u);
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}

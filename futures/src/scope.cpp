@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// futures::Scope and its state: children, policies, cancellation, deadline,
-// closing and the end of an unclosed scope (futures/scope.hpp says what;
-// scope_state.hpp how).
+// futures::Scope and its state: closing, cancellation, deadline and the end
+// of an unclosed scope; its children are scope_children.cpp's
+// (futures/scope.hpp says what; scope_state.hpp how).
 #include "futures/scope.hpp"
 
 #include <cstdio>
@@ -49,158 +49,11 @@ std::string ScopeState::where_text() const {
 
 std::string ScopeState::children_text() const {
     std::string out;
-    for (const Child& c : children_) {
-        if (!c.state) continue;
-        out += fmt::format("{}{}:{}", out.empty() ? "spawned at " : ", ", c.where.file_name(), c.where.line());
-    }
+    for_each_child([&](const Child& c) {
+        out += fmt::format("{}{}:{}", out.empty() ? "spawned at " : ", ", c.spawned_at.file_name(),
+                           c.spawned_at.line());
+    });
     return out;
-}
-
-// ---------------------------------------------------------------- children
-
-void ScopeState::check_open(std::source_location where) const {
-    if (!closed_) return;
-    throw ScopeClosedError(fmt::format(
-        "futures::Scope: spawn at {}:{} refused: {} is closed (closed at {}:{}); a closed scope takes no new children",
-        where.file_name(), where.line(), where_text(), closed_at_.file_name(), closed_at_.line()));
-}
-
-void ScopeState::adopt(Ref<StateBase> child, std::source_location where, bool shielded, bool is_scope) {
-    check_thread("futures::Scope::spawn", &where, "scope");
-    check_open(where);
-    if (!child) throw std::invalid_argument("futures::Scope::spawn: an empty Future");
-    if (&child->scheduler() != &scheduler()) {
-        throw std::invalid_argument(
-            fmt::format("futures::Scope::spawn at {}:{}: the future belongs to another Scheduler than {}",
-                        where.file_name(), where.line(), where_text()));
-    }
-    if (registry_ == nullptr && !pending()) throw ScopeClosedError(where_text() + " has ended with its loop");
-    StateBase& s = *child;
-    add_entry(Child{std::move(child), where, shielded, is_scope});
-    if (!shielded && cancelling()) s.cancel();
-}
-
-// A slot for `child` and a done-callback that names it; the slot is given
-// back if the callback cannot be registered.
-void ScopeState::add_entry(Child child) {
-    std::uint32_t slot;
-    if (!free_.empty()) {
-        slot = free_.back();
-        free_.pop_back();
-    } else {
-        slot = static_cast<std::uint32_t>(children_.size());
-        children_.emplace_back();
-    }
-    StateBase& s = *child.state;
-    const std::source_location where = child.where;
-    children_[slot] = std::move(child);
-    try {
-        // The child's own origin would be the library's line for a task: name the spawn.
-        s.add_callback([self = Ref<ScopeState>(this), slot] { self->on_child(slot); }, where);
-    } catch (...) {
-        children_[slot] = Child{};
-        free_.push_back(slot);
-        throw;
-    }
-    ++live_;
-}
-
-void ScopeState::on_child(std::uint32_t slot) {
-    // A scope whose loop ended (loop_ended) dropped its children: a late
-    // wake-up finds nothing (the loop may be run again after Scheduler::close()).
-    if (slot >= children_.size() || !children_[slot].state) return;
-    // Destroyed last, when this state is consistent again: the child's state
-    // may die with it, and what it held with it.
-    Child child = std::move(children_[slot]);
-    children_[slot] = Child{};
-    free_.push_back(slot);
-    --live_;
-    StateBase& s = *child.state;
-    if (s.status() == Status::failed) {
-        if (child.drain) {
-            s.mark_retrieved();  // cannot happen (a drain state ends done or cancelled); never an error
-        } else {
-            s.mark_retrieved();  // the scope answers for it from now on
-            on_error(child.where, s.error());
-        }
-    } else if (s.status() == Status::cancelled && !child.drain && !child.is_scope) {
-        // Cancelled while its work goes on elsewhere (a thread pool job, a
-        // submit_to function on another loop): the scope waits for that work
-        // too, as a shielded child that is never an error.
-        Ref<StateBase> rest;
-        try {
-            rest = s.drain();
-            if (rest && rest->pending()) adopt_drain(std::move(rest), child.where);
-        } catch (...) {
-            // Out of memory: the scope does not wait for that work.
-        }
-    }
-    maybe_settle();
-}
-
-void ScopeState::adopt_counted(std::source_location where) {
-    check_open(where);
-    if (registry_ == nullptr && !pending()) throw ScopeClosedError(where_text() + " has ended with its loop");
-    ++counted_;
-    ++live_;
-}
-
-void ScopeState::counted_done(StateBase* child, std::source_location where) noexcept {
-    if (counted_ == 0) return;  // dropped with the loop (loop_ended)
-    --counted_;
-    --live_;
-    if (child && child->status() == Status::failed) {
-        child->mark_retrieved();  // the scope answers for it from now on
-        try {
-            on_error(where, child->error());
-        } catch (...) {
-            report_error(scheduler(), fmt::format("a child of {} failed", where_text()), std::current_exception(),
-                         where);
-        }
-    }
-    try {
-        maybe_settle();
-    } catch (...) {  // no memory for the call_soon that settles it
-        report_error(scheduler(), fmt::format("{} could not settle", where_text()), std::current_exception(),
-                     origin());
-    }
-}
-
-void ScopeState::adopt_drain(Ref<StateBase> rest, std::source_location where) {
-    add_entry(Child{std::move(rest), where, true, false, true});
-}
-
-void ScopeState::on_error(std::source_location spawned_at, std::exception_ptr error) {
-    if (options_.policy == ScopePolicy::supervise) {
-        ScopeError e{std::move(error), spawned_at};
-        if (options_.on_error) {
-            try {
-                options_.on_error(e);
-            } catch (...) {
-                report_error(scheduler(), "exception in a futures::Scope error handler", std::current_exception(),
-                             origin());
-            }
-        } else {
-            report_error(scheduler(), fmt::format("a child of {} failed", where_text()), std::move(e.error),
-                         spawned_at);
-        }
-        return;
-    }
-    errors_.push_back(ScopeError{error, spawned_at});
-    if (!first_error_) {
-        first_error_ = std::move(error);
-        cancel_children(false);
-    }
-}
-
-void ScopeState::cancel_children(bool shielded_too) {
-    // Refs first: a cancellation may free states, and nothing below runs user
-    // code that could spawn here meanwhile, but the vector must not move under us.
-    std::vector<Ref<StateBase>> targets;
-    targets.reserve(live_);
-    for (const Child& c : children_)
-        if (c.state && c.state->pending() && (shielded_too || !c.shielded)) targets.push_back(c.state);
-    for (Ref<StateBase>& t : targets) t->cancel();
 }
 
 // ---------------------------------------------------------------- the end
@@ -213,8 +66,8 @@ void ScopeState::close(std::source_location where) {
     maybe_settle();
 }
 
-void ScopeState::maybe_settle() {
-    if (!closed_ || live_ != 0 || settling_ || !pending()) return;
+void ScopeState::settle_soon() {
+    if (settling_ || !pending()) return;
     settling_ = true;
     // One loop turn: the waiters that the last child's completion scheduled
     // (its continuations, and theirs already queued) run before this settles,
@@ -306,9 +159,16 @@ void ScopeState::handle_dropped() noexcept {
 }
 
 void ScopeState::loop_ended() noexcept {
-    std::vector<Child> children = std::move(children_);  // dropped on return
-    children_.clear();
-    free_.clear();
+    // The children's waiter lists let go of the records first; the records
+    // (with their references) are dropped on return.
+    for_each_child([](const Child& c) {
+        if (c.linked) c.state->remove_callback(CallbackId{c.entry});
+    });
+    std::vector<std::unique_ptr<Child[]>> children = std::move(blocks_);
+    blocks_.clear();
+    next_ = end_ = nullptr;
+    free_ = ended_first_ = ended_last_ = nullptr;
+    if (std::exchange(records_, 0) != 0) release();  // the registry's call holds a reference
     live_ = 0;
     counted_ = 0;
     if (!closed_) closed_at_ = origin();
@@ -358,10 +218,7 @@ Scope::~Scope() {
     s->handle_dropped();
 }
 
-detail::ScopeState& Scope::state() const {
-    if (!state_) throw InvalidStateError("futures::Scope: moved from");
-    return *state_;
-}
+void Scope::throw_moved_from() { throw InvalidStateError("futures::Scope: moved from"); }
 
 void Scope::check_open(std::source_location where) const { state().check_open(where); }
 

@@ -85,11 +85,11 @@ void ScopeState::describe(std::vector<reactor::LiveItem>& out, const ScopeState*
     if (parent) detail += fmt::format(", nested in the scope created at {}:{}", parent->origin().file_name(),
                                       parent->origin().line());
     out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::scope, std::move(detail), origin(), true});
-    for (const Child& c : children_) {
-        if (!c.state || !c.state->pending()) continue;
+    for_each_child([&](const Child& c) {
+        if (!c.state->pending()) return;
         if (c.is_scope) {
             static_cast<const ScopeState&>(*c.state).describe(out, this);
-            continue;
+            return;
         }
         std::string line = fmt::format("child of the scope created at {}:{}: a {}", origin().file_name(),
                                        origin().line(), c.state->kind());
@@ -103,8 +103,8 @@ void ScopeState::describe(std::vector<reactor::LiveItem>& out, const ScopeState*
         } else {
             line += fmt::format(" created at {}:{}", c.state->origin().file_name(), c.state->origin().line());
         }
-        out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::scope, std::move(line), c.where, true});
-    }
+        out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::scope, std::move(line), c.spawned_at, true});
+    });
 }
 
 }  // namespace futures::detail

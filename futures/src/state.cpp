@@ -6,6 +6,7 @@
 #include "futures/then.hpp"    // report_orphan_exception
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,10 @@ CallbackId StateBase::add_user_callback(UserCallback* box) {
     return CallbackId{index};
 }
 
+void StateBase::throw_complete(const char* operation) {
+    throw std::logic_error(fmt::format("futures: {} on a complete state", operation));
+}
+
 void StateBase::add_waiter(Link& link) {
     std::uint32_t index = waiters_.push(Waiter::link(&link));
     link.owner().add_ref();
@@ -142,9 +147,51 @@ void StateBase::schedule(std::uint32_t first, std::uint32_t end) {
 void StateBase::schedule_all() {
     // Entries removed before completion are skipped; none left: nothing to schedule.
     std::uint32_t first = 0, end = waiters_.size();
+    if (end == 0) return;  // nobody waits (a joined task, a future read by result())
+    if (inline_waiters_) [[unlikely]]
+        return schedule_all_and_run_inline();
     while (first < end && waiters_[first].empty()) ++first;
     while (end > first && waiters_[end - 1].empty()) --end;
     if (first < end) schedule(first, end);
+}
+
+// schedule_all with inline waiters (add_inline_waiter): the batch is
+// scheduled first, without them at its ends (a state whose one waiter is
+// its scope's record schedules nothing), then each is taken out (one inside
+// the batch leaves an empty entry behind, which the batch skips) and run.
+// What one schedules (a scope's reaping call) goes after the batch.
+void StateBase::schedule_all_and_run_inline() {
+    inline_waiters_ = false;
+    if (waiters_.size() == 1 && waiters_[0].is_inline()) {  // a scope's child that nothing else waits on
+        run_inline(waiters_.take(0).as_user());
+        return;
+    }
+    struct RunInline {
+        StateBase& self;
+        ~RunInline() { self.run_inline_waiters(); }  // also if scheduling throws
+    } run_inline{*this};
+    auto skipped = [this](std::uint32_t i) {
+        const Waiter w = waiters_[i];
+        return w.empty() || w.is_inline();
+    };
+    std::uint32_t first = 0, end = waiters_.size();
+    while (first < end && skipped(first)) ++first;
+    while (end > first && skipped(end - 1)) --end;
+    if (first < end) schedule(first, end);
+}
+
+void StateBase::run_inline_waiters() noexcept {
+    const std::uint32_t n = waiters_.size();
+    for (std::uint32_t i = 0; i < n; ++i)
+        if (waiters_[i].is_inline()) run_inline(waiters_.take(i).as_user());
+}
+
+void StateBase::run_inline(UserCallback* w) noexcept {
+    try {
+        w->run(*this);
+    } catch (...) {
+        report_error(*sched_, "exception in an inline waiter", std::current_exception(), w->where());
+    }
 }
 
 void StateBase::run_waiter(std::uint32_t index) noexcept {

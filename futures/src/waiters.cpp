@@ -9,11 +9,7 @@
 
 namespace futures::detail {
 
-std::uint32_t WaiterList::push(Waiter w) {
-    if (word_ == 0) {
-        word_ = w.bits_;
-        return 0;
-    }
+std::uint32_t WaiterList::push_more(Waiter w) {
     if (WaiterVector* v = many()) {
         if (v->size() >= UINT32_MAX - 1) throw std::length_error("futures: too many done-callbacks on one future");
         v->push_back(w);

@@ -197,7 +197,12 @@ private:
 
     void check_open(std::source_location where) const;
     void adopt(detail::Ref<detail::StateBase> child, std::source_location where, bool shielded);
-    detail::ScopeState& state() const;
+    detail::ScopeState& state() const {
+        if (!state_) [[unlikely]]
+            throw_moved_from();
+        return *state_;
+    }
+    [[noreturn]] static void throw_moved_from();
 
     detail::ScopeState* state_ = nullptr;  // one strong reference (a Ref<ScopeState>, kept by hand)
 };

@@ -98,6 +98,21 @@ public:
     // add_callback's half that is not a template: takes `box` over (disposes
     // of it if it throws).
     CallbackId add_user_callback(UserCallback* box);
+    // The library's own observers (a futures::Scope's children): `w` is run
+    // inside the call that completes this state, after that call has
+    // scheduled the other waiters; no loop turn and no ready-queue entry of
+    // its own. So it must not run user code: it notes the end, and anything
+    // more goes through the loop. Once run it is not disposed of (dispose()
+    // means removed, with remove_callback, or dropped unrun). Precondition:
+    // pending() (std::logic_error otherwise). Throws as push does (then `w`
+    // is not registered and not disposed of).
+    CallbackId add_inline_waiter(UserCallback* w) {
+        if (!pending()) [[unlikely]]
+            throw_complete("add_inline_waiter");
+        const std::uint32_t index = waiters_.push(Waiter::inline_user(w));
+        inline_waiters_ = true;
+        return CallbackId{index};
+    }
 
     // ---- completing (callers have checked pending()) ----
     void finish_done();                           // the subclass stored the value first
@@ -202,8 +217,12 @@ private:
     struct Trampoline;
     void schedule(std::uint32_t first, std::uint32_t end);
     void schedule_all();
+    void schedule_all_and_run_inline();
+    void run_inline_waiters() noexcept;
+    void run_inline(UserCallback* w) noexcept;  // taken out already
     void run_waiter(std::uint32_t index) noexcept;
     [[noreturn]] void throw_not_done();
+    [[noreturn]] static void throw_complete(const char* operation);
 
     reactor::Scheduler* sched_;
     std::uint32_t strong_ = 1;  // handles, scheduled trampolines, waiter entries of the links it waits through
@@ -214,9 +233,10 @@ private:
     Status status_ = Status::pending;
     bool retrieved_ : 1 = false;  // the error was seen by result()/exception() or passed on
     bool settable_ : 1;           // created by Future(sched): may be completed by hand
+    bool inline_waiters_ : 1 = false;  // add_inline_waiter has registered one (cleared on completion)
 
 protected:
-    // The subclasses' flags, beside the two above in one byte, and the
+    // The subclasses' flags, beside the three above in one byte, and the
     // registry's index: they take the tail of the last word, which would
     // otherwise be padding, so a State<T> is its value past this base and a
     // task its link and machine (a task, its read's state and its stream

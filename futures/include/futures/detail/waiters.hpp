@@ -38,6 +38,8 @@ public:
     // Where it was registered: named if run() throws.
     virtual std::source_location where() const noexcept = 0;
     // The list is done with it: it ran, or was removed or dropped unrun.
+    // (An inline waiter, StateBase::add_inline_waiter, is disposed of only
+    // when removed or dropped unrun: once run, it is its own again.)
     virtual void dispose() noexcept = 0;
 
 protected:
@@ -73,23 +75,29 @@ private:
 };
 
 // One entry: a Link or a UserCallback, told apart by the pointer's low bit
-// (both are at least 8-byte aligned), or empty. One word, so a fan-out's
-// waiter vector is a plain array of pointers.
+// (both are at least 8-byte aligned), or empty; a UserCallback run inline
+// at completion (StateBase::add_inline_waiter) has bit 2 set too. One word,
+// so a fan-out's waiter vector is a plain array of pointers.
 class Waiter {
 public:
     Waiter() noexcept = default;
     static Waiter link(Link* l) noexcept { return Waiter(reinterpret_cast<std::uintptr_t>(l)); }
     static Waiter user(UserCallback* box) noexcept { return Waiter(reinterpret_cast<std::uintptr_t>(box) | kUser); }
+    static Waiter inline_user(UserCallback* box) noexcept {
+        return Waiter(reinterpret_cast<std::uintptr_t>(box) | kUser | kInline);
+    }
 
     bool empty() const noexcept { return bits_ == 0; }
+    bool is_inline() const noexcept { return (bits_ & kInline) != 0; }
     Link* as_link() const noexcept { return (bits_ & kUser) ? nullptr : reinterpret_cast<Link*>(bits_); }
     UserCallback* as_user() const noexcept {
-        return (bits_ & kUser) ? reinterpret_cast<UserCallback*>(bits_ & ~kUser) : nullptr;
+        return (bits_ & kUser) ? reinterpret_cast<UserCallback*>(bits_ & ~(kUser | kInline)) : nullptr;
     }
 
 private:
     friend class WaiterList;
     static constexpr std::uintptr_t kUser = 1;
+    static constexpr std::uintptr_t kInline = 4;
     explicit Waiter(std::uintptr_t bits) noexcept : bits_(bits) {}
     std::uintptr_t bits_ = 0;
 };
@@ -118,8 +126,15 @@ public:
         return word_ == kOneTaken ? Waiter{} : Waiter(word_);
     }
     // Appends `w`, whose ownership the list takes only if this returns (it may
-    // throw std::length_error or std::bad_alloc).
-    std::uint32_t push(Waiter w);
+    // throw std::length_error or std::bad_alloc). The first entry, the common
+    // case, is one store.
+    std::uint32_t push(Waiter w) {
+        if (word_ == 0) {
+            word_ = w.bits_;
+            return 0;
+        }
+        return push_more(w);
+    }
     // Takes entry i out (leaving it empty); the caller now owns what it held.
     Waiter take(std::uint32_t i) noexcept {
         if (WaiterVector* v = many()) return std::exchange((*v)[i], Waiter{});
@@ -130,10 +145,13 @@ public:
     void clear() noexcept;
 
 private:
+    std::uint32_t push_more(Waiter w);  // push past the first entry
+
     // word_ is 0 (no entries), an entry's own bits (one entry), kOneTaken
     // (one entry, taken), or a WaiterVector* tagged kMany (two or more). A
-    // Link* or UserCallback* is 8-byte aligned and a Waiter only ever sets
-    // bit 0, so bits 1 and 2 are free for the two tags.
+    // Link* or UserCallback* is 8-byte aligned and a Waiter sets bit 0 and,
+    // with it, bit 2 (Waiter::kInline), never bit 1: so kMany is bit 1, and
+    // kOneTaken the value 4 alone, which no entry's bits equal.
     static constexpr std::uintptr_t kMany = 2;
     static constexpr std::uintptr_t kOneTaken = 4;
     WaiterVector* many() const noexcept {
