@@ -42,6 +42,11 @@ StreamTransportEnd StreamTransportEnd::from(const reactor::CloseReason& reason) 
     case reactor::CloseKind::idle_timeout:
         return deadline_end("stream: idle_timeout passed (nothing received or sent for that long)");
     case reactor::CloseKind::scheduler_closed: return {ECANCELED, nullptr};
+    // The TLS layer's own (futures/tls/stream.hpp turns them into a TlsError).
+    case reactor::CloseKind::handshake_timeout:
+    case reactor::CloseKind::shutdown_timeout: return {ETIMEDOUT, nullptr};
+    case reactor::CloseKind::handshake_failed:
+    case reactor::CloseKind::tls_error: return {EPROTO, nullptr};
     case reactor::CloseKind::local:
     case reactor::CloseKind::eof:
     // Only the callback layer's readers close with these; a stream reads its
