@@ -346,7 +346,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_server_name_fails_open_connection_with_openssls_tex
     Future<Stream> wrong = futures::open_connection(sched, server.address(), contexts.client, "alt.test");
     wait(sched, wrong);
     const futures::TlsError e = tls_error_of(wrong);
-    BOOST_TEST(e.reason.kind == tls::CloseKind::handshake_failed);
+    BOOST_TEST(e.reason.kind == reactor::EndKind::handshake_failed);
     BOOST_TEST(e.code().value() == EPROTO);
     BOOST_TEST(std::string(e.what()).find("stream: TLS handshake failed: ") == 0u, e.what());
     BOOST_TEST(std::string(e.what()).find("certificate verify failed") != std::string::npos, e.what());
@@ -381,7 +381,7 @@ BOOST_AUTO_TEST_CASE(a_server_that_speaks_no_tls_fails_open_connection) {
     Future<Stream> f = futures::open_connection(sched, server.address(), reactor_test::client_context(), "localhost");
     wait(sched, f);
     const futures::TlsError e = tls_error_of(f);
-    BOOST_TEST(e.reason.kind == tls::CloseKind::handshake_failed, e.what());
+    BOOST_TEST(e.reason.kind == reactor::EndKind::handshake_failed, e.what());
     BOOST_TEST(!e.reason.detail.empty());
     server.close();
     server.close_clients();
@@ -527,7 +527,7 @@ BOOST_AUTO_TEST_CASE(close_notify_is_a_clean_eof_and_a_bare_tcp_eof_is_a_truncat
         BOOST_REQUIRE(::shutdown(client.tls()->transport().fd(), SHUT_WR) == 0);
         wait(sched, line);
         const futures::TlsError e = tls_error_of(line);
-        BOOST_TEST(e.reason.kind == tls::CloseKind::truncated);
+        BOOST_TEST(e.reason.kind == reactor::EndKind::truncated);
         BOOST_TEST(e.code().value() == EPROTO);
         BOOST_TEST(std::string(e.what()).find("truncated") != std::string::npos, e.what());
         // The bytes that did arrive are still read, then the error again.
@@ -591,7 +591,7 @@ BOOST_AUTO_TEST_CASE(read_all_over_tls_to_the_close_notify_within_a_limit) {
         BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return srv.buffered() == 3u; }));
         BOOST_REQUIRE(::shutdown(client.tls()->transport().fd(), SHUT_WR) == 0);
         wait(sched, all);
-        BOOST_TEST(tls_error_of(all).reason.kind == tls::CloseKind::truncated);
+        BOOST_TEST(tls_error_of(all).reason.kind == reactor::EndKind::truncated);
         client.abort();
         wait(sched, client.wait_closed()).result();
     }
@@ -614,7 +614,7 @@ BOOST_AUTO_TEST_CASE(garbage_after_the_handshake_fails_the_pending_read_with_ope
     BOOST_REQUIRE(reactor_test::send_all(client.tls()->transport().fd(), "this is not a TLS record\r\n\r\n"));
     wait(sched, pending);
     const futures::TlsError e = tls_error_of(pending);
-    BOOST_TEST(e.reason.kind == tls::CloseKind::tls_error, e.what());
+    BOOST_TEST(e.reason.kind == reactor::EndKind::tls_error, e.what());
     BOOST_TEST(!e.reason.detail.empty());
     BOOST_TEST(std::string(e.what()).find(e.reason.detail) != std::string::npos, e.what());
     wait(sched, srv.wait_closed()).result();
@@ -770,7 +770,7 @@ BOOST_AUTO_TEST_CASE(read_timeout_under_tls_on_virtual_time) {
     }
     // The server's socket closed without close_notify: a truncation to the client.
     run_until([&] { return client_read.done(); });
-    BOOST_TEST(tls_error_of(client_read).reason.kind == tls::CloseKind::truncated);
+    BOOST_TEST(tls_error_of(client_read).reason.kind == reactor::EndKind::truncated);
     // The handshake timeout, on the same clock: a peer that never answers.
     reactor_test::SocketPair silent;
     Stream lonely = adopt(silent.a, {});
@@ -779,7 +779,7 @@ BOOST_AUTO_TEST_CASE(read_timeout_under_tls_on_virtual_time) {
     run_until([&] { return never.done(); });
     BOOST_TEST((loop.clock.now() - started == 7s));
     const futures::TlsError e = tls_error_of(never);
-    BOOST_TEST(e.reason.kind == tls::CloseKind::handshake_timeout);
+    BOOST_TEST(e.reason.kind == reactor::EndKind::handshake_timeout);
     BOOST_TEST(e.code().value() == ETIMEDOUT);
     server = {};
     client = {};

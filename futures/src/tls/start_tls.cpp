@@ -22,34 +22,31 @@ namespace {
 
 namespace tls = reactor::tls;
 
-int errno_of(const tls::CloseReason& reason) {
-    return reason.kind == tls::CloseKind::handshake_timeout || reason.kind == tls::CloseKind::shutdown_timeout
+int errno_of(const reactor::End& reason) {
+    return reason.kind == reactor::EndKind::handshake_timeout || reason.kind == reactor::EndKind::shutdown_timeout
                ? ETIMEDOUT
                : EPROTO;
 }
 
-std::string what_of(const tls::CloseReason& reason) {
+std::string what_of(const reactor::End& reason) {
     switch (reason.kind) {
-    case tls::CloseKind::truncated: return "stream: TLS truncated: the peer's EOF came without its close_notify";
-    case tls::CloseKind::handshake_timeout: return "stream: TLS handshake timed out";
-    case tls::CloseKind::shutdown_timeout: return "stream: TLS shutdown timed out";
+    case reactor::EndKind::truncated: return "stream: TLS truncated: the peer's EOF came without its close_notify";
+    case reactor::EndKind::handshake_timeout: return "stream: TLS handshake timed out";
+    case reactor::EndKind::shutdown_timeout: return "stream: TLS shutdown timed out";
     default: return fmt::format("stream: TLS {}", reason.to_string());
     }
 }
 
 // How the TLS connection's end reads to the stream (futures/tls/stream.hpp).
-StreamTransportEnd end_of(const tls::CloseReason& reason) {
+StreamTransportEnd end_of(const reactor::End& reason) {
     switch (reason.kind) {
-    case tls::CloseKind::local:
-    case tls::CloseKind::close_notify: return {};
-    case tls::CloseKind::transport: return StreamTransportEnd::from(reason.transport);
-    case tls::CloseKind::truncated:
-    case tls::CloseKind::handshake_failed:
-    case tls::CloseKind::tls_error:
-    case tls::CloseKind::handshake_timeout:
-    case tls::CloseKind::shutdown_timeout: break;
+    case reactor::EndKind::truncated:
+    case reactor::EndKind::handshake_failed:
+    case reactor::EndKind::tls_error:
+    case reactor::EndKind::handshake_timeout:
+    case reactor::EndKind::shutdown_timeout: return {errno_of(reason), std::make_exception_ptr(TlsError(reason))};
+    default: return StreamTransportEnd::from(reason);
     }
-    return {errno_of(reason), std::make_exception_ptr(TlsError(reason))};
 }
 
 class TlsTransport final : public StreamTransport {
@@ -70,7 +67,7 @@ public:
             if (self->handshake_ && self->handshake_->is_pending()) self->handshake_->set_value();
         });
         conn_->set_close_callback([receiver, handshake = std::weak_ptr<Promise<void>>(handshake_)](
-                                      tls::Connection&, const tls::CloseReason& reason) {
+                                      tls::Connection&, const reactor::End& reason) {
             const StreamTransportEnd end = end_of(reason);
             if (auto h = handshake.lock(); h && h->is_pending()) fail_handshake(*h, reason, end);
             receiver->on_closed(end);
@@ -101,8 +98,8 @@ public:
 
 private:
     // The connection closed before the handshake was done.
-    static void fail_handshake(Promise<void>& handshake, const tls::CloseReason& reason, const StreamTransportEnd& end) {
-        if (end.error == ECANCELED || reason.kind == tls::CloseKind::local) {
+    static void fail_handshake(Promise<void>& handshake, const reactor::End& reason, const StreamTransportEnd& end) {
+        if (end.error == ECANCELED || reason.kind == reactor::EndKind::local) {
             handshake.cancel();  // Scheduler::close(), or our own close()/abort()
         } else if (end.exception) {
             handshake.set_exception(end.exception);
@@ -119,7 +116,7 @@ private:
 
 }  // namespace
 
-TlsError::TlsError(reactor::tls::CloseReason close_reason)
+TlsError::TlsError(reactor::End close_reason)
     : std::system_error(errno_of(close_reason), std::generic_category(), what_of(close_reason)),
       reason(std::move(close_reason)) {}
 

@@ -21,7 +21,7 @@
 //    as at a plaintext EOF). A TCP EOF without close_notify is NOT an EOF: it
 //    is a truncation (an attacker or a crash may have cut the data short), and
 //    the pending read and every later one fail with a TlsError whose
-//    reason.kind is CloseKind::truncated; the bytes that did arrive are still
+//    reason.kind is EndKind::truncated; the bytes that did arrive are still
 //    read first. write_eof() sends close_notify (then the peer's answer ends
 //    the connection); close() sends it and closes once the output is flushed.
 //  - Errors after the handshake (a bad record: tls_error) fail reads with a
@@ -45,7 +45,6 @@
 #include <reactor/export.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/scheduler.hpp>
-#include <reactor/tls/close_reason.hpp>
 #include <reactor/tls/connection.hpp>
 #include <reactor/tls/context.hpp>
 
@@ -63,8 +62,8 @@ namespace futures {
 // verify failed: hostname mismatch").
 class REACTOR_API TlsError : public std::system_error {
 public:
-    explicit TlsError(reactor::tls::CloseReason close_reason);
-    reactor::tls::CloseReason reason;  // kind, and detail: OpenSSL's text
+    explicit TlsError(reactor::End close_reason);
+    reactor::End reason;  // kind, and detail: OpenSSL's text
 };
 
 // Connects to `address`, then does the client side of a TLS handshake with
