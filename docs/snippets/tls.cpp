@@ -293,9 +293,9 @@ BOOST_AUTO_TEST_CASE(streams_over_tls) {
         // A certificate for "localhost" where "alt.test" was expected.
         futures::run_until_complete(sched,
                                     futures::open_connection(sched, server.address(), client_context(), "alt.test"));
-    } catch (const futures::TlsError& e) {  // a std::system_error (EPROTO)
+    } catch (const futures::StreamError& e) {  // a std::system_error (EPROTO)
         what = e.what();  // "stream: TLS handshake failed: error:0A000086:SSL routines::certificate verify failed..."
-        kind = e.reason.kind;  // reactor::EndKind::handshake_failed; e.reason.detail: OpenSSL's text
+        kind = e.end.kind;  // reactor::EndKind::handshake_failed; e.end.detail: OpenSSL's text
     }
     // [end-snippet:stream_errors]
     BOOST_TEST(what.starts_with("stream: TLS handshake failed: error:0A000086:SSL routines::certificate verify failed"),
