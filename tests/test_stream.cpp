@@ -285,8 +285,11 @@ BOOST_AUTO_TEST_CASE(read_all_to_the_end_within_a_limit_and_at_a_reset) {
         linger lg{1, 0};
         ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
         ::close(fd);
-        BOOST_CHECK_EXCEPTION(futures::run_until_complete(sched, all), std::system_error,
-                              [](const std::system_error& e) { return e.code().value() == ECONNRESET; });
+        BOOST_CHECK_EXCEPTION(futures::run_until_complete(sched, all), futures::StreamError,
+                              [](const futures::StreamError& e) {
+                                  return e.code().value() == ECONNRESET && e.end.kind == reactor::EndKind::reset &&
+                                         std::string(e.what()).starts_with("stream: connection reset");
+                              });
     }
     streams.clear();
     server.close();

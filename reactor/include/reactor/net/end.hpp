@@ -63,10 +63,6 @@ struct REACTOR_API End {
 
     // An orderly end (local, eof): anything else is a failure, or the loop's end.
     bool clean() const noexcept { return kind == EndKind::local || kind == EndKind::eof; }
-    bool timed_out() const noexcept {
-        return kind == EndKind::read_timeout || kind == EndKind::write_timeout || kind == EndKind::idle_timeout ||
-               kind == EndKind::handshake_timeout || kind == EndKind::shutdown_timeout;
-    }
     // "eof", "reset: Connection reset by peer", "handshake failed: error:...".
     std::string to_string() const;
 };
