@@ -64,11 +64,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ::setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
     {
         reactor::Scheduler sched;
-        std::optional<reactor::tls::CloseReason> closed;
+        std::optional<reactor::End> closed;
         int close_calls = 0;
         auto tls = reactor::tls::Connection::start_server(reactor::Connection::adopt(sched, fds[0]), server_context());
         tls->set_data_callback([](reactor::tls::Connection&, std::string_view) {});
-        tls->set_close_callback([&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) {
+        tls->set_close_callback([&](reactor::tls::Connection&, const reactor::End& why) {
             ++close_calls;
             closed = why;
         });
@@ -84,7 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (sched.run_for(std::chrono::seconds(5)) != reactor::RunStatus::idle)
             fail("the loop still had work 5 s after the client's EOF", size);
         if (close_calls != 1) fail("the close callback did not run exactly once", size);
-        if (closed->kind == reactor::tls::CloseKind::local) fail("closed as if this side had asked", size);
+        if (closed->kind == reactor::EndKind::local) fail("closed as if this side had asked", size);
     }
     ::close(fds[1]);
     return 0;

@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(sigterm_drains_an_open_tls_connection_which_is_still_answer
                               client->set_data_callback(
                                   [&](reactor::tls::Connection&, std::string_view d) { received += d; });
                               client->set_close_callback(
-                                  [&](reactor::tls::Connection&, const reactor::tls::CloseReason&) { closed = true; });
+                                  [&](reactor::tls::Connection&, const reactor::End&) { closed = true; });
                           });
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return handshaken; }));
     ::kill(server.pid(), SIGTERM);
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(https_on_two_loops_serves_each_and_resumes_a_session_across
                                   client->set_data_callback(
                                       [&](reactor::tls::Connection&, std::string_view d) { received += d; });
                                   client->set_close_callback(
-                                      [&](reactor::tls::Connection&, const reactor::tls::CloseReason&) { closed = true; });
+                                      [&](reactor::tls::Connection&, const reactor::End&) { closed = true; });
                               });
         BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed; }));
         BOOST_TEST(received.starts_with("HTTP/1.1 200 OK\r\n"), received);

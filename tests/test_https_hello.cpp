@@ -109,7 +109,7 @@ namespace tls = reactor::tls;
 struct SilentClient {
     tls::ConnectionPtr conn;
     bool handshaken = false;
-    std::optional<tls::CloseReason> reason;
+    std::optional<reactor::End> reason;
     bool closed_after_handshake = false;
 
     SilentClient(reactor::Scheduler& sched, std::uint16_t port) {
@@ -118,7 +118,7 @@ struct SilentClient {
                          BOOST_REQUIRE(!ec);
                          conn = c;
                          c->set_handshake_callback([this](tls::Connection&) { handshaken = true; });
-                         c->set_close_callback([this](tls::Connection&, const tls::CloseReason& r) {
+                         c->set_close_callback([this](tls::Connection&, const reactor::End& r) {
                              closed_after_handshake = handshaken;
                              reason = r;
                          });
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(a_client_silent_after_its_handshake_is_closed_at_the_idle_t
     BOOST_REQUIRE(client.handshaken);
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.reason.has_value(); }, 30s));
     BOOST_TEST(client.closed_after_handshake);
-    BOOST_TEST(client.reason->kind != tls::CloseKind::local, client.reason->to_string());  // the server's doing
+    BOOST_TEST(client.reason->kind != reactor::EndKind::local, client.reason->to_string());  // the server's doing
     client.conn.reset();
     sched.run();
     const auto lines = reactor_test::lines_of(server.read_all(20s));

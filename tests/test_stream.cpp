@@ -285,8 +285,11 @@ BOOST_AUTO_TEST_CASE(read_all_to_the_end_within_a_limit_and_at_a_reset) {
         linger lg{1, 0};
         ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
         ::close(fd);
-        BOOST_CHECK_EXCEPTION(futures::run_until_complete(sched, all), std::system_error,
-                              [](const std::system_error& e) { return e.code().value() == ECONNRESET; });
+        BOOST_CHECK_EXCEPTION(futures::run_until_complete(sched, all), futures::StreamError,
+                              [](const futures::StreamError& e) {
+                                  return e.code().value() == ECONNRESET && e.end.kind == reactor::EndKind::reset &&
+                                         std::string(e.what()).starts_with("stream: connection reset");
+                              });
     }
     streams.clear();
     server.close();
@@ -872,14 +875,16 @@ public:
     void pause_reading() override {}
     void resume_reading() override {}
     reactor::Connection& connection() const override { return *conn_; }
-    void end(int error) { receiver_->on_closed(futures::StreamTransportEnd{.error = error, .exception = nullptr}); }
+    void end(int error) {
+        receiver_->on_closed(reactor::End(reactor::EndKind::error, std::error_code(error, std::generic_category())));
+    }
 
 private:
     reactor::ConnectionPtr conn_;
     Receiver* receiver_ = nullptr;
 };
 
-BOOST_AUTO_TEST_CASE(a_transports_errno_too_large_for_16_bits_is_kept_whole) {
+BOOST_AUTO_TEST_CASE(a_transports_end_reaches_the_read_whole) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     reactor_test::SocketPair pair;
     auto owned = std::make_unique<EndingTransport>(reactor::Connection::adopt(sched, ::dup(pair.a.get())));
@@ -891,8 +896,10 @@ BOOST_AUTO_TEST_CASE(a_transports_errno_too_large_for_16_bits_is_kept_whole) {
     try {
         (void)read.result();
         BOOST_FAIL("the read should fail");
-    } catch (const std::system_error& e) {
+    } catch (const futures::StreamError& e) {
         BOOST_TEST(e.code().value() == 70000);
+        BOOST_TEST((e.end.kind == reactor::EndKind::error));
+        BOOST_TEST((e.end.error == std::error_code(70000, std::generic_category())));
     }
     transport.end(ECONNRESET);  // a second end changes nothing
     stream.close();

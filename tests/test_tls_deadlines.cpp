@@ -34,20 +34,20 @@ namespace tls = reactor::tls;
 using reactor::testing::VirtualLoop;
 using reactor_test::backend_under_test;
 using reactor_test::SocketPair;
-using tls::CloseKind;
+using reactor::EndKind;
 
 namespace {
 
 // One end of a TLS connection on a virtual-time loop: when and why it closed.
 struct End {
     tls::ConnectionPtr conn;
-    std::optional<tls::CloseReason> reason;
+    std::optional<reactor::End> reason;
     reactor::TimePoint closed_at{};
     reactor::TimePoint handshake_at{};
 
     End(VirtualLoop& loop, tls::ConnectionPtr c) : conn(std::move(c)) {
         conn->set_handshake_callback([this, &loop](tls::Connection&) { handshake_at = loop.clock.now(); });
-        conn->set_close_callback([this, &loop](tls::Connection&, const tls::CloseReason& r) {
+        conn->set_close_callback([this, &loop](tls::Connection&, const reactor::End& r) {
             reason = r;
             closed_at = loop.clock.now();
         });
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(a_silent_client_meets_the_default_handshake_timeout) {
     SocketPair sockets;  // `b` is a client that connects and says nothing
     End server(loop, tls::Connection::start_server(adopt(loop, sockets.a), reactor_test::server_context()));
     run_until(loop, [&] { return server.reason.has_value(); });
-    BOOST_TEST(server.reason->kind == CloseKind::handshake_timeout);
+    BOOST_TEST(server.reason->kind == EndKind::handshake_timeout);
     BOOST_TEST(server.reason->to_string() == "handshake timeout");
     BOOST_TEST(loop.clock.elapsed() == 60s);
     char c;
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_silent_server_meets_the_client_handshake_timeout_as_set) 
     End client(loop, tls::Connection::start_client(adopt(loop, sockets.a), reactor_test::client_context(), "localhost",
                                                    tls::Options{.handshake_timeout = 5s}));
     run_until(loop, [&] { return client.reason.has_value(); });
-    BOOST_TEST(client.reason->kind == CloseKind::handshake_timeout);
+    BOOST_TEST(client.reason->kind == EndKind::handshake_timeout);
     BOOST_TEST(loop.clock.elapsed() == 5s);
     char hello[5];
     BOOST_TEST(::recv(sockets.b.get(), hello, sizeof hello, 0) == 5);
@@ -119,13 +119,12 @@ BOOST_AUTO_TEST_CASE(after_the_handshake_its_timeout_is_gone_and_the_transport_d
     Pair pair(transport);
     run_until(pair.loop, [&] { return pair.server->reason.has_value(); });
     // Not the handshake timeout at 60 s: the read timeout at 90 s.
-    BOOST_TEST(pair.server->reason->kind == CloseKind::transport);
-    BOOST_TEST(pair.server->reason->transport.kind == reactor::CloseKind::read_timeout);
-    BOOST_TEST(pair.server->reason->to_string() == "transport: read timeout");
+    BOOST_TEST(pair.server->reason->kind == EndKind::read_timeout);  // spelled as the transport spelled it
+    BOOST_TEST(pair.server->reason->to_string() == "read timeout");
     BOOST_TEST(pair.loop.clock.elapsed() == 90s);
     // The transport closed gracefully, without close_notify: the client sees a truncation.
     run_until(pair.loop, [&] { return pair.client->reason.has_value(); });
-    BOOST_TEST(pair.client->reason->kind == CloseKind::truncated, pair.client->reason->to_string());
+    BOOST_TEST(pair.client->reason->kind == EndKind::truncated, pair.client->reason->to_string());
     pair.loop.sched.run();
     CHECK_EMPTY(pair.loop.sched);
 }
@@ -135,7 +134,7 @@ BOOST_AUTO_TEST_CASE(a_peer_that_never_answers_close_notify_meets_the_shutdown_t
     pair.client->conn->pause_reading();  // it will not read our close_notify
     pair.loop.sched.call_later(10s, [&] { pair.server->conn->write_eof(); });
     run_until(pair.loop, [&] { return pair.server->reason.has_value(); });
-    BOOST_TEST(pair.server->reason->kind == CloseKind::shutdown_timeout);
+    BOOST_TEST(pair.server->reason->kind == EndKind::shutdown_timeout);
     BOOST_TEST(pair.server->reason->to_string() == "shutdown timeout");
     BOOST_TEST(pair.loop.clock.elapsed() == 10s + 30s);
     pair.client->conn->close();
@@ -148,8 +147,8 @@ BOOST_AUTO_TEST_CASE(the_peer_answering_close_notify_ends_it_before_the_timeout)
     Pair pair;
     pair.loop.sched.call_later(10s, [&] { pair.server->conn->write_eof(); });
     run_until(pair.loop, [&] { return pair.server->reason.has_value() && pair.client->reason.has_value(); });
-    BOOST_TEST(pair.server->reason->to_string() == "close_notify");  // the client answered with its own
-    BOOST_TEST(pair.client->reason->to_string() == "close_notify");
+    BOOST_TEST(pair.server->reason->to_string() == "eof");  // the client answered with its own
+    BOOST_TEST(pair.client->reason->to_string() == "eof");
     BOOST_TEST(pair.loop.clock.elapsed() == 10s);
     pair.loop.sched.run();
     CHECK_EMPTY(pair.loop.sched);
@@ -165,7 +164,7 @@ BOOST_AUTO_TEST_CASE(close_with_output_a_peer_never_reads_is_bounded_by_the_shut
     pair.server->conn->close();
     BOOST_TEST(pair.server->conn->state() == tls::Connection::State::shutting_down);
     run_until(pair.loop, [&] { return pair.server->reason.has_value(); });
-    BOOST_TEST(pair.server->reason->kind == CloseKind::shutdown_timeout);
+    BOOST_TEST(pair.server->reason->kind == EndKind::shutdown_timeout);
     BOOST_TEST(pair.loop.clock.elapsed() == 30s);
     pair.client->conn->abort();
     run_until(pair.loop, [&] { return pair.client->reason.has_value(); });
@@ -176,7 +175,7 @@ BOOST_AUTO_TEST_CASE(close_with_output_a_peer_never_reads_is_bounded_by_the_shut
 BOOST_AUTO_TEST_CASE(slowloris_silent_clients_are_freed_by_the_handshake_timeout_and_a_real_one_is_served) {
     constexpr int kSilent = 100;
     VirtualLoop loop(backend_under_test());
-    std::vector<tls::CloseReason> reasons;
+    std::vector<reactor::End> reasons;
     std::vector<reactor::TimePoint> closed_at;
     std::vector<tls::ConnectionPtr> handshaken;
     auto listener = tls::listen(loop.sched, reactor::Address::loopback_v4(0), reactor_test::server_context(),
@@ -185,7 +184,7 @@ BOOST_AUTO_TEST_CASE(slowloris_silent_clients_are_freed_by_the_handshake_timeout
                                         handshaken.push_back(c.shared_from_this());
                                         c.write("welcome");
                                     });
-                                    c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) {
+                                    c->set_close_callback([&](tls::Connection&, const reactor::End& r) {
                                         reasons.push_back(r);
                                         closed_at.push_back(loop.clock.now());
                                     });
@@ -204,7 +203,7 @@ BOOST_AUTO_TEST_CASE(slowloris_silent_clients_are_freed_by_the_handshake_timeout
     const reactor::TimePoint accepted_at = loop.clock.now();
     run_until(loop, [&] { return reasons.size() == kSilent; });
     for (int i = 0; i < kSilent; ++i) {
-        BOOST_TEST(reasons[i].kind == CloseKind::handshake_timeout);
+        BOOST_TEST(reasons[i].kind == EndKind::handshake_timeout);
         BOOST_TEST((closed_at[i] - accepted_at == 60s));
     }
     for (int fd : silent) {
@@ -214,7 +213,7 @@ BOOST_AUTO_TEST_CASE(slowloris_silent_clients_are_freed_by_the_handshake_timeout
     }
     // The server still serves a client that does speak TLS.
     std::string received;
-    std::optional<tls::CloseReason> client_reason;
+    std::optional<reactor::End> client_reason;
     reactor::testing::TimeHold hold = loop.hold_time();
     tls::connect(loop.sched, listener->address(), reactor_test::client_context(), "localhost",
                  [&](tls::ConnectionPtr c, std::error_code ec) {
@@ -223,12 +222,12 @@ BOOST_AUTO_TEST_CASE(slowloris_silent_clients_are_freed_by_the_handshake_timeout
                          received += d;
                          c.close();
                      });
-                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+                     c->set_close_callback([&](tls::Connection&, const reactor::End& r) { client_reason = r; });
                  });
     run_until(loop, [&] { return client_reason.has_value() && reasons.size() == kSilent + 1; });
     BOOST_TEST(received == "welcome");
     BOOST_TEST(client_reason->to_string() == "local");
-    BOOST_TEST(reasons.back().to_string() == "close_notify");
+    BOOST_TEST(reasons.back().to_string() == "eof");
     hold = {};
     listener->close();
     handshaken.clear();
@@ -244,7 +243,7 @@ BOOST_AUTO_TEST_CASE(beyond_max_handshakes_the_oldest_is_ended_and_a_real_client
     constexpr std::size_t kMax = 8;
     constexpr std::size_t kSilent = 30;
     VirtualLoop loop(backend_under_test());
-    std::vector<tls::CloseReason> reasons;
+    std::vector<reactor::End> reasons;
     std::vector<tls::ConnectionPtr> handshaken;
     tls::Options options;
     options.max_handshakes = kMax;
@@ -266,7 +265,7 @@ BOOST_AUTO_TEST_CASE(beyond_max_handshakes_the_oldest_is_ended_and_a_real_client
                 handshaken.push_back(c.shared_from_this());
                 c.write("welcome");
             });
-            c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { reasons.push_back(r); });
+            c->set_close_callback([&](tls::Connection&, const reactor::End& r) { reasons.push_back(r); });
         },
         reactor::Listener::Options{}, options);
     reactor::testing::TimeHold hold = loop.hold_time();
@@ -279,8 +278,8 @@ BOOST_AUTO_TEST_CASE(beyond_max_handshakes_the_oldest_is_ended_and_a_real_client
     BOOST_TEST(loop.clock.elapsed() == 0s);  // no timeout did it
     BOOST_TEST(most_in_handshake <= kMax);
     BOOST_TEST(in_handshake() == kMax);
-    for (const tls::CloseReason& r : reasons) {
-        BOOST_TEST(r.kind == CloseKind::handshake_failed);
+    for (const reactor::End& r : reasons) {
+        BOOST_TEST(r.kind == EndKind::handshake_failed);
         BOOST_TEST(r.detail.find("max_handshakes") != std::string::npos, r.detail);
     }
     // The oldest were ended, in order; the newest kMax wait on.
@@ -297,7 +296,7 @@ BOOST_AUTO_TEST_CASE(beyond_max_handshakes_the_oldest_is_ended_and_a_real_client
     // A client that speaks TLS is served at once (no virtual time passes),
     // ending one more silent one.
     std::string received;
-    std::optional<tls::CloseReason> client_reason;
+    std::optional<reactor::End> client_reason;
     tls::connect(loop.sched, listener->address(), reactor_test::client_context(), "localhost",
                  [&](tls::ConnectionPtr c, std::error_code ec) {
                      BOOST_REQUIRE(!ec);
@@ -305,7 +304,7 @@ BOOST_AUTO_TEST_CASE(beyond_max_handshakes_the_oldest_is_ended_and_a_real_client
                          received += d;
                          c.close();
                      });
-                     c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+                     c->set_close_callback([&](tls::Connection&, const reactor::End& r) { client_reason = r; });
                  });
     run_until(loop, [&] { return client_reason.has_value(); });
     BOOST_TEST(received == "welcome");

@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(one_gibibyte_each_way_byte_exact_with_a_slow_reader_in_boun
     std::size_t sent = 0, received = 0, next_pause = kBurst;
     std::size_t baseline_rss = 0, highest_rss = 0;
     bool corrupt = false, closed = false;
-    reactor::tls::CloseReason reason;
+    reactor::End reason;
     reactor::Handle resume;
 
     auto send_more = [&] {
@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(one_gibibyte_each_way_byte_exact_with_a_slow_reader_in_boun
                                   }
                               });
                               conn->set_close_callback(
-                                  [&](reactor::tls::Connection&, const reactor::tls::CloseReason& r) {
+                                  [&](reactor::tls::Connection&, const reactor::End& r) {
                                       reason = r;
                                       closed = true;
                                   });
@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(one_gibibyte_each_way_byte_exact_with_a_slow_reader_in_boun
     BOOST_TEST(!corrupt);
     BOOST_TEST(sent == kTotal);
     BOOST_TEST(received == kTotal);
-    BOOST_TEST(reason.kind == reactor::tls::CloseKind::local, reason.to_string());
+    BOOST_TEST(reason.kind == reactor::EndKind::local, reason.to_string());
     BOOST_TEST_MESSAGE("1 GiB each way in " << seconds << " s; server RSS after the first MiB " << baseline_rss
                                             << ", highest sampled " << highest_rss << ", peak (VmHWM) " << peak);
     BOOST_TEST(baseline_rss > 0u);

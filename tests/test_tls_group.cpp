@@ -94,7 +94,7 @@ std::unique_ptr<reactor::GroupListener> echo_on(LoopGroup& group, tls::ContextPt
                     Handshake{loop, group.current_index() == loop, c.session_reused(), std::string(c.alpn_protocol())});
             });
             c->set_data_callback([](tls::Connection& c, std::string_view d) { c.write(d); });
-            c->set_close_callback([&served](tls::Connection&, const tls::CloseReason&) { --served.open; });
+            c->set_close_callback([&served](tls::Connection&, const reactor::End&) { --served.open; });
         },
         options);
 }
@@ -103,7 +103,7 @@ std::unique_ptr<reactor::GroupListener> echo_on(LoopGroup& group, tls::ContextPt
 struct Exchange {
     bool resumed = false;
     std::string received;
-    std::optional<tls::CloseReason> reason;
+    std::optional<reactor::End> reason;
 };
 
 Exchange exchange(reactor::Scheduler& sched, const reactor::Address& to, const tls::ContextPtr& context) {
@@ -119,7 +119,7 @@ Exchange exchange(reactor::Scheduler& sched, const reactor::Address& to, const t
             out.received += d;
             if (out.received == "ping") c.close();
         });
-        c->set_close_callback([&out](tls::Connection&, const tls::CloseReason& r) { out.reason = r; });
+        c->set_close_callback([&out](tls::Connection&, const reactor::End& r) { out.reason = r; });
     });
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return connect_error || out.reason.has_value(); }));
     BOOST_REQUIRE(!connect_error);
@@ -156,8 +156,8 @@ void exchanges(reactor::Scheduler& sched, const reactor::Address& to, const tls:
                          if (*got == "ping") c.close();
                      });
                      c->set_close_callback([&sched, to, context, left, &clients, got](tls::Connection& c,
-                                                                                      const tls::CloseReason& r) {
-                         if (*got != "ping" || r.kind != tls::CloseKind::local) ++clients.failed;
+                                                                                      const reactor::End& r) {
+                         if (*got != "ping" || r.kind != reactor::EndKind::local) ++clients.failed;
                          if (c.session_reused()) ++clients.resumed;
                          ++clients.done;
                          exchanges(sched, to, context, left - 1, clients);

@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(our_client_against_openssl_s_server_tls_1_3_and_1_2_with_al
             auto options = reactor_test::client_options();
             options.alpn = {"h2", "http/1.1"};
             std::string received;
-            std::optional<tls::CloseReason> reason;
+            std::optional<reactor::End> reason;
             tls::ConnectionPtr client;
             tls::connect(sched, reactor::Address::loopback_v4(static_cast<std::uint16_t>(std::stoi((*port)[1]))),
                          tls::Context::client(options), "localhost", [&](tls::ConnectionPtr c, std::error_code ec) {
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(our_client_against_openssl_s_server_tls_1_3_and_1_2_with_al
                              client = c;
                              c->set_handshake_callback([](tls::Connection& c) { c.write("hello from reactor\n"); });
                              c->set_data_callback([&](tls::Connection&, std::string_view d) { received += d; });
-                             c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { reason = r; });
+                             c->set_close_callback([&](tls::Connection&, const reactor::End& r) { reason = r; });
                          });
             // s_server prints what it receives, and sends what it reads on stdin.
             BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return contains(server.output(), "hello from reactor"); }, 20s));
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(openssl_s_client_against_our_server_verifies_and_resumes, *
                 BOOST_REQUIRE(reactor_test::run_until(
                     sched, [&] { return client.output_closed() && server.closes.size() == closes_before + 1; }, 20s));
                 BOOST_TEST(client.wait(10s) == 0, client.output());
-                BOOST_TEST(server.closes.back().to_string() == "close_notify");
+                BOOST_TEST(server.closes.back().to_string() == "eof");
                 const auto& side = server.handshaken.back();
                 BOOST_TEST(side->alpn_protocol() == "http/1.1");
                 BOOST_TEST(side->server_name() == "localhost");
@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(curl_fetches_a_page_from_a_tiny_https_server, *needs_progra
     auto options = reactor_test::server_options();
     options.alpn = {"http/1.1"};  // curl offers h2 too: the server's list decides
     std::vector<tls::ConnectionPtr> served;
-    std::vector<tls::CloseReason> closes;
+    std::vector<reactor::End> closes;
     auto listener = tls::listen(sched, reactor_test::any_loopback(), tls::Context::server(options),
                                 [&](const tls::ConnectionPtr& c) {
                                     auto request = std::make_shared<std::string>();
@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(curl_fetches_a_page_from_a_tiny_https_server, *needs_progra
                                         c.close();
                                     });
                                     c->set_handshake_callback([&](tls::Connection& c) { served.push_back(c.shared_from_this()); });
-                                    c->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { closes.push_back(r); });
+                                    c->set_close_callback([&](tls::Connection&, const reactor::End& r) { closes.push_back(r); });
                                 });
     const std::string url = "https://127.0.0.1:" + std::to_string(listener->address().port()) + "/hello";
     struct Case {
@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(curl_fetches_a_page_from_a_tiny_https_server, *needs_progra
             BOOST_TEST(curl.output() == "hello over TLS\n");
             BOOST_TEST(served.back()->alpn_protocol() == "http/1.1");
             BOOST_TEST(served.back()->protocol_version() == c.version);
-            BOOST_TEST(closes.back().kind != tls::CloseKind::handshake_failed, closes.back().to_string());
+            BOOST_TEST(closes.back().kind != reactor::EndKind::handshake_failed, closes.back().to_string());
         }
     }
     listener->close();
@@ -188,7 +188,7 @@ BOOST_AUTO_TEST_CASE(renegotiation_is_refused, *needs_program("openssl")) {
     BOOST_TEST(client.wait(10s) != 0);
     BOOST_TEST(contains(client.output(), "no renegotiation"), client.output());  // our refusal, as s_client read it
     BOOST_REQUIRE(server.closes.size() == 1u);
-    BOOST_TEST(server.closes[0].kind != tls::CloseKind::local, server.closes[0].to_string());
+    BOOST_TEST(server.closes[0].kind != reactor::EndKind::local, server.closes[0].to_string());
     server.listener->close();
     sched.run();
     CHECK_EMPTY(sched);

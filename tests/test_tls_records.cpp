@@ -93,12 +93,12 @@ BOOST_AUTO_TEST_CASE(the_records_of_one_engine_call_leave_in_one_write) {
     relay(sched, server_pair[1], client_pair[1], &server_sent);
     relay(sched, client_pair[1], server_pair[1], nullptr);
 
-    std::optional<tls::CloseReason> server_reason, client_reason;
+    std::optional<reactor::End> server_reason, client_reason;
     std::string client_got;
     auto server = tls::Connection::start_server(reactor::Connection::adopt(sched, server_pair[0]),
                                                 reactor_test::server_context());
     server->set_data_callback([](tls::Connection& c, std::string_view d) { c.write(d); });
-    server->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { server_reason = r; });
+    server->set_close_callback([&](tls::Connection&, const reactor::End& r) { server_reason = r; });
     auto client = tls::Connection::start_client(reactor::Connection::adopt(sched, client_pair[0]),
                                                 reactor_test::client_context(), "localhost");
     std::string protocol;
@@ -110,14 +110,14 @@ BOOST_AUTO_TEST_CASE(the_records_of_one_engine_call_leave_in_one_write) {
         client_got += d;
         if (client_got == "ping") c.close();
     });
-    client->set_close_callback([&](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+    client->set_close_callback([&](tls::Connection&, const reactor::End& r) { client_reason = r; });
     server.reset();
     client.reset();
 
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_reason && client_reason; }));
     BOOST_TEST(protocol == "TLSv1.3");
     BOOST_TEST(client_got == "ping");
-    BOOST_TEST(server_reason->to_string() == "close_notify");
+    BOOST_TEST(server_reason->to_string() == "eof");
     // The server wrote: its flight (ServerHello to Finished), the two session
     // tickets (one engine call: one write; two before the records were held),
     // the echo, and its close_notify in answer to the client's.
@@ -171,7 +171,7 @@ std::string describe(int status) {
 // handshake done; the client no longer reads, so the server's writes back up.
 struct PairedTls {
     tls::ConnectionPtr server, client;
-    std::optional<tls::CloseReason> server_reason, client_reason;
+    std::optional<reactor::End> server_reason, client_reason;
     bool ready(reactor::Scheduler& sched) {
         int fds[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) return false;
@@ -182,8 +182,8 @@ struct PairedTls {
         bool server_done = false, client_done = false;
         server->set_handshake_callback([&](tls::Connection&) { server_done = true; });
         client->set_handshake_callback([&](tls::Connection&) { client_done = true; });
-        server->set_close_callback([this](tls::Connection&, const tls::CloseReason& r) { server_reason = r; });
-        client->set_close_callback([this](tls::Connection&, const tls::CloseReason& r) { client_reason = r; });
+        server->set_close_callback([this](tls::Connection&, const reactor::End& r) { server_reason = r; });
+        client->set_close_callback([this](tls::Connection&, const reactor::End& r) { client_reason = r; });
         if (!reactor_test::run_until(sched, [&] { return server_done && client_done; })) return false;
         client->pause_reading();
         return true;
@@ -227,7 +227,7 @@ BOOST_AUTO_TEST_CASE(an_allocation_failing_as_records_reach_the_transport_aborts
             return 4;
         }
         if (!reactor_test::run_until(sched, [&] { return tls_pair.server_reason.has_value(); })) return 5;
-        if (tls_pair.server_reason->kind != tls::CloseKind::tls_error) {
+        if (tls_pair.server_reason->kind != reactor::EndKind::tls_error) {
             std::fprintf(stderr, "reason: %s\n", tls_pair.server_reason->to_string().c_str());
             return 6;
         }
@@ -271,8 +271,8 @@ BOOST_AUTO_TEST_CASE(an_allocation_failing_inside_the_engine_call_fails_the_writ
                 code = 4;
                 return;
             }
-            const tls::CloseReason& r = *tls_pair.server_reason;
-            if (r.kind != tls::CloseKind::tls_error || r.detail.find("malloc failure") == std::string::npos) {
+            const reactor::End& r = *tls_pair.server_reason;
+            if (r.kind != reactor::EndKind::tls_error || r.detail.find("malloc failure") == std::string::npos) {
                 std::fprintf(stderr, "reason: %s\n", r.to_string().c_str());
                 code = 5;
                 return;

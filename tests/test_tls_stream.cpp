@@ -55,15 +55,15 @@ const Future<T>& wait(reactor::Scheduler& sched, const Future<T>& f) {
     return f;
 }
 
-// The TlsError a failed future holds (a test failure if it holds another).
+// The StreamError a failed future holds (a test failure if it holds another).
 template <class T>
-futures::TlsError tls_error_of(const Future<T>& f) {
+futures::StreamError tls_error_of(const Future<T>& f) {
     try {
         f.result();
-    } catch (const futures::TlsError& e) {
+    } catch (const futures::StreamError& e) {
         return e;
     } catch (const std::exception& e) {
-        BOOST_FAIL("not a TlsError: " << e.what());
+        BOOST_FAIL("not a StreamError: " << e.what());
     }
     BOOST_FAIL("the future did not fail");
     throw;  // not reached
@@ -345,12 +345,12 @@ BOOST_AUTO_TEST_CASE(a_wrong_server_name_fails_open_connection_with_openssls_tex
     // The name is only a string: never resolved.
     Future<Stream> wrong = futures::open_connection(sched, server.address(), contexts.client, "alt.test");
     wait(sched, wrong);
-    const futures::TlsError e = tls_error_of(wrong);
-    BOOST_TEST(e.reason.kind == tls::CloseKind::handshake_failed);
+    const futures::StreamError e = tls_error_of(wrong);
+    BOOST_TEST(e.end.kind == reactor::EndKind::handshake_failed);
     BOOST_TEST(e.code().value() == EPROTO);
     BOOST_TEST(std::string(e.what()).find("stream: TLS handshake failed: ") == 0u, e.what());
     BOOST_TEST(std::string(e.what()).find("certificate verify failed") != std::string::npos, e.what());
-    BOOST_TEST(e.reason.detail.find("hostname mismatch") != std::string::npos, e.reason.detail);
+    BOOST_TEST(e.end.detail.find("hostname mismatch") != std::string::npos, e.end.detail);
     // A plaintext client to the TLS port: closed, never handed to the handler.
     int plain = reactor_test::connect_blocking(server.address().port());
     BOOST_REQUIRE(reactor_test::send_all(plain, "GET / HTTP/1.0\r\n\r\n"));
@@ -380,9 +380,9 @@ BOOST_AUTO_TEST_CASE(a_server_that_speaks_no_tls_fails_open_connection) {
     });
     Future<Stream> f = futures::open_connection(sched, server.address(), reactor_test::client_context(), "localhost");
     wait(sched, f);
-    const futures::TlsError e = tls_error_of(f);
-    BOOST_TEST(e.reason.kind == tls::CloseKind::handshake_failed, e.what());
-    BOOST_TEST(!e.reason.detail.empty());
+    const futures::StreamError e = tls_error_of(f);
+    BOOST_TEST(e.end.kind == reactor::EndKind::handshake_failed, e.what());
+    BOOST_TEST(!e.end.detail.empty());
     server.close();
     server.close_clients();
     sched.run();
@@ -526,14 +526,14 @@ BOOST_AUTO_TEST_CASE(close_notify_is_a_clean_eof_and_a_bare_tcp_eof_is_a_truncat
         BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return srv.buffered() == 7u; }));
         BOOST_REQUIRE(::shutdown(client.tls()->transport().fd(), SHUT_WR) == 0);
         wait(sched, line);
-        const futures::TlsError e = tls_error_of(line);
-        BOOST_TEST(e.reason.kind == tls::CloseKind::truncated);
+        const futures::StreamError e = tls_error_of(line);
+        BOOST_TEST(e.end.kind == reactor::EndKind::truncated);
         BOOST_TEST(e.code().value() == EPROTO);
         BOOST_TEST(std::string(e.what()).find("truncated") != std::string::npos, e.what());
         // The bytes that did arrive are still read, then the error again.
         BOOST_TEST(wait(sched, srv.read()).result() == "cut sho");
-        BOOST_CHECK_THROW(wait(sched, srv.read()).result(), futures::TlsError);
-        BOOST_CHECK_THROW(wait(sched, srv.drain()).result(), futures::TlsError);
+        BOOST_CHECK_THROW(wait(sched, srv.read()).result(), futures::StreamError);
+        BOOST_CHECK_THROW(wait(sched, srv.drain()).result(), futures::StreamError);
         client.abort();
         wait(sched, client.wait_closed()).result();
     }
@@ -591,7 +591,7 @@ BOOST_AUTO_TEST_CASE(read_all_over_tls_to_the_close_notify_within_a_limit) {
         BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return srv.buffered() == 3u; }));
         BOOST_REQUIRE(::shutdown(client.tls()->transport().fd(), SHUT_WR) == 0);
         wait(sched, all);
-        BOOST_TEST(tls_error_of(all).reason.kind == tls::CloseKind::truncated);
+        BOOST_TEST(tls_error_of(all).end.kind == reactor::EndKind::truncated);
         client.abort();
         wait(sched, client.wait_closed()).result();
     }
@@ -613,10 +613,10 @@ BOOST_AUTO_TEST_CASE(garbage_after_the_handshake_fails_the_pending_read_with_ope
     // Bytes that are no TLS record, straight onto the client's socket.
     BOOST_REQUIRE(reactor_test::send_all(client.tls()->transport().fd(), "this is not a TLS record\r\n\r\n"));
     wait(sched, pending);
-    const futures::TlsError e = tls_error_of(pending);
-    BOOST_TEST(e.reason.kind == tls::CloseKind::tls_error, e.what());
-    BOOST_TEST(!e.reason.detail.empty());
-    BOOST_TEST(std::string(e.what()).find(e.reason.detail) != std::string::npos, e.what());
+    const futures::StreamError e = tls_error_of(pending);
+    BOOST_TEST(e.end.kind == reactor::EndKind::tls_error, e.what());
+    BOOST_TEST(!e.end.detail.empty());
+    BOOST_TEST(std::string(e.what()).find(e.end.detail) != std::string::npos, e.what());
     wait(sched, srv.wait_closed()).result();
     // The client sees the end of the connection (no close_notify came).
     BOOST_CHECK_THROW(wait(sched, client.read()).result(), std::system_error);
@@ -770,7 +770,7 @@ BOOST_AUTO_TEST_CASE(read_timeout_under_tls_on_virtual_time) {
     }
     // The server's socket closed without close_notify: a truncation to the client.
     run_until([&] { return client_read.done(); });
-    BOOST_TEST(tls_error_of(client_read).reason.kind == tls::CloseKind::truncated);
+    BOOST_TEST(tls_error_of(client_read).end.kind == reactor::EndKind::truncated);
     // The handshake timeout, on the same clock: a peer that never answers.
     reactor_test::SocketPair silent;
     Stream lonely = adopt(silent.a, {});
@@ -778,8 +778,8 @@ BOOST_AUTO_TEST_CASE(read_timeout_under_tls_on_virtual_time) {
     Future<void> never = futures::start_tls(lonely, contexts.client, "localhost", tls::Options{.handshake_timeout = 7s});
     run_until([&] { return never.done(); });
     BOOST_TEST((loop.clock.now() - started == 7s));
-    const futures::TlsError e = tls_error_of(never);
-    BOOST_TEST(e.reason.kind == tls::CloseKind::handshake_timeout);
+    const futures::StreamError e = tls_error_of(never);
+    BOOST_TEST(e.end.kind == reactor::EndKind::handshake_timeout);
     BOOST_TEST(e.code().value() == ETIMEDOUT);
     server = {};
     client = {};

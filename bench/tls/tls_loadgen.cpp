@@ -139,7 +139,7 @@ void start(reactor::Scheduler& sched, const Args& a, const tls::ContextPtr& ctx,
                          if (conn.on_message) conn.on_message(conn);
                          if (conn.active && conn.c) c.write(std::string_view(pattern()).substr(0, conn.size));
                      });
-                     conn.c->set_close_callback([&conn](tls::Connection&, const tls::CloseReason& r) {
+                     conn.c->set_close_callback([&conn](tls::Connection&, const reactor::End& r) {
                          conn.closed = true;
                          if (!conn.ready && !g_stopping) fail("closed before its first echo: " + r.to_string());
                      });
@@ -204,7 +204,7 @@ int handshakes(const Args& a, reactor::Scheduler& sched) {
                 ++done;
                 resumed += conn.resumed ? 1 : 0;
             }
-            conn.c->set_close_callback([&, i](tls::Connection&, const tls::CloseReason&) {
+            conn.c->set_close_callback([&, i](tls::Connection&, const reactor::End&) {
                 sched.call_soon([&, i] { next(i); });  // not from inside the old connection's callback
             });
             conn.c->close();

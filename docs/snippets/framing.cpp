@@ -36,7 +36,7 @@ struct Client {
         reactor::connect(sched, address, [this, request](reactor::ConnectionPtr c, std::error_code error) {
             BOOST_REQUIRE(!error);
             c->set_data_callback([this](reactor::Connection&, std::string_view d) { answer.append(d); });
-            c->set_close_callback([this](reactor::Connection&, const reactor::CloseReason&) { closed = true; });
+            c->set_close_callback([this](reactor::Connection&, const reactor::End&) { closed = true; });
             c->write(request);
             c->write_eof();
         });
@@ -57,7 +57,7 @@ bool run_until(reactor::Scheduler& sched, Pred done) {
 
 BOOST_AUTO_TEST_CASE(line_server_over_callbacks) {
     reactor::Scheduler sched;
-    std::vector<reactor::CloseReason> reasons;
+    std::vector<reactor::End> reasons;
     // [snippet:line_reader]
     auto listener = reactor::Listener::listen(sched, reactor::Address::loopback_v4(0), [&](const reactor::ConnectionPtr& conn) {
         reactor::LineReader::attach(
@@ -66,8 +66,8 @@ BOOST_AUTO_TEST_CASE(line_server_over_callbacks) {
                 if (line == "quit") return c.close();
                 c.write(fmt::format("Got: {}\n", line));
             },
-            {.max_length = 1024});  // a longer line closes the connection: CloseKind::line_too_long
-        conn->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) { reasons.push_back(why); });
+            {.max_length = 1024});  // a longer line closes the connection: EndKind::line_too_long
+        conn->set_close_callback([&](reactor::Connection&, const reactor::End& why) { reasons.push_back(why); });
     });
     // [end-snippet:line_reader]
     Client polite(sched, listener->address(), "hello\r\nworld\nquit\nignored\n");
@@ -76,9 +76,9 @@ BOOST_AUTO_TEST_CASE(line_server_over_callbacks) {
     BOOST_TEST(polite.answer == "Got: hello\nGot: world\n");
     BOOST_TEST(rude.answer == "");
     BOOST_REQUIRE(reasons.size() == 2u);
-    BOOST_TEST((reasons[0].kind == reactor::CloseKind::local || reasons[1].kind == reactor::CloseKind::local));
-    BOOST_TEST((reasons[0].kind == reactor::CloseKind::line_too_long ||
-                reasons[1].kind == reactor::CloseKind::line_too_long));
+    BOOST_TEST((reasons[0].kind == reactor::EndKind::local || reasons[1].kind == reactor::EndKind::local));
+    BOOST_TEST((reasons[0].kind == reactor::EndKind::line_too_long ||
+                reasons[1].kind == reactor::EndKind::line_too_long));
     listener->close();
     sched.run();
     BOOST_TEST(sched.empty());

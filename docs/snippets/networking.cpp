@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(callback_echo_server) {
         [&](const reactor::ConnectionPtr& c) {
             ++open;
             c->set_data_callback([](reactor::Connection& c, std::string_view data) { c.write(data); });
-            c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason&) { --open; });
+            c->set_close_callback([&](reactor::Connection&, const reactor::End&) { --open; });
         },
         options);
     // [end-snippet:echo_server]
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(callback_echo_server) {
     std::string message(1 << 20, '\0');
     for (std::size_t i = 0; i < message.size(); ++i) message[i] = static_cast<char>('a' + i % 26);
     std::string echoed;
-    reactor::CloseReason client_closed{reactor::CloseKind::error, {}};  // a sentinel: only .kind is checked
+    reactor::End client_closed{reactor::EndKind::error, {}};  // a sentinel: only .kind is checked
     std::error_code connect_error;
     reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr c, std::error_code error) {
         if (error) {
@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(callback_echo_server) {
             echoed += data;
             if (echoed.size() == message.size()) c.close();
         });
-        c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) {
+        c->set_close_callback([&](reactor::Connection&, const reactor::End& why) {
             client_closed = why;
             listener->close();
         });
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(callback_echo_server) {
     sched.run();
     BOOST_TEST(!connect_error);
     BOOST_TEST(echoed == message);
-    BOOST_TEST((client_closed.kind == reactor::CloseKind::local));
+    BOOST_TEST((client_closed.kind == reactor::EndKind::local));
     BOOST_TEST(open == 0u);
     BOOST_TEST(sched.empty());
 }
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(read_until_at_the_end_of_input) {
 BOOST_AUTO_TEST_CASE(connection_deadlines) {
     reactor::Scheduler sched;
     const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);
-    std::vector<reactor::CloseKind> server_saw;
+    std::vector<reactor::EndKind> server_saw;
     // [snippet:deadlines]
     const reactor::Duration idle_limit = 20ms;  // short for the example; a keep-alive server might say 30s
     reactor::Listener::Options options;
@@ -186,8 +186,8 @@ BOOST_AUTO_TEST_CASE(connection_deadlines) {
         sched, address,
         [&](const reactor::ConnectionPtr& c) {
             c->set_data_callback([](reactor::Connection& c, std::string_view data) { c.write(data); });
-            c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) {
-                server_saw.push_back(why.kind);  // CloseKind::idle_timeout for a client gone quiet
+            c->set_close_callback([&](reactor::Connection&, const reactor::End& why) {
+                server_saw.push_back(why.kind);  // EndKind::idle_timeout for a client gone quiet
             });
         },
         options);
@@ -195,13 +195,13 @@ BOOST_AUTO_TEST_CASE(connection_deadlines) {
 
     // A client that connects and says nothing: the server closes it
     // gracefully, and the client sees EOF.
-    reactor::CloseReason client_saw{reactor::CloseKind::error, {}};  // a sentinel: only .kind is checked
+    reactor::End client_saw{reactor::EndKind::error, {}};  // a sentinel: only .kind is checked
     // If no deadline ever passed, this ends the case, and the checks below fail it.
     reactor::Handle guard = sched.call_later(10s, [&] { sched.stop(); });
     reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr c, std::error_code error) {
         BOOST_TEST(!error);
         if (error) return listener->close();
-        c->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) {
+        c->set_close_callback([&](reactor::Connection&, const reactor::End& why) {
             client_saw = why;
             listener->close();
             guard.cancel();
@@ -209,8 +209,8 @@ BOOST_AUTO_TEST_CASE(connection_deadlines) {
     });
     sched.run();
     BOOST_TEST_REQUIRE(server_saw.size() == 1u);
-    BOOST_TEST((server_saw[0] == reactor::CloseKind::idle_timeout));
-    BOOST_TEST((client_saw.kind == reactor::CloseKind::eof));
+    BOOST_TEST((server_saw[0] == reactor::EndKind::idle_timeout));
+    BOOST_TEST((client_saw.kind == reactor::EndKind::eof));
     BOOST_TEST(sched.empty());
 }
 
@@ -223,13 +223,13 @@ BOOST_AUTO_TEST_CASE(listener_graceful_shutdown) {
                                                   });
                                               });
     // Two clients that stay connected, and close when the server does.
-    std::vector<reactor::CloseKind> clients_saw;
+    std::vector<reactor::EndKind> clients_saw;
     for (int i = 0; i < 2; ++i) {
         reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr c, std::error_code error) {
             BOOST_TEST(!error);
             if (error) return;
             c->set_close_callback(
-                [&](reactor::Connection&, const reactor::CloseReason& why) { clients_saw.push_back(why.kind); });
+                [&](reactor::Connection&, const reactor::End& why) { clients_saw.push_back(why.kind); });
         });
     }
     for (int i = 0; i < 500 && listener->connections().size() < 2; ++i) sched.run_for(10ms);
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(listener_graceful_shutdown) {
     BOOST_TEST(all_closed);
     BOOST_TEST(listener->connections().empty());
     BOOST_TEST_REQUIRE(clients_saw.size() == 2u);
-    for (reactor::CloseKind kind : clients_saw) BOOST_TEST((kind == reactor::CloseKind::eof));
+    for (reactor::EndKind kind : clients_saw) BOOST_TEST((kind == reactor::EndKind::eof));
     BOOST_TEST(sched.empty());
 }
 

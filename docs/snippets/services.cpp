@@ -247,9 +247,9 @@ BOOST_AUTO_TEST_CASE(what_outlives_what) {
             sched->set_exception_handler([](const reactor::ErrorContext&) {});
             SocketPair pair;
             reactor::ConnectionPtr conn = reactor::Connection::adopt(*sched, std::exchange(pair.ours, -1));
-            reactor::CloseKind conn_closed = reactor::CloseKind::local;
+            reactor::EndKind conn_closed = reactor::EndKind::local;
             bool conn_close_ran = false;
-            conn->set_close_callback([&](reactor::Connection&, const reactor::CloseReason& why) {
+            conn->set_close_callback([&](reactor::Connection&, const reactor::End& why) {
                 conn_close_ran = true;
                 conn_closed = why.kind;
             });
@@ -285,7 +285,7 @@ BOOST_AUTO_TEST_CASE(what_outlives_what) {
 
             BOOST_TEST(!conn->is_open());
             BOOST_TEST(conn_close_ran == close_first);
-            if (close_first) BOOST_TEST((conn_closed == reactor::CloseKind::scheduler_closed));
+            if (close_first) BOOST_TEST((conn_closed == reactor::EndKind::scheduler_closed));
             BOOST_TEST(!conn->write("x"));
             conn->close();
             conn->abort();

@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(server_and_verifying_client) {
     const reactor::Address server_address = listener->address();
     const std::string ca_pem = certificates().ca.certificate_pem();
     std::string got, subject;
-    std::optional<reactor::tls::CloseReason> closed;
+    std::optional<reactor::End> closed;
     // [snippet:client]
     reactor::tls::ClientOptions client_options;
     client_options.trust.ca_pem = ca_pem;  // or .ca_file; neither: the system's trust store
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(server_and_verifying_client) {
                                   got += data;
                                   c.close();  // close_notify, then the TCP close
                               });
-                              c->set_close_callback([&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) {
+                              c->set_close_callback([&](reactor::tls::Connection&, const reactor::End& why) {
                                   closed = why;  // why.to_string() == "local"
                               });
                           });
@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(a_server_on_every_loop_of_a_group) {
     // [end-snippet:on_loops]
     reactor::Scheduler sched;
     std::string got;
-    std::optional<reactor::tls::CloseReason> closed;
+    std::optional<reactor::End> closed;
     reactor::tls::connect(sched, server->address(), client_context(), "localhost",
                           [&](reactor::tls::ConnectionPtr c, std::error_code error) {
                               if (error) return;
@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(a_server_on_every_loop_of_a_group) {
                                   c.close();
                               });
                               c->set_close_callback(
-                                  [&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) { closed = why; });
+                                  [&](reactor::tls::Connection&, const reactor::End& why) { closed = why; });
                           });
     BOOST_REQUIRE(run_until(sched, [&] { return closed.has_value(); }));
     BOOST_TEST(got == "hello");
@@ -155,12 +155,12 @@ BOOST_AUTO_TEST_CASE(a_wrong_host_name_is_a_handshake_failure) {
     options.identity = certificates().server.identity();
     auto listener = reactor::tls::listen(sched, reactor::Address::parse("127.0.0.1", 0),
                                          reactor::tls::Context::server(options), {});
-    std::optional<reactor::tls::CloseReason> closed;
+    std::optional<reactor::End> closed;
     reactor::tls::connect(sched, listener->address(), client_context(), "wrong.test",
                           [&](reactor::tls::ConnectionPtr c, std::error_code) {
-                              c->set_close_callback([&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) {
+                              c->set_close_callback([&](reactor::tls::Connection&, const reactor::End& why) {
                                   // [snippet:handshake_failed]
-                                  if (why.kind == reactor::tls::CloseKind::handshake_failed) {
+                                  if (why.kind == reactor::EndKind::handshake_failed) {
                                       // why.detail: "error:0A000086:SSL routines::certificate verify failed: hostname mismatch"
                                   }
                                   // [end-snippet:handshake_failed]
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_host_name_is_a_handshake_failure) {
                               });
                           });
     BOOST_REQUIRE(run_until(sched, [&] { return closed.has_value(); }));
-    BOOST_TEST((closed->kind == reactor::tls::CloseKind::handshake_failed));
+    BOOST_TEST((closed->kind == reactor::EndKind::handshake_failed));
     BOOST_TEST(closed->detail == "error:0A000086:SSL routines::certificate verify failed: hostname mismatch");
     listener->close();
     sched.run();
@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(starttls) {
     reactor::tls::ServerOptions options;
     options.identity = certificates().server.identity();
     auto server_context = reactor::tls::Context::server(options);
-    std::optional<reactor::tls::CloseReason> server_closed;
+    std::optional<reactor::End> server_closed;
     auto listener = reactor::Listener::listen(
         sched, reactor::Address::parse("127.0.0.1", 0), [&](const reactor::ConnectionPtr& conn) {
             // [snippet:starttls_server]
@@ -191,7 +191,7 @@ BOOST_AUTO_TEST_CASE(starttls) {
                 secure->set_data_callback([](reactor::tls::Connection& s, std::string_view d) { s.write(d); });
                 // [end-snippet:starttls_server]
                 secure->set_close_callback(
-                    [&](reactor::tls::Connection&, const reactor::tls::CloseReason& why) { server_closed = why; });
+                    [&](reactor::tls::Connection&, const reactor::End& why) { server_closed = why; });
             });
         });
     std::string echoed;
@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(starttls) {
     });
     BOOST_REQUIRE(run_until(sched, [&] { return server_closed.has_value(); }));
     BOOST_TEST(echoed == "secret");
-    BOOST_TEST(server_closed->to_string() == "close_notify");
+    BOOST_TEST(server_closed->to_string() == "eof");
     listener->close();
     sched.run();
     BOOST_TEST(sched.empty());
@@ -243,7 +243,7 @@ BOOST_AUTO_TEST_CASE(alpn_and_sni) {
                                   c.close();
                               });
                               c->set_close_callback(
-                                  [&](reactor::tls::Connection&, const reactor::tls::CloseReason&) { closed = true; });
+                                  [&](reactor::tls::Connection&, const reactor::End&) { closed = true; });
                           });
     BOOST_REQUIRE(run_until(sched, [&] { return closed; }));
     BOOST_TEST(alpn == "http/1.1");
@@ -287,20 +287,20 @@ BOOST_AUTO_TEST_CASE(streams_over_tls) {
     // The server's conversation is over: it closed with close_notify, a clean EOF.
     BOOST_TEST(futures::run_until_complete(sched, stream.read()) == "");
     std::string what;
-    std::optional<reactor::tls::CloseKind> kind;
+    std::optional<reactor::EndKind> kind;
     // [snippet:stream_errors]
     try {
         // A certificate for "localhost" where "alt.test" was expected.
         futures::run_until_complete(sched,
                                     futures::open_connection(sched, server.address(), client_context(), "alt.test"));
-    } catch (const futures::TlsError& e) {  // a std::system_error (EPROTO)
+    } catch (const futures::StreamError& e) {  // a std::system_error (EPROTO)
         what = e.what();  // "stream: TLS handshake failed: error:0A000086:SSL routines::certificate verify failed..."
-        kind = e.reason.kind;  // reactor::tls::CloseKind::handshake_failed; e.reason.detail: OpenSSL's text
+        kind = e.end.kind;  // reactor::EndKind::handshake_failed; e.end.detail: OpenSSL's text
     }
     // [end-snippet:stream_errors]
     BOOST_TEST(what.starts_with("stream: TLS handshake failed: error:0A000086:SSL routines::certificate verify failed"),
                what);
-    BOOST_TEST((kind == reactor::tls::CloseKind::handshake_failed));
+    BOOST_TEST((kind == reactor::EndKind::handshake_failed));
     server.close();
     stream.close();
     futures::run_until_complete(sched, stream.wait_closed());

@@ -83,8 +83,8 @@ int run(int argc, char** argv) {
         c->set_data_callback([&](tls::Connection& c, std::string_view data) { sessions.at(&c).on_data(c, data); });
         c->set_high_water_callback([](tls::Connection& c) { c.pause_reading(); });
         c->set_low_water_callback([](tls::Connection& c) { c.resume_reading(); });
-        c->set_close_callback([&](tls::Connection& c, const tls::CloseReason& reason) {
-            if (reason.kind == tls::CloseKind::handshake_failed || reason.kind == tls::CloseKind::handshake_timeout) {
+        c->set_close_callback([&](tls::Connection& c, const reactor::End& reason) {
+            if (reason.kind == reactor::EndKind::handshake_failed || reason.kind == reactor::EndKind::handshake_timeout) {
                 ++failed;
                 examples::say(fmt::format("https_hello: a handshake failed: {}", reason.to_string()));
             }

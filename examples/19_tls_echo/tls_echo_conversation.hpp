@@ -56,7 +56,7 @@ public:
             conn_->set_handshake_callback([this](reactor::tls::Connection& c) { on_handshake(c); });
             conn_->set_data_callback([this](reactor::tls::Connection& c, std::string_view d) { on_data(c, d); });
             conn_->set_close_callback(
-                [this](reactor::tls::Connection&, const reactor::tls::CloseReason& r) { on_close(r); });
+                [this](reactor::tls::Connection&, const reactor::End& r) { on_close(r); });
         });
     }
 
@@ -95,7 +95,7 @@ private:
         if (completed_ == plan_.messages) c.close();
     }
 
-    void on_close(const reactor::tls::CloseReason& r) {
+    void on_close(const reactor::End& r) {
         conn_.reset();
         if (error_.empty() && completed_ != plan_.messages)
             error_ = fmt::format("closed ({}) after {} of {} messages", r.to_string(), completed_, plan_.messages);

@@ -75,7 +75,7 @@ int run(int argc, char** argv) {
         });
         c->set_high_water_callback([](tls::Connection& c) { c.pause_reading(); });
         c->set_low_water_callback([](tls::Connection& c) { c.resume_reading(); });
-        c->set_close_callback([&](tls::Connection& c, const tls::CloseReason& reason) {
+        c->set_close_callback([&](tls::Connection& c, const reactor::End& reason) {
             if (c.handshake_done()) return;
             if (++failed <= 5)  // the first few say enough
                 examples::say(fmt::format("tls_echo_server: {}: {}", c.transport().peer_address().to_string(),

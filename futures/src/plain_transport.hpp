@@ -30,9 +30,7 @@ public:
     void attach(Receiver* receiver) override {
         conn_->set_data_callback([receiver](reactor::Connection&, std::string_view d) { receiver->on_data(d); });
         conn_->set_layer_events(receiver);
-        conn_->set_close_callback([receiver](reactor::Connection&, const reactor::CloseReason& r) {
-            receiver->on_closed(StreamTransportEnd::from(r));
-        });
+        conn_->set_close_callback([receiver](reactor::Connection&, const reactor::End& r) { receiver->on_closed(r); });
     }
     void detach() noexcept override {
         conn_->set_data_callback(nullptr);

@@ -5,7 +5,6 @@
 #include "stream_core.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <new>
 #include <stdexcept>
@@ -183,7 +182,7 @@ Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, 
 
 Future<void> StreamCore::drain(std::source_location where) {
     reactor::Scheduler& sched = scheduler();
-    if (error_ != 0) return make_exception_future<void>(sched, connection_error(), where);
+    if (failed()) return make_exception_future<void>(sched, connection_error(), where);
     if (closed_ || !transport().above_high_water()) return make_ready_future(sched, where);
     std::vector<Promise<void>>& drains = rare().drain;
     std::erase_if(drains, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
@@ -297,27 +296,24 @@ void StreamCore::on_low_water() {
         paused_ = false;
         transport().resume_reading();
     }
-    finish_drains(0);
+    finish_drains();
 }
 
-void StreamCore::on_closed(const StreamTransportEnd& end) {
+void StreamCore::on_closed(const reactor::End& end) {
     if (closed_) return;  // the loop's end came first (end_with_loop)
     const Ref<StreamCore> keep(this);
     if (rare_) rare_->open.unlink();  // from OpenStreams: nothing is left for the loop's end to break
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
-    const bool fits = end.error >= 0 && end.error <= UINT16_MAX;
-    error_ = fits ? static_cast<std::uint16_t>(end.error) : EIO;
-    if (end.exception || !fits) {
+    end_ = end.kind;
+    if (failed()) {
         try {
-            rare().error = end.exception ? end.exception
-                                         : std::make_exception_ptr(std::system_error(
-                                               end.error, std::generic_category(), "stream: connection failed"));
+            rare().error = std::make_exception_ptr(StreamError(end));
         } catch (const std::bad_alloc&) {
-            // Out of memory: reads and drains fail with the errno's own error.
+            // Out of memory: reads and drains fail with an error made of the kind alone.
         }
     }
-    finish_drains(error_);
+    finish_drains();
     if (rare_) {
         for (auto& p : std::exchange(rare_->close, {}))
             if (p.is_pending()) p.set_value();
@@ -326,26 +322,19 @@ void StreamCore::on_closed(const StreamTransportEnd& end) {
     release_orphan();  // every wait has its outcome now
 }
 
-// What a read or drain fails with after the transport failed: its own
-// exception (TLS: the close reason's text), else a std::system_error from
-// the errno; a deadline of StreamOptions::connection is ETIMEDOUT, so a read
-// that waited too long fails with "timed out".
+// What a read or drain fails with after the transport failed (StreamError).
 std::exception_ptr StreamCore::connection_error() const {
     if (rare_ && rare_->error) return rare_->error;
-    std::string_view what = error_ == ECONNRESET || error_ == EPIPE ? "reset"
-                            : error_ == ETIMEDOUT                   ? "timed out"
-                                                                    : "failed";
-    return std::make_exception_ptr(
-        std::system_error(error_, std::generic_category(), fmt::format("stream: connection {}", what)));
+    return std::make_exception_ptr(StreamError(reactor::End(end_)));
 }
 
-void StreamCore::finish_drains(int error) {
+void StreamCore::finish_drains() {
     if (!rare_) return;
     for (auto& p : std::exchange(rare_->drain, {})) {
         if (!p.is_pending()) continue;  // cancelled by its owner
-        if (error == ECANCELED) {
+        if (end_ == reactor::EndKind::scheduler_closed) {
             p.cancel();  // Scheduler::close(): see try_read
-        } else if (error != 0) {
+        } else if (failed()) {
             p.set_exception(connection_error());
         } else {
             p.set_value();
@@ -422,11 +411,11 @@ void StreamCore::try_read() {
         // Scheduler::close() ended the connection: what waited on it is
         // cancelled, as close() cancels tasks, not failed (a conversation it
         // ends is not an error nobody retrieved).
-        if (error_ == ECANCELED) {
+        if (end_ == reactor::EndKind::scheduler_closed) {
             read_.take().cancel();
             return;
         }
-        if (error_ != 0) return fail(connection_error());
+        if (failed()) return fail(connection_error());
         if (r.kind == ReadKind::some) return complete(0);
         if (r.kind == ReadKind::all) return complete(in.size());  // within the limit: checked above
         if (r.framed() && in.empty()) {  // a clean end: between lines or frames

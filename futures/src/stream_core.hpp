@@ -246,8 +246,8 @@ private:
         std::vector<Promise<void>> drain;
         std::vector<Promise<void>> close;
         std::string delimiter;  // the pending read's, if it is a read_until
-        // The transport's own exception for error_ (TLS: the close reason's
-        // text), if it gave one and this block could be made for it.
+        // What reads and drains fail with once the transport failed: a
+        // StreamError with its End, made once (if this block could be made).
         std::exception_ptr error;
     };
     Rare& rare() {
@@ -280,7 +280,7 @@ private:
     void on_data(std::string_view d) override;
     void on_eof() override;
     void on_low_water() override;
-    void on_closed(const StreamTransportEnd& end) override;
+    void on_closed(const reactor::End& end) override;
     void on_abandoned() noexcept override { end_with_loop(); }
     // Joins OpenStreams unless the transport reports the loop's end itself.
     void watch_loop_end();
@@ -302,7 +302,11 @@ private:
 
     // What a read or drain fails with once the transport failed.
     std::exception_ptr connection_error() const;
-    void finish_drains(int error);
+    void finish_drains();
+    // The transport ended, neither cleanly nor at the loop's end.
+    bool failed() const noexcept {
+        return closed_ && end_ != reactor::EndKind::local && end_ != reactor::EndKind::eof;
+    }
     // A pending read that the buffer cannot satisfy yet needs more bytes.
     bool wants_more() const { return read_.promise.is_pending(); }
     // Flow control: while no read waits, reading from the socket pauses once
@@ -362,9 +366,9 @@ private:
     bool conversation_over_ : 1 = false;  // follow's conversation completed: no longer counted
     bool orphaned_ : 1 = false;  // no handle left: holds itself until its waits complete (last_reference_gone)
     bool in_scope_ : 1 = false;  // follow's conversation is a counted child of its server's scope
-    // The errno of a reset or failure, in 16 bits (every errno fits; a
-    // transport's value that does not is kept whole in rare().error).
-    std::uint16_t error_ = 0;
+    // How the transport ended, once closed_ (the rest of its End, when it
+    // failed, is in rare().error).
+    reactor::EndKind end_ = reactor::EndKind::local;
     // StreamOptions::limit, the one option a stream uses after it is made
     // (the connection's are the transport's): kept alone, not the whole
     // StreamOptions, because every idle stream pays for what it keeps; in

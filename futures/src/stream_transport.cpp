@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// What every stream transport shares: how a connection's close reads to a
-// stream (StreamTransportEnd), and the built-in plain transport's maker
+// What every stream transport shares: the error a connection's end makes
+// for its stream (StreamError), and the built-in plain transport's maker
 // (plain_transport.hpp). Loop thread only.
 #include "futures/stream_transport.hpp"
 #include "plain_transport.hpp"
@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
+#include <string>
 #include <utility>
 
 namespace futures {
@@ -16,42 +17,37 @@ StreamTransport::~StreamTransport() = default;
 
 namespace {
 
-// A deadline's error says which deadline it was: a std::system_error
-// ETIMEDOUT whose what() is, for instance, "stream: read_timeout passed
-// (nothing received for that long): Connection timed out".
-StreamTransportEnd deadline_end(const char* what) noexcept {
-    try {
-        return {ETIMEDOUT, std::make_exception_ptr(std::system_error(ETIMEDOUT, std::generic_category(), what))};
-    } catch (...) {  // out of memory: the plain "stream: connection timed out"
-        return {ETIMEDOUT, nullptr};
+// The code and text of a failure: an errno, a deadline, or "stream: TLS "
+// and the TLS layer's reason. eof only reaches here from a handshake the
+// peer left before it was done.
+std::system_error failure_of(const reactor::End& end) {
+    const auto failure = [](int code, const std::string& what) {
+        return std::system_error(code, std::generic_category(), what);
+    };
+    using reactor::EndKind;
+    switch (end.kind) {
+    case EndKind::reset: return failure(end.error ? end.error.value() : ECONNRESET, "stream: connection reset");
+    case EndKind::read_timeout: return failure(ETIMEDOUT, "stream: read_timeout passed (nothing received for that long)");
+    case EndKind::write_timeout:
+        return failure(ETIMEDOUT, "stream: write_timeout passed (buffered output made no progress for that long)");
+    case EndKind::idle_timeout: return failure(ETIMEDOUT, "stream: idle_timeout passed (nothing received or sent for that long)");
+    case EndKind::scheduler_closed: return failure(ECANCELED, "stream: the loop closed");
+    case EndKind::truncated: return failure(EPROTO, "stream: TLS truncated: the peer's EOF came without its close_notify");
+    case EndKind::handshake_timeout: return failure(ETIMEDOUT, "stream: TLS handshake timed out");
+    case EndKind::shutdown_timeout: return failure(ETIMEDOUT, "stream: TLS shutdown timed out");
+    case EndKind::handshake_failed:
+    case EndKind::tls_error: return failure(EPROTO, "stream: TLS " + end.to_string());
+    case EndKind::eof: return failure(ECONNRESET, "stream: the peer closed the connection");
+    default:  // error, and what only the callback layer's readers close with
+        if (end.error == std::errc::timed_out) return failure(ETIMEDOUT, "stream: connection timed out");
+        return failure(end.error ? end.error.value() : EIO, "stream: connection failed");
     }
 }
 
 }  // namespace
 
-// A deadline of StreamOptions::connection is ETIMEDOUT, so a read that waited
-// too long fails with "timed out" and which deadline; Scheduler::close() is
-// ECANCELED.
-StreamTransportEnd StreamTransportEnd::from(const reactor::CloseReason& reason) noexcept {
-    switch (reason.kind) {
-    case reactor::CloseKind::reset:
-    case reactor::CloseKind::error: return {reason.error.value(), nullptr};
-    case reactor::CloseKind::read_timeout: return deadline_end("stream: read_timeout passed (nothing received for that long)");
-    case reactor::CloseKind::write_timeout:
-        return deadline_end("stream: write_timeout passed (buffered output made no progress for that long)");
-    case reactor::CloseKind::idle_timeout:
-        return deadline_end("stream: idle_timeout passed (nothing received or sent for that long)");
-    case reactor::CloseKind::scheduler_closed: return {ECANCELED, nullptr};
-    case reactor::CloseKind::local:
-    case reactor::CloseKind::eof:
-    // Only the callback layer's readers close with these; a stream reads its
-    // own frames (Stream::read_line, read_frame) and never sees them.
-    case reactor::CloseKind::line_too_long:
-    case reactor::CloseKind::frame_too_large:
-    case reactor::CloseKind::truncated: return {};
-    }
-    return {};
-}
+StreamError::StreamError(reactor::End e)
+    : std::system_error(failure_of(e)), end(std::move(e)) {}
 
 std::unique_ptr<StreamTransport> plain_transport(reactor::ConnectionPtr conn) {
     if (!conn) throw std::invalid_argument("plain_transport: null connection");

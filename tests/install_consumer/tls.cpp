@@ -38,7 +38,7 @@ int main() {
                                   echoed += data;
                                   if (echoed.size() == 5) c.close();
                               });
-                              c->set_close_callback([&](reactor::tls::Connection&, const reactor::tls::CloseReason&) {
+                              c->set_close_callback([&](reactor::tls::Connection&, const reactor::End&) {
                                   listener->close();
                               });
                           });

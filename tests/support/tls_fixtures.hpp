@@ -23,7 +23,6 @@
 #include <vector>
 
 #include <reactor/tls/certificate_maker.hpp>
-#include <reactor/tls/close_reason.hpp>
 #include <reactor/tls/connection.hpp>
 #include <reactor/tls/context.hpp>
 #include <reactor/tls/listen.hpp>
@@ -31,7 +30,6 @@
 #include "support/tcp_echo.hpp"
 
 namespace reactor::tls {
-inline std::ostream& boost_test_print_type(std::ostream& os, CloseKind k) { return os << to_string(k); }
 inline std::ostream& boost_test_print_type(std::ostream& os, Connection::State s) { return os << to_string(s); }
 }  // namespace reactor::tls
 
@@ -76,7 +74,7 @@ inline reactor::tls::ContextPtr client_context() { return reactor::tls::Context:
 // reason, and what each connection told after its handshake.
 struct TlsEchoServer {
     reactor::ListenerPtr listener;
-    std::vector<reactor::tls::CloseReason> closes;
+    std::vector<reactor::End> closes;
     std::vector<reactor::tls::ConnectionPtr> handshaken;  // kept for inspection after the close
     std::size_t open = 0;
 
@@ -91,7 +89,7 @@ struct TlsEchoServer {
                     if (c.above_high_water()) c.pause_reading();
                 });
                 c->set_low_water_callback([](reactor::tls::Connection& c) { c.resume_reading(); });
-                c->set_close_callback([this](reactor::tls::Connection&, const reactor::tls::CloseReason& r) {
+                c->set_close_callback([this](reactor::tls::Connection&, const reactor::End& r) {
                     --open;
                     closes.push_back(r);
                 });

@@ -192,8 +192,8 @@ public:
     // the end, it fails with LimitOverrunError, as read_until does (the
     // bytes stay in the buffer, `consumed` is how many there are, and the
     // stream can go on: read() them, or close it). A reset or any connection
-    // error before the end fails it with that error (std::system_error, or
-    // the TLS error), as every read; the bytes received before it are not
+    // error before the end fails it with that error (a StreamError, plain
+    // or TLS), as every read; the bytes received before it are not
     // returned. Without `limit`, the stream's (StreamOptions::limit); a limit
     // above 4 GiB counts as 4 GiB.
     [[nodiscard]] Future<std::string> read_all(std::source_location where = std::source_location::current());
@@ -222,7 +222,8 @@ public:
     // larger than the stream's limit: the read takes what it needs.
     [[nodiscard]] Future<std::optional<std::string>> read_frame(
         reactor::FrameFormat format = {}, std::source_location where = std::source_location::current());
-    // Reads after a connection reset or error fail with std::system_error.
+    // Reads after a connection reset or error fail with a StreamError (a
+    // std::system_error carrying the reactor::End: futures/stream_transport.hpp).
     // Cancelling a pending read leaves the buffered bytes for the next read.
     // Scheduler::close() cancels a pending read or drain (as it cancels
     // tasks): a conversation it ends is cancelled, not failed.
@@ -235,7 +236,7 @@ public:
     bool write(std::string_view data);
     // Done at once unless the buffered output is above the high-water mark;
     // then done once it has drained to the low mark. Fails with
-    // std::system_error if the connection is reset meanwhile.
+    // a StreamError if the connection is reset meanwhile.
     [[nodiscard]] Future<void> drain(std::source_location where = std::source_location::current());
     // write() of the frame: prefix and payload in one write. Throws
     // std::length_error, writing nothing, when the payload is larger than

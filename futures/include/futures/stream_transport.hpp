@@ -16,6 +16,7 @@
 #include <exception>
 #include <memory>
 #include <string_view>
+#include <system_error>
 
 #include <reactor/export.hpp>
 #include <reactor/net/connection.hpp>
@@ -26,21 +27,20 @@ class Connection;
 
 namespace futures {
 
-// How a transport ended, as its stream sees it: what a pending read or drain
-// (and every later one) fails with.
-struct REACTOR_API StreamTransportEnd {
-    // 0: an orderly end (a local close, a peer's clean close); ECANCELED:
-    // Scheduler::close() ended it (pending reads and drains are cancelled,
-    // not failed); any other errno: a failure (ETIMEDOUT for a deadline).
-    int error = 0;
-    // What reads and drains fail with when `error` is a failure; null: a
-    // std::system_error made from `error` ("stream: connection reset").
-    std::exception_ptr exception;
-
-    // The plain connection's reason: reset and error give their errno, the
-    // read/write/idle deadlines ETIMEDOUT, Scheduler::close() ECANCELED, a
-    // local close or the peer's EOF 0.
-    static StreamTransportEnd from(const reactor::CloseReason& reason) noexcept;
+// What a stream's pending read or drain (and every later one) fails with
+// once its transport ended for any reason but an orderly one (End::clean())
+// or the loop's end (Scheduler::close() cancels them instead). A
+// std::system_error, so code that catches a connection's error still does:
+// its code is the End's errno for reset and error (ECONNRESET, EPIPE...),
+// ETIMEDOUT for a deadline, EPROTO for a TLS failure; what() says which
+// ("stream: connection reset: Connection reset by peer", "stream: read_timeout
+// passed (nothing received for that long): Connection timed out", "stream: TLS
+// handshake failed: error:0A000086:SSL routines::certificate verify failed:
+// ...: Protocol error"). `end` is the End itself, kind and OpenSSL's text.
+class REACTOR_API StreamError : public std::system_error {
+public:
+    explicit StreamError(reactor::End end);
+    reactor::End end;
 };
 
 class REACTOR_API StreamTransport {
@@ -59,8 +59,8 @@ public:
         virtual void on_eof() = 0;
         // The output fell to the low-water mark.
         virtual void on_low_water() = 0;
-        // Once, when the connection has closed.
-        virtual void on_closed(const StreamTransportEnd& end) = 0;
+        // Once, when the connection has closed: how it ended.
+        virtual void on_closed(const reactor::End& end) = 0;
         // The loop ended before on_closed could come: it never will. Only
         // from a transport that reports_abandonment().
         virtual void on_abandoned() noexcept = 0;

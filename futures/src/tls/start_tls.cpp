@@ -22,36 +22,6 @@ namespace {
 
 namespace tls = reactor::tls;
 
-int errno_of(const tls::CloseReason& reason) {
-    return reason.kind == tls::CloseKind::handshake_timeout || reason.kind == tls::CloseKind::shutdown_timeout
-               ? ETIMEDOUT
-               : EPROTO;
-}
-
-std::string what_of(const tls::CloseReason& reason) {
-    switch (reason.kind) {
-    case tls::CloseKind::truncated: return "stream: TLS truncated: the peer's EOF came without its close_notify";
-    case tls::CloseKind::handshake_timeout: return "stream: TLS handshake timed out";
-    case tls::CloseKind::shutdown_timeout: return "stream: TLS shutdown timed out";
-    default: return fmt::format("stream: TLS {}", reason.to_string());
-    }
-}
-
-// How the TLS connection's end reads to the stream (futures/tls/stream.hpp).
-StreamTransportEnd end_of(const tls::CloseReason& reason) {
-    switch (reason.kind) {
-    case tls::CloseKind::local:
-    case tls::CloseKind::close_notify: return {};
-    case tls::CloseKind::transport: return StreamTransportEnd::from(reason.transport);
-    case tls::CloseKind::truncated:
-    case tls::CloseKind::handshake_failed:
-    case tls::CloseKind::tls_error:
-    case tls::CloseKind::handshake_timeout:
-    case tls::CloseKind::shutdown_timeout: break;
-    }
-    return {errno_of(reason), std::make_exception_ptr(TlsError(reason))};
-}
-
 class TlsTransport final : public StreamTransport {
 public:
     TlsTransport(tls::ConnectionPtr conn, std::shared_ptr<Promise<void>> handshake)
@@ -70,9 +40,8 @@ public:
             if (self->handshake_ && self->handshake_->is_pending()) self->handshake_->set_value();
         });
         conn_->set_close_callback([receiver, handshake = std::weak_ptr<Promise<void>>(handshake_)](
-                                      tls::Connection&, const tls::CloseReason& reason) {
-            const StreamTransportEnd end = end_of(reason);
-            if (auto h = handshake.lock(); h && h->is_pending()) fail_handshake(*h, reason, end);
+                                      tls::Connection&, const reactor::End& end) {
+            if (auto h = handshake.lock(); h && h->is_pending()) fail_handshake(*h, end);
             receiver->on_closed(end);
         });
     }
@@ -100,16 +69,13 @@ public:
     tls::Connection* tls() const noexcept override { return conn_.get(); }
 
 private:
-    // The connection closed before the handshake was done.
-    static void fail_handshake(Promise<void>& handshake, const tls::CloseReason& reason, const StreamTransportEnd& end) {
-        if (end.error == ECANCELED || reason.kind == tls::CloseKind::local) {
-            handshake.cancel();  // Scheduler::close(), or our own close()/abort()
-        } else if (end.exception) {
-            handshake.set_exception(end.exception);
+    // The connection closed before the handshake was done: Scheduler::close()
+    // or our own close()/abort() cancel it; anything else fails it.
+    static void fail_handshake(Promise<void>& handshake, const reactor::End& end) {
+        if (end.kind == reactor::EndKind::scheduler_closed || end.kind == reactor::EndKind::local) {
+            handshake.cancel();
         } else {
-            // The transport ended: reset, a deadline, or the peer's EOF.
-            handshake.set_exception(std::system_error(end.error != 0 ? end.error : ECONNRESET, std::generic_category(),
-                                                      fmt::format("stream: TLS handshake: {}", reason.to_string())));
+            handshake.set_exception(StreamError(end));
         }
     }
 
@@ -118,10 +84,6 @@ private:
 };
 
 }  // namespace
-
-TlsError::TlsError(reactor::tls::CloseReason close_reason)
-    : std::system_error(errno_of(close_reason), std::generic_category(), what_of(close_reason)),
-      reason(std::move(close_reason)) {}
 
 Future<void> start_tls(Stream stream, reactor::tls::ContextPtr context, std::string server_name,
                        reactor::tls::Options options, std::source_location where) {

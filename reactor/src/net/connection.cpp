@@ -30,28 +30,6 @@ namespace reactor {
 // Growing it is a decision, not an accident.
 static_assert(sizeof(void*) != 8 || sizeof(Connection) <= 152);
 
-std::string_view to_string(CloseKind kind) noexcept {
-    switch (kind) {
-    case CloseKind::local: return "local";
-    case CloseKind::eof: return "eof";
-    case CloseKind::reset: return "reset";
-    case CloseKind::error: return "error";
-    case CloseKind::read_timeout: return "read timeout";
-    case CloseKind::write_timeout: return "write timeout";
-    case CloseKind::idle_timeout: return "idle timeout";
-    case CloseKind::scheduler_closed: return "scheduler closed";
-    case CloseKind::line_too_long: return "line too long";
-    case CloseKind::frame_too_large: return "frame too large";
-    case CloseKind::truncated: return "truncated";
-    }
-    return "unknown";
-}
-
-std::string CloseReason::to_string() const {
-    if (!error) return std::string(reactor::to_string(kind));
-    return fmt::format("{}: {}", reactor::to_string(kind), error.message());
-}
-
 std::string_view to_string(Connection::State state) noexcept {
     switch (state) {
     case Connection::State::open: return "open";
@@ -281,10 +259,10 @@ void Connection::on_eof() {
     } else if (rare_ && rare_->on_eof) {
         rare_->on_eof.invoke(*this);
     } else {
-        return begin_close(CloseKind::eof);
+        return begin_close(EndKind::eof);
     }
     // Both directions are finished: nothing more can happen on this socket.
-    if (state_ == State::open && write_shut_) finish_close({CloseKind::eof, {}}, false);
+    if (state_ == State::open && write_shut_) finish_close({EndKind::eof, {}}, false);
 }
 
 // ---------------------------------------------------------------- writing
@@ -391,12 +369,12 @@ void Connection::do_write_eof() {
     // below (its reader sees EOF); a terminal cannot half-close.
     if (is_socket_) ::shutdown(fd_, SHUT_WR);
     write_shut_ = true;
-    if (read_eof_) finish_close({CloseKind::eof, {}}, false);
+    if (read_eof_) finish_close({EndKind::eof, {}}, false);
 }
 
 // ---------------------------------------------------------------- closing
 
-void Connection::close(CloseKind kind) {
+void Connection::close(EndKind kind) {
     check_thread("Connection::close");
     begin_close(kind);
 }
@@ -405,10 +383,10 @@ void Connection::abort() {
     if (state_ == State::closed) return;
     scheduler().check_owner_thread("Connection::abort", nullptr, &where(), "connection");
     drop_output();
-    finish_close({CloseKind::local, {}}, true);
+    finish_close({EndKind::local, {}}, true);
 }
 
-void Connection::begin_close(CloseKind kind) {
+void Connection::begin_close(EndKind kind) {
     if (state_ != State::open) return;
     if (!has_output()) return finish_close({kind, {}}, false);
     state_ = State::closing;
@@ -418,7 +396,7 @@ void Connection::begin_close(CloseKind kind) {
 }
 
 void Connection::fail(int error) {
-    finish_close({detail::is_reset_error(error) ? CloseKind::reset : CloseKind::error,
+    finish_close({detail::is_reset_error(error) ? EndKind::reset : EndKind::error,
                   std::error_code(error, std::generic_category())},
                  false);
 }
@@ -434,11 +412,14 @@ void Connection::fail(int error) {
 // drops them all the same, telling a layer (drop_callbacks): a capture
 // holding the connection, as a TLS layer's close callback does, would
 // otherwise keep it alive forever.
+// It keeps the End's kind and error, not an End (a plain connection's has no
+// detail), so that it fits a Callback's inline buffer.
 struct Connection::CloseCall {
     std::shared_ptr<Connection> self;
-    CloseReason reason;
+    EndKind kind;
+    std::error_code error;
 
-    CloseCall(std::shared_ptr<Connection> c, CloseReason r) : self(std::move(c)), reason(r) {}
+    CloseCall(std::shared_ptr<Connection> c, const End& r) : self(std::move(c)), kind(r.kind), error(r.error) {}
     CloseCall(CloseCall&&) noexcept = default;
     CloseCall& operator=(CloseCall&&) = delete;
     ~CloseCall() {
@@ -448,11 +429,11 @@ struct Connection::CloseCall {
     void operator()() {
         auto on_close = self->on_close_.take();
         self->clear_callbacks();
-        if (on_close) on_close(*self, reason);
+        if (on_close) on_close(*self, End{kind, error, {}});
     }
 };
 
-void Connection::finish_close(CloseReason reason, bool abortive) {
+void Connection::finish_close(End reason, bool abortive) {
     if (state_ == State::closed) return;
     release_fd(abortive);
     scheduler().call_soon(CloseCall(disown_self(), reason), where());
@@ -501,18 +482,18 @@ void Connection::drop_callbacks() noexcept {
 void Connection::on_unwatchable(int /*fd*/, std::error_code error) {
     if (state_ == State::closed) return;
     drop_output();
-    finish_close({CloseKind::error, error}, true);
+    finish_close({EndKind::error, error}, true);
 }
 
 // Scheduler::close(): aborted; close() runs the close callback it queues.
 void Connection::end_with_loop_closing() {
     if (state_ == State::closed) return;
     drop_output();
-    finish_close({CloseKind::scheduler_closed, {}}, true);
+    finish_close({EndKind::scheduler_closed, {}}, true);
 }
 
 // The loop will never run a callback of ours again: abort and release
-// ourselves now. No user callback runs (see the comment after CloseKind):
+// ourselves now. No user callback runs (see the comment after EndKind):
 // they are only destroyed, as the Scheduler destroys every callback still
 // scheduled.
 void Connection::end_with_loop_abandoned() noexcept {

@@ -128,9 +128,9 @@ void Connection::on_deadline(DeadlineKind kind) {
     switch (kind) {
     case DeadlineKind::write:
         drop_output();  // the peer does not read: it cannot be flushed
-        return finish_close({CloseKind::write_timeout, {}}, true);
-    case DeadlineKind::read: return begin_close(CloseKind::read_timeout);
-    case DeadlineKind::idle: return begin_close(CloseKind::idle_timeout);
+        return finish_close({EndKind::write_timeout, {}}, true);
+    case DeadlineKind::read: return begin_close(EndKind::read_timeout);
+    case DeadlineKind::idle: return begin_close(EndKind::idle_timeout);
     }
 }
 

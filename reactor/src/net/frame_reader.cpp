@@ -14,7 +14,7 @@ std::shared_ptr<FrameReader> FrameReader::attach(const ConnectionPtr& conn, Fram
 }
 
 FrameReader::FrameReader(Passkey, const ConnectionPtr& conn, FrameCallback on_frame, FrameFormat format)
-    : MessageReader(conn, std::move(on_frame), CloseKind::frame_too_large), format_(format) {}
+    : MessageReader(conn, std::move(on_frame), EndKind::frame_too_large), format_(format) {}
 
 FrameReader::Cut FrameReader::cut(std::string_view bytes, std::size_t /*scanned*/) const {
     const std::size_t header = prefix_size(format_.prefix);

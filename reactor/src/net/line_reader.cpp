@@ -14,7 +14,7 @@ std::shared_ptr<LineReader> LineReader::attach(const ConnectionPtr& conn, LineCa
 }
 
 LineReader::LineReader(Passkey, const ConnectionPtr& conn, LineCallback on_line, LineOptions options)
-    : MessageReader(conn, std::move(on_line), CloseKind::line_too_long),
+    : MessageReader(conn, std::move(on_line), EndKind::line_too_long),
       options_(std::move(options)),
       drop_cr_(options_.delimiter == "\n") {
     if (options_.delimiter.empty()) throw std::invalid_argument("LineReader: empty delimiter");

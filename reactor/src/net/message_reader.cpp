@@ -14,7 +14,7 @@ constexpr std::size_t kKeptBuffer = 4096;
 }  // namespace
 
 MessageReader::MessageReader(const std::shared_ptr<Connection>& conn, MessageCallback on_message,
-                             CloseKind too_large)
+                             EndKind too_large)
     : conn_(conn), on_message_(std::move(on_message)), too_large_(too_large) {
     if (!conn) throw std::invalid_argument("reader: null connection");
     if (!on_message_) throw std::invalid_argument("reader: empty message callback");
@@ -102,7 +102,7 @@ void MessageReader::on_eof(Connection& conn) {
     if (on_eof_) {
         on_eof_(conn, partial);
     } else {
-        conn.close(partial.empty() ? CloseKind::eof : CloseKind::truncated);
+        conn.close(partial.empty() ? EndKind::eof : EndKind::truncated);
     }
 }
 

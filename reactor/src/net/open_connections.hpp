@@ -2,7 +2,7 @@
 // The open connections of one loop: a service (LoopService) that ends them
 // with the loop. A Connection owns itself while open (nobody else would free
 // it), so the loop's end must reach it: Scheduler::close() aborts every open
-// connection with CloseKind::scheduler_closed and then runs its close
+// connection with EndKind::scheduler_closed and then runs its close
 // callback; abandonment (close()'s last phase, ~Scheduler) aborts what is
 // still open and releases it, its callbacks destroyed unrun. live() lists
 // each once, named by the line that accepted or connected it. Loop thread only.

@@ -90,7 +90,7 @@ std::shared_ptr<Connection> Connection::start(const reactor::ConnectionPtr& tran
         self->server_name_ = std::move(server_name);
     }
     self->attach();
-    self->arm_timer(options.handshake_timeout, CloseKind::handshake_timeout);
+    self->arm_timer(options.handshake_timeout, EndKind::handshake_timeout);
     self->feed({});  // a client's hello goes out now
     return self;
 }
@@ -118,7 +118,7 @@ void Connection::attach() {
         if (in_engine_ == 0) deliver_high_water();
     });
     transport_->set_low_water_callback([this](reactor::Connection&) { check_low_water(); });
-    transport_->set_close_callback([self = shared_from_this()](reactor::Connection&, const reactor::CloseReason& r) {
+    transport_->set_close_callback([self = shared_from_this()](reactor::Connection&, const reactor::End& r) {
         self->on_transport_closed(r);
     });
     transport_->resume_reading();  // the handshake needs it, whatever the plain connection did
@@ -182,11 +182,11 @@ void Connection::do_handshake() {
         flushed = engine.flush();
     }
     // The transport refused the flight (it closed: EPIPE): the handshake cannot go on.
-    if (!flushed) return fail(CloseKind::handshake_failed, openssl_error_text(), false);
+    if (!flushed) return fail(EndKind::handshake_failed, openssl_error_text(), false);
     if (r == 1) return on_handshake_done();
     const int err = SSL_get_error(ssl_, r);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return deliver_high_water();
-    fail(CloseKind::handshake_failed, openssl_error_text(), false);
+    fail(EndKind::handshake_failed, openssl_error_text(), false);
 }
 
 void Connection::on_handshake_done() {
@@ -232,8 +232,8 @@ void Connection::read_plaintext() {
         if (err == SSL_ERROR_ZERO_RETURN) return on_peer_close_notify();
         // The transport's EOF where a record should be: the data may have
         // been cut short ("unexpected eof while reading").
-        if (input_eof_ && input_.empty()) return fail(CloseKind::truncated, openssl_error_text(), false);
-        return fail(CloseKind::tls_error, openssl_error_text(), false);
+        if (input_eof_ && input_.empty()) return fail(EndKind::truncated, openssl_error_text(), false);
+        return fail(EndKind::tls_error, openssl_error_text(), false);
     }
 }
 
@@ -256,7 +256,7 @@ bool Connection::encrypt(std::string_view data) {
         if (r != 1) {
             // A transport that closed refused the records: its close reason says why.
             if (transport_->state() != reactor::Connection::State::closed)
-                fail(CloseKind::tls_error, openssl_error_text(), true);
+                fail(EndKind::tls_error, openssl_error_text(), true);
             return false;
         }
         data.remove_prefix(written);

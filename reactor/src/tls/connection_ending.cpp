@@ -16,7 +16,7 @@ namespace reactor::tls {
 void Connection::on_peer_close_notify() {
     peer_closed_ = true;
     if (sent_close_notify_) {  // both sides said goodbye
-        ending_ = {CloseKind::close_notify, {}, {}};
+        ending_ = {EndKind::eof, {}, {}};
         ending_set_ = true;
         state_ = State::shutting_down;
         transport_->close();
@@ -24,13 +24,13 @@ void Connection::on_peer_close_notify() {
     }
     if (on_eof_.invoke(*this)) return;  // it writes on, then write_eof() or close()
     if (state_ != State::open) return;  // it closed already
-    ending_ = {CloseKind::close_notify, {}, {}};
+    ending_ = {EndKind::eof, {}, {}};
     ending_set_ = true;
     state_ = State::shutting_down;
     send_close_notify();
     transport_->close();
     if (transport_->state() == reactor::Connection::State::closing)
-        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
+        arm_timer(options_.shutdown_timeout, EndKind::shutdown_timeout);
 }
 
 
@@ -57,7 +57,7 @@ void Connection::write_eof() {
 void Connection::do_write_eof() {
     send_close_notify();
     if (peer_closed_) {  // the peer said goodbye first: we are done
-        ending_ = {CloseKind::close_notify, {}, {}};
+        ending_ = {EndKind::eof, {}, {}};
         ending_set_ = true;
         state_ = State::shutting_down;
         transport_->close();
@@ -65,7 +65,7 @@ void Connection::do_write_eof() {
     }
     transport_->write_eof();  // TCP's FIN after close_notify, once flushed
     // Reading goes on until the peer's close_notify: bounded.
-    arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
+    arm_timer(options_.shutdown_timeout, EndKind::shutdown_timeout);
 }
 
 void Connection::close() {
@@ -81,13 +81,13 @@ void Connection::close() {
 void Connection::do_close() {
     state_ = State::shutting_down;
     if (!ending_set_) {
-        ending_ = {CloseKind::local, {}, {}};
+        ending_ = {EndKind::local, {}, {}};
         ending_set_ = true;
     }
     send_close_notify();  // not during a handshake: there is no session to close
     transport_->close();
     if (transport_->state() == reactor::Connection::State::closing) {
-        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);  // bounds the flush
+        arm_timer(options_.shutdown_timeout, EndKind::shutdown_timeout);  // bounds the flush
     } else {
         timer_.cancel();
     }
@@ -97,7 +97,7 @@ void Connection::abort() {
     if (state_ == State::closed) return;
     check_thread("tls::Connection::abort");
     if (!ending_set_) {
-        ending_ = {CloseKind::local, {}, {}};
+        ending_ = {EndKind::local, {}, {}};
         ending_set_ = true;
     }
     state_ = State::shutting_down;
@@ -111,11 +111,11 @@ void Connection::abort() {
 // engine sent for this failure may have been what closed it (EPIPE after a
 // truncation): that is still our failure. An alert the engine made is
 // already with the transport: a graceful close flushes it.
-void Connection::fail(CloseKind kind, std::string detail, bool abortive) {
+void Connection::fail(EndKind kind, std::string detail, bool abortive) {
     if (state_ == State::closed) return;
     const bool transport_open = transport_->state() != reactor::Connection::State::closed;
     if (!ending_set_ && (transport_open || transport_closed_by_engine_)) {
-        ending_ = {kind, {}, std::move(detail)};
+        ending_ = End(kind, {}, std::move(detail));
         ending_set_ = true;
     }
     state_ = State::shutting_down;
@@ -127,7 +127,7 @@ void Connection::fail(CloseKind kind, std::string detail, bool abortive) {
     }
     transport_->close();
     if (transport_->state() == reactor::Connection::State::closing) {
-        arm_timer(options_.shutdown_timeout, CloseKind::shutdown_timeout);
+        arm_timer(options_.shutdown_timeout, EndKind::shutdown_timeout);
     } else {
         timer_.cancel();
     }
@@ -136,20 +136,19 @@ void Connection::fail(CloseKind kind, std::string detail, bool abortive) {
 // The transport threw while taking records the engine counted as sent (out
 // of memory): the peer could not read past the gap, so nothing more may go.
 void Connection::records_lost() {
-    fail(CloseKind::tls_error, "reactor::tls: the transport could not take the engine's records (out of memory)", true);
+    fail(EndKind::tls_error, "reactor::tls: the transport could not take the engine's records (out of memory)", true);
 }
 
-void Connection::arm_timer(std::chrono::milliseconds after, CloseKind kind) {
+void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
     timer_.cancel();
     if (after <= std::chrono::milliseconds::zero()) return;
     timer_ = transport_->scheduler().call_later(after, [weak = weak_from_this(), kind] {
         auto self = weak.lock();
         if (!self || self->state_ == State::closed) return;
-        if (kind == CloseKind::handshake_timeout && self->handshake_done_) return;
+        if (kind == EndKind::handshake_timeout && self->handshake_done_) return;
         // A graceful end that could not finish becomes the timeout; a
         // failure keeps its own reason (the timeout only bounded its flush).
-        if (!self->ending_set_ || self->ending_.kind == CloseKind::local ||
-            self->ending_.kind == CloseKind::close_notify || kind == CloseKind::handshake_timeout) {
+        if (!self->ending_set_ || self->ending_.clean() || kind == EndKind::handshake_timeout) {
             self->ending_ = {kind, {}, {}};
             self->ending_set_ = true;
         }
@@ -160,31 +159,27 @@ void Connection::arm_timer(std::chrono::milliseconds after, CloseKind kind) {
 }
 
 // The reason, in order: a failure of ours keeps its own; a graceful end of
-// ours (local, close_notify) holds unless the transport failed first. A peer
-// that sent close_notify ended cleanly, so a reset or socket error met after
-// it (our answer's write found the peer gone: EPIPE, ECONNRESET) is not a
-// failure of the transport: the reason is what it would have been had that
-// write succeeded. The transport's own deadlines and the loop's end still win.
-void Connection::on_transport_closed(const reactor::CloseReason& r) {
+// ours (local, eof) holds unless the transport failed first, whose own
+// reason (reset, a deadline, the loop's end...) is then the reason, spelled
+// as the transport spelled it. A peer that sent close_notify ended cleanly,
+// so a reset or socket error met after it (our answer's write found the peer
+// gone: EPIPE, ECONNRESET) is not a failure of the transport: the reason is
+// what it would have been had that write succeeded.
+void Connection::on_transport_closed(const reactor::End& r) {
     state_ = State::closed;
     timer_.cancel();
     timer_ = Handle();  // never used again: we may outlive the Scheduler
-    CloseReason reason;
-    const bool ours_graceful = ending_set_ && (ending_.kind == CloseKind::local || ending_.kind == CloseKind::close_notify);
     const bool peer_gone_after_close_notify =
-        peer_closed_ && (r.kind == reactor::CloseKind::reset || r.kind == reactor::CloseKind::error);
-    if (ending_set_ && (r.kind == reactor::CloseKind::local || r.kind == reactor::CloseKind::eof || !ours_graceful ||
-                        peer_gone_after_close_notify)) {
-        reason = ending_;
-    } else if (r.kind == reactor::CloseKind::eof || peer_gone_after_close_notify) {
+        peer_closed_ && (r.kind == EndKind::reset || r.kind == EndKind::error);
+    End reason = r;
+    if (ending_set_ && (r.clean() || !ending_.clean() || peer_gone_after_close_notify)) {
+        reason = std::move(ending_);
+    } else if (r.kind == EndKind::eof || peer_gone_after_close_notify) {
         // The transport closed by itself: our write side was shut (write_eof)
         // and TCP's EOF came, or the peer left after its close_notify while
         // the EOF callback's writes went on.
-        reason.kind = peer_closed_ ? CloseKind::close_notify : CloseKind::truncated;
-    } else {
-        reason.kind = CloseKind::transport;
+        reason = End(peer_closed_ ? EndKind::eof : EndKind::truncated);
     }
-    reason.transport = r;
     // Dropped before the close callback runs (it runs once: taken out), so a
     // cycle through their captures is broken even if it throws.
     auto on_close = on_close_.take();

@@ -40,7 +40,7 @@ void HandshakeLimit::started(const ConnectionPtr& conn) {
         started_.pop_front();
         if (!oldest) continue;
         ++evicted_;
-        oldest->fail(CloseKind::handshake_failed,
+        oldest->fail(EndKind::handshake_failed,
                      fmt::format("max_handshakes: {} handshakes were in progress; this one, the oldest, was ended to "
                                  "make room for a new one",
                                  max_),

@@ -11,7 +11,7 @@
 // session_reused(), protocol_version()). What TLS changes:
 //  - open_connection's future completes once the handshake is done (the
 //    peer verified, if the context verifies); a failed handshake fails it
-//    with a TlsError carrying OpenSSL's text ("certificate verify failed:
+//    with a StreamError (futures/stream_transport.hpp) carrying OpenSSL's text ("certificate verify failed:
 //    hostname mismatch"). start_server hands the handler a stream whose
 //    handshake is done; a client whose handshake fails (garbage, a plaintext
 //    client, a certificate it refuses) is closed and never reaches the
@@ -20,16 +20,16 @@
 //    returns "" (and read_until/read_exactly fail with IncompleteReadError,
 //    as at a plaintext EOF). A TCP EOF without close_notify is NOT an EOF: it
 //    is a truncation (an attacker or a crash may have cut the data short), and
-//    the pending read and every later one fail with a TlsError whose
-//    reason.kind is CloseKind::truncated; the bytes that did arrive are still
+//    the pending read and every later one fail with a StreamError whose
+//    end.kind is EndKind::truncated (EPROTO); the bytes that did arrive are still
 //    read first. write_eof() sends close_notify (then the peer's answer ends
 //    the connection); close() sends it and closes once the output is flushed.
 //  - Errors after the handshake (a bad record: tls_error) fail reads with a
-//    TlsError too; the handshake and shutdown timeouts of
-//    reactor::tls::Options fail them with a TlsError whose code is ETIMEDOUT.
-//    The transport's own ends (reset, the read/write/idle deadlines of
+//    StreamError too (EPROTO); the handshake and shutdown timeouts of
+//    reactor::tls::Options with one whose code is ETIMEDOUT. The transport's
+//    own ends (reset, the read/write/idle deadlines of
 //    StreamOptions::connection, Scheduler::close) are what they are on
-//    plaintext: std::system_error ECONNRESET, ETIMEDOUT; cancelled.
+//    plaintext: a StreamError ECONNRESET, ETIMEDOUT; cancelled.
 //  - drain() and the water marks count plaintext not yet encrypted plus
 //    ciphertext the kernel has not taken (reactor/tls/connection.hpp).
 // Loop thread only; a context serves one loop (reactor/tls/context.hpp).
@@ -45,7 +45,6 @@
 #include <reactor/export.hpp>
 #include <reactor/net/address.hpp>
 #include <reactor/scheduler.hpp>
-#include <reactor/tls/close_reason.hpp>
 #include <reactor/tls/connection.hpp>
 #include <reactor/tls/context.hpp>
 
@@ -54,19 +53,6 @@
 
 namespace futures {
 
-// A TLS stream's failure: what a read, drain, start_tls or open_connection
-// fails with when the TLS layer ended the connection. A std::system_error
-// (EPROTO for handshake_failed, tls_error and truncated; ETIMEDOUT for the
-// handshake and shutdown timeouts), so code that catches a connection's
-// std::system_error still does; what() is "stream: TLS " and the reason
-// ("stream: TLS handshake failed: error:0A000086:SSL routines::certificate
-// verify failed: hostname mismatch").
-class REACTOR_API TlsError : public std::system_error {
-public:
-    explicit TlsError(reactor::tls::CloseReason close_reason);
-    reactor::tls::CloseReason reason;  // kind, and detail: OpenSSL's text
-};
-
 // Connects to `address`, then does the client side of a TLS handshake with
 // `context` (a client context: else std::invalid_argument, at once), sending
 // `server_name` as SNI and, when the context verifies, checking the
@@ -74,7 +60,7 @@ public:
 // what to expect there; a verifying context needs one, else
 // std::invalid_argument). The future completes with the stream once the
 // handshake is done; it fails with the connect's std::system_error, or a
-// TlsError. Cancelling it abandons the connect or aborts the handshake.
+// StreamError. Cancelling it abandons the connect or aborts the handshake.
 [[nodiscard]] REACTOR_API Future<Stream> open_connection(reactor::Scheduler& sched, const reactor::Address& address,
                                                          reactor::tls::ContextPtr context, std::string server_name,
                                                          StreamOptions options = {}, reactor::tls::Options tls = {},
@@ -108,7 +94,7 @@ public:
 // Upgrades an open plaintext stream to TLS in place (STARTTLS; asyncio's
 // StreamWriter.start_tls): the side is the context's role (a server context
 // answers, a client one starts and sends `server_name`, verified as in
-// open_connection). Done once the handshake is; fails with a TlsError (the
+// open_connection). Done once the handshake is; fails with a StreamError (the
 // pending read, if any, too), or is cancelled if the stream goes first.
 // Cancelling it aborts the connection. Reads and writes may go on meanwhile:
 // writes wait for the handshake, a pending read is served with the

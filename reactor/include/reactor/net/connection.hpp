@@ -38,6 +38,7 @@
 #include "reactor/net/detail/connection_profile.hpp"
 #include "reactor/net/detail/fd_queue.hpp"
 #include "reactor/net/detail/packed_address.hpp"
+#include "reactor/net/end.hpp"
 #include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
 
@@ -45,42 +46,16 @@ namespace reactor {
 
 class ConnectionSet;
 
-// Why a connection closed, as given to its close callback.
-enum class CloseKind : std::uint8_t {
-    local,  // close() or abort() was called on this side (and the flush, if any, succeeded)
-    eof,    // the peer finished sending, and the connection then closed gracefully
-    reset,  // the peer reset the connection (ECONNRESET, EPIPE, ECONNABORTED); a pipe's reader went away (EPIPE)
-    error,  // any other socket error; `error` says which
-    // A deadline of ConnectionOptions passed (see there):
-    read_timeout,   // nothing received for read_timeout (closed gracefully)
-    write_timeout,  // buffered output made no progress for write_timeout (aborted)
-    idle_timeout,   // nothing received or sent for idle_timeout (closed gracefully)
-    scheduler_closed,  // Scheduler::close() ended the loop with the connection open (aborted)
-    // A reader of framed input (reactor/net/line_reader.hpp, frame_reader.hpp)
-    // ended it, closing gracefully (buffered output is flushed first):
-    line_too_long,    // a line longer than the LineReader's maximum
-    frame_too_large,  // a frame whose length prefix is above the FrameReader's maximum
-    truncated,        // the peer's EOF came in the middle of a line or frame (and the reader had no EOF callback)
-};
+// Why a connection closed, as given to its close callback: a reactor::End
+// (reactor/net/end.hpp; CloseReason and CloseKind are its older names).
 // A connection still open (or closing) when its Scheduler is closed
 // (Scheduler::close()) is aborted, and its close callback runs with
-// CloseKind::scheduler_closed. One still open when its Scheduler is destroyed
+// EndKind::scheduler_closed. One still open when its Scheduler is destroyed
 // without close() is aborted and freed, and its callbacks are destroyed
 // WITHOUT running: objects declared after the Scheduler are already gone by
 // then, and a close callback run from ~Scheduler would touch them. To see
 // close reasons at shutdown, call Scheduler::close() first (or close the
 // connections while the loop still runs: Listener::connections()).
-REACTOR_API std::string_view to_string(CloseKind kind) noexcept;
-
-// Like the error of a connect, a listener or a UDP socket, the error is a
-// std::error_code: in the generic category (an errno) for reset and error,
-// empty for the other kinds. reason.error == std::errc::connection_reset.
-struct REACTOR_API CloseReason {
-    CloseKind kind = CloseKind::local;
-    std::error_code error;
-    // "eof", "reset: Connection reset by peer", ...
-    std::string to_string() const;
-};
 
 struct ConnectionOptions {
     // Output buffer water marks (asyncio's defaults): the high-water callback
@@ -137,14 +112,14 @@ public:
     // `data` is valid only during the call: copy what you keep.
     using DataCallback = std::function<void(Connection&, std::string_view data)>;
     using EventCallback = std::function<void(Connection&)>;
-    using CloseCallback = std::function<void(Connection&, const CloseReason&)>;
+    using CloseCallback = std::function<void(Connection&, const End&)>;
     // What the setters take and the connection keeps: move-only, smaller
     // than a std::function (reactor/callback_slot.hpp). A lambda, a
     // std::function (the types above), a function pointer or nullptr
     // converts to it.
     using DataFunction = SlotFunction<void(Connection&, std::string_view data)>;
     using EventFunction = SlotFunction<void(Connection&)>;
-    using CloseFunction = SlotFunction<void(Connection&, const CloseReason&)>;
+    using CloseFunction = SlotFunction<void(Connection&, const End&)>;
 
     // Takes ownership of `fd` and starts reading (the data callback can first
     // run on the next iteration, so set callbacks right after adopting).
@@ -225,7 +200,7 @@ public:
     // until it is replaced or cleared (nullptr); the connection clears it
     // with its callbacks, once the close callback has run. If the loop ends
     // first (the callbacks are dropped unrun: see the comment after
-    // CloseKind), the receiver hears on_abandoned instead: nothing will
+    // EndKind), the receiver hears on_abandoned instead: nothing will
     // reach it any more, so a layer needs no watch of its own on the loop's end.
     class LayerEvents {
     public:
@@ -293,11 +268,11 @@ public:
     // Graceful: stop reading, flush buffered output, then close (reason local,
     // unless the flush fails). A peer that never reads keeps it `closing`
     // forever: use abort() if you cannot wait. Idempotent.
-    void close() { close(CloseKind::local); }
+    void close() { close(EndKind::local); }
     // The same graceful close, reporting `kind` as the reason: for a layer
     // that ends the connection for a reason of its own (LineReader closes
     // with line_too_long). No effect once closing or closed.
-    void close(CloseKind kind);
+    void close(EndKind kind);
     // Immediate: discard buffered output and close now; the peer sees a reset
     // (TCP). Reason local. Idempotent.
     void abort();
@@ -347,23 +322,23 @@ private:
     void update_reader();
     void register_writer();
     void do_write_eof();
-    void begin_close(CloseKind kind);
+    void begin_close(EndKind kind);
     void fail(int error);
-    void finish_close(CloseReason reason, bool abortive);
+    void finish_close(End reason, bool abortive);
     struct CloseCall;  // the queued close-callback call (connection.cpp)
     void schedule_drain();
     void release_fd(bool abortive);
     void clear_callbacks() noexcept;
     void drop_callbacks() noexcept;  // clear_callbacks, telling a layer if the close callback never ran
     // The end of the loop (detail::OpenConnections, a service of the loop):
-    // close() aborts us with CloseKind::scheduler_closed and runs our close
+    // close() aborts us with EndKind::scheduler_closed and runs our close
     // callback; abandon() aborts us with no callback run, only destroyed.
     friend class detail::OpenConnections;
     void end_with_loop_closing();
     void end_with_loop_abandoned() noexcept;
     void describe_for_live(std::vector<LiveItem>& out) const;
     // The loop cannot watch our fd (epoll_ctl failed): aborted, the close
-    // reason carrying the error (CloseKind::error), so the peer sees a reset.
+    // reason carrying the error (EndKind::error), so the peer sees a reset.
     void on_unwatchable(int fd, std::error_code error) override;
     void on_ready(int fd, Interest which) override;
     std::source_location origin() const noexcept override { return where(); }
@@ -449,11 +424,11 @@ private:
     std::unique_ptr<RareCallbacks> rare_;     // once an eof, drain or water-mark callback is set
     LayerEvents* layer_ = nullptr;            // see set_layer_events
     CallbackSlot<void(Connection&, std::string_view)> on_data_;
-    CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
+    CallbackSlot<void(Connection&, const End&)> on_close_;
     detail::PackedAddress peer_;  // as of adoption: see peer_address()
     int fd_;
     State state_ = State::open;
-    CloseKind closing_kind_ = CloseKind::local;  // what `closing` reports once flushed
+    EndKind closing_kind_ = EndKind::local;  // what `closing` reports once flushed
     bool reading_wanted_ : 1 = true;  // not paused by the user
     bool reader_registered_ : 1 = false;
     bool writer_registered_ : 1 = false;

@@ -29,7 +29,7 @@ enum class LengthPrefix : std::uint8_t { u16, u32 };
 struct FrameFormat {
     LengthPrefix prefix = LengthPrefix::u32;
     // The largest payload accepted, the prefix not counted. A frame announced
-    // larger ends the reading (FrameReader: CloseKind::frame_too_large;
+    // larger ends the reading (FrameReader: EndKind::frame_too_large;
     // Stream::read_frame: futures::FrameTooLargeError) before its payload is
     // read. The prefix bounds it too: u16 never announces more than 65535.
     std::size_t max_size = 1024 * 1024;

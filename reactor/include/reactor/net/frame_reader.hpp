@@ -6,13 +6,13 @@
 // reactor::write_frame.
 //
 // The maximum. A prefix announcing more than FrameFormat::max_size closes
-// the connection gracefully with CloseKind::frame_too_large as soon as the
+// the connection gracefully with EndKind::frame_too_large as soon as the
 // prefix is read, before any of the payload is kept.
 //
 // The end of input. When the peer's EOF comes inside a frame (in its prefix
 // or its payload), the reader's EOF callback (set_eof_callback) gets the
 // bytes received of it, prefix included, as `partial`; without one, the
-// connection closes with CloseKind::truncated (CloseKind::eof at a clean end).
+// connection closes with EndKind::truncated (EndKind::eof at a clean end).
 //
 // Ownership, pause, resume and detach as LineReader's
 // (reactor/net/line_reader.hpp). Loop thread only.

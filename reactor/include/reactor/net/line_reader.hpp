@@ -15,14 +15,14 @@
 // empty line is "" (and delivered).
 //
 // The maximum. A line longer than LineOptions::max_length (its end not
-// counted) closes the connection gracefully with CloseKind::line_too_long,
+// counted) closes the connection gracefully with EndKind::line_too_long,
 // as soon as the excess is seen, whether or not its end has arrived: the
 // reader never holds more than max_length plus one read's worth of bytes.
 //
 // The end of input. When the peer's EOF comes after bytes that are no
 // complete line, the reader's EOF callback (set_eof_callback) gets them as
-// `partial`; without one, the connection closes with CloseKind::truncated
-// (CloseKind::eof at a clean end, as a connection without EOF callback).
+// `partial`; without one, the connection closes with EndKind::truncated
+// (EndKind::eof at a clean end, as a connection without EOF callback).
 //
 // Ownership: the reader takes over the connection's data and EOF callbacks
 // and is owned by them (keep the returned pointer only to pause, resume or

@@ -31,7 +31,7 @@
 //        │ failure, timeout             │ peer close_notify, truncation, error        ^
 //        └──────────────────────────────┴──────────────────────────────────────────────┘
 // Writes before the handshake is done are kept as plaintext and encrypted
-// when it is done. The close reason (reactor/tls/close_reason.hpp) tells a
+// when it is done. The close reason (a reactor::End, reactor/net/end.hpp) tells a
 // peer's clean close from a truncation, and carries OpenSSL's text when the
 // handshake fails. close() sends close_notify and does not wait for the
 // peer's (RFC 8446, 6.1 allows it; the plain close() does not wait for the
@@ -64,7 +64,6 @@
 #include "reactor/export.hpp"
 #include "reactor/handle.hpp"
 #include "reactor/net/connection.hpp"
-#include "reactor/tls/close_reason.hpp"
 #include "reactor/tls/context.hpp"
 
 namespace reactor::tls {
@@ -91,11 +90,11 @@ public:
 
     using DataCallback = std::function<void(Connection&, std::string_view plaintext)>;
     using EventCallback = std::function<void(Connection&)>;
-    using CloseCallback = std::function<void(Connection&, const CloseReason&)>;
+    using CloseCallback = std::function<void(Connection&, const End&)>;
     // What the setters take (as the plain Connection's: see there).
     using DataFunction = SlotFunction<void(Connection&, std::string_view plaintext)>;
     using EventFunction = SlotFunction<void(Connection&)>;
-    using CloseFunction = SlotFunction<void(Connection&, const CloseReason&)>;
+    using CloseFunction = SlotFunction<void(Connection&, const End&)>;
 
     // Starts the server or client side of a handshake over `transport` (an
     // open plain connection: accepted, connected, or one that spoke plaintext
@@ -131,10 +130,10 @@ public:
         on_handshake_.set(std::move(cb));
     }
     // The peer sent close_notify. Without an EOF callback the connection then
-    // answers with its own and closes (reason close_notify); with one it
+    // answers with its own and closes (reason eof); with one it
     // stays open for writing: finish with write_eof() or close(). Once it has
     // arrived, a reset our writes then meet (the peer closed its socket) does
-    // not change the reason: still close_notify (local after close()).
+    // not change the reason: still eof (local after close()).
     void set_eof_callback(EventFunction cb) {
         check_thread("tls::Connection::set_eof_callback");
         on_eof_.set(std::move(cb));
@@ -181,7 +180,7 @@ public:
     // ---- ending ----
     // Sends close_notify (after the pending plaintext), then shuts down the
     // TCP sending side; reading goes on until the peer's close_notify, which
-    // closes the connection (reason close_notify), or shutdown_timeout.
+    // closes the connection (reason eof), or shutdown_timeout.
     void write_eof();
     // Graceful: stop reading, flush, send close_notify, close the transport
     // once flushed (bounded by shutdown_timeout). Reason local. Idempotent.
@@ -230,7 +229,7 @@ private:
     void on_ciphertext(std::string_view data);
     void on_transport_eof();
     void on_peer_close_notify();
-    void on_transport_closed(const reactor::CloseReason& reason);
+    void on_transport_closed(const reactor::End& reason);
     void advance();
     void do_handshake();
     void on_handshake_done();
@@ -240,8 +239,8 @@ private:
     void send_close_notify();
     void do_write_eof();
     void do_close();
-    void fail(CloseKind kind, std::string detail, bool abortive);
-    void arm_timer(std::chrono::milliseconds after, CloseKind kind);
+    void fail(EndKind kind, std::string detail, bool abortive);
+    void arm_timer(std::chrono::milliseconds after, EndKind kind);
     void check_low_water();
     void update_transport_reading();
     void schedule_read();
@@ -270,7 +269,7 @@ private:
     Options options_;
     std::string pending_plaintext_;  // written before the handshake finished
     std::string server_name_;
-    CloseReason ending_;  // what the close callback will say, once the transport closes
+    End ending_;  // what the close callback will say, once the transport closes
     Handle timer_;        // the handshake or the shutdown timeout
     CallbackSlot<void(Connection&, std::string_view)> on_data_;
     CallbackSlot<void(Connection&)> on_handshake_;
@@ -278,7 +277,7 @@ private:
     CallbackSlot<void(Connection&)> on_drain_;
     CallbackSlot<void(Connection&)> on_high_water_;
     CallbackSlot<void(Connection&)> on_low_water_;
-    CallbackSlot<void(Connection&, const CloseReason&)> on_close_;
+    CallbackSlot<void(Connection&, const End&)> on_close_;
     State state_ = State::handshaking;
     bool handshake_done_ = false;
     bool ending_set_ = false;       // ending_ was decided before the transport closed

@@ -5,7 +5,7 @@
 // names the file or setting and ends with OpenSSL's own text
 // (ERR_error_string_n of every error OpenSSL queued), so a log line says
 // which file and why. A connection never throws it: a TLS failure on the wire
-// is a close reason (reactor/tls/close_reason.hpp), not an exception.
+// is a close reason (a reactor::End: reactor/net/end.hpp), not an exception.
 #pragma once
 
 #include <reactor/export.hpp>

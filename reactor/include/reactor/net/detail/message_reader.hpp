@@ -58,7 +58,7 @@ public:
     // complete message ("" at a clean end). With this callback the
     // connection stays open for writing, as with Connection's EOF callback:
     // finish with close() or write_eof(). Without it the connection closes
-    // gracefully by itself, reason eof at a clean end, CloseKind::truncated
+    // gracefully by itself, reason eof at a clean end, EndKind::truncated
     // when the input ended inside a message (whose bytes are dropped).
     void set_eof_callback(EofCallback cb) { on_eof_ = std::move(cb); }
 
@@ -70,7 +70,7 @@ protected:
         std::size_t length = 0;    // message: its content's size
         std::size_t consumed = 0;  // message: the bytes it takes, framing included
     };
-    MessageReader(const std::shared_ptr<Connection>& conn, MessageCallback on_message, CloseKind too_large);
+    MessageReader(const std::shared_ptr<Connection>& conn, MessageCallback on_message, EndKind too_large);
     // Takes over the connection's callbacks; once, right after construction.
     void start(Connection& conn);
     // The first message of `bytes`, which start at a message boundary. The
@@ -98,7 +98,7 @@ private:
     ByteBuffer in_;              // the start of the next message, when a read ended inside one
     std::string_view pending_;   // during deliver(): what follows the message being handed over
     std::size_t scanned_ = 0;    // of in_: see cut()
-    CloseKind too_large_;        // the close reason when a message is over the maximum
+    EndKind too_large_;        // the close reason when a message is over the maximum
     bool attached_ = false;
     bool paused_ = false;
     bool delivering_ = false;
