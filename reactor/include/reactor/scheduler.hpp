@@ -405,6 +405,11 @@ public:
     // library's functions, called directly (reactor/detail/kernel_calls.hpp).
     // Read on every socket call: inline, one load.
     Kernel* kernel() const noexcept { return kernel_.get(); }
+    // The same, shared: for an object that may outlive the loop while it
+    // still holds an fd of its kernel (a Connector whose loop ended
+    // mid-connect closes its socket when it is destroyed). Null for the C
+    // library's calls.
+    const std::shared_ptr<Kernel>& shared_kernel() const noexcept { return kernel_; }
     // A snapshot of the loop as data (see LoopStats for what is always
     // counted and what debug mode adds). O(fds + LagWindow::kSize).
     LoopStats stats() const;

@@ -50,14 +50,19 @@ std::shared_ptr<Connector> Connector::start(Scheduler& sched, std::string_view h
 
 Connector::Connector(Passkey, Scheduler& sched, std::string host, ConnectCallback cb, Options options,
                      std::source_location where)
-    : sched_(sched), where_(where), host_(std::move(host)), cb_(std::move(cb)), options_(options) {}
+    : sched_(sched),
+      kernel_(sched.shared_kernel()),
+      where_(where),
+      host_(std::move(host)),
+      cb_(std::move(cb)),
+      options_(options) {}
 
 void Connector::describe(int fd, std::vector<LiveItem>& out) const {
     out.push_back(LiveItem{LiveItem::Kind::connecting, fmt::format("fd {}, to {}", fd, address_.to_string()), where_, true});
 }
 
 Connector::~Connector() {
-    if (fd_ >= 0) detail::close_fd(sched_.kernel(), fd_);  // only if the loop was torn down mid-connect
+    if (fd_ >= 0) detail::close_fd(kernel_.get(), fd_);  // only if the loop was torn down mid-connect
 }
 
 void Connector::arm_timeout() {
@@ -71,7 +76,7 @@ void Connector::arm_timeout() {
 // loop: it answers at once, and no other thread may touch it.
 void Connector::look_up(std::uint16_t port) {
     state_ = State::resolving;
-    if (Kernel* kernel = sched_.kernel()) {
+    if (Kernel* kernel = kernel_.get()) {
         try {
             auto found = Address::resolve(kernel, host_, port);
             soon_ = sched_.call_soon(
@@ -127,11 +132,11 @@ void Connector::try_addresses(std::vector<Address> addresses) {
 
 void Connector::begin() {
     try {
-        fd_ = detail::make_socket(sched_.kernel(), address_.family(), SOCK_STREAM).release();
+        fd_ = detail::make_socket(kernel_.get(), address_.family(), SOCK_STREAM).release();
     } catch (const std::system_error& e) {
         return finish_later(errno_code(e.code().value()));
     }
-    if (detail::sys::connect(sched_.kernel(), fd_, address_.data(), address_.size()) == 0)
+    if (detail::sys::connect(kernel_.get(), fd_, address_.data(), address_.size()) == 0)
         return finish_later({});  // Unix sockets usually do
     // EINTR is not retried: the attempt goes on in the background, as with EINPROGRESS.
     int err = errno;
@@ -158,7 +163,7 @@ void Connector::on_unwatchable(int /*fd*/, std::error_code error) {
 
 void Connector::on_writable() {
     waiting_ = false;  // one-shot: already deregistered
-    attempt_done(detail::take_socket_error(sched_.kernel(), fd_));
+    attempt_done(detail::take_socket_error(kernel_.get(), fd_));
 }
 
 // One address answered: connected, or on to the next address if any is left.
@@ -195,7 +200,7 @@ void Connector::finish(std::error_code error) {
     untried_.clear();
     ConnectCallback cb = std::move(cb_);
     if (!error && fd_ >= 0) {
-        if (options_.no_delay && address_.is_ip()) detail::set_no_delay(sched_.kernel(), fd_);
+        if (options_.no_delay && address_.is_ip()) detail::set_no_delay(kernel_.get(), fd_);
         ConnectionPtr conn;
         try {
             conn = Connection::adopt(sched_, std::exchange(fd_, -1), options_.connection, where_);  // closes it on failure
@@ -215,7 +220,7 @@ void Connector::close_socket() {
     waiting_ = false;
     if (fd_ < 0) return;
     sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
-    detail::close_fd(sched_.kernel(), std::exchange(fd_, -1));
+    detail::close_fd(kernel_.get(), std::exchange(fd_, -1));
 }
 
 bool Connector::cancel() {
