@@ -37,7 +37,9 @@
 // and futures::resolve from a host's loop (Scheduler::kernel() non-null) run
 // it inline or refuse. Real time and getrandom read by user code directly:
 // only an interposed clock_gettime/getrandom (as tests/support/syscall_faults
-// does for other calls) can see them.
+// does for other calls) can see them. TLS runs over a host's Connection, but
+// OpenSSL draws its handshake randomness from getrandom: until its RNG is
+// seeded from the world, a TLS run's bytes (and trace) differ between runs.
 // Loop thread only: a world and its hosts belong to the thread that made them.
 #pragma once
 
