@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Listener on 127.0.0.1 and ::1, on every selector backend: accepting
 // under EMFILE, a connection the backend cannot watch, IPv6 loopback, a
-// connect storm accepted one batch per wake-up, max_connections.
+// connect storm accepted one batch per wake-up, max_connections, and every
+// system call of a listener, a connect and their connections made through
+// the Scheduler's kernel.
 // Ordering comes from callbacks, never from sleeps.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -29,6 +31,7 @@
 
 #include "support/backends.hpp"
 #include "support/net_util.hpp"
+#include "support/recording_kernel.hpp"
 #include "support/tcp_echo.hpp"
 
 using namespace std::chrono_literals;
@@ -422,5 +425,55 @@ BOOST_AUTO_TEST_CASE(beyond_max_connections_a_client_is_closed_at_once_and_a_fre
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return closed == kMax + 1; }));
     listener->close();
     sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+// The seam of the simulator (reactor/kernel.hpp): a Listener, a connect by a
+// name only the kernel knows, and the echo between their Connections make
+// every system call through SchedulerOptions::kernel, and every fd the
+// kernel handed out comes back to its close(). A call that went straight to
+// the C library would leave an fd open here, or a count short.
+BOOST_AUTO_TEST_CASE(a_listener_connect_and_echo_make_every_system_call_through_the_schedulers_kernel) {
+    auto kernel = std::make_shared<reactor_test::RecordingKernel>();
+    kernel->alias = "echo.kernel.test";
+    kernel->alias_target = "127.0.0.1";
+    auto options = on(reactor_test::backend_under_test());
+    options.kernel = kernel;
+    reactor::Scheduler sched(options);
+    BOOST_TEST(sched.kernel() == kernel.get());
+
+    auto listener = reactor::Listener::listen(sched, any_loopback(), [](const ConnectionPtr& c) {
+        c->set_data_callback([](Connection& c, std::string_view d) { c.write(d); });
+    });
+    std::string echoed;
+    std::error_code connect_error;
+    reactor::connect(sched, kernel->alias, listener->address().port(), [&](ConnectionPtr c, std::error_code e) {
+        connect_error = e;
+        if (!c) return;
+        c->set_data_callback([&](Connection& c, std::string_view d) {
+            echoed += d;
+            if (echoed.size() == 4) c.write_eof();  // the server's echo sees EOF and closes
+        });
+        c->write("ping");
+    });
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return echoed == "ping" && listener->connections().empty(); }));
+    listener->close();
+    sched.run();
+    BOOST_TEST(!connect_error);
+    BOOST_TEST(echoed == "ping");
+    BOOST_TEST(kernel->count("getaddrinfo") == 1);  // the name, looked up on the loop
+    BOOST_TEST(kernel->count("socket") == 2);       // the listener's and the client's
+    BOOST_TEST(kernel->count("bind") == 1);
+    BOOST_TEST(kernel->count("listen") == 1);
+    BOOST_TEST(kernel->count("connect") == 1);
+    BOOST_TEST(kernel->count("accept4") >= 1);
+    BOOST_TEST(kernel->count("send") >= 2);  // ping, and its echo
+    BOOST_TEST(kernel->count("recv") >= 3);  // ping, the echo, the client's EOF
+    BOOST_TEST(kernel->count("shutdown") == 1);
+    BOOST_TEST(kernel->count("getsockopt") == 1);  // the connect's SO_ERROR
+    BOOST_TEST(kernel->count("fstat") == 1);       // the connected socket adopted
+    BOOST_TEST(kernel->count("close") == 3);       // listener, accepted, connected
+    BOOST_TEST(kernel->open.empty());
+    BOOST_TEST(kernel->foreign_closes.empty());
     BOOST_TEST(sched.empty());
 }

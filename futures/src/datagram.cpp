@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <reactor/detail/kernel_calls.hpp>
 
 #include "futures/leaves.hpp"
 
@@ -141,8 +142,9 @@ int DatagramSocket::try_send(const Outgoing& out) {
     auto once = [&] {
         ssize_t n;
         do {
-            n = ::sendto(socket_->fd(), out.data.data(), out.data.size(), MSG_NOSIGNAL,
-                         to_peer ? nullptr : out.to.data(), to_peer ? 0 : out.to.size());
+            n = reactor::detail::sys::sendto(sched_.kernel(), socket_->fd(), out.data.data(), out.data.size(),
+                                             MSG_NOSIGNAL, to_peer ? nullptr : out.to.data(),
+                                             to_peer ? 0 : out.to.size());
         } while (n < 0 && errno == EINTR);
         return n < 0 ? errno : 0;
     };

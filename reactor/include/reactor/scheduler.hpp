@@ -401,6 +401,15 @@ public:
     std::size_t waiter_count() const noexcept { return waiters_; }
     bool empty() const;  // nothing ready, sleeping, waiting or posted
     const Selector& selector() const noexcept { return *selector_; }
+    // The kernel its sockets call (Options::kernel): null for the C
+    // library's functions, called directly (reactor/detail/kernel_calls.hpp).
+    // Read on every socket call: inline, one load.
+    Kernel* kernel() const noexcept { return kernel_.get(); }
+    // The same, shared: for an object that may outlive the loop while it
+    // still holds an fd of its kernel (a Connector whose loop ended
+    // mid-connect closes its socket when it is destroyed). Null for the C
+    // library's calls.
+    const std::shared_ptr<Kernel>& shared_kernel() const noexcept { return kernel_; }
     // A snapshot of the loop as data (see LoopStats for what is always
     // counted and what debug mode adds). O(fds + LagWindow::kSize).
     LoopStats stats() const;
@@ -565,6 +574,9 @@ private:
     void purge_if_mostly_dead(std::size_t more) noexcept;
 
     std::unique_ptr<Selector> selector_;
+    // Declared early: destroyed after the services, whose sockets close
+    // their fds through it.
+    std::shared_ptr<Kernel> kernel_;
     ClockFunction clock_;  // empty: Clock::now, called directly
     // Options::wakeup_recheck_interval; zero on a virtual clock (see wait_announced).
     std::chrono::nanoseconds wakeup_recheck_{};

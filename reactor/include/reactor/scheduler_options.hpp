@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "reactor/clock.hpp"
+#include "reactor/kernel.hpp"
 #include "reactor/selector.hpp"
 
 namespace reactor {
@@ -42,6 +43,12 @@ struct SchedulerOptions {
     Backend backend = Backend::select;
     SelectorHandoff selector;  // overrides backend when set (see SelectorHandoff)
     ClockFunction clock;                 // empty: Clock::now
+    // The system calls of this loop's sockets (reactor/kernel.hpp): null,
+    // the default, is the C library's, called directly. A simulated host's
+    // kernel, or a test's recording one. Copies of the options share it;
+    // every Scheduler built with it must run on one thread (a kernel is
+    // loop-thread only), and it lives as long as the last of them.
+    std::shared_ptr<Kernel> kernel;
 
     // Debug mode (docs/debugging.md): off by default, and on when `debug`
     // is true or the environment has REACTOR_DEBUG set to anything but ""

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "reactor/scheduler.hpp"
+#include "reactor/detail/kernel_calls.hpp"
 
 namespace reactor {
 
@@ -135,7 +136,10 @@ void Scheduler::set_fd_owner(int fd, FdOwner& owner) {
 }
 
 // One fcntl: the cheapest call that fails with EBADF for a closed number.
-bool Scheduler::fd_number_closed(int fd) const { return ::fcntl(fd, F_GETFD) == -1 && errno == EBADF; }
+// Asked of the loop's kernel: a simulated host's numbers are not the process's.
+bool Scheduler::fd_number_closed(int fd) const {
+    return detail::sys::fcntl(kernel(), fd, F_GETFD) == -1 && errno == EBADF;
+}
 
 // An owned fd: the owner hears, from the run phase, unless it forgot the fd
 // first (forget_fd clears both fields, and this then does nothing). Its

@@ -26,6 +26,7 @@ Scheduler::Scheduler() : Scheduler(Options{}) {}
 
 Scheduler::Scheduler(Options options)
     : selector_(options.selector ? options.selector.take() : make_selector(options.backend)),
+      kernel_(std::move(options.kernel)),
       clock_(std::move(options.clock)) {
     configure_debug(options);  // debug.cpp; first: it may throw, and nothing is owned yet
     if (options.wakeup_recheck_interval < Duration::zero())

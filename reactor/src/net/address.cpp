@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "reactor/detail/kernel_calls.hpp"
 #include "reactor/net/resolve_error.hpp"
 
 namespace reactor {
@@ -87,7 +88,8 @@ namespace {
 
 // getaddrinfo for one host and service (either may be null), every IPv4 and
 // IPv6 address once; `port` (if not negative) replaces the service's.
-std::vector<Address> lookup(std::string_view host, const char* service, int port, const ResolveOptions& options) {
+std::vector<Address> lookup(Kernel* kernel, std::string_view host, const char* service, int port,
+                            const ResolveOptions& options) {
     // getaddrinfo would read an empty host as "the local machine" (or look ""
     // up): refused here, without a lookup; so is an empty service.
     if (host.empty())
@@ -101,7 +103,7 @@ std::vector<Address> lookup(std::string_view host, const char* service, int port
     if (options.numeric_host) hints.ai_flags |= AI_NUMERICHOST;
     addrinfo* list = nullptr;
     const std::string name(host);
-    const int rc = ::getaddrinfo(name.c_str(), service, &hints, &list);
+    const int rc = detail::sys::getaddrinfo(kernel, name.c_str(), service, &hints, &list);
     const int saved_errno = errno;
     const std::string_view service_text = service ? std::string_view(service) : std::string_view();
     if (rc != 0) throw resolve_error(rc, host, service_text, saved_errno);
@@ -116,7 +118,7 @@ std::vector<Address> lookup(std::string_view host, const char* service, int port
         const Address a = Address::from_sockaddr(ai->ai_addr, ai->ai_addrlen);
         if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
     }
-    ::freeaddrinfo(list);
+    detail::sys::freeaddrinfo(kernel, list);
     if (out.empty()) throw resolve_error(EAI_NODATA, host, service_text);
     return out;
 }
@@ -124,17 +126,21 @@ std::vector<Address> lookup(std::string_view host, const char* service, int port
 }  // namespace
 
 std::vector<Address> Address::resolve(std::string_view host, std::uint16_t port) {
+    return resolve(nullptr, host, port);
+}
+
+std::vector<Address> Address::resolve(Kernel* kernel, std::string_view host, std::uint16_t port) {
     try {
         return {parse(host, port)};
     } catch (const std::invalid_argument&) {
         // not numeric: fall through to a real lookup
     }
-    return lookup(host, nullptr, port, ResolveOptions{});
+    return lookup(kernel, host, nullptr, port, ResolveOptions{});
 }
 
 std::vector<Address> Address::resolve(std::string_view host, std::string_view service, const ResolveOptions& options) {
     const std::string service_text(service);
-    return lookup(host, service_text.c_str(), -1, options);
+    return lookup(nullptr, host, service_text.c_str(), -1, options);
 }
 
 Address Address::from_sockaddr(const sockaddr* sa, socklen_t len) {
@@ -145,18 +151,21 @@ Address Address::from_sockaddr(const sockaddr* sa, socklen_t len) {
     return a;
 }
 
-Address Address::local_of(int fd) {
+Address Address::local_of(int fd) { return local_of(nullptr, fd); }
+Address Address::peer_of(int fd) { return peer_of(nullptr, fd); }
+
+Address Address::local_of(Kernel* kernel, int fd) {
     Address a;
     socklen_t len = sizeof a.storage_;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a.storage_), &len) != 0) return Address();
+    if (detail::sys::getsockname(kernel, fd, reinterpret_cast<sockaddr*>(&a.storage_), &len) != 0) return Address();
     a.len_ = len;
     return a;
 }
 
-Address Address::peer_of(int fd) {
+Address Address::peer_of(Kernel* kernel, int fd) {
     Address a;
     socklen_t len = sizeof a.storage_;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a.storage_), &len) != 0) return Address();
+    if (detail::sys::getpeername(kernel, fd, reinterpret_cast<sockaddr*>(&a.storage_), &len) != 0) return Address();
     a.len_ = len;
     return a;
 }

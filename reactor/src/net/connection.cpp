@@ -20,6 +20,7 @@
 #include "connection_profiles.hpp"
 #include "deadline_queues.hpp"
 #include "open_connections.hpp"
+#include "reactor/detail/kernel_calls.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -50,14 +51,15 @@ void Connection::check_options(const ConnectionOptions& options) {
 
 std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, ConnectionOptions options,
                                               std::source_location where) {
-    detail::UniqueFd owned(fd);
+    Kernel* const kernel = sched.kernel();
+    detail::UniqueFd owned(kernel, fd);
     check_options(options);
-    const FdKind kind = inspect_fd(fd);  // connection_fd.cpp
+    const FdKind kind = inspect_fd(kernel, fd);  // connection_fd.cpp
     auto conn = std::make_shared<Connection>(Passkey{}, detail::ConnectionProfiles::find(sched, where, options), fd,
                                              options);
     owned.release();  // ours now: ~Connection closes it
     conn->adapt_to_fd_kind(kind);
-    if (kind.type == S_IFSOCK) conn->peer_ = Address::peer_of(fd);
+    if (kind.type == S_IFSOCK) conn->peer_ = Address::peer_of(kernel, fd);
     return start(std::move(conn));
 }
 
@@ -65,7 +67,7 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
 // socket, read-write, non-blocking. accept4 gave the peer's address.
 std::shared_ptr<Connection> Connection::adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
                                                        const ConnectionOptions& options) {
-    detail::UniqueFd owned(fd);
+    detail::UniqueFd owned(profile.kernel, fd);
     check_options(options);
     auto conn = std::make_shared<Connection>(Passkey{}, profile, fd, options);
     owned.release();
@@ -89,6 +91,7 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) 
 Connection::Connection(Passkey, detail::ConnectionProfile& profile, int fd, const ConnectionOptions& options)
     : profile_(&profile), fd_(fd) {
     pause_above_high_ = options.pause_reading_above_high_water;
+    direct_ = profile.kernel == nullptr;  // adapt_to_fd_kind clears it for a pipe or terminal
     const Duration zero = Duration::zero();
     if (options.read_timeout > zero || options.write_timeout > zero || options.idle_timeout > zero) {
         timeouts_ = &join_timeouts(std::max(options.read_timeout, zero), std::max(options.write_timeout, zero),
@@ -103,7 +106,7 @@ Connection::~Connection() {
     if (fd_ >= 0) {
         leave_deadlines();
         scheduler().forget_fd(fd_);  // it may already have an owner: us
-        detail::close_fd(fd_);
+        detail::close_fd(kernel(), fd_);
     }
     detail::ConnectionProfiles::leave(*profile_);  // last: the loop may be gone, the profile is not
     if (owns_itself_) {
@@ -172,7 +175,8 @@ void Connection::set_no_delay(bool on) noexcept {
         scheduler().off_owner_thread("Connection::set_no_delay", nullptr, &where(), "connection"))
         return;  // noexcept: reported, not done
     int v = on ? 1 : 0;
-    if (fd_ >= 0 && is_socket_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
+    if (fd_ >= 0 && is_socket_)
+        detail::sys::setsockopt(kernel(), fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
 }
 
 void Connection::set_water_marks(std::size_t high, std::size_t low) {
@@ -187,7 +191,8 @@ void Connection::set_water_marks(std::size_t high, std::size_t low) {
     // high_water() and low_water() read it now).
     detail::ConnectionProfile& next =
         state_ != State::closed ? ConnectionProfiles::find(scheduler(), where(), h, l, profile_->read_size)
-                                : *new detail::ConnectionProfile{&scheduler(), where(), h, l, profile_->read_size};
+                                : *new detail::ConnectionProfile{&scheduler(), kernel(), where(), h, l,
+                                                                 profile_->read_size};
     ConnectionProfiles::leave(*std::exchange(profile_, &ConnectionProfiles::hold(next)));
 }
 
@@ -239,7 +244,7 @@ void Connection::on_readable() {
     char* buf = detail::read_scratch(profile_->read_size);
     ssize_t n;
     do {
-        n = is_socket_ ? ::recv(fd_, buf, profile_->read_size, 0) : ::read(fd_, buf, profile_->read_size);
+        n = direct_ ? ::recv(fd_, buf, profile_->read_size, 0) : transfer_in_indirect(buf, profile_->read_size);
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
         note_read();
@@ -367,7 +372,7 @@ void Connection::do_write_eof() {
     // ENOTCONN: the peer already reset; reading reports that, nothing to do here.
     // Not a socket: a write-only pipe has read_eof_ set, so it closes just
     // below (its reader sees EOF); a terminal cannot half-close.
-    if (is_socket_) ::shutdown(fd_, SHUT_WR);
+    if (is_socket_) detail::sys::shutdown(kernel(), fd_, SHUT_WR);
     write_shut_ = true;
     if (read_eof_) finish_close({EndKind::eof, {}}, false);
 }
@@ -447,9 +452,11 @@ void Connection::release_fd(bool abortive) {
     if (auto* open = scheduler().find_service<detail::OpenConnections>()) open->remove(fd_);
     scheduler().forget_fd(fd_);
     reader_registered_ = writer_registered_ = false;
-    if (abortive && is_socket_) detail::set_linger_zero(fd_);
-    if (rare_ && rare_->restore_flags >= 0) ::fcntl(fd_, F_SETFL, rare_->restore_flags);  // adopt_stdio: the description outlives us
-    detail::close_fd(fd_);
+    Kernel* const k = kernel();
+    if (abortive && is_socket_) detail::set_linger_zero(k, fd_);
+    if (rare_ && rare_->restore_flags >= 0)
+        detail::sys::fcntl(k, fd_, F_SETFL, rare_->restore_flags);  // adopt_stdio: the description outlives us
+    detail::close_fd(k, fd_);
     fd_ = -1;
     drop_output();
 }
@@ -506,7 +513,7 @@ void Connection::end_with_loop_abandoned() noexcept {
 }
 
 Address Connection::local_address() const {
-    return fd_ >= 0 && is_socket_ ? Address::local_of(fd_) : Address();
+    return fd_ >= 0 && is_socket_ ? Address::local_of(kernel(), fd_) : Address();
 }
 
 void Connection::describe_for_live(std::vector<LiveItem>& out) const {

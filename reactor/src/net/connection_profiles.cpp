@@ -40,7 +40,7 @@ ConnectionProfile& ConnectionProfiles::find(Scheduler& sched, std::source_locati
     auto it = index.profiles_.find(key);
     if (it == index.profiles_.end()) {
         auto made = std::make_unique<ConnectionProfile>(
-            ConnectionProfile{&sched, where, high_water, low_water, read_size, 0, &index});
+            ConnectionProfile{&sched, sched.kernel(), where, high_water, low_water, read_size, 0, &index});
         it = index.profiles_.emplace(key, made.get()).first;
         made.release();
     }

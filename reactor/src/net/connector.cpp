@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "reactor/net/resolve_error.hpp"
+#include "reactor/detail/kernel_calls.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -49,14 +50,19 @@ std::shared_ptr<Connector> Connector::start(Scheduler& sched, std::string_view h
 
 Connector::Connector(Passkey, Scheduler& sched, std::string host, ConnectCallback cb, Options options,
                      std::source_location where)
-    : sched_(sched), where_(where), host_(std::move(host)), cb_(std::move(cb)), options_(options) {}
+    : sched_(sched),
+      kernel_(sched.shared_kernel()),
+      where_(where),
+      host_(std::move(host)),
+      cb_(std::move(cb)),
+      options_(options) {}
 
 void Connector::describe(int fd, std::vector<LiveItem>& out) const {
     out.push_back(LiveItem{LiveItem::Kind::connecting, fmt::format("fd {}, to {}", fd, address_.to_string()), where_, true});
 }
 
 Connector::~Connector() {
-    if (fd_ >= 0) detail::close_fd(fd_);  // only if the loop was torn down mid-connect
+    if (fd_ >= 0) detail::close_fd(kernel_.get(), fd_);  // only if the loop was torn down mid-connect
 }
 
 void Connector::arm_timeout() {
@@ -66,8 +72,23 @@ void Connector::arm_timeout() {
 }
 
 // getaddrinfo on the pool; the job's `done` holds us until the answer is back.
+// A loop with a kernel of its own (a simulated host) asks that kernel, on the
+// loop: it answers at once, and no other thread may touch it.
 void Connector::look_up(std::uint16_t port) {
     state_ = State::resolving;
+    if (Kernel* kernel = kernel_.get()) {
+        try {
+            auto found = Address::resolve(kernel, host_, port);
+            soon_ = sched_.call_soon(
+                [self = shared_from_this(), found = std::move(found)] {
+                    if (self->state_ == State::resolving) self->try_addresses(found);
+                },
+                where_);
+        } catch (const std::system_error& e) {
+            finish_later(e.code());
+        }
+        return;
+    }
     ThreadPool& pool = options_.resolver ? *options_.resolver : default_thread_pool();
     try {
         lookup_ = pool.submit(
@@ -111,11 +132,12 @@ void Connector::try_addresses(std::vector<Address> addresses) {
 
 void Connector::begin() {
     try {
-        fd_ = detail::make_socket(address_.family(), SOCK_STREAM).release();
+        fd_ = detail::make_socket(kernel_.get(), address_.family(), SOCK_STREAM).release();
     } catch (const std::system_error& e) {
         return finish_later(errno_code(e.code().value()));
     }
-    if (::connect(fd_, address_.data(), address_.size()) == 0) return finish_later({});  // Unix sockets usually do
+    if (detail::sys::connect(kernel_.get(), fd_, address_.data(), address_.size()) == 0)
+        return finish_later({});  // Unix sockets usually do
     // EINTR is not retried: the attempt goes on in the background, as with EINPROGRESS.
     int err = errno;
     if (err != EINPROGRESS && err != EINTR) return finish_later(errno_code(err));
@@ -141,7 +163,7 @@ void Connector::on_unwatchable(int /*fd*/, std::error_code error) {
 
 void Connector::on_writable() {
     waiting_ = false;  // one-shot: already deregistered
-    attempt_done(detail::take_socket_error(fd_));
+    attempt_done(detail::take_socket_error(kernel_.get(), fd_));
 }
 
 // One address answered: connected, or on to the next address if any is left.
@@ -178,7 +200,7 @@ void Connector::finish(std::error_code error) {
     untried_.clear();
     ConnectCallback cb = std::move(cb_);
     if (!error && fd_ >= 0) {
-        if (options_.no_delay && address_.is_ip()) detail::set_no_delay(fd_);
+        if (options_.no_delay && address_.is_ip()) detail::set_no_delay(kernel_.get(), fd_);
         ConnectionPtr conn;
         try {
             conn = Connection::adopt(sched_, std::exchange(fd_, -1), options_.connection, where_);  // closes it on failure
@@ -198,7 +220,7 @@ void Connector::close_socket() {
     waiting_ = false;
     if (fd_ < 0) return;
     sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
-    detail::close_fd(std::exchange(fd_, -1));
+    detail::close_fd(kernel_.get(), std::exchange(fd_, -1));
 }
 
 bool Connector::cancel() {

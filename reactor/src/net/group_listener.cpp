@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "reactor/detail/kernel_calls.hpp"
 #include "reactor/net/connection_set.hpp"
 
 namespace reactor {
@@ -67,15 +68,17 @@ namespace {
 // An accepted socket on its way to a loop: closed if it never gets there.
 class TravellingFd {
 public:
-    explicit TravellingFd(int fd) noexcept : fd_(fd) {}
-    TravellingFd(TravellingFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    // `kernel`: the accepting loop's (Scheduler::kernel()), whose fd it is.
+    TravellingFd(Kernel* kernel, int fd) noexcept : kernel_(kernel), fd_(fd) {}
+    TravellingFd(TravellingFd&& other) noexcept : kernel_(other.kernel_), fd_(std::exchange(other.fd_, -1)) {}
     TravellingFd& operator=(TravellingFd&&) = delete;
     ~TravellingFd() {
-        if (fd_ >= 0) ::close(fd_);
+        if (fd_ >= 0) detail::sys::close(kernel_, fd_);
     }
     int release() noexcept { return std::exchange(fd_, -1); }
 
 private:
+    Kernel* kernel_;
     int fd_;
 };
 
@@ -87,7 +90,8 @@ struct Arrival {
     TravellingFd fd;
     bool arrived = false;
 
-    Arrival(std::shared_ptr<GroupListener::Shared> s, std::size_t i, int f) : shared(std::move(s)), index(i), fd(f) {}
+    Arrival(std::shared_ptr<GroupListener::Shared> s, std::size_t i, TravellingFd f)
+        : shared(std::move(s)), index(i), fd(std::move(f)) {}
     Arrival(Arrival&&) noexcept = default;
     Arrival& operator=(Arrival&&) = delete;
     ~Arrival() {
@@ -160,8 +164,8 @@ std::unique_ptr<GroupListener> GroupListener::listen(LoopGroup& group, const Add
         }
     } else {
         const std::size_t acceptor = options.acceptor;
-        options.listener.hand_off = [weak](int fd) {
-            TravellingFd guard(fd);
+        options.listener.hand_off = [weak, kernel = group.loop(acceptor).kernel()](int fd) {
+            TravellingFd guard(kernel, fd);
             auto s = weak.lock();
             if (!s) return;
             const std::size_t i = s->pick();
@@ -169,7 +173,7 @@ std::unique_ptr<GroupListener> GroupListener::listen(LoopGroup& group, const Add
             s->loops[i]->handed.fetch_add(1);
             // Refused (that loop ended): the Arrival dies here, closing the
             // socket and counting it out.
-            (void)s->group->loop(i).try_call_soon_threadsafe(Arrival(s, i, guard.release()), s->where);
+            (void)s->group->loop(i).try_call_soon_threadsafe(Arrival(s, i, std::move(guard)), s->where);
         };
         shared->loops[acceptor]->listener =
             Listener::listen(group.loop(acceptor), bound, Listener::AcceptCallback{}, options.listener, where);

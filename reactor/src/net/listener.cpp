@@ -17,6 +17,7 @@
 
 #include "connection_profiles.hpp"
 #include "loop_sockets.hpp"
+#include "reactor/detail/kernel_calls.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -24,11 +25,12 @@ namespace {
 
 // A socket file left behind by a server that died is replaced; one that a live
 // server still answers on is not (asyncio removes any socket file; we probe first).
+// Unix socket files are the real file system's: only the real kernel has them.
 void remove_stale_socket_file(const Address& address) {
     std::string path = address.host();
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return;  // absent, or not ours to remove
-    auto probe = detail::make_socket(AF_UNIX, SOCK_STREAM);
+    auto probe = detail::make_socket(nullptr, AF_UNIX, SOCK_STREAM);
     int rc;
     do {
         rc = ::connect(probe.get(), address.data(), address.size());
@@ -68,24 +70,26 @@ std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& addr
     if (options.accept_batch == 0)
         throw std::invalid_argument(
             "reactor: Listener::Options::accept_batch must be at least 1 (0 would never accept)");
-    auto fd = detail::make_socket(address.family(), SOCK_STREAM);
+    Kernel* const kernel = sched.kernel();
+    auto fd = detail::make_socket(kernel, address.family(), SOCK_STREAM);
     if (address.is_ip()) {
-        if (options.reuse_address) detail::set_reuse_address(fd.get());
-        if (options.reuse_port) detail::set_reuse_port(fd.get());
+        if (options.reuse_address) detail::set_reuse_address(kernel, fd.get());
+        if (options.reuse_port) detail::set_reuse_port(kernel, fd.get());
     }
-    bool file_path = address.is_unix() && address.host().front() != '@';
+    // A simulated kernel's Unix addresses are its own: no file to look at.
+    bool file_path = kernel == nullptr && address.is_unix() && address.host().front() != '@';
     if (file_path) remove_stale_socket_file(address);
-    if (::bind(fd.get(), address.data(), address.size()) != 0)
+    if (detail::sys::bind(kernel, fd.get(), address.data(), address.size()) != 0)
         throw detail::system_error(errno, fmt::format("reactor: bind {}", address.to_string()));
 
     struct stat st {};
     bool owns_path = file_path && ::stat(address.host().c_str(), &st) == 0;
-    if (::listen(fd.get(), options.backlog) != 0) {
+    if (detail::sys::listen(kernel, fd.get(), options.backlog) != 0) {
         int err = errno;
         if (owns_path) ::unlink(address.host().c_str());
         throw detail::system_error(err, fmt::format("reactor: listen {}", address.to_string()));
     }
-    Address bound = address.is_unix() ? address : Address::local_of(fd.get());
+    Address bound = address.is_unix() ? address : Address::local_of(kernel, fd.get());
     auto listener = std::make_shared<Listener>(Passkey{}, sched, fd.release(), bound, std::move(on_accept), options,
                                                where);
     listener->owns_path_ = owns_path;
@@ -131,7 +135,7 @@ void Listener::close_now() {
     LoopSocket::unlink();  // from the loop's sockets
     sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
     resume_timer_.cancel();
-    detail::close_fd(fd_);
+    detail::close_fd(sched_.kernel(), fd_);
     fd_ = -1;
     if (owns_path_) {
         // Remove the socket file only if it is still the one we bound: another
@@ -206,10 +210,12 @@ void Listener::on_unwatchable(int fd, std::error_code error) {
 // One counter, no allocation: this is the accept path.
 void Listener::on_readable() {
     auto keep_alive = shared_from_this();  // the accept callback may drop the last reference
+    Kernel* const kernel = sched_.kernel();
     for (std::size_t calls = 0; fd_ >= 0 && calls < options_.accept_batch; ++calls) {
         sockaddr_storage peer{};
         socklen_t peer_len = sizeof peer;
-        int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = detail::sys::accept4(kernel, fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                                      SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             int err = errno;
             if (err == EINTR || is_per_connection_error(err)) continue;
@@ -222,7 +228,7 @@ void Listener::on_readable() {
             turn_away(fd);
             continue;
         }
-        if (address_.is_ip()) detail::set_no_delay(fd);
+        if (address_.is_ip()) detail::set_no_delay(kernel, fd);
         if (options_.hand_off) {
             ++accepted_;
             options_.hand_off(fd);
@@ -262,7 +268,7 @@ bool Listener::at_capacity() const {
 // Closed at once, before it costs anything else: the client sees its
 // connection end now instead of waiting in the backlog for a slot.
 void Listener::turn_away(int fd) {
-    detail::close_fd(fd);
+    detail::close_fd(sched_.kernel(), fd);
     ++turned_away_;
     report(turned_away_reports_, ECONNREFUSED,
            fmt::format("{} connections open (max_connections): a new one was closed at once",

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "socket_ops.hpp"
 
+#include "reactor/detail/kernel_calls.hpp"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -18,38 +20,38 @@
 namespace reactor::detail {
 
 void UniqueFd::reset(int fd) noexcept {
-    if (fd_ >= 0) close_fd(fd_);
+    if (fd_ >= 0) close_fd(kernel_, fd_);
     fd_ = fd;
 }
 
-void close_fd(int fd) noexcept { ::close(fd); }
+void close_fd(Kernel* kernel, int fd) noexcept { sys::close(kernel, fd); }
 
-UniqueFd make_socket(int family, int type) {
-    int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+UniqueFd make_socket(Kernel* kernel, int family, int type) {
+    int fd = sys::socket(kernel, family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) throw system_error(errno, "reactor: socket");
-    return UniqueFd(fd);
+    return UniqueFd(kernel, fd);
 }
 
-void set_no_delay(int fd) noexcept {
+void set_no_delay(Kernel* kernel, int fd) noexcept {
     int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sys::setsockopt(kernel, fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-void set_reuse_address(int fd) {
+void set_reuse_address(Kernel* kernel, int fd) {
     int one = 1;
-    if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+    if (sys::setsockopt(kernel, fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
         throw system_error(errno, "reactor: setsockopt(SO_REUSEADDR)");
 }
 
-void set_reuse_port(int fd) {
+void set_reuse_port(Kernel* kernel, int fd) {
     int one = 1;
-    if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+    if (sys::setsockopt(kernel, fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
         throw system_error(errno, "reactor: setsockopt(SO_REUSEPORT)");
 }
 
-void set_linger_zero(int fd) noexcept {
+void set_linger_zero(Kernel* kernel, int fd) noexcept {
     linger lg{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    sys::setsockopt(kernel, fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
 }
 
 // Page-aligned, not where malloc puts a large block (just past its header,
@@ -74,10 +76,10 @@ char* read_scratch(std::size_t n) {
     return bytes.get();
 }
 
-int take_socket_error(int fd) noexcept {
+int take_socket_error(Kernel* kernel, int fd) noexcept {
     int err = 0;
     socklen_t len = sizeof err;
-    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+    if (sys::getsockopt(kernel, fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
     return err;
 }
 
@@ -94,7 +96,14 @@ const char* file_type_name(unsigned mode) noexcept {
     return "file of unknown type";
 }
 
-long write_without_sigpipe(int fd, const char* data, std::size_t n) noexcept {
+long write_without_sigpipe(Kernel* kernel, int fd, const char* data, std::size_t n) noexcept {
+    if (kernel != nullptr) {
+        ssize_t r;
+        do {
+            r = kernel->write(fd, data, n);
+        } while (r < 0 && errno == EINTR);
+        return r;
+    }
     sigset_t pipe_only;
     sigset_t old;
     sigemptyset(&pipe_only);

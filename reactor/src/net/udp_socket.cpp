@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "loop_sockets.hpp"
+#include "reactor/detail/kernel_calls.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -35,14 +36,14 @@ bool is_transient_send_error(int err) { return err == EAGAIN || err == EWOULDBLO
 // the socket's error queue. An IPv6 socket also carries IPv4 traffic through
 // IPv4-mapped addresses, whose ICMP errors follow IP_RECVERR, not IPV6_RECVERR;
 // that one is best effort (an IPv6-only socket has no IPv4 traffic).
-void enable_error_queue(int fd, int family) {
+void enable_error_queue(Kernel* kernel, int fd, int family) {
     int one = 1;
     int level = family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP;
     int option = family == AF_INET6 ? IPV6_RECVERR : IP_RECVERR;
-    if (::setsockopt(fd, level, option, &one, sizeof one) != 0)
+    if (detail::sys::setsockopt(kernel, fd, level, option, &one, sizeof one) != 0)
         throw detail::system_error(errno, family == AF_INET6 ? "reactor: setsockopt(IPV6_RECVERR)"
                                                              : "reactor: setsockopt(IP_RECVERR)");
-    if (family == AF_INET6) ::setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one);
+    if (family == AF_INET6) detail::sys::setsockopt(kernel, fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one);
 }
 
 struct QueuedError {
@@ -53,7 +54,7 @@ struct QueuedError {
 // Empties the socket's error queue; returns its ICMP errors, oldest first.
 // Entries of local origin are skipped: the kernel queues those (EMSGSIZE) as
 // well as failing the send that caused them, which already reported it.
-std::vector<QueuedError> read_error_queue(int fd) {
+std::vector<QueuedError> read_error_queue(Kernel* kernel, int fd) {
     std::vector<QueuedError> out;
     for (;;) {
         sockaddr_storage name;
@@ -64,7 +65,7 @@ std::vector<QueuedError> read_error_queue(int fd) {
         msg.msg_control = control;
         msg.msg_controllen = sizeof control;
         // No iovec: the returned copy of the failed datagram is not wanted.
-        if (::recvmsg(fd, &msg, MSG_ERRQUEUE) < 0) {
+        if (detail::sys::recvmsg(kernel, fd, &msg, MSG_ERRQUEUE) < 0) {
             if (errno == EINTR) continue;
             return out;  // EAGAIN: empty
         }
@@ -88,12 +89,13 @@ std::vector<QueuedError> read_error_queue(int fd) {
 std::shared_ptr<UdpSocket> UdpSocket::bind(Scheduler& sched, const Address& local, Options options,
                                            std::source_location where) {
     if (!local.is_ip()) throw std::invalid_argument("reactor: a UDP socket needs an IPv4 or IPv6 address");
-    auto fd = detail::make_socket(local.family(), SOCK_DGRAM);
-    if (options.reuse_address) detail::set_reuse_address(fd.get());
-    enable_error_queue(fd.get(), local.family());
-    if (::bind(fd.get(), local.data(), local.size()) != 0)
+    Kernel* const kernel = sched.kernel();
+    auto fd = detail::make_socket(kernel, local.family(), SOCK_DGRAM);
+    if (options.reuse_address) detail::set_reuse_address(kernel, fd.get());
+    enable_error_queue(kernel, fd.get(), local.family());
+    if (detail::sys::bind(kernel, fd.get(), local.data(), local.size()) != 0)
         throw detail::system_error(errno, fmt::format("reactor: bind {}", local.to_string()));
-    Address bound = Address::local_of(fd.get());
+    Address bound = Address::local_of(kernel, fd.get());
     auto sock = std::make_shared<UdpSocket>(Passkey{}, sched, fd.release(), bound, options, where);
     sched.service<detail::LoopSockets>().add(*sock);
     sched.set_fd_owner(sock->fd_, *sock);  // close() forgets the fd before closing it
@@ -137,14 +139,14 @@ void UdpSocket::connect(const Address& remote) {
     if (remote.family() != local_.family())
         throw std::invalid_argument(fmt::format("reactor: cannot connect UDP socket {} to {}: another address family",
                                                 local_.to_string(), remote.to_string()));
-    if (::connect(fd_, remote.data(), remote.size()) != 0)
+    if (detail::sys::connect(sched_.kernel(), fd_, remote.data(), remote.size()) != 0)
         throw detail::system_error(errno, fmt::format("reactor: connect UDP {} to {}", local_.to_string(),
                                                       remote.to_string()));
     // The kernel may have narrowed the local address (any-address -> the
     // source that routes to `remote`); read both back so that `from` of the
     // peer's datagrams compares equal to peer_.
-    local_ = Address::local_of(fd_);
-    peer_ = Address::peer_of(fd_);
+    local_ = Address::local_of(sched_.kernel(), fd_);
+    peer_ = Address::peer_of(sched_.kernel(), fd_);
 }
 
 void UdpSocket::close_with_loop() noexcept { close(); }
@@ -153,7 +155,7 @@ void UdpSocket::close() {
     if (fd_ < 0) return;
     LoopSocket::unlink();  // from the loop's sockets
     sched_.forget_fd(fd_);  // before close: see Scheduler::forget_fd
-    detail::close_fd(fd_);
+    detail::close_fd(sched_.kernel(), fd_);
     fd_ = -1;
     queue_.clear();
     queued_bytes_ = 0;
@@ -201,7 +203,7 @@ int UdpSocket::try_send(std::string_view data, const Address& to) {
         socklen_t addr_len = to.family() == AF_UNSPEC ? 0 : to.size();
         ssize_t n;
         do {
-            n = ::sendto(fd_, data.data(), data.size(), MSG_NOSIGNAL, addr, addr_len);
+            n = detail::sys::sendto(sched_.kernel(), fd_, data.data(), data.size(), MSG_NOSIGNAL, addr, addr_len);
         } while (n < 0 && errno == EINTR);
         return n < 0 ? errno : 0;
     };
@@ -220,7 +222,7 @@ int UdpSocket::try_send(std::string_view data, const Address& to) {
 }
 
 int UdpSocket::report_error_queue_later() {
-    auto errors = read_error_queue(fd_);
+    auto errors = read_error_queue(sched_.kernel(), fd_);
     for (const auto& e : errors) report_later(e.error, e.destination);
     return static_cast<int>(errors.size());
 }
@@ -239,10 +241,12 @@ void UdpSocket::on_writable() {
 void UdpSocket::on_readable() {
     auto keep_alive = shared_from_this();  // a callback may drop the last reference
     char* buf = detail::read_scratch(kMaxDatagram);
+    Kernel* const kernel = sched_.kernel();
     for (int i = 0; i < kMaxDatagramsPerWakeup && fd_ >= 0; ++i) {
         sockaddr_storage from;
         socklen_t from_len = sizeof from;
-        ssize_t n = ::recvfrom(fd_, buf, kMaxDatagram, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+        ssize_t n =
+            detail::sys::recvfrom(kernel, fd_, buf, kMaxDatagram, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
         if (n < 0) {
             int err = errno;
             if (err == EINTR) continue;
@@ -255,7 +259,7 @@ void UdpSocket::on_readable() {
             // case pays no extra system call and the loop still cannot spin.
             const bool again = err == EAGAIN || err == EWOULDBLOCK;
             if (again && i > 0) return;
-            auto errors = read_error_queue(fd_);
+            auto errors = read_error_queue(kernel, fd_);
             for (const auto& e : errors) {
                 if (fd_ < 0) return;  // an error callback closed the socket
                 report(e.error, e.destination);

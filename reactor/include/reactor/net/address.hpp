@@ -17,6 +17,8 @@
 
 namespace reactor {
 
+class Kernel;  // reactor/kernel.hpp
+
 // How Address::resolve (and futures::resolve) look a name up.
 struct ResolveOptions {
     int family = AF_UNSPEC;     // AF_INET or AF_INET6 for one family only
@@ -59,10 +61,17 @@ public:
     // host (no_name) or service (service) fails without a lookup.
     static std::vector<Address> resolve(std::string_view host, std::string_view service,
                                         const ResolveOptions& options = {});
+    // resolve(host, port) through a Scheduler's kernel (Scheduler::kernel();
+    // null: the C library's getaddrinfo, blocking as above). A simulated
+    // host's kernel answers with its world's names, at once.
+    static std::vector<Address> resolve(Kernel* kernel, std::string_view host, std::uint16_t port);
 
     // The address a socket is bound to / connected to; AF_UNSPEC on failure.
     static Address local_of(int fd);
     static Address peer_of(int fd);
+    // The same for an fd of `kernel` (a Scheduler's kernel(); null: the real one).
+    static Address local_of(Kernel* kernel, int fd);
+    static Address peer_of(Kernel* kernel, int fd);
     // Wraps raw storage (accept, recvfrom). `len` is clamped to sockaddr_storage.
     static Address from_sockaddr(const sockaddr* sa, socklen_t len);
 

@@ -307,6 +307,9 @@ public:
     void set_idle_timeout(Duration d);
 
 private:
+    // The loop's kernel (Scheduler::kernel()), kept in the profile: the
+    // send and receive paths read it with one load.
+    Kernel* kernel() const noexcept { return profile_->kernel; }
     // Debug mode: a member called from a thread other than the one running
     // the loop is reported, naming the line that made us, and refused
     // (Scheduler::check_owner_thread). A closed connection is not checked:
@@ -348,9 +351,12 @@ private:
         int type;         // S_IFSOCK, S_IFIFO or S_IFCHR
         int access_mode;  // O_RDONLY, O_WRONLY or O_RDWR
     };
-    static FdKind inspect_fd(int fd);
+    static FdKind inspect_fd(Kernel* kernel, int fd);
     void adapt_to_fd_kind(FdKind kind) noexcept;
     long transfer_out(const char* data, std::size_t n) noexcept;  // send(2) or write(2), -1 and errno on error
+    // recv(2) or read(2) through the loop's kernel (Scheduler::kernel()), or
+    // read(2) of a pipe or terminal: everything but a real socket (direct_).
+    long transfer_in_indirect(char* buffer, std::size_t n) noexcept;
     friend std::shared_ptr<Connection> adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
     // Deadlines (connection_deadlines.cpp): the loop's DeadlineQueues time
     // them, in the group of connections with our three timeouts.
@@ -438,6 +444,10 @@ private:
     bool above_high_ : 1 = false;
     bool drain_scheduled_ : 1 = false;
     bool is_socket_ : 1 = true;           // else read(2)/write(2), and no shutdown()
+    // A socket of the C library (no kernel of the loop's own: reactor/kernel.hpp):
+    // recv(2) and send(2) are called directly, so the real path tests one
+    // bit per call, as it tested is_socket_ before the kernel seam.
+    bool direct_ : 1 = true;
     bool is_fifo_ : 1 = false;            // writes may raise SIGPIPE: see write()
     bool watch_reader_gone_ : 1 = false;  // a write-only pipe: readiness means its reader left
     bool pause_above_high_ : 1 = false;   // ConnectionOptions::pause_reading_above_high_water

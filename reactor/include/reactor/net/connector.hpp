@@ -115,6 +115,9 @@ private:
     void close_socket();
 
     Scheduler& sched_;
+    // Its loop's kernel, held: ~Connector closes a socket left by a loop torn
+    // down mid-connect, when the Scheduler (and maybe its kernel) is gone.
+    std::shared_ptr<Kernel> kernel_;
     std::source_location where_;  // the user's connect() call
     std::string host_;
     Address address_;                // the attempt in progress

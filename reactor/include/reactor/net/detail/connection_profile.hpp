@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // reactor::detail::ConnectionProfile: what the connections made the same way
-// share, kept once for all of them instead of in each: their loop, the line
+// share, kept once for all of them instead of in each: their loop and its
+// kernel (read on every send and receive: one load from here), the line
 // that made them (a listener's, a connect()'s), their water marks and their
 // read size. The connections a listener accepts all have the same, so
 // 10,000 of them hold one profile between them, and each holds a pointer
@@ -20,6 +21,7 @@
 #include <source_location>
 
 namespace reactor {
+class Kernel;
 class Scheduler;
 }
 
@@ -29,6 +31,7 @@ class ConnectionProfiles;
 
 struct ConnectionProfile {
     Scheduler* sched;
+    Kernel* kernel;              // sched->kernel(): null for the C library's calls
     std::source_location where;  // see Connection::adopt
     std::uint32_t high_water;    // a mark above 4 GiB counts as 4 GiB
     std::uint32_t low_water;

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// reactor::testing::sim::World: many hosts, one thread, virtual time, one
+// seed. Each Host has its own Scheduler, whose sockets make their system
+// calls to a simulated kernel (reactor/kernel.hpp) and whose selector asks
+// that kernel what is ready: the library's own Listener, Connection,
+// connect() and everything above them run unchanged, over a simulated TCP
+// between the hosts (FoundationDB's Sim2, tokio's turmoil). Nothing inside
+// a world touches a real socket or reads real time.
+//
+//     sim::World world(seed);
+//     sim::Host& server = world.host("server");      // 10.0.0.1
+//     auto listener = Listener::listen(server.scheduler(), server.address(7), on_accept);
+//     sim::Host& client = world.host("client");      // 10.0.0.2
+//     connect(client.scheduler(), "server", 7, on_connect);   // names resolve in the world
+//     world.run_for(10s);                            // virtual seconds: milliseconds of real time
+//     world.trace().hash();                          // the same for the same seed, every run
+//
+// Driving: the World runs the hosts, one loop iteration at a time, in an
+// order drawn from the seed among the hosts that have something to do at the
+// current virtual instant; when none has, time jumps to the next event (a
+// segment arriving, a timer coming due). A host's Scheduler is never run
+// directly (its selector refuses: std::logic_error): world.run_for/run_until
+// run it.
+//
+// What is simulated (this slice): TCP over IPv4 between the hosts (connect,
+// accept, send and receive, shutdown, close; FIN and RST, a refused connect;
+// latency per ordered host pair and jitter per segment from the seed; a
+// bounded buffer per direction giving EAGAIN; short reads and writes); names
+// of hosts for getaddrinfo. Not yet: UDP, Unix sockets, pipes, IPv6,
+// partitions and faults, clock skew, crash and restart.
+//
+// Not refused yet, and where it will be: what escapes the world and makes a
+// run depend on more than its seed. A real socket opened while a world runs
+// on this thread (by a Scheduler that is not a host's): detail::make_socket
+// and Listener::listen, the cold path, can ask a thread-local "world running"
+// mark. Work sent to real threads: ThreadPool::submit and futures::submit_to
+// and futures::resolve from a host's loop (Scheduler::kernel() non-null) run
+// it inline or refuse. Real time and getrandom read by user code directly:
+// only an interposed clock_gettime/getrandom (as tests/support/syscall_faults
+// does for other calls) can see them. TLS runs over a host's Connection, but
+// OpenSSL draws its handshake randomness from getrandom: until its RNG is
+// seeded from the world, a TLS run's bytes (and trace) differ between runs.
+// Loop thread only: a world and its hosts belong to the thread that made them.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reactor/export.hpp"
+#include "reactor/net/address.hpp"
+#include "reactor/scheduler.hpp"
+#include "reactor/testing/sim/trace.hpp"
+
+namespace reactor::testing::sim {
+
+namespace detail {
+class HostKernel;
+class HostSelector;
+class Network;
+}  // namespace detail
+
+// The network's knobs; every draw within their bounds comes from the seed.
+struct Params {
+    // One latency per ordered pair of hosts, drawn once, in [min, max].
+    Duration min_latency = std::chrono::microseconds(50);
+    Duration max_latency = std::chrono::milliseconds(5);
+    // Added to each segment's latency, in [0, max_jitter]; a segment still
+    // never arrives before the one sent before it.
+    Duration max_jitter = std::chrono::microseconds(500);
+    // Bytes one direction of a connection holds between the sender and the
+    // reader (send buffer and receive window together), drawn per direction.
+    std::size_t min_buffer = 4 * 1024;
+    std::size_t max_buffer = 64 * 1024;
+    // Chance that a send() accepts, or a recv() returns, only part of what
+    // it could (at least one byte).
+    unsigned short_write_percent = 20;
+    unsigned short_read_percent = 20;
+};
+
+class World;
+
+class REACTOR_API Host {
+public:
+    ~Host();
+    Host(const Host&) = delete;
+    Host& operator=(const Host&) = delete;
+
+    const std::string& name() const noexcept { return name_; }
+    // Its IPv4 address inside the world ("10.0.0.1" for the first host).
+    const std::string& ip() const noexcept { return ip_; }
+    Address address(std::uint16_t port) const { return Address::parse(ip_, port); }
+    // Its loop: schedule on it, make sockets with it; the World runs it.
+    Scheduler& scheduler() noexcept { return *sched_; }
+    World& world() noexcept { return world_; }
+
+private:
+    friend class World;
+    Host(World& world, std::size_t index, std::string name);
+
+    World& world_;
+    std::size_t index_;
+    std::string name_;
+    std::string ip_;
+    detail::HostSelector* selector_ = nullptr;  // owned by sched_
+    std::unique_ptr<Scheduler> sched_;
+};
+
+class REACTOR_API World {
+public:
+    explicit World(std::uint64_t seed, Params params = {});
+    // Destroys the hosts (newest first: their loops end as ~Scheduler ends
+    // them, closing their sockets), then the network.
+    ~World();
+    World(const World&) = delete;
+    World& operator=(const World&) = delete;
+
+    // The host called `name`, made on first use with the next address.
+    Host& host(std::string_view name);
+    std::size_t host_count() const noexcept { return hosts_.size(); }
+
+    // Runs the hosts for `duration` of virtual time: timed_out when that
+    // much has passed (time stops exactly there), idle when nothing can
+    // happen any more (no host has work, no event is pending).
+    RunStatus run_for(Duration duration);
+    // Runs until `done()` (checked after every step) is true, and returns
+    // true; false if `limit` of virtual time passed or nothing can happen.
+    bool run_until(const std::function<bool()>& done, Duration limit = std::chrono::hours(1));
+
+    TimePoint now() const noexcept;
+    Duration elapsed() const noexcept;  // virtual time since the world began
+    std::uint64_t seed() const noexcept { return seed_; }
+    const Params& params() const noexcept { return params_; }
+    // Every delivery of the network, hashed (see Trace).
+    const Trace& trace() const noexcept;
+    Trace& trace() noexcept;
+    // Loop iterations run, over all hosts.
+    std::uint64_t steps() const noexcept { return steps_; }
+
+    // A host that keeps its loop busy without virtual time passing (a
+    // callback that schedules itself with call_soon forever) stops the run
+    // after this many iterations at one instant: std::runtime_error naming it.
+    static constexpr std::uint64_t kMaxStepsPerInstant = 1'000'000;
+
+private:
+    friend class Host;  // its constructor plugs it into network_
+    bool run(TimePoint limit, const std::function<bool()>* done);
+    void step(Host& host);
+
+    std::uint64_t seed_;
+    Params params_;
+    std::unique_ptr<detail::Network> network_;  // declared first: outlives the hosts
+    std::vector<std::unique_ptr<Host>> hosts_;
+    std::uint64_t steps_ = 0;
+    bool running_ = false;
+};
+
+}  // namespace reactor::testing::sim

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+// A simulated host's system calls (host_kernel.hpp): each answers as Linux
+// would for a non-blocking TCP socket, from the state in tcp.hpp, and sends
+// what crosses the wire through the Network. Options and fd queries:
+// host_options.cpp; names: host_names.cpp.
+#include "host_kernel.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "network.hpp"
+#include "syscall_answers.hpp"
+
+namespace reactor::testing::sim::detail {
+
+
+HostKernel::HostKernel(Network& network, std::size_t host)
+    : network_(network), host_(host), name_(fmt::format("sim {}", network.name_of(host))) {}
+
+HostKernel::~HostKernel() = default;
+
+Socket* HostKernel::find(int fd) const noexcept {
+    if (fd < kFirstFd || static_cast<std::size_t>(fd - kFirstFd) >= slots_.size()) return nullptr;
+    return slots_[static_cast<std::size_t>(fd - kFirstFd)].socket.get();
+}
+
+int HostKernel::add(std::unique_ptr<Socket> socket) noexcept {
+    std::size_t i = 0;
+    while (i < slots_.size() && (slots_[i].socket || slots_[i].reserved)) ++i;
+    try {
+        while (i == slots_.size()) {
+            // First use of this number: it must not be a real fd of the
+            // process, or a stray C library call could reach a real file.
+            const int number = kFirstFd + static_cast<int>(i);
+            const bool real = ::fcntl(number, F_GETFD) != -1 || errno != EBADF;
+            slots_.push_back(Slot{nullptr, real});
+            if (real) ++i;
+        }
+    } catch (...) {
+        return fail(ENOMEM);
+    }
+    slots_[i].socket = std::move(socket);
+    ++open_;
+    return kFirstFd + static_cast<int>(i);
+}
+
+void HostKernel::settle(Socket& s) const noexcept {
+    if (s.state == Socket::State::connecting && s.side.self().established) s.state = Socket::State::connected;
+}
+
+Readiness HostKernel::readiness(int fd) const noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return {};
+    Readiness r{true, false, false};
+    switch (s->state) {
+    case Socket::State::fresh:
+    case Socket::State::bound: break;
+    case Socket::State::listening: r.readable = !s->accept_queue.empty(); break;
+    case Socket::State::connecting: {
+        const Side& me = s->side.self();
+        r.writable = me.established || me.error != 0;  // the connect's answer: SO_ERROR says which
+        if (!me.established) break;
+        [[fallthrough]];
+    }
+    case Socket::State::connected: {
+        const Side& me = s->side.self();
+        r.readable = me.unread() > 0 || me.fin_in || me.reset || me.read_shut;
+        r.writable = me.reset || me.fin_out || me.space() > 0;
+        break;
+    }
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------- sockets
+
+int HostKernel::socket(int domain, int type, int /*protocol*/) noexcept {
+    if (domain != AF_INET) return fail(EAFNOSUPPORT);  // IPv6 and Unix sockets: not simulated yet
+    if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM) return fail(EPROTONOSUPPORT);  // UDP: not yet
+    std::unique_ptr<Socket> s(new (std::nothrow) Socket);
+    if (!s) return fail(ENOMEM);
+    s->status_flags = O_RDWR | ((type & SOCK_NONBLOCK) ? O_NONBLOCK : 0);
+    s->local.sin_family = AF_INET;
+    return add(std::move(s));
+}
+
+int HostKernel::bind(int fd, const sockaddr* address, socklen_t length) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    sockaddr_in want{};
+    if (!take_address(address, length, want)) return fail(EINVAL);
+    if (s->state != Socket::State::fresh) return fail(EINVAL);
+    const std::uint32_t ip = ntohl(want.sin_addr.s_addr);
+    if (ip != INADDR_ANY && ip != network_.ip_of(host_)) return fail(EADDRNOTAVAIL);
+    std::uint16_t port = ntohs(want.sin_port);
+    if (port == 0) {
+        auto free = network_.ephemeral_port(host_);
+        if (!free) return fail(EADDRINUSE);
+        port = *free;
+    } else if (network_.port_in_use(host_, port)) {
+        return fail(EADDRINUSE);
+    }
+    network_.claim_port(host_, port);
+    s->owns_port = true;
+    s->local = want;
+    s->local.sin_port = htons(port);
+    s->state = Socket::State::bound;
+    return 0;
+}
+
+void HostKernel::bind_any_port(Socket& s) noexcept {
+    if (s.owns_port) return;
+    if (auto port = network_.ephemeral_port(host_)) {
+        network_.claim_port(host_, *port);
+        s.owns_port = true;
+        s.local.sin_port = htons(*port);
+    }
+}
+
+int HostKernel::listen(int fd, int backlog) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    if (s->state == Socket::State::fresh) bind_any_port(*s);
+    if (s->state != Socket::State::fresh && s->state != Socket::State::bound &&
+        s->state != Socket::State::listening)
+        return fail(EINVAL);
+    s->backlog = backlog;
+    s->state = Socket::State::listening;
+    network_.add_listener(host_, ntohs(s->local.sin_port), *s);
+    return 0;
+}
+
+int HostKernel::accept4(int fd, sockaddr* address, socklen_t* length, int flags) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    if (s->state != Socket::State::listening) return fail(EINVAL);
+    if (s->accept_queue.empty()) return fail(EAGAIN);
+    std::unique_ptr<Socket> accepted(new (std::nothrow) Socket);
+    if (!accepted) return fail(ENOMEM);
+    accepted->state = Socket::State::connected;
+    accepted->status_flags = O_RDWR | ((flags & SOCK_NONBLOCK) ? O_NONBLOCK : 0);
+    accepted->side = std::move(s->accept_queue.front());
+    s->accept_queue.pop_front();
+    accepted->local = accepted->side.self().address;
+    const sockaddr_in peer = accepted->side.peer().address;
+    const int number = add(std::move(accepted));
+    if (number >= 0) give_address(peer, address, length);
+    return number;
+}
+
+int HostKernel::connect(int fd, const sockaddr* address, socklen_t length) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    sockaddr_in to{};
+    if (!take_address(address, length, to)) return fail(EAFNOSUPPORT);
+    switch (s->state) {
+    case Socket::State::connecting: return fail(s->side.self().established ? EISCONN : EALREADY);
+    case Socket::State::connected:
+    case Socket::State::listening: return fail(EISCONN);
+    case Socket::State::fresh:
+    case Socket::State::bound: break;
+    }
+    bind_any_port(*s);
+    if (!s->owns_port) return fail(EADDRNOTAVAIL);
+    s->local.sin_addr.s_addr = htonl(network_.ip_of(host_));
+    try {
+        network_.connect(host_, *s, to);
+    } catch (...) {
+        return fail(ENOBUFS);
+    }
+    s->state = Socket::State::connecting;
+    return fail(EINPROGRESS);
+}
+
+int HostKernel::shutdown(int fd, int how) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    settle(*s);
+    if (s->state != Socket::State::connected) return fail(ENOTCONN);
+    Side& me = s->side.self();
+    if ((how == SHUT_WR || how == SHUT_RDWR) && !me.fin_out && !me.reset) network_.send_fin(s->side);
+    if (how == SHUT_RD || how == SHUT_RDWR) me.read_shut = true;
+    return 0;
+}
+
+// close(2) of a connection: a reset if it was asked for (SO_LINGER zero) or
+// if data arrived that nobody read (Linux does the same), else an end of
+// stream after what was sent. What arrives from now on is answered RST.
+void HostKernel::end(Socket& s) noexcept {
+    switch (s.state) {
+    case Socket::State::listening:
+        network_.remove_listener(host_, ntohs(s.local.sin_port));
+        for (SideRef& waiting : s.accept_queue) {
+            waiting.self().open = false;
+            network_.send_reset(waiting);
+        }
+        s.accept_queue.clear();
+        break;
+    case Socket::State::connecting:
+    case Socket::State::connected: {
+        Side& me = s.side.self();
+        me.open = false;
+        if (me.reset || me.reset_sent || !me.established) break;
+        if (s.linger_zero || me.unread() > 0) {
+            network_.send_reset(s.side);
+        } else if (!me.fin_out) {
+            network_.send_fin(s.side);
+        }
+        break;
+    }
+    case Socket::State::fresh:
+    case Socket::State::bound: break;
+    }
+    if (s.owns_port) network_.release_port(host_, ntohs(s.local.sin_port));
+}
+
+int HostKernel::close(int fd) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    try {
+        end(*s);
+    } catch (...) {
+        // The network could not schedule the FIN or RST (out of memory):
+        // the fd is gone all the same, as close(2)'s is.
+    }
+    slots_[static_cast<std::size_t>(fd - kFirstFd)].socket.reset();
+    --open_;
+    return 0;
+}
+
+// ---------------------------------------------------------------- data
+
+ssize_t HostKernel::recv(int fd, void* buffer, std::size_t length, int flags) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    settle(*s);
+    if (s->state != Socket::State::connected) return fail(ENOTCONN);
+    Side& me = s->side.self();
+    if (me.unread() > 0 && !me.read_shut) {
+        std::size_t n = std::min(length, me.unread());
+        if (n > 1 && network_.io_random().percent(network_.params().short_read_percent))
+            n = static_cast<std::size_t>(network_.io_random().between(1, n - 1));
+        std::memcpy(buffer, me.rx.data() + me.rx_head, n);
+        if ((flags & MSG_PEEK) != 0) return static_cast<ssize_t>(n);
+        me.rx_head += n;
+        if (me.rx_head == me.rx.size() || me.rx_head > 64 * 1024) {
+            me.rx.erase(0, me.rx_head);  // keeps the buffer from growing without end
+            me.rx_head = 0;
+        }
+        network_.consumed(s->side, n);
+        return static_cast<ssize_t>(n);
+    }
+    if (me.reset && !me.reset_reported) {
+        me.reset_reported = true;
+        return fail(ECONNRESET);
+    }
+    if (me.reset || me.fin_in || me.read_shut) return 0;
+    return fail(EAGAIN);
+}
+
+ssize_t HostKernel::send(int fd, const void* data, std::size_t length, int /*flags*/) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    settle(*s);
+    if (s->state == Socket::State::connecting) {
+        Side& me = s->side.self();
+        if (me.error != 0) return fail(std::exchange(me.error, 0));
+        return fail(EAGAIN);
+    }
+    if (s->state != Socket::State::connected) return fail(ENOTCONN);
+    Side& me = s->side.self();
+    if (me.reset) {
+        if (me.reset_reported) return fail(EPIPE);
+        me.reset_reported = true;
+        return fail(ECONNRESET);
+    }
+    if (me.fin_out) return fail(EPIPE);
+    if (length == 0) return 0;
+    std::size_t n = std::min(length, me.space());
+    if (n == 0) return fail(EAGAIN);
+    if (n > 1 && network_.io_random().percent(network_.params().short_write_percent))
+        n = static_cast<std::size_t>(network_.io_random().between(1, n - 1));
+    try {
+        network_.send(s->side, std::string(static_cast<const char*>(data), n));
+    } catch (...) {
+        return fail(ENOBUFS);
+    }
+    return static_cast<ssize_t>(n);
+}
+
+ssize_t HostKernel::read(int fd, void* buffer, std::size_t length) noexcept { return recv(fd, buffer, length, 0); }
+ssize_t HostKernel::write(int fd, const void* data, std::size_t length) noexcept {
+    return send(fd, data, length, 0);
+}
+
+ssize_t HostKernel::recvfrom(int fd, void* buffer, std::size_t length, int flags, sockaddr* from,
+                             socklen_t* from_length) noexcept {
+    const ssize_t n = recv(fd, buffer, length, flags);
+    if (n >= 0 && from != nullptr) getpeername(fd, from, from_length);
+    return n;
+}
+
+ssize_t HostKernel::sendto(int fd, const void* data, std::size_t length, int flags, const sockaddr* /*to*/,
+                           socklen_t /*to_length*/) noexcept {
+    return send(fd, data, length, flags);  // a TCP socket ignores the address, as Linux's does
+}
+
+// Only UdpSocket's MSG_ERRQUEUE reads come here: the simulated network sends
+// no ICMP errors, so the queue is always empty.
+ssize_t HostKernel::recvmsg(int fd, msghdr* /*message*/, int /*flags*/) noexcept {
+    return find(fd) == nullptr ? fail(EBADF) : fail(EAGAIN);
+}
+
+}  // namespace reactor::testing::sim::detail

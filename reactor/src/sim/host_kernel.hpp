@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// A simulated host's kernel (reactor/kernel.hpp): its fd table and the
+// system calls of its sockets, answered from the simulated TCP (tcp.hpp,
+// network.hpp) with the C library's results and errno values. Given to the
+// host's Scheduler (SchedulerOptions::kernel) and asked by its selector
+// (host_selector.hpp) what is ready.
+//
+// Its fd numbers start at kFirstFd, far above the fds a test process has
+// open, and each number is checked once, when first handed out, not to be
+// open in the process: a call that reached the C library by mistake with
+// one of them fails (EBADF) instead of touching a real file. Nothing here
+// blocks: every socket behaves as non-blocking. Loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reactor/kernel.hpp"
+
+#include "tcp.hpp"
+
+namespace reactor::testing::sim::detail {
+
+class Network;
+
+// What the selector needs to know of one fd.
+struct Readiness {
+    bool open = false;  // false: not an fd of this host (EBADF)
+    bool readable = false;
+    bool writable = false;
+};
+
+class HostKernel final : public Kernel {
+public:
+    static constexpr int kFirstFd = 4096;
+
+    HostKernel(Network& network, std::size_t host);
+    ~HostKernel() override;
+
+    Readiness readiness(int fd) const noexcept;
+    std::size_t open_fds() const noexcept { return open_; }
+
+    std::string_view name() const noexcept override { return name_; }
+    int socket(int domain, int type, int protocol) noexcept override;
+    int bind(int fd, const sockaddr* address, socklen_t length) noexcept override;
+    int listen(int fd, int backlog) noexcept override;
+    int accept4(int fd, sockaddr* address, socklen_t* length, int flags) noexcept override;
+    int connect(int fd, const sockaddr* address, socklen_t length) noexcept override;
+    int shutdown(int fd, int how) noexcept override;
+    int close(int fd) noexcept override;
+    ssize_t read(int fd, void* buffer, std::size_t length) noexcept override;
+    ssize_t write(int fd, const void* data, std::size_t length) noexcept override;
+    ssize_t recv(int fd, void* buffer, std::size_t length, int flags) noexcept override;
+    ssize_t send(int fd, const void* data, std::size_t length, int flags) noexcept override;
+    ssize_t recvfrom(int fd, void* buffer, std::size_t length, int flags, sockaddr* from,
+                     socklen_t* from_length) noexcept override;
+    ssize_t sendto(int fd, const void* data, std::size_t length, int flags, const sockaddr* to,
+                   socklen_t to_length) noexcept override;
+    ssize_t recvmsg(int fd, msghdr* message, int flags) noexcept override;
+    int getsockopt(int fd, int level, int option, void* value, socklen_t* length) noexcept override;
+    int setsockopt(int fd, int level, int option, const void* value, socklen_t length) noexcept override;
+    int getsockname(int fd, sockaddr* address, socklen_t* length) noexcept override;
+    int getpeername(int fd, sockaddr* address, socklen_t* length) noexcept override;
+    int fstat(int fd, struct stat* out) noexcept override;
+    int fcntl(int fd, int command, int argument) noexcept override;
+    int pipe2(int fds[2], int flags) noexcept override;
+    int getaddrinfo(const char* node, const char* service, const addrinfo* hints,
+                    addrinfo** result) noexcept override;
+    void freeaddrinfo(addrinfo* list) noexcept override;
+
+private:
+    struct Slot {
+        std::unique_ptr<Socket> socket;
+        bool reserved = false;  // open in the real process when first checked: never handed out
+    };
+
+    Socket* find(int fd) const noexcept;
+    int add(std::unique_ptr<Socket> socket) noexcept;  // the lowest free number, or -1 and EMFILE
+    void settle(Socket& s) const noexcept;              // connecting -> connected once answered
+    void end(Socket& s) noexcept;                       // what close() does on the wire
+    void bind_any_port(Socket& s) noexcept;
+
+    Network& network_;
+    std::size_t host_;
+    std::string name_;
+    std::vector<Slot> slots_;  // fd kFirstFd + i
+    std::size_t open_ = 0;
+};
+
+}  // namespace reactor::testing::sim::detail

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// The simulated world's engine below the hosts: virtual time, the one event
+// heap, the seeded randomness, the trace, the hosts' addresses and ports, and
+// the TCP between them (tcp.hpp says what is modelled). The host kernels
+// (host_kernel.hpp) call it for what crosses the wire; it schedules each
+// arrival on the heap and, when one happens, changes the receiving Side and
+// marks its host runnable. It never calls user code, and nothing in it reads
+// real time or touches a real socket. Owned by the World; outlives the
+// hosts. Loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "reactor/testing/sim/random.hpp"
+#include "reactor/testing/sim/trace.hpp"
+#include "reactor/testing/sim/world.hpp"
+#include "reactor/testing/virtual_clock.hpp"
+
+#include "event_queue.hpp"
+#include "tcp.hpp"
+
+namespace reactor::testing::sim::detail {
+
+class Network {
+public:
+    Network(std::uint64_t seed, const Params& params);
+
+    // ---- time, events, randomness, trace
+    TimePoint now() const noexcept { return clock_.now(); }
+    VirtualClock& clock() noexcept { return clock_; }
+    EventQueue& events() noexcept { return events_; }
+    Trace& trace() noexcept { return trace_; }
+    const Params& params() const noexcept { return params_; }
+    Random& io_random() noexcept { return io_random_; }        // short reads and writes
+    Random& order_random() noexcept { return order_random_; }  // which runnable host runs next
+
+    // ---- hosts: 10.0.0.1 for the first, then on in order
+    std::size_t add_host(std::string name);
+    void drop_last_host() noexcept {  // its Host could not be made: nothing refers to it
+        hosts_.pop_back();
+        next_ephemeral_.pop_back();
+    }
+    std::size_t host_count() const noexcept { return hosts_.size(); }
+    const std::string& name_of(std::size_t host) const { return hosts_[host].name; }
+    std::uint32_t ip_of(std::size_t host) const noexcept { return kFirstIp + static_cast<std::uint32_t>(host); }
+    std::optional<std::size_t> host_of_ip(std::uint32_t ip) const noexcept;  // host byte order
+    std::optional<std::size_t> host_named(std::string_view name) const noexcept;
+
+    // ---- which hosts have something to do (the World runs them)
+    void poke(std::size_t host) noexcept { hosts_[host].runnable = true; }
+    bool runnable(std::size_t host) const noexcept { return hosts_[host].runnable; }
+    void rest(std::size_t host) noexcept { hosts_[host].runnable = false; }
+    void poke_all() noexcept;
+    // The host's loop sleeps until `at` (its earliest timer): poke it then.
+    void wake_at(std::size_t host, TimePoint at);
+
+    // ---- ports of a host (host byte order)
+    bool port_in_use(std::size_t host, std::uint16_t port) const;
+    void claim_port(std::size_t host, std::uint16_t port) { ports_.insert({host, port}); }
+    void release_port(std::size_t host, std::uint16_t port) { ports_.erase({host, port}); }
+    std::optional<std::uint16_t> ephemeral_port(std::size_t host);
+    void add_listener(std::size_t host, std::uint16_t port, Socket& s) { listeners_[{host, port}] = &s; }
+    void remove_listener(std::size_t host, std::uint16_t port) { listeners_.erase({host, port}); }
+
+    // ---- TCP: what crosses the wire
+    // Starts the handshake of `s` (bound to `from`'s address) to `to`: the
+    // request arrives after the link's latency; the answer (accepted,
+    // refused, unreachable) comes back the same way. Sets s.side.
+    void connect(std::size_t from, Socket& s, const sockaddr_in& to);
+    // Bytes, an end of stream or a reset from `from` to its peer, after
+    // everything `from` sent before.
+    void send(const SideRef& from, std::string bytes);
+    void send_fin(const SideRef& from);
+    void send_reset(const SideRef& from);
+    // `reader` read n bytes: the sender may send that much more.
+    void consumed(const SideRef& reader, std::size_t n) noexcept;
+
+private:
+    static constexpr std::uint32_t kFirstIp = 0x0a000001;  // 10.0.0.1
+    static constexpr std::uint16_t kFirstEphemeral = 49152;
+
+    struct HostEntry {
+        std::string name;
+        bool runnable = true;
+        std::optional<TimePoint> wake;  // the wake-up event pending, if any
+    };
+
+    Duration latency(std::size_t from, std::size_t to);  // drawn once per ordered pair
+    TimePoint arrival(Side& from);                        // now + latency + jitter, in order
+    void syn_arrives(const std::shared_ptr<Link>& link);
+    void note(const char* kind, const Link& link, int from, std::string_view bytes);
+
+    Params params_;
+    VirtualClock clock_;
+    EventQueue events_;
+    Trace trace_;
+    Random latency_random_;
+    Random io_random_;
+    Random order_random_;
+    std::vector<HostEntry> hosts_;
+    std::map<std::pair<std::size_t, std::size_t>, Duration> latencies_;
+    std::set<std::pair<std::size_t, std::uint16_t>> ports_;
+    std::map<std::pair<std::size_t, std::uint16_t>, Socket*> listeners_;
+    std::vector<std::uint16_t> next_ephemeral_;
+    std::uint64_t links_ = 0;
+};
+
+}  // namespace reactor::testing::sim::detail

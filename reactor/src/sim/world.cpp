@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+// The World's run: which host runs next, and when virtual time moves
+// (world.hpp). One step is one iteration of one host's loop.
+#include "reactor/testing/sim/world.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "host_kernel.hpp"
+#include "host_selector.hpp"
+#include "network.hpp"
+
+namespace reactor::testing::sim {
+
+Host::Host(World& world, std::size_t index, std::string name)
+    : world_(world), index_(index), name_(std::move(name)) {
+    detail::Network& network = *world.network_;
+    in_addr ip{htonl(network.ip_of(index))};
+    char text[INET_ADDRSTRLEN] = "";
+    ::inet_ntop(AF_INET, &ip, text, sizeof text);
+    ip_ = text;
+    auto kernel = std::make_shared<detail::HostKernel>(network, index);
+    auto selector = std::make_unique<detail::HostSelector>(network, *kernel, index);
+    selector_ = selector.get();
+    Scheduler::Options options;
+    options.selector = std::move(selector);
+    options.kernel = kernel;
+    options.clock = network.clock().function();  // every host reads the world's one clock
+    sched_ = std::make_unique<Scheduler>(std::move(options));
+}
+
+Host::~Host() = default;
+
+World::World(std::uint64_t seed, Params params)
+    : seed_(seed), params_(params), network_(std::make_unique<detail::Network>(seed, params)) {}
+
+// Newest host first, as services end: what an older host serves may still be
+// used by a newer one's closing connections, never the other way round.
+World::~World() {
+    while (!hosts_.empty()) hosts_.pop_back();
+}
+
+Host& World::host(std::string_view name) {
+    if (auto found = network_->host_named(name)) return *hosts_[*found];
+    const std::size_t index = network_->add_host(std::string(name));
+    try {
+        hosts_.push_back(std::unique_ptr<Host>(new Host(*this, index, std::string(name))));
+    } catch (...) {
+        network_->drop_last_host();  // nothing refers to it yet
+        throw;
+    }
+    return *hosts_.back();
+}
+
+TimePoint World::now() const noexcept { return network_->now(); }
+Duration World::elapsed() const noexcept { return network_->now() - VirtualClock::kStart; }
+const Trace& World::trace() const noexcept { return network_->trace(); }
+Trace& World::trace() noexcept { return network_->trace(); }
+
+RunStatus World::run_for(Duration duration) {
+    const TimePoint limit = duration <= Duration::zero() ? now() : reactor::detail::saturating_add(now(), duration);
+    return run(limit, nullptr) ? RunStatus::timed_out : RunStatus::idle;
+}
+
+bool World::run_until(const std::function<bool()>& done, Duration limit) {
+    if (done()) return true;
+    run(reactor::detail::saturating_add(now(), std::max(limit, Duration::zero())), &done);
+    return done();
+}
+
+// One iteration of the host's loop, told apart as busy or idle by its
+// selector (host_selector.hpp). An idle host rests until the network or its
+// timer pokes it.
+void World::step(Host& host) {
+    ++steps_;
+    host.selector_->begin_step();
+    try {
+        host.sched_->run_once();
+    } catch (...) {
+        host.selector_->end_step();
+        throw;
+    }
+    if (host.selector_->end_step()) network_->rest(host.index_);
+}
+
+// Until `limit` (true: reached) or until nothing can happen (false), or
+// until *done says so. At each instant: every event due is applied, then
+// the runnable hosts run one step at a time, the next one drawn from the
+// seed, until all rest; then time jumps to the next event.
+bool World::run(TimePoint limit, const std::function<bool()>* done) {
+    if (running_) throw std::logic_error("sim: World::run_for/run_until called from inside a run");
+    running_ = true;
+    struct Reset {
+        bool& flag;
+        ~Reset() { flag = false; }
+    } reset{running_};
+    network_->poke_all();  // the user may have scheduled anything on any host since the last run
+    std::vector<std::size_t> runnable;
+    std::uint64_t steps_now = 0;
+    for (;;) {
+        detail::EventQueue& events = network_->events();
+        while (!events.empty() && events.next_time() <= now()) events.pop()();
+        runnable.clear();
+        for (std::size_t i = 0; i < hosts_.size(); ++i)
+            if (network_->runnable(i)) runnable.push_back(i);
+        if (!runnable.empty()) {
+            Host& next = *hosts_[runnable[network_->order_random().below(runnable.size())]];
+            if (++steps_now > kMaxStepsPerInstant)
+                throw std::runtime_error(fmt::format(
+                    "sim: host {} ran {} loop iterations without virtual time passing (a callback that "
+                    "reschedules itself at once?)",
+                    next.name(), kMaxStepsPerInstant));
+            step(next);
+            if (done && (*done)()) return false;
+            continue;
+        }
+        if (done && (*done)()) return false;
+        if (events.empty()) return false;  // nothing can happen any more
+        const TimePoint at = events.next_time();
+        if (at > limit) {
+            network_->clock().advance_to(std::max(limit, now()));
+            return true;
+        }
+        network_->clock().advance_to(at);
+        steps_now = 0;
+    }
+}
+
+}  // namespace reactor::testing::sim
