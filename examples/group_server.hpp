@@ -45,6 +45,15 @@ struct GroupOptions {
 
     // --loops 0: one per CPU this process may run on.
     std::size_t loop_count() const { return loops == 0 ? reactor::LoopGroup::available_cpus() : loops; }
+    // The spreading as a server's lines say it ("clients spread by ...").
+    std::string_view spreading_name() const {
+        switch (spreading) {
+        case reactor::Spreading::round_robin: return "round robin";
+        case reactor::Spreading::reuse_port: return "the kernel (SO_REUSEPORT)";
+        case reactor::Spreading::least_connections: break;
+        }
+        return "least connections";
+    }
 };
 
 inline void add_group_options(Cli& cli, GroupOptions& g) {

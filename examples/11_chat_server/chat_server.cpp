@@ -23,13 +23,14 @@
 // the server down as SIGTERM does. Without it, stdin is never touched.
 //
 // With --loops N (0: one per CPU the process may use), the clients are
-// spread over N loops, one thread each: each loop owns its clients in a room
-// of its own (loop_room.hpp), and a line reaches the others by posts between
-// loops, in order per sender. The default, one loop, is the same server as a
-// group of one (examples::GroupServer, group_server.hpp), on the main thread.
+// spread over N loops (--spreading: by default to the loop with the fewest),
+// one thread each: each loop owns its clients in a room of its own
+// (loop_room.hpp), and a line reaches the others by posts between loops, in
+// order per sender. The default, one loop, is the same server as a group of
+// one (examples::GroupServer, group_server.hpp), on the main thread.
 //
-// Loop 0 has the jobs that are one per process: it accepts (a GroupListener
-// handing each client to the loop with the fewest), owns the signals
+// Loop 0 has the jobs that are one per process: it accepts (but with
+// --spreading reuse_port, where every loop does), owns the signals
 // (SIGINT and SIGTERM: the server's end; SIGUSR1), reads the console and
 // prints what the server says about itself. The end comes once the listener
 // is closed and every loop's last client has gone; then the summary: the
@@ -48,7 +49,6 @@
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
-#include <reactor/loop_group.hpp>
 #include <reactor/loop_stats.hpp>
 
 #include "cli.hpp"
@@ -59,10 +59,6 @@
 #include "server_support.hpp"
 
 namespace {
-
-// More loops than this is a typing error rather than a machine: each one is
-// a thread and a few fds.
-constexpr std::size_t kMaxLoops = 1024;
 
 // Once the server has ended, how long each loop may take to finish what is
 // left (the console task's cancellation, posts between loops under way)
@@ -78,10 +74,11 @@ std::string describe(const examples::LoopRoom& room) {
                        s.callbacks_run, s.io_events, s.posts_taken, s.wakeup_writes);
 }
 
-int serve(const reactor::Address& address, const examples::ServerOptions& options, examples::LoopRoom::Limits limits,
-          bool console, std::size_t loops) {
-    examples::GroupServer server(
-        options, examples::GroupOptions{loops, reactor::Spreading::least_connections, kLoopDrain}, "chat_server");
+int serve(const reactor::Address& address, const examples::ServerOptions& options, examples::GroupOptions group,
+          examples::LoopRoom::Limits limits, bool console) {
+    const std::size_t loops = group.loop_count();
+    group.loop_drain = kLoopDrain;
+    examples::GroupServer server(options, group, "chat_server");
     std::vector<std::unique_ptr<examples::LoopRoom>> owned;
     std::vector<examples::LoopRoom*> rooms;
     for (std::size_t i = 0; i < loops; ++i) {
@@ -100,8 +97,9 @@ int serve(const reactor::Address& address, const examples::ServerOptions& option
                   listen_options);
     server.describe_loops([&rooms](std::size_t i) { return describe(*rooms[i]); });
     if (loops > 1)  // after the line GroupServer has loop 0 print when run() starts
-        loop0.call_soon([loops] { examples::say(fmt::format("chat_server: {} loops, clients spread by least "
-                                                            "connections", loops)); });
+        loop0.call_soon([loops, by = group.spreading_name()] {
+            examples::say(fmt::format("chat_server: {} loops, clients spread by {}", loops, by));
+        });
     futures::Future<void> console_task;
     if (console) {
         auto say = [&](std::string_view line) { rooms[0]->announce(fmt::format("* server: {}\n", line)); };
@@ -141,14 +139,10 @@ int run(int argc, char** argv) {
     cli.add_flag("--console", console,
                  "announce each line typed on stdin to every client as \"* server: <line>\"; the end of input "
                  "(Ctrl-D) shuts the server down as SIGTERM does");
-    std::size_t loops = 1;
-    cli.add_option("--loops", loops,
-                   "event loops, one thread each, the clients spread over them (0: one per CPU this process may "
-                   "use); a line reaches the clients of every loop, in order per sender")
-        ->check(examples::range(std::size_t{0}, kMaxLoops));
+    examples::GroupOptions group;  // --loops, --spreading
+    examples::add_group_options(cli, group);
     cli.parse_or_exit(argc, argv);
-    if (loops == 0) loops = reactor::LoopGroup::available_cpus();
-    return serve(examples::listen_address(cli, options), options, limits, console, loops);
+    return serve(examples::listen_address(cli, options), options, group, limits, console);
 }
 
 }  // namespace
