@@ -3,7 +3,9 @@
 // reactor::LoopGroup, a reactor::GroupListener spreading the connections, and
 // a reactor::GroupServerLifetime ending them all, printed the way
 // server_support.hpp prints a single loop's server (the same first line,
-// drain lines and summary, one part per loop; SIGUSR1: a line per loop).
+// drain lines, listener trouble and summary, one part per loop; SIGUSR1: a
+// line per loop). One loop is a group of one: it prints exactly what a
+// single-loop server does (SIGUSR1: the loop's stats block and live tasks).
 #pragma once
 
 #include <atomic>
@@ -16,6 +18,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -24,6 +28,7 @@
 #include <reactor/loop_stats.hpp>
 #include <reactor/net/group_listener.hpp>
 #include <reactor/net/group_server_lifetime.hpp>
+#include <reactor/net/report_limiter.hpp>
 
 #include "server_support.hpp"
 
@@ -40,6 +45,15 @@ struct GroupOptions {
 
     // --loops 0: one per CPU this process may run on.
     std::size_t loop_count() const { return loops == 0 ? reactor::LoopGroup::available_cpus() : loops; }
+    // The spreading as a server's lines say it ("clients spread by ...").
+    std::string_view spreading_name() const {
+        switch (spreading) {
+        case reactor::Spreading::round_robin: return "round robin";
+        case reactor::Spreading::reuse_port: return "the kernel (SO_REUSEPORT)";
+        case reactor::Spreading::least_connections: break;
+        }
+        return "least connections";
+    }
 };
 
 inline void add_group_options(Cli& cli, GroupOptions& g) {
@@ -63,7 +77,8 @@ inline void add_group_options(Cli& cli, GroupOptions& g) {
 // A server on several loops: the group (loop 0 is the main thread's, under
 // run()), its listener, and its end, with the lines the single-loop
 // ServerLifetime prints, the same --exit-after, --max-seconds and
-// --drain-seconds. --exit-after with reuse_port counts the connections of
+// --drain-seconds, and the same exit status (exit_status(): 1 once a
+// listener has failed for good). --exit-after with reuse_port counts the connections of
 // every loop and closes the listeners at the Nth: a few more, accepted by
 // other loops meanwhile, may be served too. Made, listened and run on the
 // main thread.
@@ -122,7 +137,17 @@ public:
             if (on_ended_) on_ended_();
             group_.request_stop();
         });
-        print_stats_on_sigusr1();
+        for (std::size_t i = 0; i < size(); ++i) {
+            if (const reactor::ListenerPtr l = listener_->listener_on(i))
+                l->set_error_callback([this, i](reactor::Listener& l, std::error_code error, std::string_view what) {
+                    on_listener_error(i, l, error, what);
+                });
+        }
+        if (size() == 1) {
+            examples::print_stats_on_sigusr1(group_.loop(0), name_);  // the single-loop block
+        } else {
+            print_stats_on_sigusr1();
+        }
         // Said by loop 0 once run() has started every loop's thread: a loop
         // that cannot start ends the server before it claims to listen.
         group_.loop(0).call_soon([this] { announce(group_.loop(0), listener_->address()); });
@@ -136,6 +161,9 @@ public:
     // echoed"), for the summary line.
     std::uint64_t connections() const { return ended_.total().accepted; }
     std::uint64_t aborted() const { return ended_.total().aborted; }
+    // What main() returns, as ServerLifetime::exit_status(): 0 for an end
+    // asked for, 1 if a listener failed (its line is on stderr).
+    int exit_status() const { return failed_ ? 1 : 0; }
     template <class Extra>
     std::string per_loop(Extra extra) const {
         std::string out;
@@ -173,6 +201,21 @@ private:
         case Kind::ended: ended_ = {r.kind, r.cause, {}, r.loops}; return;
         }
         std::fflush(stdout);
+    }
+
+    // A loop's listener, on that loop (ServerLifetime's lines): accept
+    // trouble (out of fds; accepting resumes by itself) is one stderr line,
+    // at most one per 10 s per loop; a listener that fails for good (the loop
+    // cannot watch it) is one line, then the orderly end, and exit status 1.
+    void on_listener_error(std::size_t i, reactor::Listener& l, std::error_code error, std::string_view what) {
+        std::uint64_t left_out = 0;
+        if (l.is_listening() && !trouble_reports_[i].admit(group_.loop(i).now(), left_out)) return;
+        fmt::print(stderr, "{}: {} ({}){}\n", name_, what, error.message(),
+                   left_out == 0 ? std::string() : fmt::format("; {} more since the last report", left_out));
+        std::fflush(stderr);
+        if (l.is_listening()) return;
+        failed_ = true;
+        shut_down("the listener failed");
     }
 
     // What a loop says of itself by default, on its own thread.
@@ -218,6 +261,9 @@ private:
     std::function<void()> on_ended_;
     std::function<std::string(std::size_t)> describe_ = [this](std::size_t i) { return describe(i); };
     std::atomic<std::uint64_t> accepted_{0};  // --exit-after with reuse_port: every loop counts here
+    std::vector<reactor::ReportLimiter> trouble_reports_ =
+        std::vector<reactor::ReportLimiter>(size(), reactor::ReportLimiter(std::chrono::seconds(10)));
+    std::atomic<bool> failed_{false};  // a listener failed for good (set on its loop)
     reactor::GroupServerLifetime::Report ended_;
 };
 

@@ -188,6 +188,59 @@ BOOST_AUTO_TEST_CASE(live_shows_scopes_as_a_tree) {
     CHECK_EMPTY(loop.sched);  // no scope left listed
 }
 
+// live() names what each plain child waits on, from what its state keeps: a
+// leaf its timer (due in virtual time), fd or stream read; a continuation its
+// upstream (and what that leaf waits on); a when_all its pending inputs.
+BOOST_AUTO_TEST_CASE(live_names_what_each_plain_child_waits_on) {
+    VirtualLoop loop(backend_under_test());
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    {
+        futures::Stream input = futures::Stream::adopt(loop.sched, fds[0]);  // owns fds[0]
+        Scope scope(loop.sched);
+        const std::string file = std::source_location::current().file_name();
+        auto at_line = [&file](unsigned line) { return file + ":" + std::to_string(line); };
+        scope.spawn(futures::sleep(loop.sched, 250ms));
+        const unsigned sleep_line = __LINE__ - 1;
+        Future<void> upstream = futures::sleep(loop.sched, 2s);
+        const unsigned upstream_line = __LINE__ - 1;
+        scope.spawn(upstream.then([] {}));
+        Future<void> first = futures::sleep(loop.sched, 1s);
+        const unsigned first_line = __LINE__ - 1;
+        Future<void> second = futures::sleep(loop.sched, 3s);
+        const unsigned second_line = __LINE__ - 1;
+        scope.spawn(futures::when_all(first, second));
+        scope.spawn(futures::writable(loop.sched, fds[1]));
+        scope.spawn(input.read_until("\n"));
+        const unsigned read_line = __LINE__ - 1;
+
+        std::vector<std::string> children;
+        for (const reactor::LiveItem& item : loop.sched.live())
+            if (item.kind == reactor::LiveItem::Kind::scope && item.detail.starts_with("child of"))
+                children.push_back(item.detail);
+        BOOST_REQUIRE_EQUAL(children.size(), 5u);
+        BOOST_TEST(children[0].ends_with("a Future created at " + at_line(sleep_line) +
+                                         ", waiting on a timer due in 0.250 s"),
+                   children[0]);
+        BOOST_TEST(children[1].ends_with(", waiting on the Future created at " + at_line(upstream_line) +
+                                         " (a timer due in 2.000 s)"),
+                   children[1]);
+        BOOST_TEST(children[2].ends_with(", waiting on 2 inputs: the Future created at " + at_line(first_line) +
+                                         " (a timer due in 1.000 s), the Future created at " + at_line(second_line) +
+                                         " (a timer due in 3.000 s)"),
+                   children[2]);
+        BOOST_TEST(children[3].ends_with(", waiting on fd " + std::to_string(fds[1]) + " to become writable"),
+                   children[3]);
+        BOOST_TEST(children[4].ends_with("a Future created at " + at_line(read_line) + ", waiting on a stream read"),
+                   children[4]);
+        scope.cancel();
+        futures::run_until_complete(loop.sched, scope.close());
+    }
+    ::close(fds[1]);
+    loop.sched.run();
+    CHECK_EMPTY(loop.sched);
+}
+
 // Scheduler::close() with an open scope: the children are cancelled, the
 // scope ends, and dropping its handle afterwards reports nothing.
 BOOST_AUTO_TEST_CASE(scheduler_close_ends_open_scopes) {

@@ -23,75 +23,105 @@
 // the server down as SIGTERM does. Without it, stdin is never touched.
 //
 // With --loops N (0: one per CPU the process may use), the clients are
-// spread over N loops, one thread each (group_chat.hpp): each loop owns its
-// clients in a room of its own (loop_room.hpp), and a line reaches the others
-// by posts between loops, in order per sender. The default, one loop, is the
-// program as it was before loop groups.
+// spread over N loops (--spreading: by default to the loop with the fewest),
+// one thread each: each loop owns its clients in a room of its own
+// (loop_room.hpp), and a line reaches the others by posts between loops, in
+// order per sender. The default, one loop, is the same server as a group of
+// one (examples::GroupServer, group_server.hpp), on the main thread.
+//
+// Loop 0 has the jobs that are one per process: it accepts (but with
+// --spreading reuse_port, where every loop does), owns the signals
+// (SIGINT and SIGTERM: the server's end; SIGUSR1), reads the console and
+// prints what the server says about itself. The end comes once the listener
+// is closed and every loop's last client has gone; then the summary: the
+// total, and with several loops one line per loop.
 //
 //   $ chat_server          then, in two terminals:   nc 127.0.0.1 7001
 //   kill -USR1 <pid>   prints the loop's stats and live tasks, and carries on (server_support.hpp);
-//                      with several loops, one line per loop (group_chat.hpp)
+//                      with several loops, one line per loop, each loop's room describing itself
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
-#include <reactor/loop_group.hpp>
-#include <reactor/net/listener.hpp>
+#include <reactor/loop_stats.hpp>
 
 #include "cli.hpp"
 #include "console.hpp"
-#include "group_chat.hpp"
+#include "group_server.hpp"
 #include "loop_room.hpp"
 #include "program.hpp"
 #include "server_support.hpp"
 
 namespace {
 
-// More loops than this is a typing error rather than a machine: each one is
-// a thread and a few fds.
-constexpr std::size_t kMaxLoops = 1024;
+// Once the server has ended, how long each loop may take to finish what is
+// left (the console task's cancellation, posts between loops under way)
+// before it is closed; a loop with nothing left ends at once.
+constexpr std::chrono::seconds kLoopDrain{2};
 
-// The console's input ended: the server shuts down as on SIGTERM, unless it
-// has stopped accepting already (--exit-after, or a signal came first).
-void console_ended(examples::ServerLifetime& lifetime, const reactor::Listener& listener, std::string_view why) {
-    if (listener.is_listening()) return lifetime.shut_down(fmt::format("console: {}", why));
-    fmt::print("chat_server: console: {}\n", why);
-    std::fflush(stdout);
+// SIGUSR1 with several loops, on loop i: what its room has seen, and its stats.
+std::string describe(const examples::LoopRoom& room) {
+    const reactor::LoopStats s = room.loop().stats();
+    return fmt::format("{} client(s), {} line(s) heard, {} from other loops, {} post(s) out; {} iterations, {} "
+                       "callbacks run, {} fd events, {} posts taken, {} wake-up writes",
+                       room.clients(), room.lines_heard(), room.lines_from_peers(), room.posts_out(), s.iterations,
+                       s.callbacks_run, s.io_events, s.posts_taken, s.wakeup_writes);
 }
 
-// Today's server: one loop, the whole room on it.
-int run_one_loop(const examples::Cli& cli, const examples::ServerOptions& options, examples::LoopRoom::Limits limits,
-                 bool console) {
-    reactor::Scheduler sched(examples::on(options.backend));
-    examples::ServerLifetime lifetime(sched, options, "chat_server");
-    examples::LoopRoom room(sched, 0, 1, limits);
+int serve(const reactor::Address& address, const examples::ServerOptions& options, examples::GroupOptions group,
+          examples::LoopRoom::Limits limits, bool console) {
+    const std::size_t loops = group.loop_count();
+    group.loop_drain = kLoopDrain;
+    examples::GroupServer server(options, group, "chat_server");
+    std::vector<std::unique_ptr<examples::LoopRoom>> owned;
+    std::vector<examples::LoopRoom*> rooms;
+    for (std::size_t i = 0; i < loops; ++i) {
+        owned.push_back(std::make_unique<examples::LoopRoom>(server.group().loop(i), i, loops, limits));
+        rooms.push_back(owned.back().get());
+    }
+    for (examples::LoopRoom* room : rooms) room->link(rooms);
+    reactor::Scheduler& loop0 = server.group().loop(0);
     // Before listening: a stdin the console cannot read ends the run here.
     futures::Stream input;
-    if (console) input = examples::open_console_or_exit(sched, "chat_server", limits.max_line);
+    if (console) input = examples::open_console_or_exit(loop0, "chat_server", limits.max_line);
 
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
-    listen_options.connection = examples::connection_options(options);  // --idle-timeout
-    auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options),
-                                             [&](const reactor::ConnectionPtr& c) { room.join(c); }, listen_options);
-    lifetime.set_listener(listener);
+    listen_options.connection = examples::connection_options(options);              // --idle-timeout
+    server.listen(address, [&rooms](const reactor::ConnectionPtr& c, std::size_t loop) { rooms[loop]->join(c); },
+                  listen_options);
+    server.describe_loops([&rooms](std::size_t i) { return describe(*rooms[i]); });
+    if (loops > 1)  // after the line GroupServer has loop 0 print when run() starts
+        loop0.call_soon([loops, by = group.spreading_name()] {
+            examples::say(fmt::format("chat_server: {} loops, clients spread by {}", loops, by));
+        });
     futures::Future<void> console_task;
     if (console) {
-        console_task = futures::spawn(
-            sched, examples::Console(
-                       std::move(input), "chat_server", limits.max_line,
-                       [&](std::string_view line) { room.announce(fmt::format("* server: {}\n", line)); },
-                       [&](std::string_view why) { console_ended(lifetime, *listener, why); }));
-        // The console must not keep the loop running once the rest is done.
-        listener->wait_closed([&] { console_task.cancel(); });
+        auto say = [&](std::string_view line) { rooms[0]->announce(fmt::format("* server: {}\n", line)); };
+        auto ended = [&](std::string_view why) {
+            // The server shuts down as on SIGTERM, unless it has stopped
+            // accepting already (--exit-after, or a signal came first).
+            const reactor::ListenerPtr acceptor = server.listener().listener_on(0);
+            if (acceptor && acceptor->is_listening()) return server.shut_down(fmt::format("console: {}", why));
+            examples::say(fmt::format("chat_server: console: {}", why));
+        };
+        console_task =
+            futures::spawn(loop0, examples::Console(std::move(input), "chat_server", limits.max_line, say, ended));
+        // The console must not keep loop 0 running once the rest is done.
+        server.on_ended([&] { console_task.cancel(); });
     }
-    examples::announce(sched, listener->address());
-
-    sched.run();
-    fmt::print("chat_server: {} connections, {} aborted\n", listener->accepted(), lifetime.aborted());
+    server.run();  // until the server has ended and every loop has stopped
+    fmt::print("chat_server: {} connections, {} aborted\n", server.connections(), server.aborted());
+    for (std::size_t i = 0; loops > 1 && i < loops; ++i)  // with one loop, the total says it all
+        fmt::print("chat_server: loop {}: {} connections, {} lines heard, {} posts to other loops\n", i,
+                   rooms[i]->served(), rooms[i]->lines_heard(), rooms[i]->posts_out());
     std::fflush(stdout);
-    return lifetime.exit_status();
+    return server.exit_status();
 }
 
 int run(int argc, char** argv) {
@@ -109,15 +139,10 @@ int run(int argc, char** argv) {
     cli.add_flag("--console", console,
                  "announce each line typed on stdin to every client as \"* server: <line>\"; the end of input "
                  "(Ctrl-D) shuts the server down as SIGTERM does");
-    std::size_t loops = 1;
-    cli.add_option("--loops", loops,
-                   "event loops, one thread each, the clients spread over them (0: one per CPU this process may "
-                   "use); a line reaches the clients of every loop, in order per sender")
-        ->check(examples::range(std::size_t{0}, kMaxLoops));
+    examples::GroupOptions group;  // --loops, --spreading
+    examples::add_group_options(cli, group);
     cli.parse_or_exit(argc, argv);
-    if (loops == 0) loops = reactor::LoopGroup::available_cpus();
-    if (loops == 1) return run_one_loop(cli, options, limits, console);
-    return examples::run_group_chat(examples::listen_address(cli, options), options, limits, console, loops);
+    return serve(examples::listen_address(cli, options), options, group, limits, console);
 }
 
 }  // namespace

@@ -3,6 +3,13 @@
 // how to take back what it asked of the Scheduler when cancelled.
 #include "futures/leaves.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
 namespace futures {
 namespace detail {
 namespace {
@@ -39,6 +46,13 @@ public:
         timer_ = schedule(Producer<TimerState>(this, "the Scheduler dropped this timer"));
     }
 
+    std::string waits_on() const override {
+        const std::optional<reactor::TimePoint> due = timer_.deadline();
+        if (!due) return "a timer";  // due already: its callback is on its way
+        const reactor::Duration left = std::max(*due - scheduler().now(), reactor::Duration::zero());
+        return fmt::format("a timer due in {:.3f} s", std::chrono::duration<double>(left).count());
+    }
+
 private:
     Ref<StateBase> cancel_step(bool& accepted) override {
         Ref<StateBase> next = State<void>::cancel_step(accepted);
@@ -63,6 +77,10 @@ public:
         } else {
             scheduler().write_wait(fd_, Producer<FdState>(this, dropped), origin());
         }
+    }
+
+    std::string waits_on() const override {
+        return fmt::format("fd {} to become {}", fd_, read_ ? "readable" : "writable");
     }
 
 private:

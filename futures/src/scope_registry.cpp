@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The loop's registry of scopes: every futures::Scope not yet settled, so
 // that Scheduler::live() shows them as a tree (each top-level scope, then its
-// live children, a nested scope's own children after it) and the end of the
-// loop ends them. A reactor::LoopService, made on the first scope. A scope
-// keeps its index; leaving swaps the last one into its place. Loop thread only.
+// live children with what each waits on, a nested scope's own children after
+// it) and the end of the loop ends them. A reactor::LoopService, made on the
+// first scope. A scope keeps its index; leaving swaps the last one into its
+// place. Loop thread only.
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -78,6 +80,36 @@ void unregister_scope(ScopeState& s) noexcept {
     if (s.registry_) s.registry_->remove(s);
 }
 
+namespace {
+
+// A child's line names at most this many of the states it waits on (a
+// when_all of a thousand inputs says how many more).
+constexpr std::size_t kNamedInputs = 3;
+
+// "the Future created at f.cpp:12", and what it waits on if it is a leaf
+// that says so (" (a timer due in 0.250 s)").
+std::string name_of(const StateBase& s) {
+    std::string out = fmt::format("the {} created at {}:{}", s.kind(), s.origin().file_name(), s.origin().line());
+    if (std::string what = s.waits_on(); !what.empty()) out += fmt::format(" ({})", what);
+    return out;
+}
+
+// ", waiting on ..." for a plain future: what a leaf waits on itself, else
+// where its links lead (a continuation's upstream, a combinator's inputs
+// still pending), from what the state keeps anyway; "" if it knows nothing
+// (a future completed by hand: its promise is elsewhere).
+std::string waiting_on(const StateBase& s) {
+    if (std::string what = s.waits_on(); !what.empty()) return ", waiting on " + what;
+    const std::vector<StateBase*> up = s.awaited();
+    if (up.empty()) return {};
+    std::string out = up.size() == 1 ? ", waiting on " : fmt::format(", waiting on {} inputs: ", up.size());
+    for (std::size_t i = 0; i < std::min(up.size(), kNamedInputs); ++i) out += (i ? ", " : "") + name_of(*up[i]);
+    if (up.size() > kNamedInputs) out += fmt::format(" and {} more", up.size() - kNamedInputs);
+    return out;
+}
+
+}  // namespace
+
 void ScopeState::describe(std::vector<reactor::LiveItem>& out, const ScopeState* parent) const {
     std::string detail = fmt::format("{}, {} live {}, {}", options_.policy == ScopePolicy::fail_fast ? "fail-fast" : "supervise",
                                      live_, live_ == 1 ? "child" : "children", closed_ ? "closed" : "open");
@@ -96,12 +128,10 @@ void ScopeState::describe(std::vector<reactor::LiveItem>& out, const ScopeState*
         if (c.shielded) line += ", shielded";
         if (c.state->is_task()) {
             if (c.state->task_names_its_state()) line += fmt::format(", state {}", c.state->task_machine_state());
-            if (StateBase* up = c.state->task_awaited()) {
-                line += fmt::format(", waiting on the {} created at {}:{}", up->kind(), up->origin().file_name(),
-                                    up->origin().line());
-            }
+            if (StateBase* up = c.state->task_awaited()) line += ", waiting on " + name_of(*up);
         } else {
             line += fmt::format(" created at {}:{}", c.state->origin().file_name(), c.state->origin().line());
+            line += waiting_on(*c.state);
         }
         out.push_back(reactor::LiveItem{reactor::LiveItem::Kind::scope, std::move(line), c.spawned_at, true});
     });

@@ -99,6 +99,14 @@ bool StateBase::remove_callback(CallbackId id) noexcept {
 
 std::span<Link> StateBase::links() noexcept { return {}; }
 
+std::vector<StateBase*> StateBase::awaited() const {
+    std::vector<StateBase*> out;
+    // links() only lists them; it is not const because cancel() cuts them.
+    for (const Link& link : const_cast<StateBase*>(this)->links())
+        if (StateBase* up = link.upstream()) out.push_back(up);
+    return out;
+}
+
 // What a completed state puts on the ready queue: it runs the waiters
 // [next, end) in order. One for all the waiters registered before the state
 // completed (they would have been consecutive entries of one batch of the

@@ -147,6 +147,14 @@ private:
     // idle stream a word, nor a variant of two, which would cost it two. As
     // a Promise does, it breaks a future still pending when it goes
     // ("broken promise: the stream read created at ...").
+    // A read's state: a State<T> that says what it waits on in live().
+    template <class T>
+    class ReadState final : public State<T> {
+    public:
+        using State<T>::State;
+        std::string waits_on() const override { return "a stream read"; }
+    };
+
     class ReadPromise {
     public:
         ReadPromise() noexcept = default;
@@ -164,7 +172,7 @@ private:
         // std::optional<std::string>) whose origin is `where`.
         template <class T>
         static ReadPromise make(reactor::Scheduler& sched, std::source_location where, Future<T>& future) {
-            auto* state = new State<T>(sched, where, false);
+            auto* state = new ReadState<T>(sched, where, false);
             ReadPromise p;
             p.state_ = Ref<StateBase>::adopt(state);
             future = Access::share(state);

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include <reactor/clock.hpp>
 #include <reactor/export.hpp>
 
 namespace reactor {
@@ -24,6 +26,10 @@ public:
     // True while the callback is scheduled and not yet started or cancelled;
     // for a periodic timer (call_every), until it is cancelled.
     bool is_pending() const;
+    // A one-shot timer (call_later, call_at) not yet due: when it is due;
+    // otherwise empty. Scans the loop's timers: for diagnostics (what
+    // Scheduler::live() says a sleep waits on), not for a hot path.
+    std::optional<TimePoint> deadline() const;
 
 private:
     friend class Scheduler;

@@ -29,7 +29,8 @@
 //   ~LoopGroup   stop(), then the Schedulers are destroyed, last first
 // A loop whose run_forever() throws (a selector that failed for good, see
 // Scheduler::kWaitFailureLimit) reports it through that loop's exception
-// handler, naming the loop, and ends as above; the other loops carry on
+// handler, naming the loop, and ends as above (but loop 0 under run(): run()
+// throws it once the group has ended); the other loops carry on
 // until the group is stopped. Nothing escapes a loop's thread, so nothing
 // calls std::terminate. A callback that blocks a loop holds up that loop
 // only: debug mode (Scheduler::Options::debug) reports it as a slow callback
@@ -38,6 +39,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -97,7 +99,8 @@ public:
     // The calling thread runs loop 0 (the others get threads of their own)
     // until the group is asked to stop; then, as stop(), waits for the
     // others. Loop 0 ending early (an exception out of its run) stops the
-    // whole group. Once, instead of start(). Every other loop's thread is
+    // whole group, and run() then throws that exception, as Scheduler::run()
+    // would (not reported on loop 0's handler: the caller has it). Once, instead of start(). Every other loop's thread is
     // started before loop 0 runs anything: what is scheduled on loop 0
     // beforehand (a server's "listening on" line) runs only if they all
     // started; if one cannot, run() throws as start() does.
@@ -122,7 +125,9 @@ public:
     static std::size_t available_cpus() noexcept;
 
 private:
-    void run_loop(std::size_t index) noexcept;
+    // `failure` set: an exception out of the run is kept there (run()'s
+    // loop 0, rethrown by run()) instead of reported.
+    void run_loop(std::size_t index, std::exception_ptr* failure = nullptr) noexcept;
     void pin_current_thread(std::size_t index) noexcept;
     void join_threads() noexcept;
     void refuse_from_own_loop(const char* member) const;

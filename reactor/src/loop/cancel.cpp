@@ -7,6 +7,7 @@
 // Loop thread only; a stale Handle is a harmless no-op.
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "reactor/scheduler.hpp"
@@ -29,6 +30,15 @@ bool Handle::is_pending() const {
     using Kind = Scheduler::SlotKind;
     return s.gen == gen_ &&
            (s.kind == Kind::soon || s.kind == Kind::timer || s.kind == Kind::periodic || s.kind == Kind::periodic_due);
+}
+
+std::optional<TimePoint> Handle::deadline() const {
+    if (!sched_ || slot_ >= sched_->slots_.size()) return std::nullopt;
+    const auto& s = sched_->slots_[slot_];
+    if (s.gen != gen_ || s.kind != Scheduler::SlotKind::timer) return std::nullopt;
+    for (const Scheduler::Timer& t : sched_->sleeping_)
+        if (t.ref.slot == slot_ && t.ref.gen == gen_) return t.deadline;
+    return std::nullopt;
 }
 
 bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {

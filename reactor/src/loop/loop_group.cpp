@@ -123,9 +123,12 @@ void LoopGroup::run() {
     if (started_) throw std::logic_error("reactor: LoopGroup::run after start (or a second run)");
     first_threaded_ = 1;
     start();
-    run_loop(0);
-    // Loop 0 ended: by request_stop(), or on an exception; the group ends with it.
+    std::exception_ptr failure;
+    run_loop(0, &failure);
+    // Loop 0 ended: by request_stop(), or on an exception; the group ends
+    // with it, and the exception goes to the caller, as Scheduler::run()'s.
     stop();
+    if (failure) std::rethrow_exception(failure);
 }
 
 // Only the first request posts: a later one (stop() after a loop asked)
@@ -168,8 +171,9 @@ void LoopGroup::pin_current_thread(std::size_t index) noexcept {
 }
 
 // A loop's life on its thread. Nothing escapes: an exception out of the run
-// is reported on the loop's own handler and the loop ends as if stopped.
-void LoopGroup::run_loop(std::size_t index) noexcept {
+// is reported on the loop's own handler and the loop ends as if stopped
+// (run()'s loop 0: kept in `failure` for run() to throw).
+void LoopGroup::run_loop(std::size_t index, std::exception_ptr* failure) noexcept {
     Scheduler& s = *loops_[index];
     t_current = CurrentLoop{this, index};
     if (options_.pin_threads) pin_current_thread(index);
@@ -181,10 +185,22 @@ void LoopGroup::run_loop(std::size_t index) noexcept {
             s.run_for(Duration::zero());
         }
     } catch (...) {
-        report(s, fmt::format("reactor: loop {} of the group ended on an exception", index),
-               std::current_exception());
+        if (failure) {
+            *failure = std::current_exception();
+        } else {
+            report(s, fmt::format("reactor: loop {} of the group ended on an exception", index),
+                   std::current_exception());
+        }
     }
     s.refuse_posts();
+    if (failure && *failure) {
+        // run() throws it. The selector is broken: another iteration or a
+        // close() would fail again. What is alive is left to ~LoopGroup, as
+        // a Scheduler whose run() threw is left to its destructor.
+        s.finish();
+        t_current = CurrentLoop{};
+        return;
+    }
     // A post accepted after the drain's last look and before the refusal
     // (another loop, or a thread, posting while this one ended) was promised
     // a run: it gets it now, one iteration, before close() would drop it.

@@ -148,9 +148,12 @@ std::unique_ptr<GroupListener> GroupListener::listen(LoopGroup& group, const Add
             auto s = weak.lock();
             return s ? s->open_total() : 0;
         };
-    if (options.spreading == Spreading::reuse_port) {
+    // reuse_port, or a group of one: each loop's own listener accepts its
+    // connections, with no hand-off (a one-loop server would otherwise post
+    // every client to itself, a wake-up write each, for nothing).
+    if (options.spreading == Spreading::reuse_port || group.size() == 1) {
         options.listener.hand_off = nullptr;
-        options.listener.reuse_port = true;
+        options.listener.reuse_port = options.spreading == Spreading::reuse_port;
         for (std::size_t i = 0; i < group.size(); ++i) {
             auto on_conn = [weak, i](const ConnectionPtr& conn) {
                 auto s = weak.lock();

@@ -14,18 +14,26 @@ namespace {
 
 class GroupLoops final : public detail::ServedLoops {
 public:
-    GroupLoops(LoopGroup& g, GroupListener& l) : group_(g), listener_(l) {}
+    GroupLoops(LoopGroup& g, GroupListener& l, std::size_t control) : group_(g), listener_(l), control_(control) {}
     std::size_t size() const override { return group_.size(); }
     Scheduler& loop(std::size_t i) const override { return group_.loop(i); }
     ListenerPtr listener_on(std::size_t i) const override { return listener_.listener_on(i); }
     ConnectionSet& connections_on(std::size_t i) const override { return listener_.connections_on(i); }
     std::vector<std::size_t> live() const override { return listener_.live_connections(); }
     std::vector<std::uint64_t> handed() const override { return listener_.handed(); }
-    void close() override { listener_.close(); }
+    // On the control loop: its own listener (the acceptor, unless
+    // reuse_port) closes now, so the `draining` report that follows is true
+    // of it (a group of one accepts nothing more, as ServerLifetime's server);
+    // the other loops' closes are posted.
+    void close() override {
+        if (const ListenerPtr l = listener_.listener_on(control_)) l->close();
+        listener_.close();
+    }
 
 private:
     LoopGroup& group_;
     GroupListener& listener_;
+    std::size_t control_;
 };
 
 }  // namespace
@@ -50,7 +58,7 @@ GroupServerLifetime::GroupServerLifetime(LoopGroup& group, GroupListener& listen
         throw std::invalid_argument("GroupServerLifetime: negative drain_time or max_run_time");
     detail::ServerEnd::Options o{options.drain_time, options.max_run_time, std::move(options.stop_signals),
                                  options.control_loop};
-    end_ = std::make_shared<detail::ServerEnd>(std::make_unique<GroupLoops>(group, listener), std::move(o),
+    end_ = std::make_shared<detail::ServerEnd>(std::make_unique<GroupLoops>(group, listener, options.control_loop), std::move(o),
                                                detail::ServerEnd::ReportFn{}, false);
     if (on_report) {
         // On the control loop; reads what any thread may read.

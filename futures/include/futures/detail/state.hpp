@@ -20,10 +20,12 @@
 #include <source_location>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include <reactor/callback.hpp>
 #include <reactor/export.hpp>
@@ -165,6 +167,17 @@ public:
     virtual bool task_names_its_state() const noexcept { return false; }
     // What the task waits on now, or null.
     virtual StateBase* task_awaited() const noexcept { return nullptr; }
+
+    // ---- what Scheduler::live() says it waits on (a scope's children,
+    //      futures/src/scope_registry.cpp), from what the state keeps anyway ----
+    // A leaf that waits on the loop itself says on what: "a timer due in
+    // 0.250 s", "fd 7 to become readable", "a stream read". Empty for the
+    // others: a state that waits through links (awaited()) or by hand.
+    virtual std::string waits_on() const { return {}; }
+    // What this state waits on now through its links: a continuation's
+    // upstream, a combinator's inputs not complete yet, a task's awaited
+    // future. Loop thread only.
+    std::vector<StateBase*> awaited() const;
 
     // ---- what a futures::Scope waits on after this state ended cancelled
     //      while the work it started goes on elsewhere (a thread pool job, a

@@ -19,6 +19,8 @@
 //     loop: Seastar turned it off for this "heavy load imbalance"), and
 //     closing one of the listeners drops the connections queued on it (their
 //     clients see a reset). TCP only.
+// A group of one has no hand-off, whatever the spreading: its loop accepts
+// for itself, as a plain Listener does.
 // With a hand-off, a socket travels as a plain fd in a post
 // (call_soon_threadsafe): the acceptor never makes a Connection for another
 // loop. A loop that has ended refuses the post and the socket is closed (the
