@@ -55,6 +55,7 @@
 #include "reactor/export.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/scheduler.hpp"
+#include "reactor/testing/sim/params.hpp"
 #include "reactor/testing/sim/trace.hpp"
 
 namespace reactor::testing::sim {
@@ -64,24 +65,6 @@ class HostKernel;
 class HostSelector;
 class Network;
 }  // namespace detail
-
-// The network's knobs; every draw within their bounds comes from the seed.
-struct Params {
-    // One latency per ordered pair of hosts, drawn once, in [min, max].
-    Duration min_latency = std::chrono::microseconds(50);
-    Duration max_latency = std::chrono::milliseconds(5);
-    // Added to each segment's latency, in [0, max_jitter]; a segment still
-    // never arrives before the one sent before it.
-    Duration max_jitter = std::chrono::microseconds(500);
-    // Bytes one direction of a connection holds between the sender and the
-    // reader (send buffer and receive window together), drawn per direction.
-    std::size_t min_buffer = 4 * 1024;
-    std::size_t max_buffer = 64 * 1024;
-    // Chance that a send() accepts, or a recv() returns, only part of what
-    // it could (at least one byte).
-    unsigned short_write_percent = 20;
-    unsigned short_read_percent = 20;
-};
 
 class World;
 
