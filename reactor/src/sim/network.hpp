@@ -27,6 +27,7 @@
 #include "reactor/testing/virtual_clock.hpp"
 
 #include "event_queue.hpp"
+#include "faults.hpp"
 #include "tcp.hpp"
 
 namespace reactor::testing::sim::detail {
@@ -96,9 +97,14 @@ private:
     };
 
     Duration latency(std::size_t from, std::size_t to);  // drawn once per ordered pair
-    TimePoint arrival(Side& from);                        // now + latency + jitter, in order
+    // now + latency + jitter (+ a clog, or held by a partition), in order.
+    TimePoint arrival(Link& link, int from);
     void syn_arrives(const std::shared_ptr<Link>& link);
     void note(const char* kind, const Link& link, int from, std::string_view bytes);
+    void note_cut(const Faults::Cut& cut);
+    // The drawn break happens: side `from` sent its last byte that arrives;
+    // both sides are reset, each after the way to it takes.
+    void break_link(const std::shared_ptr<Link>& link, int from);
 
     Params params_;
     VirtualClock clock_;
@@ -107,6 +113,7 @@ private:
     Random latency_random_;
     Random io_random_;
     Random order_random_;
+    Faults faults_;  // after clock_ and trace_: it notes partitions in the trace
     std::vector<HostEntry> hosts_;
     std::map<std::pair<std::size_t, std::size_t>, Duration> latencies_;
     std::set<std::pair<std::size_t, std::uint16_t>> ports_;

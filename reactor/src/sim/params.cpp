@@ -27,7 +27,7 @@ std::string duration_text(Duration d) {
 
 }  // namespace
 
-Params draw_params(std::uint64_t seed) {
+Params draw_params(std::uint64_t seed, bool faults) {
     Random r = Random(seed).split(kParamsStream);
     Params p;
     // Latency ranges spread over four orders of magnitude: a LAN and a
@@ -41,13 +41,36 @@ Params draw_params(std::uint64_t seed) {
     p.max_buffer = p.min_buffer + static_cast<std::size_t>(r.between(0, 256 * 1024));
     p.short_write_percent = static_cast<unsigned>(r.between(0, 50));
     p.short_read_percent = static_cast<unsigned>(r.between(0, 50));
+    if (!faults) return p;
+    // Rare enough that most connections of a seed live, common enough that
+    // a few hundred connections meet each kind.
+    p.reset_percent = static_cast<unsigned>(r.between(0, 5));
+    p.max_reset_prefix = static_cast<std::size_t>(r.between(0, 64 * 1024));
+    p.refuse_percent = static_cast<unsigned>(r.between(0, 5));
+    p.clog_percent = static_cast<unsigned>(r.between(0, 5));
+    p.max_clog = micros(r.between(1'000, 2'000'000));
+    p.partition_percent = static_cast<unsigned>(r.between(0, 30));
+    p.one_way_percent = static_cast<unsigned>(r.between(0, 100));
+    p.min_stable = micros(r.between(100'000, 5'000'000));
+    p.max_stable = p.min_stable + micros(r.between(0, 10'000'000));
+    p.min_partition = micros(r.between(1'000, 1'000'000));
+    p.max_partition = p.min_partition + micros(r.between(0, 5'000'000));
     return p;
 }
 
 std::string to_string(const Params& p) {
-    return fmt::format("latency {}..{} jitter {} buffer {}..{} short-write {}% short-read {}%",
+    std::string text = fmt::format("latency {}..{} jitter {} buffer {}..{} short-write {}% short-read {}%",
                        duration_text(p.min_latency), duration_text(p.max_latency), duration_text(p.max_jitter),
                        p.min_buffer, p.max_buffer, p.short_write_percent, p.short_read_percent);
+    // Only the faults that are on: a line without faults stays short.
+    if (p.reset_percent) text += fmt::format(" reset {}% after <={}", p.reset_percent, p.max_reset_prefix);
+    if (p.refuse_percent) text += fmt::format(" refuse {}%", p.refuse_percent);
+    if (p.clog_percent) text += fmt::format(" clog {}% <={}", p.clog_percent, duration_text(p.max_clog));
+    if (p.partition_percent)
+        text += fmt::format(" partition {}% ({}% one-way) {}..{} after {}..{}", p.partition_percent, p.one_way_percent,
+                            duration_text(p.min_partition), duration_text(p.max_partition),
+                            duration_text(p.min_stable), duration_text(p.max_stable));
+    return text;
 }
 
 }  // namespace reactor::testing::sim

@@ -58,6 +58,9 @@ struct SwarmOptions {
     std::ostream* out = nullptr;
     // Each seed's network from draw_params(seed); false: the Params below.
     bool draw = true;
+    // With draw: the fault rates drawn too (draw_params(seed, true)); the
+    // body must then accept connections that end early.
+    bool faults = false;
     Params params;
     // Runs each seed twice and fails it if the traces differ (determinism.hpp).
     bool check_determinism = false;

@@ -26,8 +26,10 @@
 // accept, send and receive, shutdown, close; FIN and RST, a refused connect;
 // latency per ordered host pair and jitter per segment from the seed; a
 // bounded buffer per direction giving EAGAIN; short reads and writes); names
-// of hosts for getaddrinfo. Not yet: UDP, Unix sockets, pipes, IPv6,
-// partitions and faults, clock skew, crash and restart.
+// of hosts for getaddrinfo; faults drawn from the seed when Params turns
+// them on (connections broken after a prefix, refused connects, clogged
+// links, partitions both ways and one way that heal). Not yet: UDP, Unix
+// sockets, pipes, IPv6, clock skew, crash and restart.
 //
 // Not refused yet, and where it will be: what escapes the world and makes a
 // run depend on more than its seed. A real socket opened while a world runs
