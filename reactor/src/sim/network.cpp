@@ -171,6 +171,23 @@ void Network::connect(std::size_t from, Socket& s, const sockaddr_in& to) {
 // request and let the client retry; here it is refused at once).
 void Network::syn_arrives(const std::shared_ptr<Link>& link) {
     Side& server = link->side[1];
+    if (hosts_[server.host].down) {
+        Side& client = link->side[0];
+        if (!client.open) return;  // the client gave up: nothing is sent again
+        if (link->syn_retries < kSynRetries) {
+            events_.push(now() + std::chrono::seconds(1 << link->syn_retries++), [this, link] { syn_arrives(link); });
+        } else {
+            // The last retransmission's wait (64 s) ends it at the client.
+            events_.push(now() + std::chrono::seconds(1 << kSynRetries), [this, link] {
+                Side& c = link->side[0];
+                if (!c.open || c.established) return;
+                c.error = ETIMEDOUT;
+                note("timed out", *link, 0, {});
+                poke(c.host);
+            });
+        }
+        return;
+    }
     auto it = listeners_.find({server.host, ntohs(server.address.sin_port)});
     Socket* listener = it == listeners_.end() ? nullptr : it->second;
     const bool room =

@@ -62,6 +62,8 @@ public:
     bool runnable(std::size_t host) const noexcept { return hosts_[host].runnable; }
     void rest(std::size_t host) noexcept { hosts_[host].runnable = false; }
     void poke_all() noexcept;
+    // A crashed host (World::crash) and its restart.
+    void set_down(std::size_t host, bool down) noexcept { hosts_[host].down = down; }
     // The host's loop sleeps until `at` (its earliest timer): poke it then.
     void wake_at(std::size_t host, TimePoint at);
 
@@ -94,7 +96,12 @@ private:
         std::string name;
         bool runnable = true;
         std::optional<TimePoint> wake;  // the wake-up event pending, if any
+        bool down = false;              // crashed: answers nothing
     };
+    // A connect request that finds its host down is sent again after 1 s,
+    // 2 s, 4 s... (Linux's SYN retransmission, tcp_syn_retries = 6); after
+    // the last the connect fails with ETIMEDOUT, 127 s after it began.
+    static constexpr int kSynRetries = 6;
 
     Duration latency(std::size_t from, std::size_t to);  // drawn once per ordered pair
     // now + latency + jitter (+ a clog, or held by a partition), in order.

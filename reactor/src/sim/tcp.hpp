@@ -62,6 +62,7 @@ struct Link {
     // A drawn fault (Params::reset_percent): once side[break_from] has sent
     // break_after bytes, the link breaks: both sides are reset, and what
     // either sends from then on is lost.
+    int syn_retries = 0;  // connect requests sent again to a host that was down
     int break_from = -1;
     std::size_t break_after = 0;
     bool broken = false;
