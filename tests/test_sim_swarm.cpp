@@ -106,10 +106,26 @@ BOOST_AUTO_TEST_CASE(with_faults_drawn_too_every_seed_replays_and_every_echo_is_
     options.out = &out;
     options.faults = true;
     options.check_determinism = true;
-    sim::Swarm swarm([](sim::World& w) { echo_world(w, 3, 20'000, false, {}, true); }, options);
+    // The determinism check keeps the trace's lines: count the faults met.
+    int resets = 0, refusals = 0, partitions = 0;
+    sim::Swarm swarm(
+        [&](sim::World& w) {
+            echo_world(w, 3, 20'000, false, {}, true);
+            for (const std::string& l : w.trace().lines()) {
+                resets += l.find("reset (fault)") != std::string::npos;
+                refusals += l.find("refused (fault)") != std::string::npos;
+                partitions += l.find("partition:") != std::string::npos;
+            }
+        },
+        options);
     BOOST_TEST(swarm.params_for(1).partition_percent == sim::draw_params(1, true).partition_percent);
     const sim::SwarmResult result = swarm.run(2000, 30);
     BOOST_TEST(result.failures.empty(), out.str());
+    BOOST_TEST_MESSAGE("30 seeds x 2 runs met " << resets << " fault resets, " << refusals << " refusals, "
+                                                << partitions << " partitions");
+    BOOST_TEST(resets > 0);
+    BOOST_TEST(refusals > 0);
+    BOOST_TEST(partitions > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_body_that_depends_on_more_than_its_seed_is_caught_at_its_first_divergent_event) {

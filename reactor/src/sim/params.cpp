@@ -44,8 +44,8 @@ Params draw_params(std::uint64_t seed, bool faults) {
     if (!faults) return p;
     // Rare enough that most connections of a seed live, common enough that
     // a few hundred connections meet each kind.
-    p.reset_percent = static_cast<unsigned>(r.between(0, 5));
-    p.max_reset_prefix = static_cast<std::size_t>(r.between(0, 64 * 1024));
+    p.reset_percent = static_cast<unsigned>(r.between(0, 10));
+    p.max_reset_prefix = static_cast<std::size_t>(r.between(0, 16 * 1024));
     p.refuse_percent = static_cast<unsigned>(r.between(0, 5));
     p.clog_percent = static_cast<unsigned>(r.between(0, 5));
     p.max_clog = micros(r.between(1'000, 2'000'000));
