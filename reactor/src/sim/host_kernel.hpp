@@ -40,6 +40,13 @@ public:
     ~HostKernel() override;
 
     Readiness readiness(int fd) const noexcept;
+    // The host crashed (host_crash.cpp): every socket vanishes at once, its
+    // connections reset for their peers, its listeners and ports gone. From
+    // then on every fd is unknown (EBADF), but close() succeeds: the loop's
+    // objects, destroyed after, close what they held, and nothing more
+    // crosses the wire.
+    void crash() noexcept;
+    bool crashed() const noexcept { return crashed_; }
     std::size_t open_fds() const noexcept { return open_; }
 
     std::string_view name() const noexcept override { return name_; }
@@ -87,6 +94,7 @@ private:
     std::string name_;
     std::vector<Slot> slots_;  // fd kFirstFd + i
     std::size_t open_ = 0;
+    bool crashed_ = false;
 };
 
 }  // namespace reactor::testing::sim::detail

@@ -15,7 +15,7 @@ namespace reactor::testing::sim::detail {
 namespace {
 
 // Distinct streams of the world's seed, one per subsystem (Random::split).
-enum Stream : std::uint64_t { kLatency = 1, kIo = 2, kOrder = 3 };
+enum Stream : std::uint64_t { kLatency = 1, kIo = 2, kOrder = 3, kFaults = 4 };
 
 std::string address_text(const sockaddr_in& a) {
     char ip[INET_ADDRSTRLEN] = "?";
@@ -29,7 +29,8 @@ Network::Network(std::uint64_t seed, const Params& params)
     : params_(params),
       latency_random_(Random(seed).split(kLatency)),
       io_random_(Random(seed).split(kIo)),
-      order_random_(Random(seed).split(kOrder)) {}
+      order_random_(Random(seed).split(kOrder)),
+      faults_(params, Random(seed).split(kFaults), clock_.now(), [this](const Faults::Cut& c) { note_cut(c); }) {}
 
 std::size_t Network::add_host(std::string name) {
     hosts_.push_back(HostEntry{std::move(name), true, std::nullopt});
@@ -87,9 +88,11 @@ Duration Network::latency(std::size_t from, std::size_t to) {
     return it->second;
 }
 
-TimePoint Network::arrival(Side& from) {
+TimePoint Network::arrival(Link& link, int side) {
+    Side& from = link.side[side];
     const auto jitter = static_cast<std::uint64_t>(std::max(params_.max_jitter, Duration::zero()).count());
     TimePoint at = now() + from.latency + Duration(static_cast<Duration::rep>(latency_random_.between(0, jitter)));
+    at = faults_.delivery(from.host, link.side[1 - side].host, at, now(), hosts_.size());
     at = std::max(at, from.last_arrival);  // TCP never reorders
     from.last_arrival = at;
     return at;
@@ -108,6 +111,19 @@ void Network::note(const char* kind, const Link& link, int from, std::string_vie
         line = fmt::format("{:>12} ns  link {} {} {} -> {} ({} bytes)", (now() - VirtualClock::kStart).count(),
                            link.id, kind, address_text(a.address), address_text(b.address), bytes.size());
     }
+    trace_.event(line);
+}
+
+void Network::note_cut(const Faults::Cut& cut) {
+    const auto ns = [](TimePoint t) { return (t - VirtualClock::kStart).count(); };
+    const char* way = cut.out && cut.in ? "both ways" : cut.out ? "its sending" : "its receiving";
+    trace_.add(static_cast<std::uint64_t>(ns(cut.start)));
+    trace_.add(static_cast<std::uint64_t>(ns(cut.end)));
+    trace_.add(static_cast<std::uint64_t>(cut.host) * 4 + (cut.out ? 2 : 0) + (cut.in ? 1 : 0));
+    std::string line;
+    if (trace_.keeps_lines())
+        line = fmt::format("{:>12} ns  partition: {} cut off ({}) from {} ns to {} ns", ns(now()),
+                           hosts_[cut.host].name, way, ns(cut.start), ns(cut.end));
     trace_.event(line);
 }
 
@@ -142,7 +158,11 @@ void Network::connect(std::size_t from, Socket& s, const sockaddr_in& to) {
     const auto high = static_cast<std::uint64_t>(std::max(params_.max_buffer, params_.min_buffer));
     client.capacity = static_cast<std::size_t>(io_random_.between(low, high));
     server.capacity = static_cast<std::size_t>(io_random_.between(low, high));
-    events_.push(arrival(client), [this, link] { syn_arrives(link); });
+    if (auto b = faults_.draw_break()) {
+        link->break_from = b->from;
+        link->break_after = b->after;
+    }
+    events_.push(arrival(*link, 0), [this, link] { syn_arrives(link); });
 }
 
 // The request reaches the server's host: a listener with room in its queue
@@ -151,14 +171,32 @@ void Network::connect(std::size_t from, Socket& s, const sockaddr_in& to) {
 // request and let the client retry; here it is refused at once).
 void Network::syn_arrives(const std::shared_ptr<Link>& link) {
     Side& server = link->side[1];
+    if (hosts_[server.host].down) {
+        Side& client = link->side[0];
+        if (!client.open) return;  // the client gave up: nothing is sent again
+        if (link->syn_retries < kSynRetries) {
+            events_.push(now() + std::chrono::seconds(1 << link->syn_retries++), [this, link] { syn_arrives(link); });
+        } else {
+            // The last retransmission's wait (64 s) ends it at the client.
+            events_.push(now() + std::chrono::seconds(1 << kSynRetries), [this, link] {
+                Side& c = link->side[0];
+                if (!c.open || c.established) return;
+                c.error = ETIMEDOUT;
+                note("timed out", *link, 0, {});
+                poke(c.host);
+            });
+        }
+        return;
+    }
     auto it = listeners_.find({server.host, ntohs(server.address.sin_port)});
     Socket* listener = it == listeners_.end() ? nullptr : it->second;
     const bool room =
         listener && listener->accept_queue.size() < static_cast<std::size_t>(std::max(listener->backlog, 0)) + 1;
-    if (!room) {
+    const bool fault = room && faults_.draw_refusal();
+    if (!room || fault) {
         server.open = false;
-        note(listener ? "refused (queue full)" : "refused", *link, 0, {});
-        events_.push(arrival(server), [this, link] {
+        note(fault ? "refused (fault)" : listener ? "refused (queue full)" : "refused", *link, 0, {});
+        events_.push(arrival(*link, 1), [this, link] {
             Side& c = link->side[0];
             if (!c.open) return;
             c.error = ECONNREFUSED;
@@ -171,7 +209,7 @@ void Network::syn_arrives(const std::shared_ptr<Link>& link) {
     listener->accept_queue.push_back(SideRef{link, 1});
     note("connect", *link, 0, {});
     poke(server.host);
-    events_.push(arrival(server), [this, link] {
+    events_.push(arrival(*link, 1), [this, link] {
         Side& c = link->side[0];
         if (!c.open) {
             // The client closed before the answer came: it resets the
@@ -185,30 +223,59 @@ void Network::syn_arrives(const std::shared_ptr<Link>& link) {
     });
 }
 
+// A broken link loses what is sent on it; the send that reaches the drawn
+// break delivers its prefix and breaks the link (Link::break_after).
 void Network::send(const SideRef& from, std::string bytes) {
     Side& me = from.self();
+    Link& link = *from.link;
+    if (link.broken) return;
+    bool breaks = false;
+    if (link.break_from == from.index && me.sent + bytes.size() >= link.break_after) {
+        bytes.resize(link.break_after - std::min(me.sent, link.break_after));
+        breaks = true;
+    }
+    me.sent += bytes.size();
     me.outstanding += bytes.size();
-    events_.push(arrival(me), [this, ref = from, bytes = std::move(bytes)] {
-        Side& src = ref.self();
-        Side& dst = ref.peer();
-        if (!dst.open || dst.reset_sent) {
-            // Nobody will read it: dropped, and a closed receiver answers
-            // with a reset (once), as a kernel does for data to a closed socket.
-            src.outstanding -= std::min(src.outstanding, bytes.size());
-            note("dropped", *ref.link, ref.index, bytes);
-            if (!dst.open && !dst.reset_sent) send_reset(SideRef{ref.link, 1 - ref.index});
-            return;
-        }
-        dst.rx.append(bytes);
-        note("data", *ref.link, ref.index, bytes);
-        poke(dst.host);
-    });
+    if (!bytes.empty()) {
+        events_.push(arrival(link, from.index), [this, ref = from, bytes = std::move(bytes)] {
+            Side& src = ref.self();
+            Side& dst = ref.peer();
+            if (!dst.open || dst.reset_sent) {
+                // Nobody will read it: dropped, and a closed receiver answers
+                // with a reset (once), as a kernel does for data to a closed socket.
+                src.outstanding -= std::min(src.outstanding, bytes.size());
+                note("dropped", *ref.link, ref.index, bytes);
+                if (!dst.open && !dst.reset_sent) send_reset(SideRef{ref.link, 1 - ref.index});
+                return;
+            }
+            dst.rx.append(bytes);
+            note("data", *ref.link, ref.index, bytes);
+            poke(dst.host);
+        });
+    }
+    if (breaks) break_link(from.link, from.index);
+}
+
+void Network::break_link(const std::shared_ptr<Link>& link, int from) {
+    link->broken = true;
+    for (int to : {1 - from, from}) {
+        // The receiver's reset comes after the prefix (the same way, in
+        // order); the sender's comes back the other way.
+        events_.push(arrival(*link, 1 - to), [this, link, to] {
+            Side& dst = link->side[to];
+            if (!dst.open || dst.reset) return;
+            dst.reset = true;
+            note("reset (fault)", *link, 1 - to, {});
+            poke(dst.host);
+        });
+    }
 }
 
 void Network::send_fin(const SideRef& from) {
     Side& me = from.self();
     me.fin_out = true;
-    events_.push(arrival(me), [this, ref = from] {
+    if (from.link->broken) return;
+    events_.push(arrival(*from.link, from.index), [this, ref = from] {
         Side& dst = ref.peer();
         if (!dst.open || dst.reset_sent) return;
         dst.fin_in = true;
@@ -220,7 +287,8 @@ void Network::send_fin(const SideRef& from) {
 void Network::send_reset(const SideRef& from) {
     Side& me = from.self();
     me.reset_sent = true;
-    events_.push(arrival(me), [this, ref = from] {
+    if (from.link->broken) return;
+    events_.push(arrival(*from.link, from.index), [this, ref = from] {
         Side& dst = ref.peer();
         if (!dst.open || dst.reset_sent) return;
         dst.reset = true;

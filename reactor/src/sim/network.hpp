@@ -27,6 +27,7 @@
 #include "reactor/testing/virtual_clock.hpp"
 
 #include "event_queue.hpp"
+#include "faults.hpp"
 #include "tcp.hpp"
 
 namespace reactor::testing::sim::detail {
@@ -61,6 +62,8 @@ public:
     bool runnable(std::size_t host) const noexcept { return hosts_[host].runnable; }
     void rest(std::size_t host) noexcept { hosts_[host].runnable = false; }
     void poke_all() noexcept;
+    // A crashed host (World::crash) and its restart.
+    void set_down(std::size_t host, bool down) noexcept { hosts_[host].down = down; }
     // The host's loop sleeps until `at` (its earliest timer): poke it then.
     void wake_at(std::size_t host, TimePoint at);
 
@@ -93,12 +96,22 @@ private:
         std::string name;
         bool runnable = true;
         std::optional<TimePoint> wake;  // the wake-up event pending, if any
+        bool down = false;              // crashed: answers nothing
     };
+    // A connect request that finds its host down is sent again after 1 s,
+    // 2 s, 4 s... (Linux's SYN retransmission, tcp_syn_retries = 6); after
+    // the last the connect fails with ETIMEDOUT, 127 s after it began.
+    static constexpr int kSynRetries = 6;
 
     Duration latency(std::size_t from, std::size_t to);  // drawn once per ordered pair
-    TimePoint arrival(Side& from);                        // now + latency + jitter, in order
+    // now + latency + jitter (+ a clog, or held by a partition), in order.
+    TimePoint arrival(Link& link, int from);
     void syn_arrives(const std::shared_ptr<Link>& link);
     void note(const char* kind, const Link& link, int from, std::string_view bytes);
+    void note_cut(const Faults::Cut& cut);
+    // The drawn break happens: side `from` sent its last byte that arrives;
+    // both sides are reset, each after the way to it takes.
+    void break_link(const std::shared_ptr<Link>& link, int from);
 
     Params params_;
     VirtualClock clock_;
@@ -107,6 +120,7 @@ private:
     Random latency_random_;
     Random io_random_;
     Random order_random_;
+    Faults faults_;  // after clock_ and trace_: it notes partitions in the trace
     std::vector<HostEntry> hosts_;
     std::map<std::pair<std::size_t, std::size_t>, Duration> latencies_;
     std::set<std::pair<std::size_t, std::uint16_t>> ports_;

@@ -46,6 +46,7 @@ struct Side {
     bool reset_sent = false;  // this side sent a RST: it answers nothing more
     int error = 0;            // SO_ERROR: a connect refused, unreachable
 
+    std::size_t sent = 0;         // bytes this side sent in all (a drawn break counts them)
     std::size_t outstanding = 0;  // sent by this side, not yet read by the peer
     std::size_t capacity = 0;     // the most `outstanding` may be
     Duration latency{};           // this side's segments to the peer take this long, plus jitter
@@ -58,6 +59,13 @@ struct Side {
 struct Link {
     std::uint64_t id = 0;  // in order of connect(): names the link in the trace
     Side side[2];          // [0] the connecting side, [1] the accepting side
+    // A drawn fault (Params::reset_percent): once side[break_from] has sent
+    // break_after bytes, the link breaks: both sides are reset, and what
+    // either sends from then on is lost.
+    int syn_retries = 0;  // connect requests sent again to a host that was down
+    int break_from = -1;
+    std::size_t break_after = 0;
+    bool broken = false;
 };
 
 // A Side of a Link, as held by an fd or an accept queue.

@@ -19,21 +19,53 @@ namespace reactor::testing::sim {
 
 Host::Host(World& world, std::size_t index, std::string name)
     : world_(world), index_(index), name_(std::move(name)) {
-    detail::Network& network = *world.network_;
-    in_addr ip{htonl(network.ip_of(index))};
+    in_addr ip{htonl(world.network_->ip_of(index))};
     char text[INET_ADDRSTRLEN] = "";
     ::inet_ntop(AF_INET, &ip, text, sizeof text);
     ip_ = text;
-    auto kernel = std::make_shared<detail::HostKernel>(network, index);
-    auto selector = std::make_unique<detail::HostSelector>(network, *kernel, index);
-    selector_ = selector.get();
+    boot();
+}
+
+void Host::boot() {
+    detail::Network& network = *world_.network_;
+    auto kernel = std::make_shared<detail::HostKernel>(network, index_);
+    auto selector = std::make_unique<detail::HostSelector>(network, *kernel, index_);
+    detail::HostSelector* selector_ptr = selector.get();
     Scheduler::Options options;
     options.selector = std::move(selector);
     options.kernel = kernel;
     options.clock = network.clock().function();  // every host reads the world's one clock
     sched_ = std::make_unique<Scheduler>(std::move(options));
+    kernel_ = std::move(kernel);
+    selector_ = selector_ptr;
+    ++boots_;
+    network.set_down(index_, false);
+    network.poke(index_);
+    if (start_) program_ = start_(*this);
 }
 
+// The kernel first: nothing the program or the loop does while they are
+// destroyed (closes, aborts) reaches the wire; the crash already told the
+// peers. Then the program, whose destructors may still use the loop; then
+// the loop, with whatever they left scheduled, unrun.
+void Host::crash() {
+    if (!sched_) return;
+    kernel_->crash();
+    program_.reset();
+    sched_.reset();
+    selector_ = nullptr;
+    kernel_.reset();
+    world_.network_->rest(index_);
+    world_.network_->set_down(index_, true);
+}
+
+Scheduler& Host::scheduler() {
+    if (!sched_) throw std::logic_error("sim: host " + name_ + " is down (crashed, not restarted)");
+    return *sched_;
+}
+
+// The program before the loop it runs on (members are destroyed in reverse:
+// program_ is declared last).
 Host::~Host() = default;
 
 World::World(std::uint64_t seed, Params params)
@@ -55,6 +87,32 @@ Host& World::host(std::string_view name) {
         throw;
     }
     return *hosts_.back();
+}
+
+Host& World::host(std::string_view name, Host::Start start) {
+    if (network_->host_named(name)) throw std::logic_error(fmt::format("sim: a host named {} exists already", name));
+    Host& h = host(name);
+    h.start_ = std::move(start);
+    if (h.start_) h.program_ = h.start_(h);
+    return h;
+}
+
+void World::between_steps(std::function<void()> action) {
+    if (running_) {
+        network_->events().push(now(), std::move(action));
+    } else {
+        action();
+    }
+}
+
+void World::crash(Host& host) {
+    between_steps([&host] { host.crash(); });
+}
+
+void World::restart(Host& host) {
+    between_steps([&host] {
+        if (!host.up()) host.boot();
+    });
 }
 
 TimePoint World::now() const noexcept { return network_->now(); }
@@ -107,7 +165,7 @@ bool World::run(TimePoint limit, const std::function<bool()>* done) {
         while (!events.empty() && events.next_time() <= now()) events.pop()();
         runnable.clear();
         for (std::size_t i = 0; i < hosts_.size(); ++i)
-            if (network_->runnable(i)) runnable.push_back(i);
+            if (network_->runnable(i) && hosts_[i]->up()) runnable.push_back(i);
         if (!runnable.empty()) {
             Host& next = *hosts_[runnable[network_->order_random().below(runnable.size())]];
             if (++steps_now > kMaxStepsPerInstant)

@@ -35,9 +35,15 @@ public:
     }
     // One event: its fields are folded in by the caller; this counts it and,
     // when lines are kept, records `line`.
+    // The hash after each kept event is kept with its line: two runs' first
+    // divergent event is the first whose hashes differ, even when the lines
+    // (which name sizes, not bytes) read the same (first_divergence).
     void event(std::string_view line) {
         ++events_;
-        if (keep_lines_) lines_.emplace_back(line);
+        if (keep_lines_) {
+            lines_.emplace_back(line);
+            hashes_.push_back(hash());
+        }
     }
 
     std::uint64_t hash() const noexcept {
@@ -50,6 +56,7 @@ public:
     void keep_lines(bool on) { keep_lines_ = on; }
     bool keeps_lines() const noexcept { return keep_lines_; }
     const std::vector<std::string>& lines() const noexcept { return lines_; }
+    const std::vector<std::uint64_t>& hashes() const noexcept { return hashes_; }
 
 private:
     static constexpr std::uint64_t kPrime = 0x100000001b3ULL;
@@ -57,6 +64,7 @@ private:
     std::uint64_t events_ = 0;
     bool keep_lines_ = false;
     std::vector<std::string> lines_;
+    std::vector<std::uint64_t> hashes_;
 };
 
 }  // namespace reactor::testing::sim

@@ -26,8 +26,10 @@
 // accept, send and receive, shutdown, close; FIN and RST, a refused connect;
 // latency per ordered host pair and jitter per segment from the seed; a
 // bounded buffer per direction giving EAGAIN; short reads and writes); names
-// of hosts for getaddrinfo. Not yet: UDP, Unix sockets, pipes, IPv6,
-// partitions and faults, clock skew, crash and restart.
+// of hosts for getaddrinfo; faults drawn from the seed when Params turns
+// them on (connections broken after a prefix, refused connects, clogged
+// links, partitions both ways and one way that heal); hosts that crash
+// and restart. Not yet: UDP, Unix sockets, pipes, IPv6, clock skew.
 //
 // Not refused yet, and where it will be: what escapes the world and makes a
 // run depend on more than its seed. A real socket opened while a world runs
@@ -55,6 +57,7 @@
 #include "reactor/export.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/scheduler.hpp"
+#include "reactor/testing/sim/params.hpp"
 #include "reactor/testing/sim/trace.hpp"
 
 namespace reactor::testing::sim {
@@ -64,24 +67,6 @@ class HostKernel;
 class HostSelector;
 class Network;
 }  // namespace detail
-
-// The network's knobs; every draw within their bounds comes from the seed.
-struct Params {
-    // One latency per ordered pair of hosts, drawn once, in [min, max].
-    Duration min_latency = std::chrono::microseconds(50);
-    Duration max_latency = std::chrono::milliseconds(5);
-    // Added to each segment's latency, in [0, max_jitter]; a segment still
-    // never arrives before the one sent before it.
-    Duration max_jitter = std::chrono::microseconds(500);
-    // Bytes one direction of a connection holds between the sender and the
-    // reader (send buffer and receive window together), drawn per direction.
-    std::size_t min_buffer = 4 * 1024;
-    std::size_t max_buffer = 64 * 1024;
-    // Chance that a send() accepts, or a recv() returns, only part of what
-    // it could (at least one byte).
-    unsigned short_write_percent = 20;
-    unsigned short_read_percent = 20;
-};
 
 class World;
 
@@ -96,19 +81,36 @@ public:
     const std::string& ip() const noexcept { return ip_; }
     Address address(std::uint16_t port) const { return Address::parse(ip_, port); }
     // Its loop: schedule on it, make sockets with it; the World runs it.
-    Scheduler& scheduler() noexcept { return *sched_; }
+    // A crashed host has none until it restarts: std::logic_error.
+    Scheduler& scheduler();
     World& world() noexcept { return world_; }
+    // False from World::crash until World::restart.
+    bool up() const noexcept { return sched_ != nullptr; }
+    // Times it was started: 1 at first, one more at each restart.
+    unsigned boots() const noexcept { return boots_; }
+
+    // What a host runs, made again at each restart: it builds the host's
+    // program on host.scheduler() and returns what keeps it alive (its
+    // listeners, its connections, its state). The World owns what it
+    // returns until the host crashes.
+    using Start = std::function<std::shared_ptr<void>(Host&)>;
 
 private:
     friend class World;
     Host(World& world, std::size_t index, std::string name);
+    void boot();   // a fresh kernel, selector and Scheduler; then start_, if any
+    void crash();  // the program, then the Scheduler, destroyed (World::crash)
 
     World& world_;
     std::size_t index_;
     std::string name_;
     std::string ip_;
-    detail::HostSelector* selector_ = nullptr;  // owned by sched_
+    unsigned boots_ = 0;
+    Start start_;
+    std::shared_ptr<detail::HostKernel> kernel_;  // also held by sched_ (and by a Connector that outlives it)
+    detail::HostSelector* selector_ = nullptr;    // owned by sched_
     std::unique_ptr<Scheduler> sched_;
+    std::shared_ptr<void> program_;  // what start_ returned: destroyed first, before the loop it runs on
 };
 
 class REACTOR_API World {
@@ -122,6 +124,19 @@ public:
 
     // The host called `name`, made on first use with the next address.
     Host& host(std::string_view name);
+    // A new host that runs `start` now and again at each restart (turmoil's
+    // sim.host(name, || ...)). A host of that name already: std::logic_error.
+    Host& host(std::string_view name, Host::Start start);
+
+    // The host crashes: its sockets vanish (its peers are reset, a latency
+    // later), what its start returned is destroyed, then its Scheduler,
+    // pending callbacks unrun (~Scheduler). It stays down, running nothing,
+    // until restart(). Called during a run (from a callback on any host),
+    // it happens after the current step, before the next event.
+    void crash(Host& host);
+    // A crashed host comes back: a fresh loop and kernel (no sockets), same
+    // name and address, and its start runs again. During a run, as crash().
+    void restart(Host& host);
     std::size_t host_count() const noexcept { return hosts_.size(); }
 
     // Runs the hosts for `duration` of virtual time: timed_out when that
@@ -151,6 +166,8 @@ private:
     friend class Host;  // its constructor plugs it into network_
     bool run(TimePoint limit, const std::function<bool()>* done);
     void step(Host& host);
+    // At once outside a run; inside one, as an event of the current instant.
+    void between_steps(std::function<void()> action);
 
     std::uint64_t seed_;
     Params params_;

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// reactor::testing::sim::Params: the knobs of a simulated world's network.
+// Every draw within their bounds comes from the world's seed. A swarm run
+// (swarm.hpp) draws a Params of its own from each seed (draw_params), so
+// that one seed tests small buffers and long latencies and the next the
+// opposite (TigerBeetle's VOPR "swarm testing"); to_string prints one on the
+// line that reports a failing seed.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "reactor/clock.hpp"
+#include "reactor/export.hpp"
+
+namespace reactor::testing::sim {
+
+struct Params {
+    // One latency per ordered pair of hosts, drawn once, in [min, max].
+    Duration min_latency = std::chrono::microseconds(50);
+    Duration max_latency = std::chrono::milliseconds(5);
+    // Added to each segment's latency, in [0, max_jitter]; a segment still
+    // never arrives before the one sent before it.
+    Duration max_jitter = std::chrono::microseconds(500);
+    // Bytes one direction of a connection holds between the sender and the
+    // reader (send buffer and receive window together), drawn per direction.
+    std::size_t min_buffer = 4 * 1024;
+    std::size_t max_buffer = 64 * 1024;
+    // Chance that a send() accepts, or a recv() returns, only part of what
+    // it could (at least one byte).
+    unsigned short_write_percent = 20;
+    unsigned short_read_percent = 20;
+
+    // ---- Faults: all off by default (a world without them never fails a
+    // connection on its own). Each is drawn from a stream of its own, so
+    // turning one on does not change the other draws of a seed.
+    // Per connection: after a prefix of [0, max_reset_prefix] bytes in one
+    // direction (both drawn), the link breaks: the prefix arrives, then
+    // both sides are reset (FoundationDB's "random prefix then close").
+    unsigned reset_percent = 0;
+    std::size_t max_reset_prefix = 16 * 1024;
+    // Per connect that reaches a listener with room: refused all the same.
+    unsigned refuse_percent = 0;
+    // Per segment: delayed by [0, max_clog] more (and so is what follows
+    // it: TCP keeps its order). A clogged link, not a lost segment.
+    unsigned clog_percent = 0;
+    Duration max_clog = std::chrono::seconds(1);
+    // Time alternates between stable periods, [min_stable, max_stable]
+    // each, and, after each with this chance, a partition of
+    // [min_partition, max_partition]: one host drawn is cut off from all
+    // others, both ways or (one_way_percent of them) one way, its sending
+    // or its receiving. Nothing is lost: what would arrive while cut off
+    // arrives when the partition heals (TCP retransmits), a connect too.
+    unsigned partition_percent = 0;
+    unsigned one_way_percent = 50;
+    Duration min_stable = std::chrono::seconds(1);
+    Duration max_stable = std::chrono::seconds(10);
+    Duration min_partition = std::chrono::milliseconds(100);
+    Duration max_partition = std::chrono::seconds(5);
+};
+
+// A Params drawn from `seed` alone (its own stream: the world's draws are
+// not shifted by it): latencies from 1 us to 50 ms, buffers from 1 byte to
+// 256 KiB, short reads and writes from never to always half the time;
+// with `faults`, the fault rates too (each from 0 to a few percent of
+// connections, and partitions after up to a third of stable periods).
+REACTOR_API Params draw_params(std::uint64_t seed, bool faults = false);
+
+// One line: "latency 50us..5ms jitter 500us buffer 4096..65536 short-write 20% short-read 20%".
+REACTOR_API std::string to_string(const Params& params);
+
+}  // namespace reactor::testing::sim

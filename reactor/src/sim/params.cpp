@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// A swarm seed's own network (params.hpp).
+#include "reactor/testing/sim/params.hpp"
+
+#include <fmt/format.h>
+
+#include "reactor/testing/sim/random.hpp"
+
+namespace reactor::testing::sim {
+
+namespace {
+
+// Far from the Network's streams (1, 2, 3...): drawing the parameters must
+// not be the same sequence as any draw the world then makes from the seed.
+constexpr std::uint64_t kParamsStream = 0x5a4d;
+
+Duration micros(std::uint64_t n) { return std::chrono::microseconds(static_cast<std::int64_t>(n)); }
+
+// "500us", "5ms", "2s": the largest unit that divides it exactly.
+std::string duration_text(Duration d) {
+    const auto ns = d.count();
+    if (ns != 0 && ns % 1'000'000'000 == 0) return fmt::format("{}s", ns / 1'000'000'000);
+    if (ns != 0 && ns % 1'000'000 == 0) return fmt::format("{}ms", ns / 1'000'000);
+    if (ns % 1'000 == 0) return fmt::format("{}us", ns / 1'000);
+    return fmt::format("{}ns", ns);
+}
+
+}  // namespace
+
+Params draw_params(std::uint64_t seed, bool faults) {
+    Random r = Random(seed).split(kParamsStream);
+    Params p;
+    // Latency ranges spread over four orders of magnitude: a LAN and a
+    // continent are both tested. The upper bound is at least the lower.
+    p.min_latency = micros(r.between(1, 1'000));
+    p.max_latency = p.min_latency + micros(r.between(0, 50'000));
+    p.max_jitter = micros(r.between(0, 5'000));
+    // Tiny buffers make every write partial and every reader slow the
+    // writer down; large ones hide both.
+    p.min_buffer = static_cast<std::size_t>(r.between(1, 16 * 1024));
+    p.max_buffer = p.min_buffer + static_cast<std::size_t>(r.between(0, 256 * 1024));
+    p.short_write_percent = static_cast<unsigned>(r.between(0, 50));
+    p.short_read_percent = static_cast<unsigned>(r.between(0, 50));
+    if (!faults) return p;
+    // Rare enough that most connections of a seed live, common enough that
+    // a few hundred connections meet each kind.
+    p.reset_percent = static_cast<unsigned>(r.between(0, 10));
+    p.max_reset_prefix = static_cast<std::size_t>(r.between(0, 16 * 1024));
+    p.refuse_percent = static_cast<unsigned>(r.between(0, 5));
+    p.clog_percent = static_cast<unsigned>(r.between(0, 5));
+    p.max_clog = micros(r.between(1'000, 2'000'000));
+    p.partition_percent = static_cast<unsigned>(r.between(0, 30));
+    p.one_way_percent = static_cast<unsigned>(r.between(0, 100));
+    p.min_stable = micros(r.between(100'000, 5'000'000));
+    p.max_stable = p.min_stable + micros(r.between(0, 10'000'000));
+    p.min_partition = micros(r.between(1'000, 1'000'000));
+    p.max_partition = p.min_partition + micros(r.between(0, 5'000'000));
+    return p;
+}
+
+std::string to_string(const Params& p) {
+    std::string text = fmt::format("latency {}..{} jitter {} buffer {}..{} short-write {}% short-read {}%",
+                       duration_text(p.min_latency), duration_text(p.max_latency), duration_text(p.max_jitter),
+                       p.min_buffer, p.max_buffer, p.short_write_percent, p.short_read_percent);
+    // Only the faults that are on: a line without faults stays short.
+    if (p.reset_percent) text += fmt::format(" reset {}% after <={}", p.reset_percent, p.max_reset_prefix);
+    if (p.refuse_percent) text += fmt::format(" refuse {}%", p.refuse_percent);
+    if (p.clog_percent) text += fmt::format(" clog {}% <={}", p.clog_percent, duration_text(p.max_clog));
+    if (p.partition_percent)
+        text += fmt::format(" partition {}% ({}% one-way) {}..{} after {}..{}", p.partition_percent, p.one_way_percent,
+                            duration_text(p.min_partition), duration_text(p.max_partition),
+                            duration_text(p.min_stable), duration_text(p.max_stable));
+    return text;
+}
+
+}  // namespace reactor::testing::sim
