@@ -4,7 +4,10 @@
 
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
+
+#include <reactor/kernel.hpp>
 
 #include "futures/executor.hpp"
 #include "futures/leaves.hpp"
@@ -14,6 +17,15 @@ namespace futures {
 Future<std::vector<reactor::Address>> resolve(reactor::Scheduler& sched, reactor::ThreadPool& pool,
                                               std::string_view host, std::string_view service,
                                               reactor::ResolveOptions options, std::source_location where) {
+    // A simulated host's kernel knows its world's names and answers at once,
+    // on the loop: no thread, and no real resolver, inside a world.
+    if (reactor::Kernel* kernel = sched.kernel(); kernel != nullptr && kernel->simulated()) {
+        try {
+            return make_ready_future(sched, reactor::Address::resolve(kernel, host, service, options), where);
+        } catch (const std::system_error&) {
+            return make_exception_future<std::vector<reactor::Address>>(sched, std::current_exception(), where);
+        }
+    }
     // Copies: the worker must not read the caller's strings, which may be gone.
     return run_in_executor(
         sched, pool,

@@ -13,7 +13,9 @@
 // reactor::Address::resolve throws. Cancelling the future cancels the lookup:
 // one still queued never runs; one in progress finishes on its worker and its
 // answer is dropped. A full pool fails the future with
-// reactor::ThreadPoolFull (see futures/executor.hpp). Loop thread only.
+// reactor::ThreadPoolFull (see futures/executor.hpp). On a simulated host
+// (reactor/testing/sim/), the host's kernel answers with its world's names,
+// on the loop, without a pool. Loop thread only.
 #pragma once
 
 #include <cstdint>

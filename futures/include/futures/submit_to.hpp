@@ -38,6 +38,8 @@
 // `target` must outlive the call (a LoopGroup's loops live as long as the
 // group); after that, an ended target is safe to name. Loop thread only (the
 // caller's loop); `target` may be that same loop.
+// From or to a simulated world's host (reactor/testing/sim/): refused,
+// std::logic_error naming the world and host (reactor/detail/world_mark.hpp).
 #pragma once
 
 #include <atomic>
@@ -54,6 +56,7 @@
 
 #include <reactor/export.hpp>
 #include <reactor/loop_service.hpp>
+#include <reactor/detail/world_mark.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/work_hold.hpp>
 
@@ -381,6 +384,11 @@ template <class F>
     using R = submit_result_t<F>;
     static_assert(std::is_void_v<R> || (std::is_object_v<R> && std::is_move_constructible_v<R>),
                   "submit_to: fn must return void, a movable object type, or a Future of one");
+    // A world's hosts share one thread and take no cross-loop posts (a
+    // resting host would never see one): refused, not silently lost.
+    for (const reactor::Scheduler* s : {&caller, &target})
+        reactor::detail::refuse_cross_thread(*s, "futures::submit_to",
+                                             "call fn on this loop (call_soon) or connect to the other host instead");
     return detail::launch<detail::SubmitState<R>>(caller, where).start(target, std::forward<F>(fn));
 }
 

@@ -52,6 +52,10 @@ public:
 
     // For logs and reports: "real", "sim 10.0.0.2 (server)".
     virtual std::string_view name() const noexcept = 0;
+    // True for a simulated world's kernel (testing/sim/): its Scheduler's
+    // pool jobs run on its own loop, and futures::submit_to from it is
+    // refused (reactor/detail/world_mark.hpp). Asked on cold paths only.
+    virtual bool simulated() const noexcept { return false; }
 
     // ---- sockets: socket(2), bind(2), listen(2), accept4(2), connect(2), shutdown(2)
     virtual int socket(int domain, int type, int protocol) noexcept = 0;

@@ -40,6 +40,11 @@
 // returns then is dropped, as for any cancelled job. Work without a token
 // pays nothing for this.
 //
+// In a simulated world (reactor/testing/sim/world.hpp): a job submitted on
+// a host's Scheduler, or while a world runs a host on this thread, never
+// reaches a worker: its work and then its `done` run on that loop, in one
+// callback scheduled with call_soon, so the world stays on one thread.
+//
 // default_thread_pool() is the process's pool, made on first use, for those
 // who need one without owning it: the futures layer's run_in_executor and
 // resolve, and reactor::connect to a host name.

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "job_port.hpp"
+#include "reactor/detail/world_mark.hpp"
 
 namespace reactor {
 namespace detail {
@@ -44,6 +46,30 @@ namespace {
 // The pool whose worker this thread is, if any (shutdown() from a worker
 // would wait for itself).
 thread_local const detail::PoolCore* t_worker_of = nullptr;
+
+// A job of a simulated world's loop (detail::runs_in_world): its work and
+// then its `done` run on that loop, in one callback, never on a worker, so
+// the world stays on one thread and its run depends on its seed alone. It
+// holds the reference a worker would. Cancelled before it runs (discarded),
+// its work is destroyed unrun, as a queued job's would be.
+struct RunHere {
+    detail::JobBase* job;
+
+    explicit RunHere(detail::JobBase* j) noexcept : job(j) {}
+    RunHere(RunHere&& other) noexcept : job(std::exchange(other.job, nullptr)) {}
+    RunHere& operator=(RunHere&&) = delete;
+    ~RunHere() {
+        if (job) job->release();
+    }
+    void operator()() {
+        if (job->discarded.load(std::memory_order_acquire)) {
+            job->drop_work();
+            return;
+        }
+        job->run();
+        if (job->done_pending) job->port->complete(job);
+    }
+};
 }  // namespace
 
 std::size_t ThreadPool::default_thread_count() noexcept {
@@ -79,18 +105,23 @@ Job ThreadPool::enqueue(Scheduler& sched, detail::JobBase* job, std::source_loca
     job->mailbox = port.mailbox();
     job->where = where;
     port.track(job);
+    // A world's loop keeps its jobs (the capacity is a worker queue's: nothing waits here).
+    const bool run_here = detail::runs_in_world(sched);
     enum class Refused { no, closed, full } refused = Refused::no;
     std::size_t waiting = 0;
     {
         std::lock_guard lock(core_->mutex);
         if (core_->closed) {
             refused = Refused::closed;
-        } else if (core_->queued >= capacity_) {
+        } else if (!run_here && core_->queued >= capacity_) {
             refused = Refused::full;
             waiting = core_->queued;
         } else {
-            job->add_ref();  // the queue's
-            core_->push(job);
+            job->add_ref();  // the queue's, or RunHere's
+            // Never in the queue: Job::cancel finds it not queued and
+            // RunHere sees it discarded.
+            if (run_here) job->stage = detail::JobBase::Stage::running;
+            else core_->push(job);
         }
     }
     if (refused != Refused::no) {
@@ -99,6 +130,17 @@ Job ThreadPool::enqueue(Scheduler& sched, detail::JobBase* job, std::source_loca
         if (refused == Refused::closed) throw ThreadPoolClosed("reactor: ThreadPool::submit after shutdown()");
         throw ThreadPoolFull(fmt::format("reactor: ThreadPool queue is full ({} jobs waiting for {} threads)",
                                          waiting, thread_count_));
+    }
+    if (run_here) {
+        try {
+            (void)sched.call_soon(RunHere(job), where);
+        } catch (...) {
+            // Out of memory: RunHere let go of the job; its `done` is dropped unrun.
+            port.untrack(job);
+            job->release();  // the port's
+            throw;
+        }
+        return handle;
     }
     core_->wake.notify_one();
     return handle;

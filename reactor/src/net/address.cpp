@@ -139,8 +139,13 @@ std::vector<Address> Address::resolve(Kernel* kernel, std::string_view host, std
 }
 
 std::vector<Address> Address::resolve(std::string_view host, std::string_view service, const ResolveOptions& options) {
+    return resolve(nullptr, host, service, options);
+}
+
+std::vector<Address> Address::resolve(Kernel* kernel, std::string_view host, std::string_view service,
+                                      const ResolveOptions& options) {
     const std::string service_text(service);
-    return lookup(nullptr, host, service_text.c_str(), -1, options);
+    return lookup(kernel, host, service_text.c_str(), -1, options);
 }
 
 Address Address::from_sockaddr(const sockaddr* sa, socklen_t len) {

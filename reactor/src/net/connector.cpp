@@ -12,6 +12,7 @@
 
 #include "reactor/net/resolve_error.hpp"
 #include "reactor/detail/kernel_calls.hpp"
+#include "reactor/detail/world_mark.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -55,7 +56,11 @@ Connector::Connector(Passkey, Scheduler& sched, std::string host, ConnectCallbac
       where_(where),
       host_(std::move(host)),
       cb_(std::move(cb)),
-      options_(options) {}
+      options_(options) {
+    // Refused here, before anything is resolved or scheduled: a throw from
+    // begin() would reach the loop's exception handler, not the caller.
+    detail::refuse_real_socket(kernel_.get(), "reactor::connect");
+}
 
 void Connector::describe(int fd, std::vector<LiveItem>& out) const {
     out.push_back(LiveItem{LiveItem::Kind::connecting, fmt::format("fd {}, to {}", fd, address_.to_string()), where_, true});

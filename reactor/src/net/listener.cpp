@@ -18,6 +18,7 @@
 #include "connection_profiles.hpp"
 #include "loop_sockets.hpp"
 #include "reactor/detail/kernel_calls.hpp"
+#include "reactor/detail/world_mark.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -71,6 +72,7 @@ std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& addr
         throw std::invalid_argument(
             "reactor: Listener::Options::accept_batch must be at least 1 (0 would never accept)");
     Kernel* const kernel = sched.kernel();
+    detail::refuse_real_socket(kernel, "Listener::listen");
     auto fd = detail::make_socket(kernel, address.family(), SOCK_STREAM);
     if (address.is_ip()) {
         if (options.reuse_address) detail::set_reuse_address(kernel, fd.get());

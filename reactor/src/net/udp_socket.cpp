@@ -14,6 +14,7 @@
 
 #include "loop_sockets.hpp"
 #include "reactor/detail/kernel_calls.hpp"
+#include "reactor/detail/world_mark.hpp"
 #include "socket_ops.hpp"
 
 namespace reactor {
@@ -90,6 +91,7 @@ std::shared_ptr<UdpSocket> UdpSocket::bind(Scheduler& sched, const Address& loca
                                            std::source_location where) {
     if (!local.is_ip()) throw std::invalid_argument("reactor: a UDP socket needs an IPv4 or IPv6 address");
     Kernel* const kernel = sched.kernel();
+    detail::refuse_real_socket(kernel, "UdpSocket::bind");
     auto fd = detail::make_socket(kernel, local.family(), SOCK_DGRAM);
     if (options.reuse_address) detail::set_reuse_address(kernel, fd.get());
     enable_error_queue(kernel, fd.get(), local.family());

@@ -50,6 +50,7 @@ public:
     std::size_t open_fds() const noexcept { return open_; }
 
     std::string_view name() const noexcept override { return name_; }
+    bool simulated() const noexcept override { return true; }
     int socket(int domain, int type, int protocol) noexcept override;
     int bind(int fd, const sockaddr* address, socklen_t length) noexcept override;
     int listen(int fd, int backlog) noexcept override;

@@ -3,6 +3,8 @@
 // (world.hpp). One step is one iteration of one host's loop.
 #include "reactor/testing/sim/world.hpp"
 
+#include "reactor/detail/world_mark.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -41,7 +43,7 @@ void Host::boot() {
     ++boots_;
     network.set_down(index_, false);
     network.poke(index_);
-    if (start_) program_ = start_(*this);
+    if (start_) program_ = world_.start_program(*this);
 }
 
 // The kernel first: nothing the program or the loop does while they are
@@ -69,7 +71,7 @@ Scheduler& Host::scheduler() {
 Host::~Host() = default;
 
 World::World(std::uint64_t seed, Params params)
-    : seed_(seed), params_(params), network_(std::make_unique<detail::Network>(seed, params)) {}
+    : seed_(seed), params_(params), label_(fmt::format("sim world (seed {})", seed)), network_(std::make_unique<detail::Network>(seed, params)) {}
 
 // Newest host first, as services end: what an older host serves may still be
 // used by a newer one's closing connections, never the other way round.
@@ -93,8 +95,16 @@ Host& World::host(std::string_view name, Host::Start start) {
     if (network_->host_named(name)) throw std::logic_error(fmt::format("sim: a host named {} exists already", name));
     Host& h = host(name);
     h.start_ = std::move(start);
-    if (h.start_) h.program_ = h.start_(h);
+    if (h.start_) h.program_ = start_program(h);
     return h;
+}
+
+// The host's start builds its program as a step would run it: marked, so
+// that a real socket or a thread it reaches for is refused or kept here.
+std::shared_ptr<void> World::start_program(Host& host) {
+    const reactor::detail::WorldMark mark{label_, host.name_};
+    reactor::detail::WorldMarkScope marked(mark);
+    return host.start_(host);
 }
 
 void World::between_steps(std::function<void()> action) {
@@ -136,6 +146,8 @@ bool World::run_until(const std::function<bool()>& done, Duration limit) {
 // timer pokes it.
 void World::step(Host& host) {
     ++steps_;
+    const reactor::detail::WorldMark mark{label_, host.name_};
+    reactor::detail::WorldMarkScope marked(mark);
     host.selector_->begin_step();
     try {
         host.sched_->run_once();

@@ -65,6 +65,8 @@ public:
     // null: the C library's getaddrinfo, blocking as above). A simulated
     // host's kernel answers with its world's names, at once.
     static std::vector<Address> resolve(Kernel* kernel, std::string_view host, std::uint16_t port);
+    static std::vector<Address> resolve(Kernel* kernel, std::string_view host, std::string_view service,
+                                        const ResolveOptions& options = {});
 
     // The address a socket is bound to / connected to; AF_UNSPEC on failure.
     static Address local_of(int fd);

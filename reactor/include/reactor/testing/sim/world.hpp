@@ -31,17 +31,30 @@
 // links, partitions both ways and one way that heal); hosts that crash
 // and restart. Not yet: UDP, Unix sockets, pipes, IPv6, clock skew.
 //
-// Not refused yet, and where it will be: what escapes the world and makes a
-// run depend on more than its seed. A real socket opened while a world runs
-// on this thread (by a Scheduler that is not a host's): detail::make_socket
-// and Listener::listen, the cold path, can ask a thread-local "world running"
-// mark. Work sent to real threads: ThreadPool::submit and futures::submit_to
-// and futures::resolve from a host's loop (Scheduler::kernel() non-null) run
-// it inline or refuse. Real time and getrandom read by user code directly:
-// only an interposed clock_gettime/getrandom (as tests/support/syscall_faults
-// does for other calls) can see them. TLS runs over a host's Connection, but
-// OpenSSL draws its handshake randomness from getrandom: until its RNG is
-// seeded from the world, a TLS run's bytes (and trace) differ between runs.
+// What escapes a world, and what the library does about it (the checks
+// are on cold paths: opening a socket, submitting a job; the World marks the
+// thread while it runs a host's loop or start, reactor/detail/world_mark.hpp):
+//   - a real socket opened while a host runs (Listener::listen,
+//     reactor::connect, UdpSocket::bind on a Scheduler that is not a host's):
+//     refused, std::logic_error "reactor: Listener::listen would open a real
+//     socket (the C library's kernel) while sim world (seed 7) host server
+//     runs: ...";
+//   - ThreadPool::submit and futures::run_in_executor from a host (or on a
+//     host's Scheduler from anywhere): the job runs on that host's loop, work
+//     then `done` in one callback after the submitting one, never on a worker
+//     (any pool; pool shutdown does not cancel it; no queue capacity);
+//   - futures::resolve on a host: the world's names, at once, on the loop;
+//   - futures::submit_to from or to a host: refused, std::logic_error
+//     "reactor: futures::submit_to from sim world (seed 7) host a: ..."
+//     (the hosts share one thread, and a resting host would never take a
+//     cross-loop post);
+//   - time: a host's Scheduler::now() and its timers are the world's virtual
+//     clock. Real time read by user code directly (std::chrono::steady_clock,
+//     clock_gettime) and getrandom the library cannot see: only an interposed
+//     clock_gettime/getrandom (as tests/support/syscall_faults does for other
+//     calls) could. TLS runs over a host's Connection, but OpenSSL draws its
+//     handshake randomness from getrandom: until its RNG is seeded from the
+//     world, a TLS run's bytes (and trace) differ between runs.
 // Loop thread only: a world and its hosts belong to the thread that made them.
 #pragma once
 
@@ -168,9 +181,12 @@ private:
     void step(Host& host);
     // At once outside a run; inside one, as an event of the current instant.
     void between_steps(std::function<void()> action);
+    // Runs host's start under the world's mark (reactor/detail/world_mark.hpp).
+    std::shared_ptr<void> start_program(Host& host);
 
     std::uint64_t seed_;
     Params params_;
+    std::string label_;  // "sim world (seed 7)": the mark's, in refusals
     std::unique_ptr<detail::Network> network_;  // declared first: outlives the hosts
     std::vector<std::unique_ptr<Host>> hosts_;
     std::uint64_t steps_ = 0;

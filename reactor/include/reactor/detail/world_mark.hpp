@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// The thread-local mark "a simulated world is running a host here", and the
+// checks the library makes against it on its cold paths (opening a socket,
+// submitting a job), never per read or write: the real path pays nothing.
+// reactor::testing::sim::World sets it while it runs one host's loop (a
+// step, or the host's start function); everything else only reads it. What
+// is refused and what runs on the host's loop instead is listed in
+// reactor/testing/sim/world.hpp ("What escapes a world"). Thread-local: a
+// world and its hosts run on one thread; other threads never see its mark.
+#pragma once
+
+#include <string_view>
+
+#include "reactor/export.hpp"
+
+namespace reactor {
+
+class Kernel;
+class Scheduler;
+
+namespace detail {
+
+// Who is running: for the error texts ("sim world (seed 7) host client").
+// The strings are the World's and outlive the mark.
+struct WorldMark {
+    std::string_view world;  // "sim world (seed 7)"
+    std::string_view host;   // the host's name
+};
+
+// The mark of the innermost world running a host on this thread, or null.
+REACTOR_API const WorldMark* world_mark() noexcept;
+
+// Sets the mark for its lifetime, restoring the previous one after (a
+// host's start may build another world: the inner one's mark wins inside).
+class REACTOR_API WorldMarkScope {
+public:
+    explicit WorldMarkScope(const WorldMark& mark) noexcept;
+    ~WorldMarkScope();
+    WorldMarkScope(const WorldMarkScope&) = delete;
+    WorldMarkScope& operator=(const WorldMarkScope&) = delete;
+
+private:
+    const WorldMark* previous_;
+};
+
+// True for a Scheduler whose work must stay on its own thread as simulated
+// work: one whose kernel is a world's (Kernel::simulated()), or any while a
+// world runs a host here.
+REACTOR_API bool runs_in_world(const Scheduler& sched) noexcept;
+
+// `call` ("Listener::listen", "reactor::connect", "UdpSocket::bind") is
+// about to open a socket of `kernel` (null: the real one). A real socket
+// while a world runs a host here: std::logic_error naming the call and the
+// world. Otherwise nothing.
+REACTOR_API void refuse_real_socket(const Kernel* kernel, std::string_view call);
+
+// `call` would hand work to another thread or loop: std::logic_error naming
+// it, the world and `instead` (what to do), if `sched` runs in a world.
+REACTOR_API void refuse_cross_thread(const Scheduler& sched, std::string_view call, std::string_view instead);
+
+}  // namespace detail
+}  // namespace reactor
