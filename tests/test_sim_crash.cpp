@@ -4,19 +4,25 @@
 // what was scheduled, resets its connections for the peers, and leaves it
 // answering nothing; a restart runs its start again on a fresh loop, and
 // clients connect to it anew; a connect to a host that stays down times
-// out as Linux's would. Virtual time only.
+// out as Linux's would. Crashes drawn from the seed (Params::crash_percent)
+// pick only hosts with a start, bring them back after the drawn downtime,
+// and a swarm of seeds with a crashing echo server and reconnecting
+// clients keeps its invariants. Virtual time only.
 #include <boost/test/unit_test.hpp>
 
 #include <cerrno>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <reactor/net/connection.hpp>
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
+#include <reactor/testing/sim/swarm.hpp>
 #include <reactor/testing/sim/world.hpp>
 
 using namespace std::chrono_literals;
@@ -75,6 +81,47 @@ struct Client {
             c->set_close_callback([this](Connection&, const CloseReason& r) { end = r; });
             c->write("hello");
         });
+    }
+};
+
+// A client that makes `rounds` round trips, one connection each, `pause`
+// apart, and connects again after a failed connect or a connection that
+// ended before its echo came back. Invariant: what comes back on a
+// connection is always a prefix of what was sent on it, and a connection
+// that ends before its echo ends reset (the server crashed): `violation`.
+struct Reconnecting {
+    sim::Host& host;
+    int rounds;
+    Duration pause;
+    int done = 0;
+    int broken = 0;  // connections that ended early, or connects that failed
+    std::string sent, echoed, violation;
+
+    Reconnecting(sim::Host& h, int n, Duration p) : host(h), rounds(n), pause(p) {}
+    void start() {
+        reactor::connect(host.scheduler(), "server", kPort, [this](ConnectionPtr c, std::error_code) {
+            if (!c) return again(true);
+            sent = "round " + std::to_string(done) + " of " + host.name() + "\n";
+            echoed.clear();
+            c->set_data_callback([this](Connection& c, std::string_view d) {
+                echoed += d;
+                if (sent.compare(0, echoed.size(), echoed) != 0) violation = "echo is not a prefix: " + echoed;
+                if (echoed != sent) return;
+                ++done;
+                c.close();
+                if (done < rounds) again(false);
+            });
+            c->set_close_callback([this](Connection&, const CloseReason& r) {
+                if (echoed == sent) return;  // our own close after the round
+                if (r.kind != CloseKind::reset) violation = "ended early but not reset: " + r.to_string();
+                again(true);
+            });
+            c->write(sent);
+        });
+    }
+    void again(bool failed) {
+        broken += failed;
+        host.scheduler().call_later(pause, [this] { start(); });
     }
 };
 
@@ -153,4 +200,79 @@ BOOST_AUTO_TEST_CASE(a_second_host_of_one_name_with_a_start_is_refused) {
     sim::World world(33);
     world.host("server");
     BOOST_CHECK_THROW(world.host("server", [](sim::Host&) { return std::shared_ptr<void>(); }), std::logic_error);
+}
+
+BOOST_AUTO_TEST_CASE(crashes_drawn_from_the_seed_pick_hosts_with_a_start_and_restart_them_after_the_downtime) {
+    sim::Params params = exact();
+    params.crash_percent = 100;  // a crash at every chance
+    params.min_crash_gap = 1s;
+    params.max_crash_gap = 2s;
+    params.min_downtime = 100ms;
+    params.max_downtime = 500ms;
+    auto run = [&](std::uint64_t seed) {
+        sim::World world(seed, params);
+        world.trace().keep_lines(true);
+        Log log;
+        sim::Host& server = world.host("server", echo_start(log));
+        sim::Host& client = world.host("client");  // no start: never drawn
+        Reconnecting c(client, 30, 300ms);
+        c.start();
+        BOOST_REQUIRE(world.run_until([&] { return c.done == c.rounds; }, 10min));
+        BOOST_TEST(c.violation.empty(), c.violation);
+        BOOST_TEST(client.boots() == 1u);
+        BOOST_TEST(server.boots() > 2u);
+        BOOST_TEST(log.started == static_cast<int>(server.boots()));
+        int noted = 0;
+        for (const std::string& l : world.trace().lines()) noted += l.find("host server crashes") != std::string::npos;
+        BOOST_TEST(noted == static_cast<int>(server.boots()) - 1);
+        return world.trace().hash();
+    };
+    BOOST_TEST(run(61) == run(61));
+    // Off (the default), nothing crashes: a world runs as it did before crashes existed.
+    sim::World quiet(62, exact());
+    Log log;
+    sim::Host& server = quiet.host("server", echo_start(log));
+    quiet.run_for(1h);
+    BOOST_TEST(server.boots() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_swarm_with_a_crashing_server_keeps_every_echo_a_prefix_and_every_client_finishes) {
+    std::ostringstream out;
+    sim::SwarmOptions options;
+    options.out = &out;
+    options.crashes = true;
+    options.check_determinism = true;
+    int crashes = 0, broken = 0;
+    sim::Swarm swarm(
+        [&](sim::World& w) {
+            Log log;
+            sim::Host& server = w.host("server", echo_start(log));
+            std::vector<std::unique_ptr<Reconnecting>> clients;
+            for (int i = 0; i < 4; ++i) {
+                clients.push_back(std::make_unique<Reconnecting>(w.host("client-" + std::to_string(i)), 40, 250ms));
+                clients.back()->start();
+            }
+            const bool finished = w.run_until(
+                [&] {
+                    for (auto& c : clients)
+                        if (c->done < c->rounds) return false;
+                    return true;
+                },
+                30min);
+            for (auto& c : clients) {
+                if (!c->violation.empty()) throw std::runtime_error(c->host.name() + ": " + c->violation);
+                if (c->host.boots() != 1) throw std::runtime_error(c->host.name() + " crashed: it has no start");
+                broken += c->broken;
+            }
+            if (!finished) throw std::runtime_error("a client did not finish its rounds in 30 virtual minutes");
+            crashes += static_cast<int>(server.boots()) - 1;
+        },
+        options);
+    BOOST_TEST(swarm.params_for(5).crash_percent > 0u);
+    BOOST_TEST(swarm.params_for(5).min_latency == sim::draw_params(5).min_latency);  // crashes drawn apart
+    const sim::SwarmResult result = swarm.run(3000, 20);
+    BOOST_TEST(result.failures.empty(), out.str());
+    BOOST_TEST_MESSAGE("20 seeds x 2 runs: " << crashes << " crashes, " << broken << " broken connections or connects");
+    BOOST_TEST(crashes > 20);
+    BOOST_TEST(broken > 0);
 }

@@ -13,6 +13,7 @@ namespace {
 // Far from the Network's streams (1, 2, 3...): drawing the parameters must
 // not be the same sequence as any draw the world then makes from the seed.
 constexpr std::uint64_t kParamsStream = 0x5a4d;
+constexpr std::uint64_t kCrashParamsStream = 0x5a4e;
 
 Duration micros(std::uint64_t n) { return std::chrono::microseconds(static_cast<std::int64_t>(n)); }
 
@@ -25,9 +26,8 @@ std::string duration_text(Duration d) {
     return fmt::format("{}ns", ns);
 }
 
-}  // namespace
-
-Params draw_params(std::uint64_t seed, bool faults) {
+// The network and, with `faults`, its fault rates.
+Params draw_network(std::uint64_t seed, bool faults) {
     Random r = Random(seed).split(kParamsStream);
     Params p;
     // Latency ranges spread over four orders of magnitude: a LAN and a
@@ -58,6 +58,25 @@ Params draw_params(std::uint64_t seed, bool faults) {
     return p;
 }
 
+// Drawn after the network's, from their own stream: turning crashes on
+// leaves a seed's network as it was.
+void draw_crashes(std::uint64_t seed, Params& p) {
+    Random r = Random(seed).split(kCrashParamsStream);
+    p.crash_percent = static_cast<unsigned>(r.between(10, 50));
+    p.min_crash_gap = micros(r.between(1'000'000, 5'000'000));
+    p.max_crash_gap = p.min_crash_gap + micros(r.between(0, 15'000'000));
+    p.min_downtime = micros(r.between(10'000, 1'000'000));
+    p.max_downtime = p.min_downtime + micros(r.between(0, 9'000'000));
+}
+
+}  // namespace
+
+Params draw_params(std::uint64_t seed, bool faults, bool crashes) {
+    Params p = draw_network(seed, faults);
+    if (crashes) draw_crashes(seed, p);
+    return p;
+}
+
 std::string to_string(const Params& p) {
     std::string text = fmt::format("latency {}..{} jitter {} buffer {}..{} short-write {}% short-read {}%",
                        duration_text(p.min_latency), duration_text(p.max_latency), duration_text(p.max_jitter),
@@ -70,6 +89,10 @@ std::string to_string(const Params& p) {
         text += fmt::format(" partition {}% ({}% one-way) {}..{} after {}..{}", p.partition_percent, p.one_way_percent,
                             duration_text(p.min_partition), duration_text(p.max_partition),
                             duration_text(p.min_stable), duration_text(p.max_stable));
+    if (p.crash_percent)
+        text += fmt::format(" crash {}% every {}..{} down {}..{}", p.crash_percent, duration_text(p.min_crash_gap),
+                            duration_text(p.max_crash_gap), duration_text(p.min_downtime),
+                            duration_text(p.max_downtime));
     return text;
 }
 

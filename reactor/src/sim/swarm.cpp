@@ -23,7 +23,7 @@ Swarm::Swarm(std::function<void(World&)> body, SwarmOptions options)
 
 std::ostream& Swarm::out() const { return options_.out ? *options_.out : std::cerr; }
 
-Params Swarm::params_for(std::uint64_t seed) const { return options_.draw ? draw_params(seed, options_.faults) : options_.params; }
+Params Swarm::params_for(std::uint64_t seed) const { return options_.draw ? draw_params(seed, options_.faults, options_.crashes) : options_.params; }
 
 std::string Swarm::replay_command() const {
     if (!options_.replay.empty()) return options_.replay;

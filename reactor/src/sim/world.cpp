@@ -13,11 +13,17 @@
 
 #include <fmt/format.h>
 
+#include "crashes.hpp"
 #include "host_kernel.hpp"
 #include "host_selector.hpp"
 #include "network.hpp"
 
 namespace reactor::testing::sim {
+
+namespace {
+// The crashes' stream of the seed, past the Network's (1 to 4: network.cpp).
+constexpr std::uint64_t kCrashStream = 5;
+}  // namespace
 
 Host::Host(World& world, std::size_t index, std::string name)
     : world_(world), index_(index), name_(std::move(name)) {
@@ -71,7 +77,8 @@ Scheduler& Host::scheduler() {
 Host::~Host() = default;
 
 World::World(std::uint64_t seed, Params params)
-    : seed_(seed), params_(params), label_(fmt::format("sim world (seed {})", seed)), network_(std::make_unique<detail::Network>(seed, params)) {}
+    : seed_(seed), params_(params), label_(fmt::format("sim world (seed {})", seed)), network_(std::make_unique<detail::Network>(seed, params)),
+      crashes_(std::make_unique<detail::Crashes>(params, Random(seed).split(kCrashStream), network_->now())) {}
 
 // Newest host first, as services end: what an older host serves may still be
 // used by a newer one's closing connections, never the other way round.
@@ -141,6 +148,38 @@ bool World::run_until(const std::function<bool()>& done, Duration limit) {
     return done();
 }
 
+// Between steps, at a chance's time: the host drawn among those with a
+// start function and up crashes now and restarts after its downtime (an
+// event on the heap, so a world with a host down is not idle). Both are
+// events of the trace, so a replay shows them.
+void World::crash_chance() {
+    std::vector<std::size_t> candidates;
+    for (std::size_t i = 0; i < hosts_.size(); ++i)
+        if (hosts_[i]->start_ && hosts_[i]->up()) candidates.push_back(i);
+    const auto crash = crashes_->draw(candidates);
+    if (!crash) return;
+    Host& victim = *hosts_[crash->host];
+    const TimePoint back = now() + crash->downtime;
+    note_crash(victim, "crashes, down until", back);
+    victim.crash();
+    network_->events().push(back, [this, &victim] {
+        if (victim.up()) return;  // restarted by hand meanwhile
+        note_crash(victim, "restarts", now());
+        victim.boot();
+    });
+}
+
+void World::note_crash(const Host& host, std::string_view what, TimePoint at) {
+    Trace& trace = network_->trace();
+    const auto ns = [](TimePoint t) { return static_cast<std::uint64_t>((t - VirtualClock::kStart).count()); };
+    trace.add(std::uint64_t{0xc7a5});  // apart from the network's events
+    trace.add(static_cast<std::uint64_t>(host.index_));
+    trace.add(ns(at));
+    std::string line;
+    if (trace.keeps_lines()) line = fmt::format("{:>12} ns  host {} {} {} ns", ns(now()), host.name(), what, ns(at));
+    trace.event(line);
+}
+
 // One iteration of the host's loop, told apart as busy or idle by its
 // selector (host_selector.hpp). An idle host rests until the network or its
 // timer pokes it.
@@ -190,13 +229,18 @@ bool World::run(TimePoint limit, const std::function<bool()>* done) {
             continue;
         }
         if (done && (*done)()) return false;
-        if (events.empty()) return false;  // nothing can happen any more
-        const TimePoint at = events.next_time();
+        // Nothing can happen any more: a crash chance alone does not keep
+        // a world busy (crashes.hpp).
+        if (events.empty()) return false;
+        TimePoint at = events.next_time();
+        const bool chance = crashes_->on() && crashes_->next() < at;
+        if (chance) at = crashes_->next();
         if (at > limit) {
             network_->clock().advance_to(std::max(limit, now()));
             return true;
         }
         network_->clock().advance_to(at);
+        if (chance) crash_chance();
         steps_now = 0;
     }
 }

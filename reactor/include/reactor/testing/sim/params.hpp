@@ -59,6 +59,19 @@ struct Params {
     Duration max_stable = std::chrono::seconds(10);
     Duration min_partition = std::chrono::milliseconds(100);
     Duration max_partition = std::chrono::seconds(5);
+
+    // ---- Host crashes: off by default. A chance comes every
+    // [min_crash_gap, max_crash_gap] of virtual time; at each, with this
+    // percent, one host crashes (World::crash), drawn among those made with
+    // a start function (World::host(name, start)) and up at that moment:
+    // only they can come back as they were. It restarts (World::restart)
+    // after a downtime drawn in [min_downtime, max_downtime]. Hosts without
+    // a start (the clients a test drives by hand) never crash at random.
+    unsigned crash_percent = 0;
+    Duration min_crash_gap = std::chrono::seconds(1);
+    Duration max_crash_gap = std::chrono::seconds(10);
+    Duration min_downtime = std::chrono::milliseconds(100);
+    Duration max_downtime = std::chrono::seconds(5);
 };
 
 // A Params drawn from `seed` alone (its own stream: the world's draws are
@@ -66,7 +79,11 @@ struct Params {
 // 256 KiB, short reads and writes from never to always half the time;
 // with `faults`, the fault rates too (each from 0 to a few percent of
 // connections, and partitions after up to a third of stable periods).
-REACTOR_API Params draw_params(std::uint64_t seed, bool faults = false);
+// With `crashes`, host crashes too (a chance every 1 to 20 s, 10 to 50 % of
+// them, down 10 ms to 10 s), from a stream of their own: the other draws of
+// a seed are the same with or without them. Only hosts with a start
+// function crash (Params::crash_percent).
+REACTOR_API Params draw_params(std::uint64_t seed, bool faults = false, bool crashes = false);
 
 // One line: "latency 50us..5ms jitter 500us buffer 4096..65536 short-write 20% short-read 20%".
 REACTOR_API std::string to_string(const Params& params);

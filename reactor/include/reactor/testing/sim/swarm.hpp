@@ -61,6 +61,9 @@ struct SwarmOptions {
     // With draw: the fault rates drawn too (draw_params(seed, true)); the
     // body must then accept connections that end early.
     bool faults = false;
+    // With draw: host crashes drawn too (draw_params(seed, faults, true));
+    // the body's servers need a start function (World::host(name, start)).
+    bool crashes = false;
     Params params;
     // Runs each seed twice and fails it if the traces differ (determinism.hpp).
     bool check_determinism = false;

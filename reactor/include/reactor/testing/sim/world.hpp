@@ -29,7 +29,8 @@
 // of hosts for getaddrinfo; faults drawn from the seed when Params turns
 // them on (connections broken after a prefix, refused connects, clogged
 // links, partitions both ways and one way that heal); hosts that crash
-// and restart. Not yet: UDP, Unix sockets, pipes, IPv6, clock skew.
+// and restart, by hand or drawn from the seed (Params::crash_percent: only
+// hosts made with a start function). Not yet: UDP, Unix sockets, pipes, IPv6, clock skew.
 //
 // What escapes a world, and what the library does about it (the checks
 // are on cold paths: opening a socket, submitting a job; the World marks the
@@ -76,6 +77,7 @@
 namespace reactor::testing::sim {
 
 namespace detail {
+class Crashes;
 class HostKernel;
 class HostSelector;
 class Network;
@@ -181,6 +183,9 @@ private:
     void step(Host& host);
     // At once outside a run; inside one, as an event of the current instant.
     void between_steps(std::function<void()> action);
+    // A crash chance drawn from the seed (Params::crash_percent) is due now.
+    void crash_chance();
+    void note_crash(const Host& host, std::string_view what, TimePoint at);
     // Runs host's start under the world's mark (reactor/detail/world_mark.hpp).
     std::shared_ptr<void> start_program(Host& host);
 
@@ -188,6 +193,7 @@ private:
     Params params_;
     std::string label_;  // "sim world (seed 7)": the mark's, in refusals
     std::unique_ptr<detail::Network> network_;  // declared first: outlives the hosts
+    std::unique_ptr<detail::Crashes> crashes_;
     std::vector<std::unique_ptr<Host>> hosts_;
     std::uint64_t steps_ = 0;
     bool running_ = false;
