@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -23,6 +24,19 @@ namespace reactor::testing::sim {
 namespace {
 // The crashes' stream of the seed, past the Network's (1 to 4: network.cpp).
 constexpr std::uint64_t kCrashStream = 5;
+constexpr std::uint64_t kTlsStream = 6;
+
+// The mark's fill_random: eight bytes per draw, the last draw cut short.
+void fill_from(void* context, unsigned char* out, std::size_t length) noexcept {
+    Random& random = *static_cast<Random*>(context);
+    while (length > 0) {
+        std::uint64_t word = random.next();
+        const std::size_t n = std::min(length, sizeof word);
+        std::memcpy(out, &word, n);
+        out += n;
+        length -= n;
+    }
+}
 }  // namespace
 
 Host::Host(World& world, std::size_t index, std::string name)
@@ -78,7 +92,12 @@ Host::~Host() = default;
 
 World::World(std::uint64_t seed, Params params)
     : seed_(seed), params_(params), label_(fmt::format("sim world (seed {})", seed)), network_(std::make_unique<detail::Network>(seed, params)),
-      crashes_(std::make_unique<detail::Crashes>(params, Random(seed).split(kCrashStream), network_->now())) {}
+      crashes_(std::make_unique<detail::Crashes>(params, Random(seed).split(kCrashStream), network_->now())),
+      tls_random_(Random(seed).split(kTlsStream)) {}
+
+reactor::detail::WorldMark World::mark_for(const Host& host) noexcept {
+    return reactor::detail::WorldMark{label_, host.name_, &fill_from, &tls_random_};
+}
 
 // Newest host first, as services end: what an older host serves may still be
 // used by a newer one's closing connections, never the other way round.
@@ -109,7 +128,7 @@ Host& World::host(std::string_view name, Host::Start start) {
 // The host's start builds its program as a step would run it: marked, so
 // that a real socket or a thread it reaches for is refused or kept here.
 std::shared_ptr<void> World::start_program(Host& host) {
-    const reactor::detail::WorldMark mark{label_, host.name_};
+    const reactor::detail::WorldMark mark = mark_for(host);
     reactor::detail::WorldMarkScope marked(mark);
     return host.start_(host);
 }
@@ -185,7 +204,7 @@ void World::note_crash(const Host& host, std::string_view what, TimePoint at) {
 // timer pokes it.
 void World::step(Host& host) {
     ++steps_;
-    const reactor::detail::WorldMark mark{label_, host.name_};
+    const reactor::detail::WorldMark mark = mark_for(host);
     reactor::detail::WorldMarkScope marked(mark);
     host.selector_->begin_step();
     try {

@@ -9,6 +9,7 @@
 // world and its hosts run on one thread; other threads never see its mark.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "reactor/export.hpp"
@@ -25,6 +26,10 @@ namespace detail {
 struct WorldMark {
     std::string_view world;  // "sim world (seed 7)"
     std::string_view host;   // the host's name
+    // The world's randomness for what it cannot see being drawn (OpenSSL's,
+    // through sim::TlsRandomness): fills `out` from a stream of the seed.
+    void (*fill_random)(void* context, unsigned char* out, std::size_t length) noexcept = nullptr;
+    void* random_context = nullptr;
 };
 
 // The mark of the innermost world running a host on this thread, or null.

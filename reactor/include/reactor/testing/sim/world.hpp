@@ -53,9 +53,10 @@
 //     clock. Real time read by user code directly (std::chrono::steady_clock,
 //     clock_gettime) and getrandom the library cannot see: only an interposed
 //     clock_gettime/getrandom (as tests/support/syscall_faults does for other
-//     calls) could. TLS runs over a host's Connection, but OpenSSL draws its
-//     handshake randomness from getrandom: until its RNG is seeded from the
-//     world, a TLS run's bytes (and trace) differ between runs.
+//     calls) could. TLS runs over a host's Connection; OpenSSL draws its
+//     handshake randomness from getrandom unless a sim::TlsRandomness
+//     (testing/sim/tls_randomness.hpp, in reactor::tls) lives: then, while a
+//     host runs, from a stream of the world's seed, and a TLS run replays.
 // Loop thread only: a world and its hosts belong to the thread that made them.
 #pragma once
 
@@ -71,7 +72,9 @@
 #include "reactor/export.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/scheduler.hpp"
+#include "reactor/detail/world_mark.hpp"
 #include "reactor/testing/sim/params.hpp"
+#include "reactor/testing/sim/random.hpp"
 #include "reactor/testing/sim/trace.hpp"
 
 namespace reactor::testing::sim {
@@ -188,12 +191,17 @@ private:
     void note_crash(const Host& host, std::string_view what, TimePoint at);
     // Runs host's start under the world's mark (reactor/detail/world_mark.hpp).
     std::shared_ptr<void> start_program(Host& host);
+    // The mark set while `host` runs (reactor/detail/world_mark.hpp).
+    reactor::detail::WorldMark mark_for(const Host& host) noexcept;
 
     std::uint64_t seed_;
     Params params_;
     std::string label_;  // "sim world (seed 7)": the mark's, in refusals
     std::unique_ptr<detail::Network> network_;  // declared first: outlives the hosts
     std::unique_ptr<detail::Crashes> crashes_;
+    // What OpenSSL draws while a host runs (the mark's fill_random): a stream
+    // of its own, drawn only when asked, so other draws are unchanged.
+    Random tls_random_;
     std::vector<std::unique_ptr<Host>> hosts_;
     std::uint64_t steps_ = 0;
     bool running_ = false;
