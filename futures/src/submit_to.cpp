@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <reactor/detail/world_mark.hpp>
+
 namespace futures::detail {
 
 void deliver(const std::shared_ptr<CrossCallBase>& call, reactor::Callback&& reply) noexcept {
@@ -24,6 +26,14 @@ void deliver(const std::shared_ptr<CrossCallBase>& call, reactor::Callback&& rep
     }
     // A refused reply is destroyed here, outside the lock: it only lets go of
     // the shared record.
+}
+
+// A world's hosts share one thread and take no cross-loop posts (a resting
+// host would never see one): refused, not silently lost.
+void refuse_sim_hosts(const reactor::Scheduler& caller, const reactor::Scheduler& target) {
+    for (const reactor::Scheduler* s : {&caller, &target})
+        reactor::detail::refuse_cross_thread(*s, "futures::submit_to",
+                                             "call fn on this loop (call_soon) or connect to the other host instead");
 }
 
 std::exception_ptr target_closed_error(std::source_location where) {

@@ -30,16 +30,13 @@
 //   - is cancelled if the caller's own loop is closed (Scheduler::close) or
 //     destroyed before the outcome comes back: the outcome is then dropped
 //     and nothing touches that loop any more.
-// While the outcome is on its way the caller's loop counts it as work (run()
-// waits for it; live() lists it by the line of the submit_to call).
-// fn runs on another thread: it must capture only what is safe to use there
-// (values, objects owned by `target`), never the caller's futures. Its value
-// is moved across threads, so it too must not be bound to the caller's loop.
-// `target` must outlive the call (a LoopGroup's loops live as long as the
-// group); after that, an ended target is safe to name. Loop thread only (the
-// caller's loop); `target` may be that same loop.
-// From or to a simulated world's host (reactor/testing/sim/): refused,
-// std::logic_error naming the world and host (reactor/detail/world_mark.hpp).
+// While the outcome is on its way the caller's loop counts it as work (run() waits for it; live()
+// lists it by the line of the submit_to call). fn runs on another thread: it must capture only what
+// is safe to use there (values, objects owned by `target`), never the caller's futures. Its value
+// is moved across threads, so it too must not be bound to the caller's loop. `target` must outlive
+// the call (a LoopGroup's loops live as long as the group); after that, an ended target is safe to
+// name. Loop thread only (the caller's loop); `target` may be that same loop. A sim world's host:
+// refused.
 #pragma once
 
 #include <atomic>
@@ -56,7 +53,6 @@
 
 #include <reactor/export.hpp>
 #include <reactor/loop_service.hpp>
-#include <reactor/detail/world_mark.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/work_hold.hpp>
 
@@ -148,6 +144,7 @@ private:
 };
 
 REACTOR_API std::exception_ptr target_closed_error(std::source_location where);
+REACTOR_API void refuse_sim_hosts(const reactor::Scheduler& caller, const reactor::Scheduler& target);
 
 // The caller's end: completes the state from the outcome. Runs on the
 // caller's loop; destroyed unrun (that loop closed), it does nothing: the
@@ -376,19 +373,14 @@ private:
 template <class F>
 using submit_result_t = typename detail::FutureValue<detail::submit_invoke_t<F>>::type;
 
-// Runs fn() on `target`; the future completes on `caller` (see the top of
-// this file). Loop thread of `caller` only.
+// Runs fn() on `target`; the future completes on `caller` (see above). Loop thread of `caller` only.
 template <class F>
 [[nodiscard]] Future<submit_result_t<F>> submit_to(reactor::Scheduler& caller, reactor::Scheduler& target, F&& fn,
                                                    std::source_location where = std::source_location::current()) {
     using R = submit_result_t<F>;
     static_assert(std::is_void_v<R> || (std::is_object_v<R> && std::is_move_constructible_v<R>),
                   "submit_to: fn must return void, a movable object type, or a Future of one");
-    // A world's hosts share one thread and take no cross-loop posts (a
-    // resting host would never see one): refused, not silently lost.
-    for (const reactor::Scheduler* s : {&caller, &target})
-        reactor::detail::refuse_cross_thread(*s, "futures::submit_to",
-                                             "call fn on this loop (call_soon) or connect to the other host instead");
+    detail::refuse_sim_hosts(caller, target);
     return detail::launch<detail::SubmitState<R>>(caller, where).start(target, std::forward<F>(fn));
 }
 
