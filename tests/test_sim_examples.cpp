@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+// The example servers, unmodified, in a simulated world (issue 48's
+// "Unmodified servers"): each server's own logic (the function or class its
+// main() runs on a Scheduler) runs on a simulated host, 100 clients each on
+// a host of its own talk to it over a network drawn from the seed, faults
+// and all (resets after a prefix, refused connects, partitions, clogged
+// links), and the server's invariant is checked for many seeds by a Swarm,
+// whose one-line report names any failing seed and how to replay it:
+//
+//   echo_server (09, callbacks) and echo_server_streams (10, streams and a
+//   state-machine task): every byte comes back, in order, or the connection
+//   ended with a reason: a reset the world injected.
+//
+// Virtual time only: a seed's run depends on the seed alone.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+#include <futures/futures.hpp>
+#include <futures/stream.hpp>
+#include <reactor/net/connection.hpp>
+#include <reactor/net/connector.hpp>
+#include <reactor/net/listener.hpp>
+#include <reactor/testing/sim/swarm.hpp>
+#include <reactor/testing/sim/world.hpp>
+
+#include "../examples/09_echo_server/echo.hpp"
+#include "../examples/10_echo_server_streams/echo_session.hpp"
+
+using namespace std::chrono_literals;
+using reactor::CloseKind;
+using reactor::CloseReason;
+using reactor::Connection;
+using reactor::ConnectionPtr;
+using reactor::Duration;
+namespace sim = reactor::testing::sim;
+
+namespace {
+
+constexpr std::uint16_t kEchoPort = 7000;  // the examples' own defaults
+constexpr int kClients = 100;
+
+// What the examples' main() gives a connection by default: --idle-timeout
+// 300 s as idle and write deadlines (examples::connection_options).
+reactor::ConnectionOptions example_deadlines() {
+    reactor::ConnectionOptions options;
+    options.idle_timeout = 300s;
+    options.write_timeout = 300s;
+    return options;
+}
+
+// What the clients of a swarm met, summed over its seeds: the faults must
+// have been met for the invariants to mean anything.
+struct Met {
+    std::uint64_t bytes = 0;  // echoed, or chat lines delivered
+    int resets = 0, refusals = 0;
+};
+
+// The world's faults may end a connection early, and only they: a reset
+// needs resets drawn (or a crash), a refused connect refusals drawn.
+void check_early_end(const sim::World& world, const CloseReason& why, const std::string& who) {
+    if (why.kind == CloseKind::reset && world.params().reset_percent > 0) return;
+    throw std::runtime_error(fmt::format("{} ended early: {} (reset_percent {})", who, why.to_string(),
+                                         world.params().reset_percent));
+}
+void check_connect_error(const sim::World& world, std::error_code ec, const std::string& who) {
+    if (ec == std::errc::connection_refused && world.params().refuse_percent > 0) return;
+    throw std::runtime_error(fmt::format("{}: connect failed: {} (refuse_percent {})", who, ec.message(),
+                                         world.params().refuse_percent));
+}
+
+// Every host's loop ends while the body's state is still alive (close
+// callbacks that end with it may reach that state), newest host first.
+void crash_all(sim::World& world, const std::vector<sim::Host*>& hosts) {
+    for (auto it = hosts.rbegin(); it != hosts.rend(); ++it)
+        if ((*it)->up()) world.crash(**it);
+}
+
+// ---- echo -------------------------------------------------------------
+
+// One echo client: `messages` messages of random sizes, at most two in
+// flight, each sent after a random pause once the one before the last has
+// come back; every byte must come back in order. Closes when all have.
+struct EchoClient {
+    std::string name;
+    std::mt19937_64 rng;
+    int messages = 0;
+    std::size_t max_size = 0;
+    Duration max_pause{};
+    ConnectionPtr conn;
+    std::string sent;  // everything sent so far
+    std::size_t echoed = 0;
+    std::vector<std::size_t> ends;  // where each message sent ends in `sent`
+    std::size_t completed = 0;
+    bool ended = false;
+    bool reset = false, refused = false;  // the world's faults, met
+    std::string failure;
+
+    void fail(std::string why) {
+        if (failure.empty()) failure = std::move(why);
+        ended = true;
+    }
+    void send_one() {
+        if (ends.size() == static_cast<std::size_t>(messages) || !conn) return;
+        const std::size_t size = 1 + rng() % max_size;
+        std::string message(size, '\0');
+        for (char& ch : message) ch = static_cast<char>('a' + rng() % 26);
+        sent += message;
+        ends.push_back(sent.size());
+        conn->write(message);
+    }
+    void start(sim::World& world, sim::Host& host, const std::function<void()>& on_end) {
+        reactor::connect(host.scheduler(), "server", kEchoPort, [this, &world, &host, on_end](ConnectionPtr c, std::error_code ec) {
+            if (!c) {
+                refused = ec == std::errc::connection_refused;
+                try {
+                    check_connect_error(world, ec, name);
+                } catch (const std::exception& e) {
+                    failure = e.what();
+                }
+                ended = true;
+                return on_end();
+            }
+            conn = c;
+            c->set_data_callback([this, &host](Connection& c, std::string_view d) {
+                if (echoed + d.size() > sent.size() || sent.compare(echoed, d.size(), d) != 0) {
+                    fail(fmt::format("{}: bytes {}..{} are not what was sent", name, echoed, echoed + d.size()));
+                    return c.abort();
+                }
+                echoed += d.size();
+                while (completed < ends.size() && ends[completed] <= echoed) {
+                    ++completed;
+                    const Duration pause{static_cast<Duration::rep>(rng() % (max_pause.count() + 1))};
+                    host.scheduler().call_later(pause, [this] { send_one(); });
+                }
+                if (completed == static_cast<std::size_t>(messages)) c.close();
+            });
+            c->set_close_callback([this, &world, on_end](Connection&, const CloseReason& why) {
+                conn.reset();
+                if (!ended && completed != static_cast<std::size_t>(messages)) {
+                    reset = why.kind == CloseKind::reset;
+                    try {
+                        check_early_end(world, why, fmt::format("{} ({} of {} bytes echoed)", name, echoed, sent.size()));
+                    } catch (const std::exception& e) {
+                        failure = e.what();
+                    }
+                }
+                ended = true;
+                on_end();
+            });
+            send_one();
+            send_one();
+        });
+    }
+};
+
+enum class EchoServer { callbacks, streams };
+
+struct EchoRun {
+    int messages = 5;
+    std::size_t max_size = 2048;
+    Duration max_pause = 100ms;
+    Duration limit = 10min;  // virtual: every client must have ended by then
+};
+
+// The server on host "server", kClients clients on hosts of their own; runs
+// until every client has ended, then checks each, and adds to `met`.
+void echo_world(sim::World& world, EchoServer kind, const EchoRun& run, Met& met) {
+    std::vector<sim::Host*> hosts;
+    sim::Host& server = world.host("server");
+    hosts.push_back(&server);
+
+    // echo_server's run(), one loop: its listener, its echo, its options.
+    std::uint64_t echoed = 0;
+    reactor::ListenerPtr listener;
+    // echo_server_streams' run(), one loop: start_server spawning an
+    // EchoSession per client, with its options.
+    examples::EchoCounts counts;
+    futures::StreamServer stream_server;
+    if (kind == EchoServer::callbacks) {
+        reactor::Listener::Options options;
+        options.connection = examples::echo_connection_options(example_deadlines());
+        listener = reactor::Listener::listen(
+            server.scheduler(), server.address(kEchoPort),
+            [&echoed](const ConnectionPtr& c) { examples::echo(c, echoed); }, options);
+    } else {
+        futures::StreamOptions options;
+        options.connection = example_deadlines();
+        reactor::Scheduler& sched = server.scheduler();
+        stream_server = futures::start_server(
+            sched, server.address(kEchoPort),
+            [&sched, &counts](futures::Stream stream) {
+                return futures::spawn(sched, examples::EchoSession(std::move(stream), counts));
+            },
+            options);
+    }
+
+    std::vector<std::unique_ptr<EchoClient>> clients;
+    int ended = 0;
+    for (int i = 0; i < kClients; ++i) {
+        auto& c = clients.emplace_back(std::make_unique<EchoClient>());
+        c->name = fmt::format("client-{}", i);
+        c->rng.seed(world.seed() * 1'000'003 + static_cast<std::uint64_t>(i));
+        c->messages = run.messages;
+        c->max_size = run.max_size;
+        c->max_pause = run.max_pause;
+        sim::Host& host = world.host(c->name);
+        hosts.push_back(&host);
+        c->start(world, host, [&ended] { ++ended; });
+    }
+    const bool all_ended = world.run_until([&] { return ended == kClients; }, run.limit);
+    std::string failure;
+    for (const auto& c : clients) {
+        if (!c->failure.empty()) {
+            failure = c->failure;
+            break;
+        }
+        if (!c->ended) {
+            failure = fmt::format("{} never ended: {} of {} bytes echoed, {} of {} messages", c->name, c->echoed,
+                                  c->sent.size(), c->completed, c->messages);
+            break;
+        }
+    }
+    if (failure.empty() && !all_ended) failure = "not every client ended";
+    if (kind == EchoServer::streams && counts.failures > 0)
+        failure = fmt::format("echo_server_streams counted {} failures", counts.failures);
+    crash_all(world, hosts);
+    if (!failure.empty()) throw std::runtime_error(failure);
+    met.bytes += kind == EchoServer::callbacks ? echoed : counts.echoed;
+    for (const auto& c : clients) {
+        met.resets += c->reset;
+        met.refusals += c->refused;
+    }
+}
+
+// A swarm over `count` seeds from `first`, with faults drawn; every failure
+// is one line in the test's message.
+void swarm_holds(const std::string& test, std::uint64_t first, std::size_t count,
+                 const std::function<void(sim::World&, Met&)>& body) {
+    Met met;
+    std::ostringstream out;
+    sim::SwarmOptions options;
+    options.out = &out;
+    options.faults = true;
+    options.replay = "test_sim_examples --run_test=" + test;
+    sim::Swarm swarm([&](sim::World& w) { body(w, met); }, options);
+    const sim::SwarmResult result = swarm.run(first, count);
+    BOOST_TEST(result.failures.empty(), out.str());
+    BOOST_TEST_MESSAGE(test << ": " << result.runs << " seeds, " << result.failures.size() << " failed; "
+                            << met.bytes << " bytes or lines, " << met.resets << " connections reset, "
+                            << met.refusals << " refused");
+    if (result.runs == count) {  // not a replay of one seed: the faults were met
+        BOOST_TEST(met.bytes > 0u);
+        BOOST_TEST(met.resets > 0);
+        BOOST_TEST(met.refusals > 0);
+    }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(echo_server_every_byte_comes_back_in_order_or_the_world_reset_the_connection) {
+    swarm_holds("echo_server_every_byte_comes_back_in_order_or_the_world_reset_the_connection", 1, 30,
+                [](sim::World& w, Met& m) { echo_world(w, EchoServer::callbacks, {}, m); });
+}
+
+BOOST_AUTO_TEST_CASE(echo_server_streams_every_byte_comes_back_in_order_or_the_world_reset_the_connection) {
+    swarm_holds("echo_server_streams_every_byte_comes_back_in_order_or_the_world_reset_the_connection", 1, 30,
+                [](sim::World& w, Met& m) { echo_world(w, EchoServer::streams, {}, m); });
+}
