@@ -10,12 +10,17 @@
 //   echo_server (09, callbacks) and echo_server_streams (10, streams and a
 //   state-machine task): every byte comes back, in order, or the connection
 //   ended with a reason: a reset the world injected.
+//   chat_server (11, one loop: a LoopRoom): every line reaches every live
+//   member, in each sender's order; a member whose connection the world
+//   reset is excepted from then on (what it got is still in order), and a
+//   sender reset gets a prefix of its lines through.
 //
 // Virtual time only: a seed's run depends on the seed alone.
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -38,6 +43,7 @@
 
 #include "../examples/09_echo_server/echo.hpp"
 #include "../examples/10_echo_server_streams/echo_session.hpp"
+#include "../examples/11_chat_server/loop_room.hpp"
 
 using namespace std::chrono_literals;
 using reactor::CloseKind;
@@ -50,6 +56,7 @@ namespace sim = reactor::testing::sim;
 namespace {
 
 constexpr std::uint16_t kEchoPort = 7000;  // the examples' own defaults
+constexpr std::uint16_t kChatPort = 7001;
 constexpr int kClients = 100;
 
 // What the examples' main() gives a connection by default: --idle-timeout
@@ -245,6 +252,181 @@ void echo_world(sim::World& world, EchoServer kind, const EchoRun& run, Met& met
     }
 }
 
+// ---- chat -------------------------------------------------------------
+
+// One chat member: joins (its "* you are #N" line), then, once every
+// member has, says `lines` lines "c<index> <k>", each after a random pause;
+// it checks, line by line, that each other member's lines reach it in
+// order with none missing before the last one seen, and never its own.
+struct ChatClient {
+    std::string name;
+    std::size_t index = 0;
+    std::mt19937_64 rng;
+    ConnectionPtr conn;
+    bool joined = false;
+    bool ended = false;
+    bool reset = false, refused = false;
+    int said = 0;
+    std::vector<int> heard;  // per sender: how many of its lines arrived
+    std::string partial;     // the start of a line not yet ended
+    std::string failure;
+
+    bool live() const { return joined && !ended; }
+    void fail(std::string why) {
+        if (failure.empty()) failure = std::move(why);
+    }
+    void on_line(std::string_view line) {
+        if (line.starts_with("* you are #")) {
+            joined = true;
+            return;
+        }
+        if (line.starts_with("*")) return;  // joined, left, dropped, timed out
+        // "#<id>: c<sender> <k>"
+        const std::size_t colon = line.find(": c");
+        std::size_t sender = 0;
+        int k = -1;
+        if (colon == std::string_view::npos ||
+            std::sscanf(std::string(line.substr(colon + 3)).c_str(), "%zu %d", &sender, &k) != 2 ||
+            sender >= heard.size())
+            return fail(fmt::format("{}: a line not said by anyone: \"{}\"", name, line));
+        if (sender == index) return fail(fmt::format("{}: got its own line back: \"{}\"", name, line));
+        if (k != heard[sender])
+            return fail(fmt::format("{}: line {} of client-{} came after {} of its lines", name, k, sender,
+                                    heard[sender]));
+        ++heard[sender];
+    }
+    void start(sim::World& world, sim::Host& host, std::size_t members) {
+        heard.assign(members, 0);
+        reactor::connect(host.scheduler(), "server", kChatPort, [this, &world](ConnectionPtr c, std::error_code ec) {
+            if (!c) {
+                ended = true;
+                refused = ec == std::errc::connection_refused;
+                try {
+                    check_connect_error(world, ec, name);
+                } catch (const std::exception& e) {
+                    fail(e.what());
+                }
+                return;
+            }
+            conn = c;
+            c->set_data_callback([this](Connection&, std::string_view d) {
+                partial += d;
+                std::size_t from = 0;
+                for (std::size_t nl; (nl = partial.find('\n', from)) != std::string::npos; from = nl + 1)
+                    on_line(std::string_view(partial).substr(from, nl - from));
+                partial.erase(0, from);
+            });
+            c->set_close_callback([this, &world](Connection&, const CloseReason& why) {
+                conn.reset();
+                ended = true;
+                reset = why.kind == CloseKind::reset;
+                try {
+                    check_early_end(world, why, name);
+                } catch (const std::exception& e) {
+                    fail(e.what());
+                }
+            });
+        });
+    }
+    void speak(sim::Host& host, int lines, Duration max_pause) {
+        if (said == lines || !conn) return;
+        const Duration pause{static_cast<Duration::rep>(rng() % (max_pause.count() + 1))};
+        host.scheduler().call_later(pause, [this, &host, lines, max_pause] {
+            if (!conn) return;
+            conn->write(fmt::format("c{} {}\n", index, said++));
+            speak(host, lines, max_pause);
+        });
+    }
+};
+
+constexpr Duration kCheckEvery = 50ms;
+
+struct ChatRun {
+    int lines = 5;
+    Duration max_pause = 200ms;
+    Duration limit = 10min;
+};
+
+// chat_server's serve() on one loop: a LoopRoom of one, linked to itself,
+// joined by each connection the listener accepts, with the example's
+// limits (--max-line 4096, --max-backlog 256 KiB) and deadlines. kClients
+// members join; once all have (or have ended), each says its lines; the
+// run goes on until every live member has heard every line of every live
+// member that has said all of its own.
+void chat_world(sim::World& world, const ChatRun& run, Met& met) {
+    std::vector<sim::Host*> hosts;
+    sim::Host& server = world.host("server");
+    hosts.push_back(&server);
+    examples::LoopRoom room(server.scheduler(), 0, 1, {.max_line = 4096, .max_backlog = 256 * 1024});
+    room.link({&room});
+    reactor::Listener::Options options;
+    options.connection = example_deadlines();
+    auto listener = reactor::Listener::listen(
+        server.scheduler(), server.address(kChatPort), [&room](const ConnectionPtr& c) { room.join(c); }, options);
+
+    std::vector<std::unique_ptr<ChatClient>> clients;
+    std::vector<sim::Host*> client_hosts;
+    for (int i = 0; i < kClients; ++i) {
+        auto& c = clients.emplace_back(std::make_unique<ChatClient>());
+        c->name = fmt::format("client-{}", i);
+        c->index = static_cast<std::size_t>(i);
+        c->rng.seed(world.seed() * 1'000'003 + static_cast<std::uint64_t>(i));
+        sim::Host& host = world.host(c->name);
+        hosts.push_back(&host);
+        client_hosts.push_back(&host);
+        c->start(world, host, kClients);
+    }
+    auto first_failure = [&]() -> std::string {
+        for (const auto& c : clients)
+            if (!c->failure.empty()) return c->failure;
+        return {};
+    };
+    // Everyone has joined, or ended (refused, reset) before it could.
+    const bool all_joined = world.run_until(
+        [&] {
+            for (const auto& c : clients)
+                if (!c->joined && !c->ended) return false;
+            return true;
+        },
+        run.limit);
+    std::string failure = first_failure();
+    if (failure.empty() && !all_joined) failure = "not every client joined or ended";
+    if (failure.empty()) {
+        for (std::size_t i = 0; i < clients.size(); ++i)
+            if (clients[i]->live()) clients[i]->speak(*client_hosts[i], run.lines, run.max_pause);
+        // Who has still to hear from whom: a live member, from a live one
+        // that has said all its lines.
+        auto missing = [&]() -> std::string {
+            for (const auto& m : clients) {
+                if (!m->live()) continue;
+                for (const auto& s : clients)
+                    if (s != m && s->live() && s->said == run.lines && m->heard[s->index] != run.lines)
+                        return fmt::format("{} heard {} of {} lines of {}", m->name, m->heard[s->index], run.lines,
+                                           s->name);
+            }
+            for (const auto& s : clients)
+                if (s->live() && s->said != run.lines) return fmt::format("{} said {} of {} lines", s->name, s->said, run.lines);
+            return {};
+        };
+        // Checked every 50 virtual ms rather than after every step: the
+        // check walks every pair of members.
+        const reactor::TimePoint give_up = world.now() + run.limit;
+        while (first_failure().empty() && !missing().empty() && world.now() < give_up)
+            world.run_for(kCheckEvery);
+        failure = first_failure();
+        if (failure.empty()) failure = missing();
+    }
+    if (failure.empty()) {
+        for (const auto& c : clients) {
+            for (int n : c->heard) met.bytes += static_cast<std::uint64_t>(n);
+            met.resets += c->reset;
+            met.refusals += c->refused;
+        }
+    }
+    crash_all(world, hosts);
+    if (!failure.empty()) throw std::runtime_error(failure);
+}
+
 // A swarm over `count` seeds from `first`, with faults drawn; every failure
 // is one line in the test's message.
 void swarm_holds(const std::string& test, std::uint64_t first, std::size_t count,
@@ -278,4 +460,9 @@ BOOST_AUTO_TEST_CASE(echo_server_every_byte_comes_back_in_order_or_the_world_res
 BOOST_AUTO_TEST_CASE(echo_server_streams_every_byte_comes_back_in_order_or_the_world_reset_the_connection) {
     swarm_holds("echo_server_streams_every_byte_comes_back_in_order_or_the_world_reset_the_connection", 1, 30,
                 [](sim::World& w, Met& m) { echo_world(w, EchoServer::streams, {}, m); });
+}
+
+BOOST_AUTO_TEST_CASE(chat_server_every_line_reaches_every_live_member_in_each_senders_order) {
+    swarm_holds("chat_server_every_line_reaches_every_live_member_in_each_senders_order", 1, 30,
+                [](sim::World& w, Met& m) { chat_world(w, {}, m); });
 }
