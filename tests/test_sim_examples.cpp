@@ -14,10 +14,15 @@
 //   member, in each sender's order; a member whose connection the world
 //   reset is excepted from then on (what it got is still in order), and a
 //   sender reset gets a prefix of its lines through.
+//   http_hello (12, plain HTTP: http::Sessions on a listener): every request
+//   (GET, HEAD, POST with a body, with Expect: 100-continue; pipelined in
+//   batches; the last says Connection: close) is answered "Hello, world!",
+//   in order, then the server closes; or the world reset the connection.
 //
 // Virtual time only: a seed's run depends on the seed alone.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +49,7 @@
 #include "../examples/09_echo_server/echo.hpp"
 #include "../examples/10_echo_server_streams/echo_session.hpp"
 #include "../examples/11_chat_server/loop_room.hpp"
+#include "../examples/12_http_hello/http_sessions.hpp"
 
 using namespace std::chrono_literals;
 using reactor::CloseKind;
@@ -57,6 +63,7 @@ namespace {
 
 constexpr std::uint16_t kEchoPort = 7000;  // the examples' own defaults
 constexpr std::uint16_t kChatPort = 7001;
+constexpr std::uint16_t kHttpPort = 8080;
 constexpr int kClients = 100;
 
 // What the examples' main() gives a connection by default: --idle-timeout
@@ -427,6 +434,188 @@ void chat_world(sim::World& world, const ChatRun& run, Met& met) {
     if (!failure.empty()) throw std::runtime_error(failure);
 }
 
+// ---- http -------------------------------------------------------------
+
+// One HTTP client: `requests` requests of random kinds, sent in batches of
+// one to three (pipelined), each batch after a random pause once the one
+// before is answered; the last asks the server to close. Each response must
+// be the greeting (a 100 Continue before it when asked), in order.
+struct HttpClient {
+    std::string name;
+    std::mt19937_64 rng;
+    int requests = 0;
+    Duration max_pause{};
+    ConnectionPtr conn;
+    int sent = 0, answered = 0;
+    std::vector<bool> head_method;  // per request sent: a HEAD (no body in its answer)
+    std::string in;                 // what arrived, not yet a whole response
+    bool ended = false, clean = false;
+    bool reset = false, refused = false;
+    std::string failure;
+
+    void fail(std::string why) {
+        if (failure.empty()) failure = std::move(why);
+    }
+    std::string request() {
+        const bool last = sent + 1 == requests;
+        const char* connection = last ? "Connection: close\r\n" : "";
+        std::string body;
+        std::string r;
+        switch (rng() % 4) {
+        case 0:
+            r = fmt::format("GET /{} HTTP/1.1\r\nHost: server\r\n{}\r\n", sent, connection);
+            break;
+        case 1:
+            r = fmt::format("HEAD / HTTP/1.1\r\nHost: server\r\n{}\r\n", connection);
+            break;
+        default:
+            body.assign(1 + rng() % 3000, 'b');
+            r = fmt::format("POST /form HTTP/1.1\r\nHost: server\r\nContent-Length: {}\r\n{}{}\r\n{}",
+                            body.size(), rng() % 2 ? "Expect: 100-continue\r\n" : "", connection, body);
+        }
+        head_method.push_back(r.starts_with("HEAD"));
+        ++sent;
+        return r;
+    }
+    void send_batch() {
+        if (!conn || sent == requests) return;
+        const int batch = std::min<int>(1 + static_cast<int>(rng() % 3), requests - sent);
+        std::string out;
+        for (int i = 0; i < batch; ++i) out += request();
+        conn->write(out);
+    }
+    // Takes the whole responses at the front of `in`.
+    void parse() {
+        for (;;) {
+            const std::size_t end = in.find("\r\n\r\n");
+            if (end == std::string::npos) return;
+            const std::string_view head(in.data(), end + 4);
+            int status = 0;
+            if (std::sscanf(in.c_str(), "HTTP/1.1 %d", &status) != 1)
+                return fail(fmt::format("{}: not a response: \"{}\"", name, head.substr(0, 40)));
+            if (status == 100) {
+                in.erase(0, head.size());
+                continue;
+            }
+            const std::size_t length_at = head.find("Content-Length: ");
+            std::size_t length = 0;
+            if (length_at == std::string_view::npos ||
+                std::sscanf(in.c_str() + length_at + 16, "%zu", &length) != 1)
+                return fail(fmt::format("{}: a response without Content-Length", name));
+            if (answered >= sent) return fail(fmt::format("{}: a response to no request", name));
+            const std::size_t body = head_method[static_cast<std::size_t>(answered)] ? 0 : length;
+            if (in.size() < head.size() + body) return;
+            if (status != 200 || (body > 0 && std::string_view(in).substr(head.size(), body) != http::kBody))
+                return fail(fmt::format("{}: request {} answered {}", name, answered, status));
+            in.erase(0, head.size() + body);
+            ++answered;
+        }
+    }
+    void start(sim::World& world, sim::Host& host) {
+        reactor::connect(host.scheduler(), "server", kHttpPort, [this, &world, &host](ConnectionPtr c, std::error_code ec) {
+            if (!c) {
+                ended = true;
+                refused = ec == std::errc::connection_refused;
+                try {
+                    check_connect_error(world, ec, name);
+                } catch (const std::exception& e) {
+                    fail(e.what());
+                }
+                return;
+            }
+            conn = c;
+            c->set_data_callback([this, &host](Connection& c, std::string_view d) {
+                in += d;
+                const int before = answered;
+                parse();
+                if (!failure.empty()) return c.abort();
+                if (answered > before && answered == sent) {
+                    const Duration pause{static_cast<Duration::rep>(rng() % (max_pause.count() + 1))};
+                    host.scheduler().call_later(pause, [this] { send_batch(); });
+                }
+            });
+            c->set_close_callback([this, &world](Connection&, const CloseReason& why) {
+                conn.reset();
+                ended = true;
+                clean = answered == requests && why.kind == CloseKind::eof && in.empty();
+                if (clean || !failure.empty()) return;
+                reset = why.kind == CloseKind::reset;
+                try {
+                    check_early_end(world, why, fmt::format("{} ({} of {} requests answered)", name, answered, requests));
+                } catch (const std::exception& e) {
+                    fail(e.what());
+                }
+            });
+            send_batch();
+        });
+    }
+};
+
+struct HttpRun {
+    int requests = 6;
+    Duration max_pause = 100ms;
+    Duration limit = 10min;
+};
+
+// http_hello's run() on one loop, plain HTTP: http::Sessions started by
+// each accept, with the example's default limits (--max-head 8192,
+// --max-body 64 MiB), timeouts (header 60 s, idle 75 s, body 60 s) and its
+// 16 KiB reads. Runs until every client has ended.
+void http_world(sim::World& world, const HttpRun& run, Met& met) {
+    std::vector<sim::Host*> hosts;
+    sim::Host& server = world.host("server");
+    hosts.push_back(&server);
+    const http::Limits limits{8192, std::size_t{64} << 20};
+    const http::Timeouts timeouts{60s, 75s, 60s};
+    http::Sessions<reactor::Connection> sessions{limits, timeouts, {}, {}};
+    reactor::Listener::Options options;
+    options.connection.read_size = 16 * 1024;
+    auto listener = reactor::Listener::listen(
+        server.scheduler(), server.address(kHttpPort), [&sessions](const ConnectionPtr& c) { sessions.start(*c); },
+        options);
+
+    std::vector<std::unique_ptr<HttpClient>> clients;
+    for (int i = 0; i < kClients; ++i) {
+        auto& c = clients.emplace_back(std::make_unique<HttpClient>());
+        c->name = fmt::format("client-{}", i);
+        c->rng.seed(world.seed() * 1'000'003 + static_cast<std::uint64_t>(i));
+        c->requests = run.requests;
+        c->max_pause = run.max_pause;
+        sim::Host& host = world.host(c->name);
+        hosts.push_back(&host);
+        c->start(world, host);
+    }
+    const bool all_ended = world.run_until(
+        [&] {
+            for (const auto& c : clients)
+                if (!c->ended) return false;
+            return true;
+        },
+        run.limit);
+    std::string failure;
+    for (const auto& c : clients) {
+        if (!c->failure.empty()) {
+            failure = c->failure;
+            break;
+        }
+        if (!c->ended) {
+            failure = fmt::format("{} never ended: {} of {} requests answered, {} sent", c->name, c->answered,
+                                  c->requests, c->sent);
+            break;
+        }
+    }
+    if (failure.empty() && !all_ended) failure = "not every client ended";
+    if (failure.empty()) {
+        for (const auto& c : clients) {
+            met.bytes += static_cast<std::uint64_t>(c->answered);
+            met.resets += c->reset;
+            met.refusals += c->refused;
+        }
+    }
+    crash_all(world, hosts);
+    if (!failure.empty()) throw std::runtime_error(failure);
+}
+
 // A swarm over `count` seeds from `first`, with faults drawn; every failure
 // is one line in the test's message.
 void swarm_holds(const std::string& test, std::uint64_t first, std::size_t count,
@@ -465,4 +654,9 @@ BOOST_AUTO_TEST_CASE(echo_server_streams_every_byte_comes_back_in_order_or_the_w
 BOOST_AUTO_TEST_CASE(chat_server_every_line_reaches_every_live_member_in_each_senders_order) {
     swarm_holds("chat_server_every_line_reaches_every_live_member_in_each_senders_order", 1, 30,
                 [](sim::World& w, Met& m) { chat_world(w, {}, m); });
+}
+
+BOOST_AUTO_TEST_CASE(http_hello_every_request_is_answered_or_the_world_reset_the_connection) {
+    swarm_holds("http_hello_every_request_is_answered_or_the_world_reset_the_connection", 1, 30,
+                [](sim::World& w, Met& m) { http_world(w, {}, m); });
 }
