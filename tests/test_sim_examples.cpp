@@ -5,7 +5,9 @@
 // a host of its own talk to it over a network drawn from the seed, faults
 // and all (resets after a prefix, refused connects, partitions, clogged
 // links), and the server's invariant is checked for many seeds by a Swarm,
-// whose one-line report names any failing seed and how to replay it:
+// whose one-line report names any failing seed and how to replay it
+// (REACTOR_SIM_SEED=<seed> test_sim_examples --run_test=<case> runs that
+// seed alone and prints its whole trace):
 //
 //   echo_server (09, callbacks) and echo_server_streams (10, streams and a
 //   state-machine task): every byte comes back, in order, or the connection
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -632,7 +635,11 @@ void swarm_holds(const std::string& test, std::uint64_t first, std::size_t count
     BOOST_TEST_MESSAGE(test << ": " << result.runs << " seeds, " << result.failures.size() << " failed; "
                             << met.bytes << " bytes or lines, " << met.resets << " connections reset, "
                             << met.refusals << " refused");
-    if (result.runs == count) {  // not a replay of one seed: the faults were met
+    if (result.runs != count) {  // REACTOR_SIM_SEED: one seed replayed, its whole trace
+        std::cout << out.str();
+        return;
+    }
+    {  // the faults were met
         BOOST_TEST(met.bytes > 0u);
         BOOST_TEST(met.resets > 0);
         BOOST_TEST(met.refusals > 0);
