@@ -7,7 +7,8 @@
 // links), and the server's invariant is checked for many seeds by a Swarm,
 // whose one-line report names any failing seed and how to replay it
 // (REACTOR_SIM_SEED=<seed> test_sim_examples --run_test=<case> runs that
-// seed alone and prints its whole trace):
+// seed alone and prints its whole trace; REACTOR_SIM_SEEDS=<count> runs
+// that many seeds instead of CI's 30):
 //
 //   echo_server (09, callbacks) and echo_server_streams (10, streams and a
 //   state-machine task): every byte comes back, in order, or the connection
@@ -28,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -629,6 +631,8 @@ void swarm_holds(const std::string& test, std::uint64_t first, std::size_t count
     options.out = &out;
     options.faults = true;
     options.replay = "test_sim_examples --run_test=" + test;
+    // More seeds than CI's, for a long run by hand: REACTOR_SIM_SEEDS=<count>.
+    if (const char* more = std::getenv("REACTOR_SIM_SEEDS")) count = std::stoul(more);
     sim::Swarm swarm([&](sim::World& w) { body(w, met); }, options);
     const sim::SwarmResult result = swarm.run(first, count);
     BOOST_TEST(result.failures.empty(), out.str());
