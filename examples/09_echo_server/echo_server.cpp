@@ -34,27 +34,16 @@
 #include <reactor/net/listener.hpp>
 
 #include "cli.hpp"
+#include "echo.hpp"
 #include "program.hpp"
 #include "group_server.hpp"
 #include "server_support.hpp"
 
-using reactor::Connection;
-
 namespace {
-
-// The echo itself: the same on one loop or many.
-void echo(const reactor::ConnectionPtr& c, std::uint64_t& echoed) {
-    c->set_data_callback([&echoed](Connection& c, std::string_view data) {
-        echoed += data.size();
-        c.write(data);
-    });
-}
 
 // --idle-timeout, and backpressure (see the top of the file).
 reactor::ConnectionOptions echo_connection_options(const examples::ServerOptions& options) {
-    reactor::ConnectionOptions connection = examples::connection_options(options);
-    connection.pause_reading_above_high_water = true;
-    return connection;
+    return examples::echo_connection_options(examples::connection_options(options));
 }
 
 int run_on_loops(examples::Cli& cli, const examples::ServerOptions& options, const examples::GroupOptions& loops) {
@@ -69,7 +58,7 @@ int run_on_loops(examples::Cli& cli, const examples::ServerOptions& options, con
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection = echo_connection_options(options);
     server.listen(examples::listen_address(cli, options),
-                  [&echoed](const reactor::ConnectionPtr& c, std::size_t loop) { echo(c, echoed[loop].n); },
+                  [&echoed](const reactor::ConnectionPtr& c, std::size_t loop) { examples::echo(c, echoed[loop].n); },
                   listen_options);
     server.run();
     std::uint64_t total = 0;
@@ -97,7 +86,7 @@ int run(int argc, char** argv) {
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection = echo_connection_options(options);
 
-    auto on_accept = [&](const reactor::ConnectionPtr& c) { echo(c, echoed); };
+    auto on_accept = [&](const reactor::ConnectionPtr& c) { examples::echo(c, echoed); };
     auto listener = examples::listen_or_exit(sched, examples::listen_address(cli, options), on_accept, listen_options);
     lifetime.set_listener(listener);
     examples::announce(sched, listener->address());

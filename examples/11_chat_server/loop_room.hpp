@@ -21,7 +21,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -75,13 +75,13 @@ public:
 
 private:
     struct Member {
-        std::uint64_t id = 0;
+        reactor::Connection* conn = nullptr;
         bool dropped = false;
     };
 
-    void on_line(reactor::Connection& c, std::string_view line) {
+    void on_line(reactor::Connection& c, std::uint64_t id, std::string_view line) {
         ++lines_heard_;
-        const std::string text = fmt::format("#{}: {}\n", members_.at(&c).id, line);
+        const std::string text = fmt::format("#{}: {}\n", id, line);
         broadcast(&c, text);
         outbox_.add(text, 0, 1);
     }
@@ -90,12 +90,12 @@ private:
     void broadcast(const reactor::Connection* from, const std::string& text) {
         // write() may call a high-water callback, which only aborts: the
         // member set changes later, in close callbacks, so iterating is safe.
-        for (auto& [conn, member] : members_)
-            if (conn != from && !member.dropped) conn->write(text);
+        for (auto& [id, member] : members_)
+            if (member.conn != from && !member.dropped) member.conn->write(text);
     }
 
-    void drop(reactor::Connection& c, std::string_view why);
-    void leave(reactor::Connection& c, const reactor::CloseReason& why);
+    void drop(reactor::Connection& c, std::uint64_t id, std::string_view why);
+    void leave(reactor::Connection& c, std::uint64_t id, const reactor::CloseReason& why);
 
     // On this loop, posted by another one.
     void receive(const Relay& relay) {
@@ -108,7 +108,12 @@ private:
     std::size_t loops_;
     Limits limits_;
     std::uint64_t next_id_;
-    std::unordered_map<reactor::Connection*, Member> members_;  // valid until each close callback
+    // By id, so a line goes out to the members in the order they joined:
+    // keyed by the connection's address, the order would be the heap's, and
+    // a run of the room in a simulated world would not replay from its seed
+    // (tests/test_sim_examples.cpp). Each connection is valid until its
+    // close callback, which removes it.
+    std::map<std::uint64_t, Member> members_;
     std::int64_t remote_members_ = 0;  // the other loops' clients, as far as they have told us
     RelayOutbox outbox_;
     std::uint64_t served_ = 0, lines_heard_ = 0, lines_from_peers_ = 0;
@@ -116,42 +121,42 @@ private:
 
 inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
     ++served_;
-    Member& m = members_[c.get()];
-    m.id = std::exchange(next_id_, next_id_ + loops_);
+    const std::uint64_t id = std::exchange(next_id_, next_id_ + loops_);
+    members_[id] = Member{c.get(), false};
     c->set_water_marks(limits_.max_backlog, limits_.max_backlog / 4);
-    c->set_high_water_callback([this](reactor::Connection& c) { drop(c, "too slow"); });
+    c->set_high_water_callback([this, id](reactor::Connection& c) { drop(c, id, "too slow"); });
     // One call per line, without its "\n" or "\r\n"; a line longer than
     // --max-line closes the connection (CloseKind::line_too_long: see leave).
     reactor::LineReader::attach(
-        c, [this](reactor::Connection& c, std::string_view line) { on_line(c, line); },
+        c, [this, id](reactor::Connection& c, std::string_view line) { on_line(c, id, line); },
         {.max_length = limits_.max_line});
-    c->set_close_callback([this](reactor::Connection& c, const reactor::CloseReason& why) { leave(c, why); });
+    c->set_close_callback([this, id](reactor::Connection& c, const reactor::CloseReason& why) { leave(c, id, why); });
     const auto others = static_cast<std::int64_t>(members_.size() - 1) + remote_members_;
-    c->write(fmt::format("* you are #{}; {} other(s) here\n", m.id, others));
-    const std::string joined = fmt::format("* #{} joined\n", m.id);
+    c->write(fmt::format("* you are #{}; {} other(s) here\n", id, others));
+    const std::string joined = fmt::format("* #{} joined\n", id);
     broadcast(c.get(), joined);
     outbox_.add(joined, 1, 0);
 }
 
-inline void LoopRoom::drop(reactor::Connection& c, std::string_view why) {
-    Member& m = members_.at(&c);
+inline void LoopRoom::drop(reactor::Connection& c, std::uint64_t id, std::string_view why) {
+    Member& m = members_.at(id);
     if (m.dropped) return;
     m.dropped = true;
-    fmt::print(stderr, "chat_server: dropping #{}: {}\n", m.id, why);
+    fmt::print(stderr, "chat_server: dropping #{}: {}\n", id, why);
     c.abort();
-    const std::string text = fmt::format("* #{} dropped: {}\n", m.id, why);
+    const std::string text = fmt::format("* #{} dropped: {}\n", id, why);
     broadcast(&c, text);
     outbox_.add(text, 0, 0);
 }
 
 // --idle-timeout ended it (silent, or not reading what it was sent), its
 // line was too long, or it left.
-inline void LoopRoom::leave(reactor::Connection& c, const reactor::CloseReason& why) {
-    if (why.kind == reactor::CloseKind::line_too_long) drop(c, "line too long");  // already closed: drop() tells
-    const Member m = members_.extract(&c).mapped();
+inline void LoopRoom::leave(reactor::Connection& c, std::uint64_t id, const reactor::CloseReason& why) {
+    if (why.kind == reactor::CloseKind::line_too_long) drop(c, id, "line too long");  // already closed: drop() tells
+    const Member m = members_.extract(id).mapped();
     const bool timed_out =
         why.kind == reactor::CloseKind::idle_timeout || why.kind == reactor::CloseKind::write_timeout;
-    const std::string text = m.dropped ? std::string() : fmt::format("* #{} {}\n", m.id, timed_out ? "timed out" : "left");
+    const std::string text = m.dropped ? std::string() : fmt::format("* #{} {}\n", id, timed_out ? "timed out" : "left");
     if (!text.empty()) broadcast(&c, text);
     outbox_.add(text, -1, 0);
 }
