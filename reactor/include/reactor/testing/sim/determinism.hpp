@@ -35,7 +35,7 @@ struct Divergence {
     std::string second;       // and in the second
 };
 
-struct DeterminismReport {
+struct REACTOR_API DeterminismReport {
     std::uint64_t seed = 0;
     bool same = true;
     std::uint64_t hash[2] = {0, 0};
