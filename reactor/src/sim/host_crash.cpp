@@ -21,12 +21,7 @@ void HostKernel::crash() noexcept {
         try {
             switch (s.state) {
             case Socket::State::listening:
-                network_.remove_listener(host_, ntohs(s.local.sin_port));
-                for (SideRef& waiting : s.accept_queue) {
-                    waiting.self().open = false;
-                    network_.send_reset(waiting);
-                }
-                s.accept_queue.clear();
+                drop_listener(s);
                 break;
             case Socket::State::connecting:
             case Socket::State::connected: {

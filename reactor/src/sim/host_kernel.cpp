@@ -192,18 +192,24 @@ int HostKernel::shutdown(int fd, int how) noexcept {
     return 0;
 }
 
+// A listener goes (closed, or its host crashed): its port is free again and
+// every connection still waiting in its accept queue is reset.
+void HostKernel::drop_listener(Socket& s) noexcept {
+    network_.remove_listener(host_, ntohs(s.local.sin_port));
+    for (SideRef& waiting : s.accept_queue) {
+        waiting.self().open = false;
+        network_.send_reset(waiting);
+    }
+    s.accept_queue.clear();
+}
+
 // close(2) of a connection: a reset if it was asked for (SO_LINGER zero) or
 // if data arrived that nobody read (Linux does the same), else an end of
 // stream after what was sent. What arrives from now on is answered RST.
 void HostKernel::end(Socket& s) noexcept {
     switch (s.state) {
     case Socket::State::listening:
-        network_.remove_listener(host_, ntohs(s.local.sin_port));
-        for (SideRef& waiting : s.accept_queue) {
-            waiting.self().open = false;
-            network_.send_reset(waiting);
-        }
-        s.accept_queue.clear();
+        drop_listener(s);
         break;
     case Socket::State::connecting:
     case Socket::State::connected: {

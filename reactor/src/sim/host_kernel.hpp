@@ -88,6 +88,7 @@ private:
     int add(std::unique_ptr<Socket> socket) noexcept;  // the lowest free number, or -1 and EMFILE
     void settle(Socket& s) const noexcept;              // connecting -> connected once answered
     void end(Socket& s) noexcept;                       // what close() does on the wire
+    void drop_listener(Socket& s) noexcept;             // a listener's close or crash
     void bind_any_port(Socket& s) noexcept;
 
     Network& network_;
