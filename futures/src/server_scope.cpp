@@ -13,6 +13,7 @@
 #include "active_count.hpp"
 #include "futures/scope.hpp"
 #include "stream_core.hpp"
+#include "stream_server.hpp"
 
 namespace futures {
 namespace detail {
@@ -38,17 +39,8 @@ private:
     void start(reactor::Scheduler& sched) {
         started_ = true;
         if (gate_->closing()) return;  // the server's end has begun: conversations run outside any scope
-        ScopeOptions options;
-        options.policy = ScopePolicy::supervise;
-        options.on_error = [&sched, where = where_](const ScopeError& e) {
-            reactor::ErrorContext ctx;
-            ctx.message = fmt::format("server (its scope made at {}:{}): a conversation failed", where.file_name(),
-                                      where.line());
-            ctx.exception = e.error;
-            ctx.origin = e.spawned_at;  // the conversation's own line
-            ctx.origin_known = true;
-            sched.call_exception_handler(ctx);
-        };
+        ScopeOptions options = conversation_scope(
+            sched, fmt::format("server (its scope made at {}:{})", where_.file_name(), where_.line()));
         scope_ = std::make_shared<Scope>(sched, std::move(options), where_);
         active_->scope = Ref<ScopeState>(&scope_->state());
         // Held by hand, not by a Hold: the gate keeps this hook, and a hook

@@ -24,6 +24,20 @@
 namespace futures {
 namespace detail {
 
+ScopeOptions conversation_scope(reactor::Scheduler& sched, std::string server) {
+    ScopeOptions options;
+    options.policy = ScopePolicy::supervise;
+    options.on_error = [&sched, server = std::move(server)](const ScopeError& e) {
+        reactor::ErrorContext ctx;
+        ctx.message = server + ": a conversation failed";
+        ctx.exception = e.error;
+        ctx.origin = e.spawned_at;  // the conversation's own line
+        ctx.origin_known = true;
+        sched.call_exception_handler(ctx);
+    };
+    return options;
+}
+
 ServerCore::~ServerCore() {
     // No conversation can start any more; the scope's close() future carries
     // the lifetime on. A scope that ended with its loop is left alone.
@@ -41,21 +55,9 @@ void ServerCore::listen(const reactor::Address& address) {
             if (auto self = weak.lock()) self->on_accept(c);
         },
         lopt, where_);
-    // A conversation that fails goes where an error nobody retrieved goes
-    // (the loop's exception handler), once, as it ends, naming the server and
-    // the conversation's line; never as "never retrieved".
-    ScopeOptions scope;
-    scope.policy = ScopePolicy::supervise;
-    scope.on_error = [&sched = sched_, name = fmt::format("stream server {} (started at {}:{})",
-                                                         listener_->address().to_string(), where_.file_name(),
-                                                         where_.line())](const ScopeError& e) {
-        reactor::ErrorContext ctx;
-        ctx.message = name + ": a conversation failed";
-        ctx.exception = e.error;
-        ctx.origin = e.spawned_at;  // the conversation's own line
-        ctx.origin_known = true;
-        sched.call_exception_handler(ctx);
-    };
+    ScopeOptions scope = conversation_scope(sched_, fmt::format("stream server {} (started at {}:{})",
+                                                                listener_->address().to_string(),
+                                                                where_.file_name(), where_.line()));
     handlers_ = std::make_shared<Scope>(sched_, std::move(scope), where_);
     active_->scope = Ref<ScopeState>(&handlers_->state());
     // Runs once the listener is closed (by close(), the loop's end, its own

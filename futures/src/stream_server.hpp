@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <source_location>
+#include <string>
 #include <utility>
 
 #include <reactor/net/address.hpp>
@@ -23,6 +24,12 @@
 #include "active_count.hpp"
 
 namespace futures::detail {
+
+// A server's supervising scope for its conversations: a conversation that
+// fails goes where an error nobody retrieved goes (the loop's exception
+// handler), once, as it ends, as "<server>: a conversation failed" with the
+// conversation's own line; never as "never retrieved".
+ScopeOptions conversation_scope(reactor::Scheduler& sched, std::string server);
 
 class ServerCore : public std::enable_shared_from_this<ServerCore> {
 public:
