@@ -668,27 +668,36 @@ BOOST_AUTO_TEST_CASE(water_marks_must_be_ordered) {
     BOOST_TEST(c->high_water() == 2u);
     BOOST_TEST(c->low_water() == 1u);
     c->set_water_marks(std::size_t{1} << 40, 3);
-    BOOST_TEST(c->high_water() == std::size_t{UINT32_MAX});  // kept in 32 bits: see set_water_marks
+    BOOST_TEST(c->high_water() == std::size_t{1} << 40);  // no limit of its own
     c->abort();
     sched.run();
     BOOST_TEST(sched.empty());
 }
 
-// Connections made at one line with the same options share their marks'
-// storage (detail::ConnectionProfile): one that changes its marks moves to
-// marks of its own, and its siblings, earlier or later, keep theirs.
+// The connections one listener accepts share their marks' storage
+// (detail::ConnectionProfile): one that changes its marks gets marks of its
+// own, and its siblings, earlier or later, keep theirs (copy on write: this
+// fails if the shared profile is changed in place).
 BOOST_AUTO_TEST_CASE(water_marks_set_on_one_connection_leave_the_others_as_they_were) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
-    std::vector<reactor_test::SocketPair> pairs(3);
-    auto adopt = [&](int i) { return Connection::adopt(sched, ::dup(pairs[std::size_t(i)].a.get())); };  // one line
+    std::vector<ConnectionPtr> accepted;
+    auto listener = reactor::Listener::listen(sched, any_loopback(),
+                                              [&](const ConnectionPtr& c) { accepted.push_back(c); });
+    std::vector<reactor_test::Fd> clients;
+    auto accept_one = [&] {
+        clients.emplace_back(reactor_test::connect_blocking(listener->address().port()));
+        BOOST_REQUIRE(clients.back().get() >= 0);
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return accepted.size() == clients.size(); }));
+        return accepted.back();
+    };
     const reactor::ConnectionOptions defaults;
-    ConnectionPtr a = adopt(0), b = adopt(1);
+    ConnectionPtr a = accept_one(), b = accept_one();
     a->set_water_marks(100, 10);
     BOOST_TEST(a->high_water() == 100u);
     BOOST_TEST(a->low_water() == 10u);
     BOOST_TEST(b->high_water() == defaults.high_water);
     BOOST_TEST(b->low_water() == defaults.low_water);
-    ConnectionPtr c = adopt(2);  // made after the change: the options' marks, not a's
+    ConnectionPtr c = accept_one();  // accepted after the change: the listener's marks, not a's
     BOOST_TEST(c->high_water() == defaults.high_water);
     b->set_water_marks(100, 10);  // b and a now have the same marks...
     a->set_water_marks(defaults.high_water, defaults.low_water);  // ...and a goes back to c's
@@ -696,14 +705,15 @@ BOOST_AUTO_TEST_CASE(water_marks_set_on_one_connection_leave_the_others_as_they_
     BOOST_TEST(b->high_water() == 100u);
     BOOST_TEST(b->low_water() == 10u);
     BOOST_TEST(c->low_water() == defaults.low_water);
-    for (const auto& conn : {a, b, c}) conn->abort();
+    listener->close();
+    for (const auto& conn : accepted) conn->abort();
     sched.run();
     BOOST_TEST(sched.empty());
 }
 
 // A connection kept by the user after its loop is gone (closed by the
-// loop's end) still reads back its marks and takes new ones: what it
-// shares with its siblings outlives the loop as long as one of them does.
+// loop's end) still reads back its marks and takes new ones: its profile
+// outlives the loop as long as it does.
 BOOST_AUTO_TEST_CASE(a_connection_kept_after_its_loop_still_has_its_marks) {
     reactor_test::SocketPair pair;
     ConnectionPtr kept;
@@ -712,9 +722,8 @@ BOOST_AUTO_TEST_CASE(a_connection_kept_after_its_loop_still_has_its_marks) {
         reactor::ConnectionOptions options;
         options.high_water = 1000;
         options.low_water = 100;
-        auto adopt = [&](int fd) { return Connection::adopt(sched, ::dup(fd), options); };  // one line: one profile
-        kept = adopt(pair.a.get());
-        adopt(pair.b.get())->abort();  // released by its close: the profile stays, kept's
+        kept = Connection::adopt(sched, ::dup(pair.a.get()), options);
+        Connection::adopt(sched, ::dup(pair.b.get()), options)->abort();  // released by its close
     }  // the loop ends: `kept` is aborted, and released by the loop
     BOOST_TEST((kept->state() == Connection::State::closed));
     BOOST_TEST(kept->high_water() == 1000u);

@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include "connection_parts.hpp"
-#include "connection_profiles.hpp"
 #include "deadline_queues.hpp"
 #include "open_connections.hpp"
 #include "reactor/detail/kernel_calls.hpp"
@@ -42,6 +41,26 @@ std::string_view to_string(Connection::State state) noexcept {
 
 // ---------------------------------------------------------------- lifetime
 
+namespace detail {
+
+ConnectionProfile::ConnectionProfile(Scheduler& loop, std::source_location line, const ConnectionOptions& options)
+    : sched(&loop),
+      kernel(loop.kernel()),
+      where(line),
+      high_water(options.high_water),
+      low_water(options.low_water),
+      read_size(options.read_size) {}
+
+ConnectionProfile::ConnectionProfile(const ConnectionProfile& other) noexcept
+    : sched(other.sched),
+      kernel(other.kernel),
+      where(other.where),
+      high_water(other.high_water),
+      low_water(other.low_water),
+      read_size(other.read_size) {}
+
+}  // namespace detail
+
 void Connection::check_options(const ConnectionOptions& options) {
     if (options.low_water > options.high_water)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}",
@@ -55,9 +74,11 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
     detail::UniqueFd owned(kernel, fd);
     check_options(options);
     const FdKind kind = inspect_fd(kernel, fd);  // connection_fd.cpp
-    auto conn = std::make_shared<Connection>(Passkey{}, detail::ConnectionProfiles::find(sched, where, options), fd,
-                                             options);
-    owned.release();  // ours now: ~Connection closes it
+    // A profile of its own, freed here unless the connection joins it.
+    auto profile = std::make_unique<detail::ConnectionProfile>(sched, where, options);
+    auto conn = std::make_shared<Connection>(Passkey{}, *profile, fd, options);
+    profile.release();  // its member's now
+    owned.release();    // ours now: ~Connection closes it
     conn->adapt_to_fd_kind(kind);
     if (kind.type == S_IFSOCK) conn->peer_ = Address::peer_of(kernel, fd);
     return start(std::move(conn));
@@ -98,7 +119,7 @@ Connection::Connection(Passkey, detail::ConnectionProfile& profile, int fd, cons
                                    std::max(options.idle_timeout, zero));  // start() puts it in the queues
     }
     // Last, as nothing can throw any more: ~Connection leaves it.
-    detail::ConnectionProfiles::hold(profile);
+    profile.hold();
 }
 
 Connection::~Connection() {
@@ -108,7 +129,7 @@ Connection::~Connection() {
         scheduler().forget_fd(fd_);  // it may already have an owner: us
         detail::close_fd(kernel(), fd_);
     }
-    detail::ConnectionProfiles::leave(*profile_);  // last: the loop may be gone, the profile is not
+    profile_->leave();  // last: the loop may be gone, the profile is not
     if (owns_itself_) {
         std::destroy_at(&self_.strong);  // not reached: an owner of itself is not destroyed
     } else {
@@ -183,17 +204,14 @@ void Connection::set_water_marks(std::size_t high, std::size_t low) {
     check_thread("Connection::set_water_marks");
     if (low > high)
         throw std::invalid_argument(fmt::format("reactor: low water mark {} is above the high water mark {}", low, high));
-    using detail::ConnectionProfiles;
-    const std::uint32_t h = ConnectionProfiles::mark(high), l = ConnectionProfiles::mark(low);
-    if (h == profile_->high_water && l == profile_->low_water) return;
-    // Our siblings keep theirs: we move to the profile of the new marks.
-    // Closed, our loop may be gone: a profile of our own, in no index (only
-    // high_water() and low_water() read it now).
-    detail::ConnectionProfile& next =
-        state_ != State::closed ? ConnectionProfiles::find(scheduler(), where(), h, l, profile_->read_size)
-                                : *new detail::ConnectionProfile{&scheduler(), kernel(), where(), h, l,
-                                                                 profile_->read_size};
-    ConnectionProfiles::leave(*std::exchange(profile_, &ConnectionProfiles::hold(next)));
+    if (high == profile_->high_water && low == profile_->low_water) return;
+    // Our siblings keep theirs: a shared profile is copied first. Not shared,
+    // it is ours alone (nobody else can join it: only a listener adds
+    // members, and it is one), also once the loop is gone.
+    if (profile_->members.load(std::memory_order_acquire) > 1)
+        std::exchange(profile_, &(new detail::ConnectionProfile(*profile_))->hold())->leave();
+    profile_->high_water = high;
+    profile_->low_water = low;
 }
 
 // ---------------------------------------------------------------- reading

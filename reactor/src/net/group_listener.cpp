@@ -14,6 +14,8 @@
 #include "reactor/detail/kernel_calls.hpp"
 #include "reactor/net/connection_set.hpp"
 
+#include "socket_ops.hpp"
+
 namespace reactor {
 
 // One loop's share. The counts are atomics read by the acceptor and by
@@ -22,6 +24,9 @@ struct LoopShare {
     std::shared_ptr<std::atomic<std::size_t>> live = std::make_shared<std::atomic<std::size_t>>(0);
     std::atomic<std::uint64_t> handed{0};
     ConnectionSetPtr set;  // this loop's connections, for counting them out
+    // What the connections handed to this loop share (their loop, line,
+    // marks and read size), as a Listener's do: made at listen().
+    detail::HeldProfile profile;
     ListenerPtr listener;  // the acceptor's, or this loop's (reuse_port); closed and dropped on the loop
 };
 
@@ -54,6 +59,14 @@ struct GroupListener::Shared {
             }
         }
         return best;
+    }
+
+    // On loop `index`: the Connection of an accepted socket handed to it
+    // (peer read here: the acceptor does not carry it over).
+    ConnectionPtr adopt_on(std::size_t index, int fd) {
+        detail::UniqueFd owned(loops[index]->profile->kernel, fd);
+        const Address peer = Address::peer_of(loops[index]->profile->kernel, fd);
+        return Connection::adopt_accepted(*loops[index]->profile, owned.release(), peer, connection);
     }
 
     // On loop `index`, which the connection now belongs to.
@@ -100,10 +113,9 @@ struct Arrival {
 
     void operator()() {
         arrived = true;
-        Scheduler& loop = shared->group->loop(index);
         ConnectionPtr conn;
         try {
-            conn = Connection::adopt(loop, fd.release(), shared->connection, shared->where);
+            conn = shared->adopt_on(index, fd.release());
         } catch (...) {
             shared->loops[index]->live->fetch_sub(1);  // adopt closed the fd
             throw;  // to this loop's exception handler
@@ -136,6 +148,7 @@ std::unique_ptr<GroupListener> GroupListener::listen(LoopGroup& group, const Add
     for (std::size_t i = 0; i < group.size(); ++i) {
         auto share = std::make_unique<LoopShare>();
         share->set = ConnectionSet::create(group.loop(i));
+        share->profile.reset(&(new detail::ConnectionProfile(group.loop(i), where, options.listener.connection))->hold());
         share->set->set_leave_hook([live = share->live] { live->fetch_sub(1); });
         shared->loops.push_back(std::move(share));
     }

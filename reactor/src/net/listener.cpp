@@ -15,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include "connection_profiles.hpp"
 #include "loop_sockets.hpp"
 #include "reactor/detail/kernel_calls.hpp"
 #include "reactor/detail/world_mark.hpp"
@@ -98,8 +97,7 @@ std::shared_ptr<Listener> Listener::listen(Scheduler& sched, const Address& addr
     listener->path_dev_ = st.st_dev;
     listener->path_ino_ = st.st_ino;
     // Every connection it accepts shares this one (the destructor lets it go).
-    using detail::ConnectionProfiles;
-    listener->profile_ = &ConnectionProfiles::hold(ConnectionProfiles::find(sched, where, options.connection));
+    listener->profile_.reset(&(new detail::ConnectionProfile(sched, where, options.connection))->hold());
     sched.service<detail::LoopSockets>().add(*listener);
     listener->start_accepting();  // may throw (select: fd >= FD_SETSIZE); the destructor cleans up
     return listener;
@@ -123,7 +121,6 @@ Listener::Listener(Passkey, Scheduler& sched, int fd, Address bound, AcceptCallb
 // debug mode. reactor::ForeignPtr destroys one on its loop.
 Listener::~Listener() {
     close_now();
-    if (profile_) detail::ConnectionProfiles::leave(*profile_);  // it may outlive the loop: see there
 }
 
 void Listener::close() {

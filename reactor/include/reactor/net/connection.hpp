@@ -148,7 +148,8 @@ public:
     static std::shared_ptr<Connection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {},
                                              std::source_location where = std::source_location::current());
 
-    // Joins `profile` (its loop, line, marks and read size: adopt() finds it).
+    // Joins `profile` (its loop, line, marks and read size: its listener's,
+    // or one adopt() makes for it).
     Connection(Passkey, detail::ConnectionProfile& profile, int fd, const ConnectionOptions& options);
     ~Connection();
     Connection(const Connection&) = delete;
@@ -240,10 +241,10 @@ public:
     bool write(std::string_view data);
     std::size_t buffered() const noexcept { return out_ ? out_->size() : 0; }
     // Requires low <= high (std::invalid_argument). Takes effect at the next
-    // write or flush. A mark above 4 GiB counts as 4 GiB (kept in 32 bits).
+    // write or flush.
     void set_water_marks(std::size_t high, std::size_t low);
     bool above_high_water() const noexcept { return above_high_; }
-    // The marks in force (as set, a mark above 4 GiB read as 4 GiB). For
+    // The marks in force (as set). For
     // layers over a connection that buffer data of their own before it
     // reaches write() (reactor::tls counts its plaintext against them).
     std::size_t high_water() const noexcept { return profile_->high_water; }
@@ -398,8 +399,10 @@ private:
     void drop_output() noexcept;  // released once drained or discarded
     // Listener: an accepted socket, whose kind, flags and addresses the
     // listener already knows (no fstat, fcntl or getpeername per accept),
-    // as it knows the profile its connections share (it holds it).
+    // as it knows the profile its connections share (it holds it); a
+    // GroupListener's loops, as theirs.
     friend class Listener;
+    friend class GroupListener;
     static std::shared_ptr<Connection> adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
                                                       const ConnectionOptions& options);
     static void check_options(const ConnectionOptions& options);
@@ -407,7 +410,7 @@ private:
 
     // Largest members first, so the bytes pack without holes.
     // Our loop, the line that made us, the water marks and the read size:
-    // shared with the connections made the same way (detail::ConnectionProfile).
+    // shared with the connections its listener accepted (detail::ConnectionProfile).
     detail::ConnectionProfile* profile_;
     // What it keeps of itself, in 16 bytes where std::enable_shared_from_this
     // and a shared_ptr member would take 32: while open or closing, a

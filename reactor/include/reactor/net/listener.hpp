@@ -179,7 +179,7 @@ private:
     std::source_location where_;  // the user's listen() call
     // What its connections share (their loop, line, marks and read size),
     // held from listen() on, so an accept finds it with no lookup.
-    detail::ConnectionProfile* profile_ = nullptr;
+    detail::HeldProfile profile_;
     // close() resets both, also from inside one of them: see callback_slot.hpp.
     CallbackSlot<void(const ConnectionPtr&)> on_accept_;
     CallbackSlot<void(Listener&, std::error_code, std::string_view)> on_error_;
