@@ -82,7 +82,6 @@ Future<std::string> Stream::read(std::size_t max, std::source_location where) {
 }
 
 Future<std::string> Stream::read_exactly(std::size_t n, std::source_location where) {
-    if (n > UINT32_MAX) throw std::invalid_argument("Stream::read_exactly: more than 4 GiB in one read");
     return core().start_read(detail::StreamCore::ReadKind::exactly, n, {}, where);
 }
 

@@ -159,7 +159,7 @@ Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::st
     if (kind == ReadKind::until) rare().delimiter = std::move(delimiter);
     Future<std::string> f;
     read_ = PendingRead{.promise = ReadPromise::make(scheduler(), where, f),
-                        .n = static_cast<std::uint32_t>(std::min<std::size_t>(n, UINT32_MAX)),
+                        .n = n,
                         .kind = kind};
     try_read();
     return f;
@@ -170,10 +170,7 @@ Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, 
     check_no_read_pending();
     Future<std::optional<std::string>> f;
     read_ = PendingRead{.promise = ReadPromise::make(scheduler(), where, f),
-                        // line: its search starts at 0, in the same word
-                        .n = kind == ReadKind::frame
-                                 ? static_cast<std::uint32_t>(std::min<std::size_t>(format.max_size, UINT32_MAX))
-                                 : 0,
+                        .n = kind == ReadKind::frame ? format.max_size : 0,
                         .kind = kind,
                         .prefix = format.prefix};
     try_read();

@@ -221,14 +221,11 @@ private:
     // stream pays for this whole struct.
     struct PendingRead {
         ReadPromise promise;
-        union {
-            // some: at most n; all: at most n (read_all's limit, at most
-            // 4 GiB); exactly: n (Stream::read_exactly refuses more
-            // than 32 bits); frame: the largest payload (max_size, which
-            // above 32 bits is no limit a length prefix can reach).
-            std::uint32_t n = 0;
-            std::uint32_t scanned;  // until, line: bytes already searched (at most limit_)
-        };
+        // some, all: at most n (read_all: its limit); exactly: n; frame: the
+        // largest payload (the format's max_size).
+        std::size_t n = 0;
+        // until, line: bytes already searched (at most limit_: 32 bits).
+        std::uint32_t scanned = 0;
         ReadKind kind : 3 = ReadKind::some;
         reactor::LengthPrefix prefix : 1 = reactor::LengthPrefix::u32;  // frame
 
@@ -380,8 +377,8 @@ private:
     // StreamOptions::limit, the one option a stream uses after it is made
     // (the connection's are the transport's): kept alone, not the whole
     // StreamOptions, because every idle stream pays for what it keeps; in
-    // 32 bits (a limit above 4 GiB counts as 4 GiB), which with the pending
-    // read's 32-bit count fits the stream in the tail of the pending read.
+    // 32 bits (a limit above 4 GiB counts as 4 GiB: a buffer limit that
+    // large is none), as the pending read's `scanned`, which it bounds.
     std::uint32_t limit_;
     std::uint32_t refs_ = 0;  // see add_ref
     // The server's count this stream's conversation is in, if a server made

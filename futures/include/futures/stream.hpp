@@ -175,7 +175,6 @@ public:
     [[nodiscard]] Future<std::string> read(std::size_t max = 64 * 1024,
                                            std::source_location where = std::source_location::current());
     // Exactly n bytes; IncompleteReadError if EOF comes first.
-    // std::invalid_argument above 4 GiB (UINT32_MAX bytes).
     [[nodiscard]] Future<std::string> read_exactly(std::size_t n,
                                                    std::source_location where = std::source_location::current());
     // Up to and including `delimiter` (non-empty); LimitOverrunError past the
@@ -194,8 +193,7 @@ public:
     // stream can go on: read() them, or close it). A reset or any connection
     // error before the end fails it with that error (a StreamError, plain
     // or TLS), as every read; the bytes received before it are not
-    // returned. Without `limit`, the stream's (StreamOptions::limit); a limit
-    // above 4 GiB counts as 4 GiB.
+    // returned. Without `limit`, the stream's (StreamOptions::limit).
     [[nodiscard]] Future<std::string> read_all(std::source_location where = std::source_location::current());
     [[nodiscard]] Future<std::string> read_all(std::size_t limit,
                                                std::source_location where = std::source_location::current());
