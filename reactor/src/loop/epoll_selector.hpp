@@ -102,7 +102,6 @@ private:
         bool always_ready : 1 = false;        // epoll refused it (EPERM: a regular file): emulated
         bool edge_triggered : 1 = false;      // the loop's wake-up eventfd (watch_wakeup)
     };
-    static_assert(sizeof(Entry) == 8);
 
     using Clock = std::chrono::steady_clock;
 

@@ -24,12 +24,6 @@
 
 namespace reactor {
 
-// Paid per idle connection, in one heap block with make_shared's control
-// block: up to 152 bytes it is a 176-byte chunk, which keeps an idle
-// connection below libuv's (issue 22, bench/results/memory.md).
-// Growing it is a decision, not an accident.
-static_assert(sizeof(void*) != 8 || sizeof(Connection) <= 152);
-
 std::string_view to_string(Connection::State state) noexcept {
     switch (state) {
     case Connection::State::open: return "open";

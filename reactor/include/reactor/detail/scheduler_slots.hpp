@@ -83,8 +83,6 @@ struct FdWaiters {
     Interest watched = Interest::none;  // Scheduler::watch: the owner's own readiness
     bool owner_timer = false;  // Scheduler::set_owner_timer: one entry of the heap is the owner's, not yet due
 };
-// Paid per connection: growing it is a decision, not an accident.
-static_assert(sizeof(void*) != 8 || sizeof(FdWaiters) == 16);
 
 // The callback waiters of one fd (add_reader, add_writer, read_wait,
 // write_wait): Scheduler::callback_waiters_, indexed by fd, grown only to
