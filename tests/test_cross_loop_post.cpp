@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(eight_threads_times_100000_posts_to_a_busy_loop) {
 }
 
 // A real selector that says when the loop has entered a wait that may
-// block: the loop announced it was asleep just before (Scheduler::asleep_).
+// block: the loop announced it was asleep just before (its inbox's asleep flag).
 class SleepReportingSelector final : public reactor::Selector {
 public:
     struct Sleeps {

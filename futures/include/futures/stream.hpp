@@ -55,86 +55,11 @@
 
 #include "futures/errors.hpp"
 #include "futures/future.hpp"
+#include "futures/stream_errors.hpp"
+#include "futures/stream_options.hpp"
 #include "futures/stream_transport.hpp"
 
 namespace futures {
-
-// The input ended (the peer's EOF) inside what a read waits for: before
-// read_exactly() got its n bytes, before read_until() found its delimiter,
-// inside a line for read_line(), inside a frame for read_frame(). `partial`
-// holds the bytes received of it, now consumed (so the stream is at its end):
-// read_until's last line without its delimiter, or "" when nothing came after
-// the last one; read_frame's prefix and payload so far. `expected` is how many
-// bytes would have completed it: read_exactly's n, read_frame's prefix plus
-// payload (the prefix alone while the prefix is incomplete); none for
-// read_until and read_line.
-class REACTOR_API IncompleteReadError : public std::runtime_error {
-public:
-    IncompleteReadError(std::string partial, std::optional<std::size_t> expected);
-    std::string partial;
-    std::optional<std::size_t> expected;
-};
-
-// read_until() would need more than the stream's limit. The data stays in the
-// buffer (read it with read() or read_exactly()); `consumed` is how much a
-// successful read_until would have had to take.
-class REACTOR_API LimitOverrunError : public std::runtime_error {
-public:
-    LimitOverrunError(const std::string& what, std::size_t consumed);
-    std::size_t consumed;
-};
-
-// read_frame() read a length prefix above FrameFormat::max_size. Nothing is
-// consumed (the prefix stays in the buffer), and the payload is not read: the
-// stream is out of step with its peer, close it. Caught as a
-// LimitOverrunError too; `consumed` is the frame's whole size.
-class REACTOR_API FrameTooLargeError : public LimitOverrunError {
-public:
-    FrameTooLargeError(std::size_t size, std::size_t max_size, std::size_t prefix_bytes);
-    std::size_t size;      // the payload size the prefix announced
-    std::size_t max_size;  // FrameFormat::max_size
-};
-
-struct StreamOptions {
-    // The most read_until() may take, and the read-buffer size: while no
-    // read waits, reading from the socket pauses once more than 2 x limit
-    // bytes wait unread. A limit above 4 GiB counts as 4 GiB (the stream
-    // keeps it in 32 bits).
-    std::size_t limit = 64 * 1024;
-    // Water marks and deadlines of the connection. drain() waits while more
-    // than connection.high_water bytes are buffered, until at most low_water
-    // are. While no read waits and the output is above high_water, reading
-    // from the socket pauses too (a peer that does not read what it is sent
-    // is held back by TCP, not by the stream's memory); a read that needs
-    // more bytes resumes it, and so does the output falling to low_water. connection.read_timeout is the streams' read deadline: when
-    // nothing arrives for that long while a read could, the connection closes
-    // and the pending read (and every later one) fails with std::system_error
-    // ETIMEDOUT, with no with_timeout around each read. write_timeout and
-    // idle_timeout likewise (see reactor::ConnectionOptions).
-    reactor::ConnectionOptions connection;
-    // open_connection only: how long the whole attempt may take (the name's
-    // lookup, every address tried, and the TLS handshake for a TLS
-    // connection) before its future fails with ConnectTimeoutError. Zero: no
-    // bound but the kernel's (minutes, for an address that never answers).
-    // A reactor::Duration (it was std::chrono::milliseconds: any std::chrono
-    // duration still assigns, and reactor::from_seconds(2.5) does too).
-    reactor::Duration connect_timeout{0};
-    // start_server only: the most client connections open at once
-    // (reactor::Listener::Options::max_connections: beyond it, a new client
-    // is accepted and closed at once, and its handler never runs; over TLS,
-    // handshakes in progress count too). Zero: no limit.
-    std::size_t max_connections = 0;
-};
-
-// open_connection's connect_timeout passed. A TimeoutError, so code that
-// catches that catches this too; `step` and what() say what was under way:
-//   "open_connection to localhost:8080: timed out after 500 ms connecting to 127.0.0.1:8080"
-class REACTOR_API ConnectTimeoutError : public TimeoutError {
-public:
-    enum class Step : std::uint8_t { lookup, connect, tls_handshake };
-    ConnectTimeoutError(Step step, const std::string& what) : TimeoutError(what), step(step) {}
-    Step step;
-};
 
 namespace detail {
 class StreamCore;

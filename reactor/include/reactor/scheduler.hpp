@@ -32,8 +32,7 @@
 #include "reactor/export.hpp"
 #include "reactor/callback.hpp"
 #include "reactor/clock.hpp"
-#include "reactor/detail/adaptive_mutex.hpp"
-#include "reactor/detail/posted_queue.hpp"
+#include "reactor/detail/loop_inbox.hpp"
 #include "reactor/detail/scheduler_slots.hpp"
 #include "reactor/error_context.hpp"
 #include "reactor/fd_owner.hpp"
@@ -204,69 +203,38 @@ public:
     // (select: fd >= FD_SETSIZE) throws std::invalid_argument and changes
     // nothing.
     //
-    // Closed fds, on every backend: an fd may be closed at any time, inside a
-    // callback or between runs, with or without removing its waiters first,
-    // and its number reused by a new file; waiters registered for the new
-    // file fire. A waiter left on an fd that was closed is dropped and
-    // reported through the exception handler (ErrorContext::fd, "closed while
-    // registered"): select and poll at their next wait, epoll at the fd's next
-    // registration or within about a second, busy or idle, even when a dup or
-    // a child process keeps the file open. The loop never spins on it, and
-    // never calls a waiter for a number it knows to be closed: epoll, which
-    // keeps reporting a closed fd's file while a dup holds it open, checks
-    // the number (one fcntl) before each readiness event of an fd that has
-    // no FdOwner; select and poll are told by the kernel.
+    // Closed fds, on every backend: an fd may be closed at any time, with or
+    // without removing its waiters first, and its number reused; a waiter
+    // left on a closed fd is dropped and reported through the exception
+    // handler (ErrorContext::fd), never called, and the loop never spins on
+    // it (docs/scheduler.md, "Closing fds needs no care").
     //
-    // Failing system calls (docs/faults.md has the whole table): an fd the
-    // selector cannot watch (epoll_ctl: ENOMEM, ENOSPC) is dropped like a
-    // closed one and reported to its FdOwner, or to the exception handler.
-    // A wait that fails transiently (ENOMEM, ENOBUFS, anything but EINTR,
-    // EBADF, EINVAL, EFAULT) is reported (rate-limited) and retried after a
-    // pause that doubles each time (1 ms, 2 ms, ... up to 100 ms); timers
-    // and ready callbacks run between the tries. A wait that fails with
-    // EBADF, EINVAL or EFAULT (the loop's own state is broken), or
-    // kWaitFailureLimit times in a row with the same error, makes run() (and
-    // run_once, run_forever, run_for) throw std::system_error naming the
-    // backend and the call; the loop may be run again.
+    // Failing system calls (docs/faults.md has the table): an fd the
+    // selector cannot watch is dropped like a closed one and reported to its
+    // FdOwner, or to the exception handler. A wait that fails transiently is
+    // reported (rate-limited) and retried after a pause that doubles each
+    // time, up to 100 ms; one that fails with EBADF, EINVAL or EFAULT, or
+    // kWaitFailureLimit times in a row with the same error, makes the run
+    // throw std::system_error naming the backend and the call.
     static constexpr unsigned kWaitFailureLimit = 16;
 
     // ---- signals (loop thread only) ----
     // Runs `cb` on the loop thread, as an ordinary callback of the run phase
     // (an exception goes to the exception handler), after the process
-    // receives signal `signo`; never in signal context. Registering again for
-    // the same signal replaces the callback (a delivery already queued for the
-    // old one is dropped). The handler stays until removed, and runs once per
-    // delivery: arrivals that come before the loop gets to it are coalesced
-    // into one run, but a signal is never lost, even one that came before the
-    // loop ran (run() delivers it). Signals pending together run in
-    // signal-number order.
+    // receives signal `signo`; never in signal context. Registering again
+    // replaces the callback. Arrivals before the loop gets to them are
+    // merged into one run, never lost; signals pending together run in
+    // signal-number order. A sigaction handler wakes the loop through its
+    // eventfd, on every backend; no thread's signal mask changes
+    // (docs/scheduler.md, "Signals", says why not signalfd).
     //
-    // Mechanism: a self-pipe. A sigaction handler (SA_RESTART) marks the
-    // signal pending and wakes the loop through its own eventfd, the one
-    // call_soon_threadsafe uses, so select, poll and epoll behave alike. Not
-    // signalfd: that needs the signal blocked in every thread of the process
-    // (a thread started by a library would otherwise take the default action,
-    // and kill the process on SIGTERM), and children inherit the blocked mask
-    // across exec. With a handler, the signal may land on any thread; exec'd
-    // children start with the default disposition; no thread's signal mask is
-    // changed (a signal blocked in every thread is never delivered).
-    //
-    // A disposition is process-wide, so one Scheduler at a time owns a given
-    // signal: registering a signal that another live Scheduler handles throws
-    // std::logic_error (remove it there first). Removing the last handler of
-    // a signal, or destroying the Scheduler, restores the disposition that
-    // was in place when this Scheduler installed its handler.
-    //
-    // A registered handler is not work: it keeps neither run() nor run_for()
-    // going and empty() ignores it, as in asyncio, so a server's run() ends
-    // once its listener and connections are gone. To wait for nothing but a
-    // signal, use run_forever() and call stop() from the handler.
-    //
-    // Bad input throws std::invalid_argument and changes nothing: a number
-    // outside 1..NSIG-1 or reserved by the C library, SIGKILL and SIGSTOP
-    // (they cannot be caught), SIGSEGV, SIGBUS, SIGFPE and SIGILL (a fault
-    // cannot wait for the loop: the faulting instruction would run again
-    // first), an empty callback.
+    // A disposition is process-wide: registering a signal that another live
+    // Scheduler handles throws std::logic_error. Removing the last handler,
+    // or destroying the Scheduler, restores the previous disposition. A
+    // handler is not work: it keeps neither run() nor run_for() going (use
+    // run_forever() and stop() to wait for a signal). std::invalid_argument
+    // for a number outside 1..NSIG-1 or reserved by the C library, SIGKILL,
+    // SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, or an empty callback.
     void add_signal_handler(int signo, Callback cb, std::source_location where = std::source_location::current());
     // Returns true if this Scheduler had a handler for `signo` (now removed, a
     // delivery not yet run dropped, the previous disposition restored).
@@ -363,27 +331,15 @@ public:
     // ---- the end (loop thread only, never from inside a callback: std::logic_error) ----
     // Ends everything on this loop while the program's objects are still
     // alive: the orderly shutdown the destructor cannot do. In phases
-    // (shutdown.cpp):
-    //  1. report: what is alive (live(), signal handlers aside: they are not
-    //     work) goes to the exception handler, one line per item, then a
-    //     summary line (nothing if nothing is alive);
-    //  2. close: every service, newest first, ends what it keeps in order:
-    //     open connections abort and queue their close callbacks with
-    //     CloseKind::scheduler_closed; futures tasks are cancelled, then
-    //     pending hand-made futures; thread-pool jobs are cancelled; child
-    //     processes are handed to reaper threads; work holds are released;
-    //  3. run: what is ready then runs (those close callbacks, the tasks'
-    //     last resume()s, and whatever they make ready), for a bounded
-    //     number of iterations that never wait for I/O or time;
-    //  4. abandon: every service, newest first, ends silently what is still
-    //     kept (a connection opened by a close callback in phase 3);
-    //  5. drop: everything still scheduled (timers, fd waiters, posted
-    //     callbacks, signal handlers, callbacks scheduled since phase 3) is
-    //     destroyed unrun, and the futures waiting on it are cancelled.
-    // Returns what phase 1 reported. The Scheduler is then empty and may be
-    // used again; its services stay. The destructor does phases 4 and 5 only,
-    // then destroys the services (see ~Scheduler). docs/scheduler.md, "What
-    // outlives what", says what this means for each kind of object.
+    // (shutdown.cpp; docs/scheduler.md, "The end of a loop"): report what is
+    // alive (live(), signal handlers aside); close every service, newest
+    // first (connections abort with EndKind::scheduler_closed, tasks and
+    // pending futures are cancelled, thread-pool jobs cancelled, children
+    // handed to reapers, holds released); run what that made ready, for a
+    // bounded number of iterations that never wait; abandon what services
+    // still keep; drop everything still scheduled, unrun. Returns what the
+    // first phase reported. The Scheduler is then empty and may be used
+    // again. The destructor does the last two phases only.
     std::vector<LiveItem> close();
     // Everything alive now: ready callbacks, timers, fd waiters, posted
     // callbacks, signal handlers, work holds, and what services keep
@@ -417,18 +373,13 @@ public:
 
     // ---- debug mode's check for the objects that belong to this loop ----
     // A Connection, Listener, Future or Promise starts its members that act
-    // with one of these (docs/cores.md, "The ownership rule"). Outside debug
-    // mode each is one predictable branch on debug(). In debug mode, while a
-    // run is under way on another thread, the call is reported on this loop's
-    // exception handler (posted there, as for the Scheduler's own members):
-    //   "<member> called from a thread other than the one running its loop
-    //    (<what> made at <file>:<line>): refused (loop thread only; other
-    //    threads use call_soon_threadsafe)"
-    // with origin `where` (the caller's line) if given, else `made_at` (the
-    // object's creation line); the parenthesis naming `made_at` is left out
-    // when it is null. check_owner_thread then throws std::logic_error with
-    // that text; off_owner_thread, for noexcept members, returns true
-    // instead, and the member returns without acting. Any thread.
+    // with one of these (docs/cores.md, "The ownership rule"): one branch on
+    // debug() outside debug mode. In debug mode, a call from a thread other
+    // than the one running this loop is reported on its exception handler,
+    // naming `where` (the caller's line) or `made_at` (the object's), then
+    // check_owner_thread throws std::logic_error with that text, and
+    // off_owner_thread (for noexcept members) returns true: the member
+    // returns without acting. Any thread.
     void check_owner_thread(const char* member, const std::source_location* where,
                             const std::source_location* made_at = nullptr, const char* what = nullptr) {
         if (debug_) [[unlikely]]
@@ -629,39 +580,10 @@ private:
     std::vector<ServiceEntry> services_;
     std::size_t signal_handlers_ = 0;
 
-    // call_soon_threadsafe: the only state touched by other threads, on
-    // cache lines of its own, so that a thread posting to a busy loop does
-    // not pull in the lines the loop writes as it runs (false sharing), and
-    // the loop's reads of wake_pending_ do not fight the posters' writes to
-    // the queue.
+    // call_soon_threadsafe's queue and flags: the only state other threads
+    // touch, on cache lines of its own (reactor/detail/loop_inbox.hpp).
     using Posted = detail::PostedQueue::Entry;
-    // Written by the posters, and by the loop as it takes the queue.
-    // Spins before it sleeps: see adaptive_mutex.hpp.
-    alignas(detail::kCacheLine) mutable detail::AdaptiveMutex posted_mutex_;  // mutable: empty() looks at posted_
-    detail::PostedQueue posted_;
-    bool posts_refused_ = false;  // under posted_mutex_ (refuse_posts)
-    bool finished_ = false;       // under posted_mutex_ (finish)
-    // Read at every post and every iteration, written about once per batch.
-    // wake_pending_: set by the first post (or signal) since the loop last
-    // took the queue; cleared by the loop as it takes it (drain_threadsafe).
-    alignas(detail::kCacheLine) std::atomic<bool> wake_pending_{false};
-    // The loop is in (or about to enter) a selector wait that may block: only
-    // then does the first post write the eventfd (wake()).
-    std::atomic<bool> asleep_{false};
-    // The next iteration takes the queue, whatever wakes it and whatever its
-    // budget (take_posts_now): a wake-up write failed (wake()), posts were
-    // just refused (refuse_posts: those accepted before must run in the one
-    // iteration that follows) or the loop is closing (close).
-    std::atomic<bool> look_for_posts_{false};
-    std::atomic<std::uint64_t> wake_writes_{0};  // eventfd writes made (stats().wakeup_writes)
-    std::atomic<std::uint64_t> wake_failures_{0};
-    // What the loop took from posted_, run in the place of one kPostedBatch
-    // entry of the ready queue; loop thread only. Its spares are the chunks
-    // it emptied, handed back to posted_ at the next take.
-    alignas(detail::kCacheLine) detail::PostedQueue posted_batch_;
-    std::uint64_t posts_taken_ = 0;  // posts the loop took from the queue (stats().posts_taken)
-    // stats_.callbacks_run when the queue was last taken (take_posts_now).
-    std::uint64_t callbacks_at_take_ = 0;
+    detail::LoopInbox inbox_;
     bool polled_ = false;  // this iteration called the selector (poll_io)
     int wakeup_fd_ = -1;  // eventfd, watched for reading; owned
     bool wakeup_read_back_ = true;  // its counter must be read after each wake-up (Selector::watch_wakeup)

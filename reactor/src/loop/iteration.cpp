@@ -24,7 +24,7 @@ namespace reactor {
 //  2. poll_io: block in the selector, then mark the clock to be read (once, on
 //     first use). When there is nothing to wait for (timeout 0) and no fd to
 //     watch but our own wakeup eventfd, the selector is not called: the
-//     wake_pending_ flag already says whether anything was posted. A chain of
+//     inbox_.wake_pending flag already says whether anything was posted. A chain of
 //     call_soon callbacks therefore costs no system call per iteration (libuv
 //     likewise skips the poll when it watches nothing).
 //  3. move_ready_io: due fd waiters (and posts from other threads, and
@@ -48,7 +48,7 @@ void Scheduler::run_once_unguarded() {
 }
 
 std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
-    if (!ready_.empty() || stopping_ || look_for_posts_.load(std::memory_order_relaxed))
+    if (!ready_.empty() || stopping_ || inbox_.look_for_posts.load(std::memory_order_relaxed))
         return std::chrono::nanoseconds::zero();
     while (!sleeping_.empty() && !timer_live(sleeping_.front())) {
         std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
@@ -96,12 +96,12 @@ void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
     now_stale_ = true;
 }
 
-// A wait that may block is announced first (asleep_), and the posts are
+// A wait that may block is announced first (inbox_.asleep), and the posts are
 // looked at after the announcement: a post made before it is seen here (the
 // wait does not block), one made after it finds the loop asleep and writes
 // the eventfd (see wake()). A wait with a zero timeout is not announced, so
 // a busy loop is never written to.
-// A wake-up whose write failed leaves look_for_posts_ set and nobody to wake
+// A wake-up whose write failed leaves inbox_.look_for_posts set and nobody to wake
 // the loop: so no wait is longer than wakeup_recheck_ (a wait cut short only
 // iterates; the timers' deadlines are computed again next time).
 void Scheduler::wait_announced(std::optional<std::chrono::nanoseconds> timeout) {
@@ -111,18 +111,18 @@ void Scheduler::wait_announced(std::optional<std::chrono::nanoseconds> timeout) 
     }
     if (wakeup_recheck_ != std::chrono::nanoseconds::zero() && (!timeout || *timeout > wakeup_recheck_))
         timeout = wakeup_recheck_;
-    asleep_.store(true);
-    if (wake_pending_.load()) timeout = std::chrono::nanoseconds::zero();
+    inbox_.asleep.store(true);
+    if (inbox_.wake_pending.load()) timeout = std::chrono::nanoseconds::zero();
     try {
         wait_in_selector(timeout);
     } catch (...) {
-        asleep_.store(false, std::memory_order_relaxed);
+        inbox_.asleep.store(false, std::memory_order_relaxed);
         throw;
     }
-    asleep_.store(false, std::memory_order_relaxed);
+    inbox_.asleep.store(false, std::memory_order_relaxed);
 }
 
-// Whether this iteration takes what other threads posted (wake_pending_
+// Whether this iteration takes what other threads posted (inbox_.wake_pending
 // says there is something). A loop that called its selector, or has nothing
 // else to run, takes it at once. A loop kept busy by callbacks alone (a
 // call_soon chain: no system call per iteration, so its iterations are
@@ -134,18 +134,18 @@ void Scheduler::wait_announced(std::optional<std::chrono::nanoseconds> timeout) 
 // iterations all call the selector.) A post then waits at most that many
 // callbacks longer; no clock is read to decide.
 bool Scheduler::take_posts_now() const noexcept {
-    return polled_ || ready_.empty() || stats_.callbacks_run - callbacks_at_take_ >= kPostTakeBudget ||
-           look_for_posts_.load(std::memory_order_relaxed);
+    return polled_ || ready_.empty() || stats_.callbacks_run - inbox_.callbacks_at_take >= kPostTakeBudget ||
+           inbox_.look_for_posts.load(std::memory_order_relaxed);
 }
 
 void Scheduler::move_ready_io() {
     // Posts and signals are looked for whether or not the eventfd was
     // written (a busy loop is not written to), and when a wake-up write
     // failed (see wake()): at once, or within the budget (take_posts_now).
-    if ((wake_pending_.load(std::memory_order_acquire) || look_for_posts_.load(std::memory_order_relaxed)) &&
+    if ((inbox_.wake_pending.load(std::memory_order_acquire) || inbox_.look_for_posts.load(std::memory_order_relaxed)) &&
         take_posts_now()) {
         drain_threadsafe();
-        // After the drain cleared wake_pending_: a signal marked pending
+        // After the drain cleared inbox_.wake_pending: a signal marked pending
         // before that is seen here, one after it wakes the loop again.
         if (signal_handlers_ != 0) dispatch_signals();
     }
@@ -270,7 +270,7 @@ void Scheduler::run_batch() {
             // go now, as a slot's would). Each leaves the queue before it
             // runs, so one that throws past the exception handler is not run
             // twice; what is left then waits for the next batch, ahead of it.
-            posted_batch_.consume([&](Posted& p) { run(p, p.where); });
+            inbox_.batch.consume([&](Posted& p) { run(p, p.where); });
             continue;
         }
         if (detail::is_owner_entry(r)) {
@@ -339,7 +339,7 @@ void Scheduler::run_batch() {
 }
 
 bool Scheduler::ready_entry_live(Ref r) const {
-    if (detail::is_posted_batch(r)) return !posted_batch_.empty();
+    if (detail::is_posted_batch(r)) return !inbox_.batch.empty();
     if (!detail::is_owner_entry(r)) return live(r);
     const auto fd = static_cast<std::size_t>(detail::owner_fd(r));
     if (fd >= waiting_.size()) return false;

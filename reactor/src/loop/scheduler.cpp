@@ -143,23 +143,23 @@ Interest Scheduler::interest_of(int fd) const {
 
 bool Scheduler::has_work() const {
     return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || !holds_.empty() ||
-           wake_pending_.load(std::memory_order_acquire) || look_for_posts_.load(std::memory_order_acquire);
+           inbox_.wake_pending.load(std::memory_order_acquire) || inbox_.look_for_posts.load(std::memory_order_acquire);
 }
 
 // Not !has_work(), which may over-count (the loop then just spends one
 // non-blocking iteration): a cancelled call_soon leaves a dead entry in ready_
-// until the next run phase skips it, and wake_pending_ can stay set after its
+// until the next run phase skips it, and inbox_.wake_pending can stay set after its
 // post was already drained (a poster that pushed before the drain's swap but
 // flipped the flag after it). Neither is work, so count what really is.
 bool Scheduler::empty() const {
     if (ready_count() != 0 || live_timers_ != 0 || waiters_ != 0 || !holds_.empty()) return false;
-    std::lock_guard lock(posted_mutex_);
-    return posted_.empty();
+    std::lock_guard lock(inbox_.mutex);
+    return inbox_.queue.empty();
 }
 
 // Posts taken from other threads count one each, not as their one entry.
 std::size_t Scheduler::ready_count() const {
-    return posted_batch_.size() + static_cast<std::size_t>(std::count_if(ready_.begin(), ready_.end(), [this](Ref r) {
+    return inbox_.batch.size() + static_cast<std::size_t>(std::count_if(ready_.begin(), ready_.end(), [this](Ref r) {
                return !detail::is_posted_batch(r) && ready_entry_live(r);
            }));
 }

@@ -131,10 +131,10 @@ std::vector<LiveItem> Scheduler::live() const {
         }
     }
     {
-        std::lock_guard lock(posted_mutex_);
-        posted_.for_each([&](const Posted& p) { add(LiveItem::Kind::posted, "", p.where); });
+        std::lock_guard lock(inbox_.mutex);
+        inbox_.queue.for_each([&](const Posted& p) { add(LiveItem::Kind::posted, "", p.where); });
     }
-    posted_batch_.for_each([&](const Posted& p) { add(LiveItem::Kind::posted, "", p.where); });
+    inbox_.batch.for_each([&](const Posted& p) { add(LiveItem::Kind::posted, "", p.where); });
     holds_.for_each([&out](const WorkHold& h) { out.push_back(h.describe()); });
     // An owned fd is its owner's, listed once, by the owner, whatever its waiters.
     for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
@@ -168,7 +168,7 @@ std::vector<LiveItem> Scheduler::close() {
             bool& running;
             ~Unmark() { running = false; }
         } unmark{running_};
-        look_for_posts_.store(true);  // what was posted before close() is taken at once
+        inbox_.look_for_posts.store(true);  // what was posted before close() is taken at once
         for (int i = 0; i < kCloseIterations && ready_count() != 0; ++i) run_once_unguarded();
     }
     stopping_ = false;
@@ -206,15 +206,15 @@ void Scheduler::drop_everything() noexcept {
     release_holds();
     // Destroying a callback may run user destructors that touch the scheduler
     // (schedule, cancel, report): keep every member alive until none is left.
-    // posted_ only under its mutex: a pool worker may be posting right now.
+    // inbox_.queue only under its mutex: a pool worker may be posting right now.
     // Posts taken but not run (a batch cut short) go first, in their order.
     // Their chunks go back to the allocator, spares too.
     auto take_posted = [this](detail::PostedQueue& doomed) {
-        doomed.append(posted_batch_);
-        posted_batch_.release_spares();
-        std::lock_guard lock(posted_mutex_);
-        doomed.append(posted_);
-        posted_.release_spares();
+        doomed.append(inbox_.batch);
+        inbox_.batch.release_spares();
+        std::lock_guard lock(inbox_.mutex);
+        doomed.append(inbox_.queue);
+        inbox_.queue.release_spares();
     };
     // Each round's posts and slots are destroyed at its end; what their
     // destructors schedule or post is dropped by the next round.

@@ -52,16 +52,16 @@ LoopStats Scheduler::stats() const {
         if (live(c.write) || wants(w.watched, Interest::write)) ++s.writers;
     }
     {
-        std::lock_guard lock(posted_mutex_);
-        s.posted = posted_.size();
+        std::lock_guard lock(inbox_.mutex);
+        s.posted = inbox_.queue.size();
     }
     s.signal_handlers = signal_handlers_;
     s.lag = lag_.percentiles();
     s.timed = debug_;
     s.wrong_thread_calls = wrong_thread_calls_.load(std::memory_order_relaxed);
-    s.wakeup_failures = wake_failures_.load(std::memory_order_relaxed);
-    s.wakeup_writes = wake_writes_.load(std::memory_order_relaxed);
-    s.posts_taken = posts_taken_;
+    s.wakeup_failures = inbox_.wake_failures.load(std::memory_order_relaxed);
+    s.wakeup_writes = inbox_.wake_writes.load(std::memory_order_relaxed);
+    s.posts_taken = inbox_.taken;
     return s;
 }
 

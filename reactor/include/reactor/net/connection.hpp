@@ -35,6 +35,7 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/net/address.hpp"
 #include "reactor/net/byte_buffer.hpp"
+#include "reactor/net/connection_options.hpp"
 #include "reactor/net/detail/connection_profile.hpp"
 #include "reactor/net/detail/fd_queue.hpp"
 #include "reactor/net/detail/packed_address.hpp"
@@ -47,54 +48,10 @@ namespace reactor {
 class ConnectionSet;
 
 // Why a connection closed, as given to its close callback: a reactor::End
-// (reactor/net/end.hpp; CloseReason and CloseKind are its older names).
-// A connection still open (or closing) when its Scheduler is closed
-// (Scheduler::close()) is aborted, and its close callback runs with
-// EndKind::scheduler_closed. One still open when its Scheduler is destroyed
-// without close() is aborted and freed, and its callbacks are destroyed
-// WITHOUT running: objects declared after the Scheduler are already gone by
-// then, and a close callback run from ~Scheduler would touch them. To see
-// close reasons at shutdown, call Scheduler::close() first (or close the
-// connections while the loop still runs: Listener::connections()).
-
-struct ConnectionOptions {
-    // Output buffer water marks (asyncio's defaults): the high-water callback
-    // runs when buffered() grows above `high_water`, the low-water callback
-    // when it then falls to `low_water` or below. Requires low <= high.
-    std::size_t high_water = 64 * 1024;
-    std::size_t low_water = 16 * 1024;
-    // Backpressure with no callback, for servers that answer what they read
-    // (echo, proxies, request/response): reading pauses when buffered()
-    // grows above `high_water` and resumes when it falls to `low_water`, so
-    // a peer that does not read its answers is held back by TCP and the
-    // buffer stays bounded. The same as a high-water callback calling
-    // pause_reading() and a low-water one calling resume_reading() (the
-    // water-mark callbacks still run), but it costs no callback storage and
-    // leaves pause_reading()/resume_reading() to the user: reading happens
-    // only while neither pauses it. Off by default (as asyncio, libuv and Asio,
-    // where a buffer grows until the application acts).
-    bool pause_reading_above_high_water = false;
-    // Most bytes one recv(2) may return; one recv per readiness, so no
-    // connection can starve the others. The bytes land in a buffer shared by
-    // all connections of the thread, hence no per-connection cost.
-    std::size_t read_size = 256 * 1024;  // large enough that a typical message takes one recv()
-    // Deadlines, zero for none (libevent's bufferevent_set_timeouts, Netty's
-    // idle handler). The close reason names the one that passed.
-    //  - read_timeout: nothing received for this long while reading (not
-    //    paused, no EOF yet): closed gracefully, flushing buffered output.
-    //  - write_timeout: buffered output made no progress for this long (the
-    //    peer does not read): aborted, since it cannot be flushed. Also bounds
-    //    the flush of a graceful close().
-    //  - idle_timeout: nothing received and nothing written for this long:
-    //    closed gracefully (an idle keep-alive connection, say).
-    // Cheap: no timer work per byte. Each connection has one timer, set for
-    // the earliest deadline and moved only when it fires (libuv and nginx
-    // re-arm lazily the same way), or earlier when a nearer deadline starts;
-    // it takes an entry of the loop's timer heap and no slot.
-    Duration read_timeout{};
-    Duration write_timeout{};
-    Duration idle_timeout{};
-};
+// (reactor/net/end.hpp). Scheduler::close() aborts the connections still
+// open, and their close callbacks run with EndKind::scheduler_closed;
+// ~Scheduler without close() aborts and frees them with their callbacks
+// destroyed WITHOUT running (what they would touch may be gone by then).
 
 namespace detail {
 class OpenConnections;
@@ -113,10 +70,8 @@ public:
     using DataCallback = std::function<void(Connection&, std::string_view data)>;
     using EventCallback = std::function<void(Connection&)>;
     using CloseCallback = std::function<void(Connection&, const End&)>;
-    // What the setters take and the connection keeps: move-only, smaller
-    // than a std::function (reactor/callback_slot.hpp). A lambda, a
-    // std::function (the types above), a function pointer or nullptr
-    // converts to it.
+    // What the setters take and keep (reactor/callback_slot.hpp): a lambda,
+    // a std::function, a function pointer or nullptr converts to it.
     using DataFunction = SlotFunction<void(Connection&, std::string_view data)>;
     using EventFunction = SlotFunction<void(Connection&)>;
     using CloseFunction = SlotFunction<void(Connection&, const End&)>;
@@ -127,16 +82,9 @@ public:
     // socket, a pipe (FIFO) end or a character device such as a terminal; it
     // is made non-blocking if it is not yet (O_NONBLOCK belongs to the open
     // file description: a process sharing it sees the change too). Its
-    // access mode decides the directions:
-    //  - read-only (a pipe's read end): write() returns false, as after
-    //    write_eof(); reading to EOF then closes the connection (reason eof).
-    //  - write-only (a pipe's write end): nothing is ever read; write_eof()
-    //    closes the fd once the output is flushed (the reader sees EOF), and
-    //    close reason eof. The loop watches a write-only pipe for its reader
-    //    going away: the connection then closes with reason reset (EPIPE),
-    //    even with nothing to write.
-    //  - read-write (a socket, a terminal): both; on anything but a socket,
-    //    write_eof() only ends writing (a terminal has no half-close).
+    // access mode decides the directions (reactor/net/pipe.hpp says how a
+    // read-only and a write-only end behave); a socket or a terminal does
+    // both, and on a terminal write_eof() only ends writing.
     // Throws std::invalid_argument, after closing the fd, if the options are
     // inconsistent, if `fd` is a regular file, a directory or a block device
     // (readiness means nothing for them: the message names the type), or if
@@ -233,20 +181,16 @@ public:
     // aborted the connection (its abort() discarded `data` with the rest of
     // the buffer). True means `data` is sent or buffered to be sent, in order
     // (a close() or write_eof() in that callback still flushes it).
-    // Never raises SIGPIPE: sockets send with MSG_NOSIGNAL; a pipe is written
-    // with SIGPIPE blocked in the calling thread, and the SIGPIPE that write
-    // raised (reader gone: EPIPE) is consumed with sigtimedwait before the
-    // mask is restored, so the process-wide disposition is never touched and
-    // a handler of the application never sees our SIGPIPE.
+    // Never raises SIGPIPE (MSG_NOSIGNAL; a pipe's is blocked and consumed
+    // in the writing thread: the process's disposition is never touched).
     bool write(std::string_view data);
     std::size_t buffered() const noexcept { return out_ ? out_->size() : 0; }
     // Requires low <= high (std::invalid_argument). Takes effect at the next
     // write or flush.
     void set_water_marks(std::size_t high, std::size_t low);
     bool above_high_water() const noexcept { return above_high_; }
-    // The marks in force (as set). For
-    // layers over a connection that buffer data of their own before it
-    // reaches write() (reactor::tls counts its plaintext against them).
+    // The marks in force, for layers over a connection that buffer data of
+    // their own (reactor::tls counts its plaintext against them).
     std::size_t high_water() const noexcept { return profile_->high_water; }
     std::size_t low_water() const noexcept { return profile_->low_water; }
 
@@ -255,9 +199,8 @@ public:
     // peer is eventually held back by TCP flow control). Idempotent.
     void pause_reading();
     void resume_reading();
-    // True while data can still arrive: open, not paused, no EOF yet (never
-    // for a write-only pipe).
-    // (paused by the user, or by ConnectionOptions::pause_reading_above_high_water).
+    // True while data can still arrive: open, not paused (by the user or by
+    // pause_reading_above_high_water), no EOF yet; never for a write-only pipe.
     bool is_reading() const noexcept { return reader_registered_ && !watch_reader_gone_; }
     // EOF was read (always true of a write-only pipe, which never reads).
     bool at_eof() const noexcept { return read_eof_; }
@@ -284,16 +227,11 @@ public:
     State state() const noexcept { return state_; }
     bool is_open() const noexcept { return state_ == State::open; }
     int fd() const noexcept { return fd_; }  // -1 once closed
-    // The peer's address is read once, when the connection is adopted, and
-    // kept for its whole life: the close callback can still log who the peer
-    // was, even after a reset (the closed fd, or a reset socket, no longer
-    // knows). Unspecified only if the peer was already gone before adoption.
-    // (Kept packed, in 32 bytes: returned by value.)
-    // The local address is asked of the kernel (getsockname) when called, as
-    // libuv's uv_tcp_getsockname and Asio's local_endpoint() do: while the
-    // fd is open; unspecified once closed (in the close callback too), and
-    // for a pipe or a terminal. Keeping it too would cost every connection
-    // 32 bytes for an address that is one system call away while it matters.
+    // The peer's address is read once, at adoption, and kept: the close
+    // callback can still log who the peer was, even after a reset
+    // (unspecified only if the peer was gone before adoption). The local
+    // address is asked of the kernel (getsockname) when called, as libuv and
+    // Asio do: unspecified once closed, and for a pipe or a terminal.
     Address local_address() const;
     Address peer_address() const { return peer_.get(); }
     Scheduler& scheduler() const noexcept { return *profile_->sched; }
@@ -412,10 +350,9 @@ private:
     // Our loop, the line that made us, the water marks and the read size:
     // shared with the connections its listener accepted (detail::ConnectionProfile).
     detail::ConnectionProfile* profile_;
-    // What it keeps of itself, in 16 bytes where std::enable_shared_from_this
-    // and a shared_ptr member would take 32: while open or closing, a
-    // shared_ptr (it owns itself: see the header comment); before and after,
-    // a weak_ptr, for shared_from_this(). Which one: owns_itself_.
+    // What it keeps of itself: while open or closing, a shared_ptr (it owns
+    // itself); before and after, a weak_ptr for shared_from_this(). Which
+    // one: owns_itself_.
     union SelfReference {
         std::weak_ptr<Connection> weak;
         std::shared_ptr<Connection> strong;
@@ -447,10 +384,7 @@ private:
     bool above_high_ : 1 = false;
     bool drain_scheduled_ : 1 = false;
     bool is_socket_ : 1 = true;           // else read(2)/write(2), and no shutdown()
-    // A socket of the C library (no kernel of the loop's own: reactor/kernel.hpp):
-    // recv(2) and send(2) are called directly, so the real path tests one
-    // bit per call, as it tested is_socket_ before the kernel seam.
-    bool direct_ : 1 = true;
+    bool direct_ : 1 = true;  // a socket of the C library's kernel: recv(2)/send(2) called directly
     bool is_fifo_ : 1 = false;            // writes may raise SIGPIPE: see write()
     bool watch_reader_gone_ : 1 = false;  // a write-only pipe: readiness means its reader left
     bool pause_above_high_ : 1 = false;   // ConnectionOptions::pause_reading_above_high_water

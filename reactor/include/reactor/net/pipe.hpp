@@ -4,6 +4,17 @@
 // takes any pipe end or terminal; these helpers make the pipe, or adopt a
 // standard stream without taking it away from the rest of the program.
 // Loop thread only.
+//
+// A connection's directions follow its fd's access mode:
+//  - read-only (a pipe's read end): write() returns false, as after
+//    write_eof(); reading to EOF then closes the connection (reason eof).
+//  - write-only (a pipe's write end): nothing is ever read; write_eof()
+//    closes the fd once the output is flushed (the reader sees EOF), and
+//    close reason eof. The loop watches a write-only pipe for its reader
+//    going away: the connection then closes with reason reset (EPIPE),
+//    even with nothing to write.
+//  - read-write (a socket, a terminal): both; on anything but a socket,
+//    write_eof() only ends writing (a terminal has no half-close).
 #pragma once
 
 #include <memory>
