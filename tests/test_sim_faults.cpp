@@ -3,7 +3,7 @@
 // its own with its rate at 100 %: a connection broken after a prefix (both
 // sides reset), a connect refused though a listener waits, a clogged link
 // that delivers late, partitions both ways and one way that hold what is
-// sent until they heal. Latency is fixed (1 ms, no jitter) so the times
+// sent until they heal; datagrams lost, duplicated and reordered. Latency is fixed (1 ms, no jitter) so the times
 // are exact. Virtual time only.
 #include <boost/test/unit_test.hpp>
 
@@ -16,6 +16,7 @@
 #include <reactor/net/connection.hpp>
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
+#include <reactor/net/udp_socket.hpp>
 #include <reactor/testing/sim/world.hpp>
 
 using namespace std::chrono_literals;
@@ -202,4 +203,148 @@ BOOST_AUTO_TEST_CASE(a_one_way_partition_holds_one_direction_only_until_it_heals
             BOOST_TEST((std::min(run.server_got, run.client_got) == Duration(1501ms)));
         }
     }
+}
+
+// ---------------------------------------------------------------- UDP
+
+namespace {
+
+struct Arrival {
+    int number = 0;
+    Duration at{};
+};
+
+struct Blast {
+    std::vector<Arrival> arrivals;
+    std::size_t lost_lines = 0;
+    std::size_t duplicate_lines = 0;
+};
+
+// `count` datagrams, numbered, one every 100 us from the client to the
+// server, over a link of 1 ms latency and up to 500 us jitter.
+Blast udp_blast(std::uint64_t seed, const sim::Params& faults, int count = 400) {
+    sim::Params p = exact();
+    p.max_jitter = 500us;
+    p.udp_loss_percent = faults.udp_loss_percent;
+    p.udp_duplicate_percent = faults.udp_duplicate_percent;
+    p.udp_reorder_percent = faults.udp_reorder_percent;
+    p.max_reorder = faults.max_reorder;
+    sim::World world(seed, p);
+    world.trace().keep_lines(true);
+    sim::Host& server = world.host("server");
+    sim::Host& client = world.host("client");
+    Blast blast;
+    auto in = reactor::UdpSocket::bind(server.scheduler(), server.address(kPort));
+    in->set_datagram_callback([&](reactor::UdpSocket&, std::string_view d, const reactor::Address&) {
+        blast.arrivals.push_back(Arrival{std::stoi(std::string(d)), world.elapsed()});
+    });
+    auto out = reactor::UdpSocket::bind(client.scheduler(), client.address(0));
+    for (int i = 0; i < count; ++i)
+        client.scheduler().call_later(std::chrono::microseconds(100 * i),
+                                      [&, i] { BOOST_TEST(out->send_to(std::to_string(i), in->local_address())); });
+    BOOST_TEST((world.run_for(10s) == reactor::RunStatus::idle));
+    for (const std::string& l : world.trace().lines()) {
+        if (l.find("udp lost (fault)") != std::string::npos) ++blast.lost_lines;
+        if (l.find("udp duplicate (fault)") != std::string::npos) ++blast.duplicate_lines;
+    }
+    in->close();
+    out->close();
+    world.run_for(1s);
+    BOOST_TEST(server.scheduler().empty());
+    BOOST_TEST(client.scheduler().empty());
+    return blast;
+}
+
+std::vector<int> numbers(const Blast& b) {
+    std::vector<int> n;
+    for (const Arrival& a : b.arrivals) n.push_back(a.number);
+    return n;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_lost_datagram_never_arrives_and_the_rest_arrive_when_they_would_have) {
+    const Blast plain = udp_blast(40, {});
+    BOOST_REQUIRE(plain.arrivals.size() == 400u);
+    BOOST_TEST(plain.lost_lines == 0u);
+    sim::Params lossy;
+    lossy.udp_loss_percent = 30;
+    const Blast lost = udp_blast(40, lossy);
+    // About 30 % lost (400 draws: far from 0 and from all), each in the trace.
+    BOOST_TEST(lost.arrivals.size() > 200u);
+    BOOST_TEST(lost.arrivals.size() < 360u);
+    BOOST_TEST(lost.lost_lines == 400u - lost.arrivals.size());
+    // The survivors, in order, each at the time it arrived without the
+    // fault: the faults draw from their own stream, jitter from another.
+    for (const Arrival& a : lost.arrivals) {
+        BOOST_REQUIRE(a.number < 400);
+        BOOST_TEST((a.at == plain.arrivals[static_cast<std::size_t>(a.number)].at), "datagram " << a.number);
+    }
+    const std::vector<int> n = numbers(lost);
+    BOOST_TEST(std::is_sorted(n.begin(), n.end()));
+    sim::Params all;
+    all.udp_loss_percent = 100;
+    BOOST_TEST(udp_blast(40, all).arrivals.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_duplicated_datagram_arrives_twice_the_copy_no_earlier) {
+    sim::Params twice;
+    twice.udp_duplicate_percent = 100;
+    twice.max_reorder = 2ms;
+    const Blast b = udp_blast(41, twice, 100);
+    BOOST_TEST(b.arrivals.size() == 200u);
+    BOOST_TEST(b.duplicate_lines == 100u);
+    for (int i = 0; i < 100; ++i) {
+        std::vector<Duration> at;
+        for (const Arrival& a : b.arrivals)
+            if (a.number == i) at.push_back(a.at);
+        BOOST_TEST_CONTEXT("datagram " << i) {
+            BOOST_REQUIRE(at.size() == 2u);
+            BOOST_TEST((at[0] <= at[1]));
+            BOOST_TEST((at[1] - at[0] <= 2ms));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_reordered_datagram_is_overtaken_and_every_datagram_arrives) {
+    sim::Params shuffled;
+    shuffled.udp_reorder_percent = 20;
+    shuffled.max_reorder = 5ms;
+    const Blast b = udp_blast(42, shuffled);
+    std::vector<int> n = numbers(b);
+    BOOST_TEST(n.size() == 400u);
+    BOOST_TEST(!std::is_sorted(n.begin(), n.end()));
+    std::size_t overtaken = 0;
+    for (std::size_t i = 1; i < n.size(); ++i) overtaken += n[i] < n[i - 1] ? 1 : 0;
+    BOOST_TEST(overtaken > 10u);
+    std::sort(n.begin(), n.end());
+    for (int i = 0; i < 400; ++i) BOOST_TEST(n[static_cast<std::size_t>(i)] == i);
+    // Without the fault, the same jitter keeps them in order.
+    const std::vector<int> plain = numbers(udp_blast(42, {}));
+    BOOST_TEST(std::is_sorted(plain.begin(), plain.end()));
+}
+
+// A swarm seed's Params: the datagram faults come with the faults, within
+// their bounds, and print; without faults they are off.
+BOOST_AUTO_TEST_CASE(draw_params_draws_the_udp_faults_with_the_faults) {
+    unsigned on = 0;
+    for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+        const sim::Params calm = sim::draw_params(seed);
+        BOOST_TEST(calm.udp_loss_percent + calm.udp_duplicate_percent + calm.udp_reorder_percent == 0u);
+        const sim::Params p = sim::draw_params(seed, true);
+        BOOST_TEST(p.udp_loss_percent <= 10u);
+        BOOST_TEST(p.udp_duplicate_percent <= 10u);
+        BOOST_TEST(p.udp_reorder_percent <= 10u);
+        BOOST_TEST((p.max_reorder > Duration::zero() && p.max_reorder <= 50ms));
+        if (p.udp_loss_percent != 0) {
+            ++on;
+            BOOST_TEST(sim::to_string(p).find(" udp loss " + std::to_string(p.udp_loss_percent) + "%") !=
+                           std::string::npos,
+                       sim::to_string(p));
+        }
+        // The network and the other faults are what the seed drew without them.
+        BOOST_TEST((p.min_latency == calm.min_latency && p.max_buffer == calm.max_buffer));
+        BOOST_TEST(sim::to_string(calm).find("udp") == std::string::npos);
+    }
+    BOOST_TEST(on > 20u);
 }

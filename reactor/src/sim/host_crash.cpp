@@ -18,6 +18,11 @@ void HostKernel::crash() noexcept {
     for (Slot& slot : slots_) {
         if (!slot.socket) continue;
         Socket& s = *slot.socket;
+        if (s.udp) {
+            if (s.owns_port) network_.unbind_udp(host_, ntohs(s.local.sin_port));
+            slot.socket.reset();
+            continue;
+        }
         try {
             switch (s.state) {
             case Socket::State::listening:

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // A simulated host's system calls (host_kernel.hpp): each answers as Linux
 // would for a non-blocking TCP socket, from the state in tcp.hpp, and sends
-// what crosses the wire through the Network. Options and fd queries:
-// host_options.cpp; names: host_names.cpp.
+// what crosses the wire through the Network. Datagram sockets:
+// host_udp.cpp; options and fd queries: host_options.cpp; names:
+// host_names.cpp.
 #include "host_kernel.hpp"
 
 #include <arpa/inet.h>
@@ -60,6 +61,7 @@ void HostKernel::settle(Socket& s) const noexcept {
 Readiness HostKernel::readiness(int fd) const noexcept {
     Socket* s = find(fd);
     if (s == nullptr) return {};
+    if (s->udp) return datagram_readiness(*s);
     Readiness r{true, false, false};
     switch (s->state) {
     case Socket::State::fresh:
@@ -85,9 +87,14 @@ Readiness HostKernel::readiness(int fd) const noexcept {
 
 int HostKernel::socket(int domain, int type, int /*protocol*/) noexcept {
     if (domain != AF_INET) return fail(EAFNOSUPPORT);  // IPv6 and Unix sockets: not simulated yet
-    if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM) return fail(EPROTONOSUPPORT);  // UDP: not yet
+    const int kind = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (kind != SOCK_STREAM && kind != SOCK_DGRAM) return fail(EPROTONOSUPPORT);
     std::unique_ptr<Socket> s(new (std::nothrow) Socket);
     if (!s) return fail(ENOMEM);
+    if (kind == SOCK_DGRAM) {
+        s->udp.reset(new (std::nothrow) UdpState);
+        if (!s->udp) return fail(ENOMEM);
+    }
     s->status_flags = O_RDWR | ((type & SOCK_NONBLOCK) ? O_NONBLOCK : 0);
     s->local.sin_family = AF_INET;
     return add(std::move(s));
@@ -101,6 +108,7 @@ int HostKernel::bind(int fd, const sockaddr* address, socklen_t length) noexcept
     if (s->state != Socket::State::fresh) return fail(EINVAL);
     const std::uint32_t ip = ntohl(want.sin_addr.s_addr);
     if (ip != INADDR_ANY && ip != network_.ip_of(host_)) return fail(EADDRNOTAVAIL);
+    if (s->udp) return bind_datagram(*s, want);
     std::uint16_t port = ntohs(want.sin_port);
     if (port == 0) {
         auto free = network_.ephemeral_port(host_);
@@ -129,6 +137,7 @@ void HostKernel::bind_any_port(Socket& s) noexcept {
 int HostKernel::listen(int fd, int backlog) noexcept {
     Socket* s = find(fd);
     if (s == nullptr) return fail(EBADF);
+    if (s->udp) return fail(EOPNOTSUPP);
     if (s->state == Socket::State::fresh) bind_any_port(*s);
     if (s->state != Socket::State::fresh && s->state != Socket::State::bound &&
         s->state != Socket::State::listening)
@@ -142,6 +151,7 @@ int HostKernel::listen(int fd, int backlog) noexcept {
 int HostKernel::accept4(int fd, sockaddr* address, socklen_t* length, int flags) noexcept {
     Socket* s = find(fd);
     if (s == nullptr) return fail(EBADF);
+    if (s->udp) return fail(EOPNOTSUPP);
     if (s->state != Socket::State::listening) return fail(EINVAL);
     if (s->accept_queue.empty()) return fail(EAGAIN);
     std::unique_ptr<Socket> accepted(new (std::nothrow) Socket);
@@ -162,6 +172,7 @@ int HostKernel::connect(int fd, const sockaddr* address, socklen_t length) noexc
     if (s == nullptr) return fail(EBADF);
     sockaddr_in to{};
     if (!take_address(address, length, to)) return fail(EAFNOSUPPORT);
+    if (s->udp) return connect_datagram(*s, to);
     switch (s->state) {
     case Socket::State::connecting: return fail(s->side.self().established ? EISCONN : EALREADY);
     case Socket::State::connected:
@@ -184,6 +195,7 @@ int HostKernel::connect(int fd, const sockaddr* address, socklen_t length) noexc
 int HostKernel::shutdown(int fd, int how) noexcept {
     Socket* s = find(fd);
     if (s == nullptr) return fail(EBADF);
+    if (s->udp) return s->udp->connected ? 0 : fail(ENOTCONN);
     settle(*s);
     if (s->state != Socket::State::connected) return fail(ENOTCONN);
     Side& me = s->side.self();
@@ -207,6 +219,10 @@ void HostKernel::drop_listener(Socket& s) noexcept {
 // if data arrived that nobody read (Linux does the same), else an end of
 // stream after what was sent. What arrives from now on is answered RST.
 void HostKernel::end(Socket& s) noexcept {
+    if (s.udp) {
+        if (s.owns_port) network_.unbind_udp(host_, ntohs(s.local.sin_port));
+        return;
+    }
     switch (s.state) {
     case Socket::State::listening:
         drop_listener(s);
@@ -249,6 +265,7 @@ int HostKernel::close(int fd) noexcept {
 ssize_t HostKernel::recv(int fd, void* buffer, std::size_t length, int flags) noexcept {
     Socket* s = find(fd);
     if (s == nullptr) return fail(EBADF);
+    if (s->udp) return receive_datagram(*s, buffer, length, flags, nullptr, nullptr);
     settle(*s);
     if (s->state != Socket::State::connected) return fail(ENOTCONN);
     Side& me = s->side.self();
@@ -277,6 +294,7 @@ ssize_t HostKernel::recv(int fd, void* buffer, std::size_t length, int flags) no
 ssize_t HostKernel::send(int fd, const void* data, std::size_t length, int /*flags*/) noexcept {
     Socket* s = find(fd);
     if (s == nullptr) return fail(EBADF);
+    if (s->udp) return send_datagram(*s, data, length, nullptr, 0);
     settle(*s);
     if (s->state == Socket::State::connecting) {
         Side& me = s->side.self();
@@ -311,20 +329,26 @@ ssize_t HostKernel::write(int fd, const void* data, std::size_t length) noexcept
 
 ssize_t HostKernel::recvfrom(int fd, void* buffer, std::size_t length, int flags, sockaddr* from,
                              socklen_t* from_length) noexcept {
+    if (Socket* s = find(fd); s != nullptr && s->udp)
+        return receive_datagram(*s, buffer, length, flags, from, from_length);
     const ssize_t n = recv(fd, buffer, length, flags);
     if (n >= 0 && from != nullptr) getpeername(fd, from, from_length);
     return n;
 }
 
-ssize_t HostKernel::sendto(int fd, const void* data, std::size_t length, int flags, const sockaddr* /*to*/,
-                           socklen_t /*to_length*/) noexcept {
+ssize_t HostKernel::sendto(int fd, const void* data, std::size_t length, int flags, const sockaddr* to,
+                           socklen_t to_length) noexcept {
+    if (Socket* s = find(fd); s != nullptr && s->udp) return send_datagram(*s, data, length, to, to_length);
     return send(fd, data, length, flags);  // a TCP socket ignores the address, as Linux's does
 }
 
-// Only UdpSocket's MSG_ERRQUEUE reads come here: the simulated network sends
-// no ICMP errors, so the queue is always empty.
-ssize_t HostKernel::recvmsg(int fd, msghdr* /*message*/, int /*flags*/) noexcept {
-    return find(fd) == nullptr ? fail(EBADF) : fail(EAGAIN);
+// Only UdpSocket's MSG_ERRQUEUE reads come here (host_udp.cpp); a TCP
+// socket's error queue is always empty.
+ssize_t HostKernel::recvmsg(int fd, msghdr* message, int flags) noexcept {
+    Socket* s = find(fd);
+    if (s == nullptr) return fail(EBADF);
+    if ((flags & MSG_ERRQUEUE) == 0) return fail(EOPNOTSUPP);  // not made by the library
+    return s->udp ? read_error_queue(*s, message) : fail(EAGAIN);
 }
 
 }  // namespace reactor::testing::sim::detail

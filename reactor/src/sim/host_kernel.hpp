@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // A simulated host's kernel (reactor/kernel.hpp): its fd table and the
-// system calls of its sockets, answered from the simulated TCP (tcp.hpp,
-// network.hpp) with the C library's results and errno values. Given to the
-// host's Scheduler (SchedulerOptions::kernel) and asked by its selector
-// (host_selector.hpp) what is ready.
+// system calls of its sockets, answered from the simulated TCP and UDP
+// (tcp.hpp, udp.hpp, network.hpp) with the C library's results and errno
+// values. Given to the host's Scheduler (SchedulerOptions::kernel) and asked
+// by its selector (host_selector.hpp) what is ready.
 //
 // Its fd numbers start at kFirstFd, far above the fds a test process has
 // open, and each number is checked once, when first handed out, not to be
@@ -90,6 +90,17 @@ private:
     void end(Socket& s) noexcept;                       // what close() does on the wire
     void drop_listener(Socket& s) noexcept;             // a listener's close or crash
     void bind_any_port(Socket& s) noexcept;
+
+    // Datagram sockets (host_udp.cpp).
+    Readiness datagram_readiness(const Socket& s) const noexcept;
+    int bind_datagram(Socket& s, const sockaddr_in& want) noexcept;
+    int bind_datagram_any(Socket& s) noexcept;
+    int connect_datagram(Socket& s, const sockaddr_in& to) noexcept;
+    ssize_t receive_datagram(Socket& s, void* buffer, std::size_t length, int flags, sockaddr* from,
+                             socklen_t* from_length) noexcept;
+    ssize_t send_datagram(Socket& s, const void* data, std::size_t length, const sockaddr* to,
+                          socklen_t to_length) noexcept;
+    ssize_t read_error_queue(Socket& s, msghdr* message) noexcept;
 
     Network& network_;
     std::size_t host_;

@@ -20,7 +20,9 @@ int HostKernel::getsockopt(int fd, int level, int option, void* value, socklen_t
     if (s == nullptr) return fail(EBADF);
     if (value == nullptr || length == nullptr || *length < static_cast<socklen_t>(sizeof(int))) return fail(EINVAL);
     int answer = 0;
-    if (level == SOL_SOCKET && option == SO_ERROR && s->state == Socket::State::connecting) {
+    if (level == SOL_SOCKET && option == SO_ERROR && s->udp) {
+        answer = std::exchange(s->udp->pending_error, 0);
+    } else if (level == SOL_SOCKET && option == SO_ERROR && s->state == Socket::State::connecting) {
         settle(*s);
         answer = std::exchange(s->side.self().error, 0);
     }
@@ -30,7 +32,8 @@ int HostKernel::getsockopt(int fd, int level, int option, void* value, socklen_t
 }
 
 // Options are accepted and ignored (TCP_NODELAY: the model sends at once
-// anyway), except SO_LINGER {1, 0}, which makes close() reset.
+// anyway), except SO_LINGER {1, 0}, which makes close() reset, and
+// IP_RECVERR, which gives a datagram socket its error queue (udp.hpp).
 int HostKernel::setsockopt(int fd, int level, int option, const void* value, socklen_t length) noexcept {
     Socket* s = find(fd);
     if (s == nullptr) return fail(EBADF);
@@ -39,6 +42,12 @@ int HostKernel::setsockopt(int fd, int level, int option, const void* value, soc
         linger l{};
         std::memcpy(&l, value, sizeof l);
         s->linger_zero = l.l_onoff != 0 && l.l_linger == 0;
+    }
+    if (level == IPPROTO_IP && option == IP_RECVERR && s->udp) {
+        int on = 0;
+        if (value == nullptr || length < static_cast<socklen_t>(sizeof on)) return fail(EINVAL);
+        std::memcpy(&on, value, sizeof on);
+        s->udp->recverr = on != 0;
     }
     return 0;
 }
@@ -53,6 +62,11 @@ int HostKernel::getsockname(int fd, sockaddr* address, socklen_t* length) noexce
 int HostKernel::getpeername(int fd, sockaddr* address, socklen_t* length) noexcept {
     Socket* s = find(fd);
     if (s == nullptr) return fail(EBADF);
+    if (s->udp) {
+        if (!s->udp->connected) return fail(ENOTCONN);
+        give_address(s->udp->peer, address, length);
+        return 0;
+    }
     settle(*s);
     if (s->state != Socket::State::connected) return fail(ENOTCONN);
     give_address(s->side.peer().address, address, length);

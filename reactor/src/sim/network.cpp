@@ -15,7 +15,10 @@ namespace reactor::testing::sim::detail {
 namespace {
 
 // Distinct streams of the world's seed, one per subsystem (Random::split).
-enum Stream : std::uint64_t { kLatency = 1, kIo = 2, kOrder = 3, kFaults = 4 };
+// 5 and 6 are the World's (world.cpp).
+enum Stream : std::uint64_t { kLatency = 1, kIo = 2, kOrder = 3, kFaults = 4, kUdp = 7, kUdpFaults = 8 };
+
+}  // namespace
 
 std::string address_text(const sockaddr_in& a) {
     char ip[INET_ADDRSTRLEN] = "?";
@@ -23,18 +26,19 @@ std::string address_text(const sockaddr_in& a) {
     return fmt::format("{}:{}", ip, ntohs(a.sin_port));
 }
 
-}  // namespace
-
 Network::Network(std::uint64_t seed, const Params& params)
     : params_(params),
       latency_random_(Random(seed).split(kLatency)),
       io_random_(Random(seed).split(kIo)),
       order_random_(Random(seed).split(kOrder)),
-      faults_(params, Random(seed).split(kFaults), clock_.now(), [this](const Faults::Cut& c) { note_cut(c); }) {}
+      faults_(params, Random(seed).split(kFaults), clock_.now(), [this](const Faults::Cut& c) { note_cut(c); }),
+      udp_random_(Random(seed).split(kUdp)),
+      udp_faults_(Random(seed).split(kUdpFaults)) {}
 
 std::size_t Network::add_host(std::string name) {
     hosts_.push_back(HostEntry{std::move(name), true, std::nullopt});
     next_ephemeral_.push_back(kFirstEphemeral);
+    next_udp_ephemeral_.push_back(kFirstEphemeral);
     return hosts_.size() - 1;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The simulated world's engine below the hosts: virtual time, the one event
 // heap, the seeded randomness, the trace, the hosts' addresses and ports, and
-// the TCP between them (tcp.hpp says what is modelled). The host kernels
+// the TCP and UDP between them (tcp.hpp and udp.hpp say what is modelled). The host kernels
 // (host_kernel.hpp) call it for what crosses the wire; it schedules each
 // arrival on the heap and, when one happens, changes the receiving Side and
 // marks its host runnable. It never calls user code, and nothing in it reads
@@ -32,6 +32,9 @@
 
 namespace reactor::testing::sim::detail {
 
+// "10.0.0.1:7", for the trace's lines.
+std::string address_text(const sockaddr_in& address);
+
 class Network {
 public:
     Network(std::uint64_t seed, const Params& params);
@@ -50,6 +53,7 @@ public:
     void drop_last_host() noexcept {  // its Host could not be made: nothing refers to it
         hosts_.pop_back();
         next_ephemeral_.pop_back();
+        next_udp_ephemeral_.pop_back();
     }
     std::size_t host_count() const noexcept { return hosts_.size(); }
     const std::string& name_of(std::size_t host) const { return hosts_[host].name; }
@@ -88,6 +92,16 @@ public:
     // `reader` read n bytes: the sender may send that much more.
     void consumed(const SideRef& reader, std::size_t n) noexcept;
 
+    // ---- UDP (udp.hpp, network_udp.cpp): ports apart from TCP's, as on Linux
+    bool udp_port_in_use(std::size_t host, std::uint16_t port) const { return udp_ports_.count({host, port}) != 0; }
+    std::optional<std::uint16_t> udp_ephemeral_port(std::size_t host);
+    void bind_udp(std::size_t host, std::uint16_t port, Socket& s) { udp_ports_[{host, port}] = &s; }
+    void unbind_udp(std::size_t host, std::uint16_t port) { udp_ports_.erase({host, port}); }
+    // One datagram from host `host`, whose socket is bound to `from`, to
+    // `to`: after the pair's latency and jitter, unless the faults draw it
+    // lost, duplicated or reordered.
+    void send_datagram(std::size_t host, const sockaddr_in& from, const sockaddr_in& to, std::string bytes);
+
 private:
     static constexpr std::uint32_t kFirstIp = 0x0a000001;  // 10.0.0.1
     static constexpr std::uint16_t kFirstEphemeral = 49152;
@@ -113,6 +127,13 @@ private:
     // both sides are reset, each after the way to it takes.
     void break_link(const std::shared_ptr<Link>& link, int from);
 
+    // UDP: a datagram's arrival and the ICMP port-unreachable it may cause.
+    TimePoint datagram_arrival(std::size_t from, std::size_t to);
+    void datagram_arrives(std::size_t from, std::size_t to, const sockaddr_in& source, const sockaddr_in& target,
+                          const std::string& bytes, const char* kind);
+    void unreachable_arrives(std::size_t host, const sockaddr_in& source, const sockaddr_in& target);
+    void note_datagram(const char* kind, const sockaddr_in& from, const sockaddr_in& to, std::string_view bytes);
+
     Params params_;
     VirtualClock clock_;
     EventQueue events_;
@@ -121,11 +142,21 @@ private:
     Random io_random_;
     Random order_random_;
     Faults faults_;  // after clock_ and trace_: it notes partitions in the trace
+    // UDP's own streams: its jitter, and its faults (drawn only when on), so
+    // that datagrams change no TCP draw and turning their faults on changes
+    // no other draw.
+    Random udp_random_;
+    Random udp_faults_;
     std::vector<HostEntry> hosts_;
     std::map<std::pair<std::size_t, std::size_t>, Duration> latencies_;
     std::set<std::pair<std::size_t, std::uint16_t>> ports_;
     std::map<std::pair<std::size_t, std::uint16_t>, Socket*> listeners_;
     std::vector<std::uint16_t> next_ephemeral_;
+    std::map<std::pair<std::size_t, std::uint16_t>, Socket*> udp_ports_;
+    std::vector<std::uint16_t> next_udp_ephemeral_;
+    // The latest arrival scheduled per ordered pair of hosts: a datagram not
+    // drawn to be reordered never arrives before one sent before it.
+    std::map<std::pair<std::size_t, std::size_t>, TimePoint> udp_last_arrival_;
     std::uint64_t links_ = 0;
 };
 

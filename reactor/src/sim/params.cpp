@@ -14,6 +14,7 @@ namespace {
 // not be the same sequence as any draw the world then makes from the seed.
 constexpr std::uint64_t kParamsStream = 0x5a4d;
 constexpr std::uint64_t kCrashParamsStream = 0x5a4e;
+constexpr std::uint64_t kUdpParamsStream = 0x5a4f;
 
 Duration micros(std::uint64_t n) { return std::chrono::microseconds(static_cast<std::int64_t>(n)); }
 
@@ -55,6 +56,14 @@ Params draw_network(std::uint64_t seed, bool faults) {
     p.max_stable = p.min_stable + micros(r.between(0, 10'000'000));
     p.min_partition = micros(r.between(1'000, 1'000'000));
     p.max_partition = p.min_partition + micros(r.between(0, 5'000'000));
+    // Their own stream: a seed's TCP fault rates are what they were before
+    // these existed. Datagram faults are common on real networks: up to a
+    // tenth of datagrams each.
+    Random u = Random(seed).split(kUdpParamsStream);
+    p.udp_loss_percent = static_cast<unsigned>(u.between(0, 10));
+    p.udp_duplicate_percent = static_cast<unsigned>(u.between(0, 10));
+    p.udp_reorder_percent = static_cast<unsigned>(u.between(0, 10));
+    p.max_reorder = micros(u.between(1, 50'000));
     return p;
 }
 
@@ -89,6 +98,9 @@ std::string to_string(const Params& p) {
         text += fmt::format(" partition {}% ({}% one-way) {}..{} after {}..{}", p.partition_percent, p.one_way_percent,
                             duration_text(p.min_partition), duration_text(p.max_partition),
                             duration_text(p.min_stable), duration_text(p.max_stable));
+    if (p.udp_loss_percent || p.udp_duplicate_percent || p.udp_reorder_percent)
+        text += fmt::format(" udp loss {}% duplicate {}% reorder {}% <={}", p.udp_loss_percent,
+                            p.udp_duplicate_percent, p.udp_reorder_percent, duration_text(p.max_reorder));
     if (p.crash_percent)
         text += fmt::format(" crash {}% every {}..{} down {}..{}", p.crash_percent, duration_text(p.min_crash_gap),
                             duration_text(p.max_crash_gap), duration_text(p.min_downtime),

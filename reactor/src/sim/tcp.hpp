@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The simulated TCP's state: a Link is one connection, two Sides, each the
 // state one endpoint's kernel keeps for it. A Socket is what a host's fd
-// names: a fresh or bound socket, a listener with its accept queue, or one
-// Side of a Link. The Network (network.hpp) moves bytes between Sides; the
-// HostKernel (host_kernel.hpp) answers the system calls from a Socket.
+// names: a fresh or bound socket, a listener with its accept queue, one
+// Side of a Link, or a datagram socket (udp.hpp). The Network (network.hpp)
+// moves bytes between Sides; the HostKernel (host_kernel.hpp) answers the
+// system calls from a Socket.
 //
 // The model, coarse on purpose (docs/simulation.md to come says so): every
 // byte a send() accepts is in flight at once, as one segment, and arrives
@@ -25,6 +26,8 @@
 #include <string>
 
 #include "reactor/clock.hpp"
+
+#include "udp.hpp"
 
 namespace reactor::testing::sim::detail {
 
@@ -88,6 +91,9 @@ struct Socket {
     std::deque<SideRef> accept_queue;
     // Connecting or connected.
     SideRef side;
+    // A datagram socket (SOCK_DGRAM): its state, udp.hpp. Its `state` is
+    // fresh until bound (by bind, connect or a first sendto), then bound.
+    std::unique_ptr<UdpState> udp;
 };
 
 }  // namespace reactor::testing::sim::detail

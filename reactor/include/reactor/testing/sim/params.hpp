@@ -59,6 +59,16 @@ struct Params {
     Duration max_stable = std::chrono::seconds(10);
     Duration min_partition = std::chrono::milliseconds(100);
     Duration max_partition = std::chrono::seconds(5);
+    // Per UDP datagram (TCP never loses, duplicates or reorders within a
+    // connection): lost on the way; delivered twice (the copy up to
+    // max_reorder later); or delayed by up to max_reorder more, so that
+    // datagrams sent after it may arrive first (without it, datagrams
+    // between two hosts arrive in the order sent). Drawn from a stream of
+    // their own: a world's TCP draws and trace are the same with them on.
+    unsigned udp_loss_percent = 0;
+    unsigned udp_duplicate_percent = 0;
+    unsigned udp_reorder_percent = 0;
+    Duration max_reorder = std::chrono::milliseconds(10);
 
     // ---- Host crashes: off by default. A chance comes every
     // [min_crash_gap, max_crash_gap] of virtual time; at each, with this
@@ -79,6 +89,8 @@ struct Params {
 // 256 KiB, short reads and writes from never to always half the time;
 // with `faults`, the fault rates too (each from 0 to a few percent of
 // connections, and partitions after up to a third of stable periods).
+// The UDP faults are drawn with the faults, from a stream of their own
+// (the other fault rates of a seed are what they were before UDP's existed).
 // With `crashes`, host crashes too (a chance every 1 to 20 s, 10 to 50 % of
 // them, down 10 ms to 10 s), from a stream of their own: the other draws of
 // a seed are the same with or without them. Only hosts with a start

@@ -30,7 +30,12 @@
 // them on (connections broken after a prefix, refused connects, clogged
 // links, partitions both ways and one way that heal); hosts that crash
 // and restart, by hand or drawn from the seed (Params::crash_percent: only
-// hosts made with a start function). Not yet: UDP, Unix sockets, pipes, IPv6, clock skew.
+// hosts made with a start function). UDP over IPv4 too (UdpSocket runs
+// unchanged: datagrams with the pair's latency and jitter, in order unless
+// Params draws them lost, duplicated or reordered; a port nobody bound
+// answers ICMP port-unreachable, which UdpSocket reports as ECONNREFUSED,
+// as on Linux; partitions and clogs hold TCP only). Not yet: Unix sockets,
+// pipes, IPv6, clock skew.
 //
 // What escapes a world, and what the library does about it (the checks
 // are on cold paths: opening a socket, submitting a job; the World marks the
