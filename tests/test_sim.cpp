@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -226,6 +227,79 @@ BOOST_AUTO_TEST_CASE(timers_run_on_the_worlds_virtual_time) {
     BOOST_REQUIRE(fired.size() == 2u);
     BOOST_TEST((fired[0] == reactor::Duration(10s)));
     BOOST_TEST((fired[1] == reactor::Duration(3h)));
+}
+
+// The calendar too: a host's wall_clock() is the world's epoch plus the
+// virtual time passed, never the real one.
+BOOST_AUTO_TEST_CASE(a_hosts_wall_clock_is_the_worlds_epoch_plus_virtual_time) {
+    sim::World world(11);
+    sim::Host& a = world.host("a");
+    BOOST_TEST((a.scheduler().wall_clock() == sim::World::kEpoch));
+    std::chrono::system_clock::time_point read{};
+    a.scheduler().call_later(90min, [&] { read = a.scheduler().wall_clock(); });
+    BOOST_TEST((world.run_for(2h) == reactor::RunStatus::idle));
+    BOOST_TEST((read == sim::World::kEpoch + 90min));
+    BOOST_TEST((a.scheduler().wall_clock() == sim::World::kEpoch + 90min));  // idle: time stopped there
+    BOOST_TEST(std::chrono::system_clock::to_time_t(sim::World::kEpoch) == 946'684'800);  // 2000-01-01 00:00:00 UTC
+}
+
+// Clock skew (TigerBeetle's three models): a host's timers are in its own
+// time, and fire at the world instant its clock reaches their deadline.
+BOOST_AUTO_TEST_CASE(a_skewed_hosts_timers_fire_at_the_skewed_instants_of_world_time) {
+    sim::World world(13);
+    sim::Host& plain = world.host("plain");
+    sim::Host& fast = world.host("fast");
+    sim::Host& stepped = world.host("stepped");
+    sim::Host& wobbly = world.host("wobbly");
+    fast.set_clock_skew(sim::ClockSkew::linear(500'000));      // 1.5 s of its own per world second
+    stepped.set_clock_skew(sim::ClockSkew::step(5s, 10s));      // jumps 10 s ahead at 5 s
+    wobbly.set_clock_skew(sim::ClockSkew::periodic(100ms, 4s));  // +-100 ms, a 4 s triangle
+    std::map<std::string, reactor::Duration> fired;
+    std::map<std::string, reactor::Duration> ahead;  // the host's clock minus the world's, then
+    const auto at = [&](sim::Host& h, reactor::Duration delay, std::string name) {
+        h.scheduler().call_later(delay, [&, name, host = &h] {
+            fired[name] = world.elapsed();
+            ahead[name] = host->scheduler().now() - world.now();
+        });
+    };
+    at(plain, 3s, "plain 3s");
+    at(fast, 3s, "fast 3s");
+    at(stepped, 2s, "stepped 2s");
+    at(stepped, 8s, "stepped 8s");
+    at(wobbly, 1s, "wobbly 1s");
+    at(wobbly, 3s, "wobbly 3s");
+    BOOST_TEST((world.run_for(1min) == reactor::RunStatus::idle));
+    BOOST_TEST((fired["plain 3s"] == reactor::Duration(3s)));
+    BOOST_TEST((ahead["plain 3s"] == reactor::Duration::zero()));
+    BOOST_TEST((fired["fast 3s"] == reactor::Duration(2s)));
+    BOOST_TEST((ahead["fast 3s"] == reactor::Duration(1s)));
+    BOOST_TEST((fired["stepped 2s"] == reactor::Duration(2s)));
+    BOOST_TEST((fired["stepped 8s"] == reactor::Duration(5s)));  // the jump passed its deadline
+    BOOST_TEST((ahead["stepped 8s"] == reactor::Duration(10s)));
+    // Rising a tenth as fast again in the first quarter period: the host's
+    // clock is t + floor(t / 10) ns, first >= 1 s at t = 909090910 ns.
+    BOOST_TEST((fired["wobbly 1s"] == std::chrono::nanoseconds(909'090'910)));
+    // Falling in the second and third quarters: at 3 s the offset is -100 ms,
+    // rising again (t - 4 s) / 10: t + (t - 4 s) / 10 >= 3 s at t = 3090909091 ns.
+    BOOST_TEST((fired["wobbly 3s"] == std::chrono::nanoseconds(3'090'909'091)));
+    BOOST_TEST((ahead["wobbly 3s"] < reactor::Duration::zero()));
+    // The calendar runs on the host's clock too.
+    BOOST_TEST((fast.scheduler().wall_clock() == sim::World::kEpoch + world.elapsed() * 3 / 2));
+    BOOST_TEST((plain.scheduler().wall_clock() == sim::World::kEpoch + world.elapsed()));
+}
+
+BOOST_AUTO_TEST_CASE(a_skew_that_would_take_a_clock_back_is_refused) {
+    sim::World world(14);
+    sim::Host& h = world.host("h");
+    BOOST_CHECK_THROW(h.set_clock_skew(sim::ClockSkew::step(1s, -1s)), std::invalid_argument);
+    BOOST_CHECK_THROW(h.set_clock_skew(sim::ClockSkew::periodic(1s, 4s)), std::invalid_argument);
+    BOOST_CHECK_THROW(h.set_clock_skew(sim::ClockSkew::linear(-1'000'000)), std::invalid_argument);
+    BOOST_TEST((h.clock_skew().kind == sim::ClockSkew::Kind::none));
+    h.set_clock_skew(sim::ClockSkew::linear(-500'000));  // slow, but moving
+    reactor::Duration fired{};
+    h.scheduler().call_later(1s, [&] { fired = world.elapsed(); });
+    world.run_for(1min);
+    BOOST_TEST((fired == reactor::Duration(2s)), fired.count());
 }
 
 BOOST_AUTO_TEST_CASE(a_hosts_loop_run_directly_is_refused_with_a_clear_error) {

@@ -19,6 +19,8 @@
 #include <reactor/net/udp_socket.hpp>
 #include <reactor/testing/sim/world.hpp>
 
+#include "../examples/09_echo_server/echo.hpp"
+
 using namespace std::chrono_literals;
 using reactor::CloseKind;
 using reactor::CloseReason;
@@ -347,4 +349,124 @@ BOOST_AUTO_TEST_CASE(draw_params_draws_the_udp_faults_with_the_faults) {
         BOOST_TEST(sim::to_string(calm).find("udp") == std::string::npos);
     }
     BOOST_TEST(on > 20u);
+}
+
+// ---------------------------------------------------------------- fd exhaustion
+
+namespace {
+
+// A client of the echo: connects, sends `payload` in one write, reads the
+// echo back, then ends its side; the echo closes, and so does it.
+struct EchoUser {
+    std::string payload;
+    std::string echoed;
+    std::error_code connect_error;
+    std::optional<CloseReason> end;
+    Duration connected_at{};
+    Duration done_at{};
+
+    void start(sim::World& world, sim::Host& host) {
+        reactor::connect(host.scheduler(), "server", kPort, [this, &world](ConnectionPtr c, std::error_code e) {
+            connect_error = e;
+            if (!c) return;
+            connected_at = world.elapsed();
+            c->set_data_callback([this, &world](Connection& c, std::string_view d) {
+                echoed += d;
+                if (echoed.size() == payload.size()) {
+                    done_at = world.elapsed();
+                    c.write_eof();
+                }
+            });
+            c->set_close_callback([this](Connection&, const CloseReason& r) { end = r; });
+            c->write(payload);
+        });
+    }
+};
+
+}  // namespace
+
+// examples/09's echo (as test_sim_examples runs it) on a host that may hold
+// three fds: its listener and two connections. Six clients come at once:
+// two are served, the others wait in the listener's queue while accept4
+// says EMFILE and the Listener pauses accepting (Options::accept_pause),
+// and are served as fds free. Nobody hangs, no byte is lost, and once the
+// crowd is gone a late client is served at once.
+BOOST_AUTO_TEST_CASE(a_host_out_of_fds_makes_the_echo_pause_accepting_and_serve_everyone_in_turn) {
+    sim::World world(50, exact());
+    sim::Host& server = world.host("server");
+    server.set_fd_limit(3);
+    std::uint64_t echoed = 0;
+    int open = 0;
+    int most_open = 0;
+    reactor::Listener::Options options;
+    options.connection = examples::echo_connection_options({});
+    options.accept_pause = std::chrono::milliseconds(100);
+    auto listener = reactor::Listener::listen(
+        server.scheduler(), server.address(kPort),
+        [&](const ConnectionPtr& c) {
+            most_open = std::max(most_open, ++open);
+            examples::echo(c, echoed);
+            // The echo keeps its own data callback; the close is ours to watch.
+            c->set_close_callback([&](Connection&, const CloseReason&) { --open; });
+        },
+        options);
+    std::vector<std::string> errors;
+    listener->set_error_callback([&](reactor::Listener&, std::error_code e, std::string_view what) {
+        errors.push_back(std::string(what) + ": " + e.message());
+    });
+    std::vector<std::unique_ptr<EchoUser>> users;
+    for (int i = 0; i < 6; ++i) {
+        auto& u = users.emplace_back(std::make_unique<EchoUser>());
+        u->payload = std::string(30'000 + 1000 * static_cast<std::size_t>(i), static_cast<char>('a' + i));
+        u->start(world, world.host("client-" + std::to_string(i)));
+    }
+    const auto all_ended = [&] {
+        return std::all_of(users.begin(), users.end(), [](const auto& u) { return u->end.has_value(); });
+    };
+    BOOST_REQUIRE(world.run_until(all_ended, 60s));
+    for (const auto& u : users) {
+        BOOST_TEST(!u->connect_error);  // the client's side was established: it waited in the queue
+        BOOST_TEST(u->echoed == u->payload);
+        BOOST_TEST((u->end->kind == CloseKind::eof), u->end->to_string());
+    }
+    BOOST_TEST(most_open == 2);
+    BOOST_TEST(listener->accept_failures() > 0u);
+    BOOST_REQUIRE(!errors.empty());
+    BOOST_TEST(errors[0].find("Too many open files") != std::string::npos, errors[0]);
+    // Served in turn: the last ones finished well after the first.
+    Duration first = users[0]->done_at, last = users[0]->done_at;
+    for (const auto& u : users) {
+        first = std::min(first, u->done_at);
+        last = std::max(last, u->done_at);
+    }
+    BOOST_TEST((last - first >= 100ms));
+    BOOST_TEST(echoed == 6u * 30'000u + 15'000u);
+
+    // Recovered: with the crowd gone, a late client is served without a pause.
+    BOOST_TEST((world.run_for(1s) == reactor::RunStatus::idle));
+    BOOST_TEST(open == 0);
+    const std::uint64_t failures = listener->accept_failures();
+    EchoUser late;
+    late.payload = "late";
+    const Duration start = world.elapsed();
+    late.start(world, world.host("client-late"));
+    BOOST_REQUIRE(world.run_until([&] { return late.end.has_value(); }, 10s));
+    BOOST_TEST(late.echoed == "late");
+    BOOST_TEST((late.done_at - start == 4ms));  // connect and echo: two round trips of 1 ms each way
+    BOOST_TEST(listener->accept_failures() == failures);
+
+    // A client host out of fds: its connect fails with EMFILE at once.
+    sim::Host& crowded = world.host("crowded");
+    crowded.set_fd_limit(1);
+    auto squatter = reactor::UdpSocket::bind(crowded.scheduler(), crowded.address(0));
+    EchoUser refused;
+    refused.payload = "x";
+    refused.start(world, crowded);
+    world.run_for(1s);
+    BOOST_TEST((refused.connect_error == std::error_code(EMFILE, std::generic_category())),
+               refused.connect_error.message());
+    squatter->close();
+    listener->close();
+    world.run_for(1s);
+    BOOST_TEST(server.scheduler().empty());
 }

@@ -72,6 +72,9 @@ public:
     }
 
 private:
+    // The Date header: the loop's calendar (a simulated host's is its world's).
+    std::string_view date() { return http_date(scheduler_of(conn_).wall_clock()); }
+
     enum class Next {
         need_more,  // every request read so far is answered
         batch_full, // kBatch bytes of answers are ready; more requests may wait
@@ -118,10 +121,10 @@ private:
                     break;
                 case RequestParser::Step::done:
                     timeouts_.body_complete();
-                    append_hello(out, r.http11, r.keep_alive, r.head_method);
+                    append_hello(out, date(), r.http11, r.keep_alive, r.head_method);
                     if (!r.keep_alive) return Next::close;
                     break;
-                case RequestParser::Step::error: append_error(out, parser_.error_status()); return Next::close;
+                case RequestParser::Step::error: append_error(out, date(), parser_.error_status()); return Next::close;
             }
         }
         return Next::batch_full;
@@ -135,7 +138,7 @@ private:
         const bool late_head = expired == ConnectionTimeouts::Expired::header && parser_.in_head();
         if (late_head || expired == ConnectionTimeouts::Expired::body) {
             std::string out;
-            append_error(out, 408);
+            append_error(out, date(), 408);
             conn_.write(out);
         }
         if (conn_.buffered() == 0)

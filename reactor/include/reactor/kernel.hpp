@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <string_view>
 
@@ -97,6 +98,12 @@ public:
     virtual int getaddrinfo(const char* node, const char* service, const addrinfo* hints,
                             addrinfo** result) noexcept = 0;
     virtual void freeaddrinfo(addrinfo* list) noexcept = 0;
+
+    // ---- time: clock_gettime(CLOCK_REALTIME), the calendar's time
+    // (Scheduler::wall_clock). The loop's timers never read it: they run on
+    // its monotonic clock (SchedulerOptions::clock), which a simulated world
+    // sets to its virtual time.
+    virtual std::chrono::system_clock::time_point wall_clock() const noexcept = 0;
 };
 
 // The C library's functions, one for one. A Scheduler without a kernel calls
@@ -132,6 +139,7 @@ public:
     int getaddrinfo(const char* node, const char* service, const addrinfo* hints,
                     addrinfo** result) noexcept override;
     void freeaddrinfo(addrinfo* list) noexcept override;
+    std::chrono::system_clock::time_point wall_clock() const noexcept override;
 };
 
 }  // namespace reactor

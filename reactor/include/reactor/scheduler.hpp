@@ -292,6 +292,13 @@ public:
         }
         return now_;
     }
+    // The calendar's time, for what a person or a protocol reads (an HTTP
+    // Date header, a log line): the system clock (CLOCK_REALTIME), or a
+    // simulated host's (its world's virtual time from a fixed epoch: see
+    // testing/sim/world.hpp), through the loop's kernel (reactor/kernel.hpp).
+    // Not monotonic and not cached: timers never use it; read it once per
+    // use, not per message.
+    std::chrono::system_clock::time_point wall_clock() const noexcept;
 
     // ---- errors ----
     // An exception escaping a callback never unwinds out of the loop: it goes

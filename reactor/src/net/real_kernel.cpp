@@ -43,5 +43,8 @@ int RealKernel::getaddrinfo(const char* node, const char* service, const addrinf
     return ::getaddrinfo(node, service, hints, result);
 }
 void RealKernel::freeaddrinfo(addrinfo* list) noexcept { ::freeaddrinfo(list); }
+std::chrono::system_clock::time_point RealKernel::wall_clock() const noexcept {
+    return std::chrono::system_clock::now();
+}
 
 }  // namespace reactor

@@ -24,10 +24,15 @@
 namespace reactor::testing::sim::detail {
 
 
-HostKernel::HostKernel(Network& network, std::size_t host)
-    : network_(network), host_(host), name_(fmt::format("sim {}", network.name_of(host))) {}
+HostKernel::HostKernel(Network& network, std::size_t host, std::shared_ptr<HostClock> clock)
+    : network_(network), host_(host), clock_(std::move(clock)), name_(fmt::format("sim {}", network.name_of(host))) {}
 
 HostKernel::~HostKernel() = default;
+
+std::chrono::system_clock::time_point HostKernel::wall_clock() const noexcept {
+    return World::kEpoch + std::chrono::duration_cast<std::chrono::system_clock::duration>(clock_->now() -
+                                                                                            VirtualClock::kStart);
+}
 
 Socket* HostKernel::find(int fd) const noexcept {
     if (fd < kFirstFd || static_cast<std::size_t>(fd - kFirstFd) >= slots_.size()) return nullptr;
@@ -35,6 +40,7 @@ Socket* HostKernel::find(int fd) const noexcept {
 }
 
 int HostKernel::add(std::unique_ptr<Socket> socket) noexcept {
+    if (fd_limit_ != 0 && open_ >= fd_limit_) return fail(EMFILE);
     std::size_t i = 0;
     while (i < slots_.size() && (slots_[i].socket || slots_[i].reserved)) ++i;
     try {
@@ -154,6 +160,7 @@ int HostKernel::accept4(int fd, sockaddr* address, socklen_t* length, int flags)
     if (s->udp) return fail(EOPNOTSUPP);
     if (s->state != Socket::State::listening) return fail(EINVAL);
     if (s->accept_queue.empty()) return fail(EAGAIN);
+    if (fd_limit_ != 0 && open_ >= fd_limit_) return fail(EMFILE);  // the connection waits in the queue
     std::unique_ptr<Socket> accepted(new (std::nothrow) Socket);
     if (!accepted) return fail(ENOMEM);
     accepted->state = Socket::State::connected;

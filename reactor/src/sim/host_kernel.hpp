@@ -19,6 +19,7 @@
 
 #include "reactor/kernel.hpp"
 
+#include "host_clock.hpp"
 #include "tcp.hpp"
 
 namespace reactor::testing::sim::detail {
@@ -36,7 +37,7 @@ class HostKernel final : public Kernel {
 public:
     static constexpr int kFirstFd = 4096;
 
-    HostKernel(Network& network, std::size_t host);
+    HostKernel(Network& network, std::size_t host, std::shared_ptr<HostClock> clock);
     ~HostKernel() override;
 
     Readiness readiness(int fd) const noexcept;
@@ -48,6 +49,10 @@ public:
     void crash() noexcept;
     bool crashed() const noexcept { return crashed_; }
     std::size_t open_fds() const noexcept { return open_; }
+    // At most this many fds open at once (0: no limit), as RLIMIT_NOFILE
+    // counts them: socket() and accept4() say EMFILE at the limit (accept4
+    // leaving the connection queued). Host::set_fd_limit.
+    void set_fd_limit(std::size_t limit) noexcept { fd_limit_ = limit; }
 
     std::string_view name() const noexcept override { return name_; }
     bool simulated() const noexcept override { return true; }
@@ -77,6 +82,8 @@ public:
     int getaddrinfo(const char* node, const char* service, const addrinfo* hints,
                     addrinfo** result) noexcept override;
     void freeaddrinfo(addrinfo* list) noexcept override;
+    // World::kEpoch plus the host's time (its clock's, skew included) since the world began.
+    std::chrono::system_clock::time_point wall_clock() const noexcept override;
 
 private:
     struct Slot {
@@ -104,9 +111,11 @@ private:
 
     Network& network_;
     std::size_t host_;
+    std::shared_ptr<HostClock> clock_;
     std::string name_;
     std::vector<Slot> slots_;  // fd kFirstFd + i
     std::size_t open_ = 0;
+    std::size_t fd_limit_ = 0;
     bool crashed_ = false;
 };
 

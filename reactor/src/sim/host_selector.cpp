@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "host_clock.hpp"
 #include "host_kernel.hpp"
 #include "network.hpp"
 
@@ -45,7 +46,9 @@ void HostSelector::wait(std::optional<std::chrono::nanoseconds> timeout, std::ve
     }
     if (out.size() != before || timeout == std::chrono::nanoseconds::zero()) return;
     idle_ = true;
-    if (timeout) network_.wake_at(host_, network_.now() + std::chrono::ceil<Duration>(*timeout));
+    if (timeout)
+        network_.wake_at(host_, clock_.world_time_for(reactor::detail::saturating_add(
+                                    clock_.now(), std::chrono::ceil<Duration>(*timeout))));
 }
 
 }  // namespace reactor::testing::sim::detail

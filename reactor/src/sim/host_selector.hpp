@@ -17,13 +17,14 @@
 
 namespace reactor::testing::sim::detail {
 
+class HostClock;
 class HostKernel;
 class Network;
 
 class HostSelector final : public Selector {
 public:
-    HostSelector(Network& network, HostKernel& kernel, std::size_t host) noexcept
-        : network_(network), kernel_(kernel), host_(host) {}
+    HostSelector(Network& network, HostKernel& kernel, HostClock& clock, std::size_t host) noexcept
+        : network_(network), kernel_(kernel), clock_(clock), host_(host) {}
 
     std::string_view name() const noexcept override { return "sim"; }
     void set_interest(int fd, Interest interest) override;
@@ -49,6 +50,7 @@ public:
 private:
     Network& network_;
     HostKernel& kernel_;
+    HostClock& clock_;  // the timeout is in the host's time: its deadline is woken at the world's instant
     std::size_t host_;
     std::map<int, Interest> interest_;
     bool stepping_ = false;

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "crashes.hpp"
+#include "host_clock.hpp"
 #include "host_kernel.hpp"
 #include "host_selector.hpp"
 #include "network.hpp"
@@ -40,7 +41,8 @@ void fill_from(void* context, unsigned char* out, std::size_t length) noexcept {
 }  // namespace
 
 Host::Host(World& world, std::size_t index, std::string name)
-    : world_(world), index_(index), name_(std::move(name)) {
+    : world_(world), index_(index), name_(std::move(name)),
+      clock_(std::make_shared<detail::HostClock>(*world.network_)) {
     in_addr ip{htonl(world.network_->ip_of(index))};
     char text[INET_ADDRSTRLEN] = "";
     ::inet_ntop(AF_INET, &ip, text, sizeof text);
@@ -50,13 +52,14 @@ Host::Host(World& world, std::size_t index, std::string name)
 
 void Host::boot() {
     detail::Network& network = *world_.network_;
-    auto kernel = std::make_shared<detail::HostKernel>(network, index_);
-    auto selector = std::make_unique<detail::HostSelector>(network, *kernel, index_);
+    auto kernel = std::make_shared<detail::HostKernel>(network, index_, clock_);
+    kernel->set_fd_limit(fd_limit_);
+    auto selector = std::make_unique<detail::HostSelector>(network, *kernel, *clock_, index_);
     detail::HostSelector* selector_ptr = selector.get();
     Scheduler::Options options;
     options.selector = std::move(selector);
     options.kernel = kernel;
-    options.clock = network.clock().function();  // every host reads the world's one clock
+    options.clock = [clock = clock_] { return clock->now(); };  // the world's, plus the host's skew
     sched_ = std::make_unique<Scheduler>(std::move(options));
     kernel_ = std::move(kernel);
     selector_ = selector_ptr;
@@ -80,6 +83,19 @@ void Host::crash() {
     world_.network_->rest(index_);
     world_.network_->set_down(index_, true);
 }
+
+void Host::set_fd_limit(std::size_t limit) {
+    fd_limit_ = limit;
+    if (kernel_) kernel_->set_fd_limit(limit);
+}
+
+void Host::set_clock_skew(const ClockSkew& skew) {
+    if (std::string why = skew.invalid(); !why.empty())
+        throw std::invalid_argument(fmt::format("sim: clock skew {} for host {}: {}", to_string(skew), name_, why));
+    clock_->set_skew(skew);
+}
+
+const ClockSkew& Host::clock_skew() const noexcept { return clock_->skew(); }
 
 Scheduler& Host::scheduler() {
     if (!sched_) throw std::logic_error("sim: host " + name_ + " is down (crashed, not restarted)");

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstddef>
 
 #include "reactor/kernel.hpp"
@@ -137,6 +138,11 @@ inline void freeaddrinfo(Kernel* k, addrinfo* list) noexcept {
     if (k == nullptr) [[likely]]
         return ::freeaddrinfo(list);
     k->freeaddrinfo(list);
+}
+inline std::chrono::system_clock::time_point wall_clock(const Kernel* k) noexcept {
+    if (k == nullptr) [[likely]]
+        return std::chrono::system_clock::now();
+    return k->wall_clock();
 }
 
 }  // namespace reactor::detail::sys

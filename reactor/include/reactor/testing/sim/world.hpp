@@ -34,8 +34,11 @@
 // unchanged: datagrams with the pair's latency and jitter, in order unless
 // Params draws them lost, duplicated or reordered; a port nobody bound
 // answers ICMP port-unreachable, which UdpSocket reports as ECONNREFUSED,
-// as on Linux; partitions and clogs hold TCP only). Not yet: Unix sockets,
-// pipes, IPv6, clock skew.
+// as on Linux; partitions and clogs hold TCP only). Per host: a limit on
+// open fds (Host::set_fd_limit: EMFILE at socket and accept) and a clock
+// skew (Host::set_clock_skew, clock_skew.hpp: linear, step, periodic).
+// Not yet: Unix sockets, pipes, IPv6, other resources failing (ENOMEM,
+// ENOBUFS) on their own.
 //
 // What escapes a world, and what the library does about it (the checks
 // are on cold paths: opening a socket, submitting a job; the World marks the
@@ -55,7 +58,9 @@
 //     (the hosts share one thread, and a resting host would never take a
 //     cross-loop post);
 //   - time: a host's Scheduler::now() and its timers are the world's virtual
-//     clock. Real time read by user code directly (std::chrono::steady_clock,
+//     clock (plus the host's skew, if it has one), and its
+//     Scheduler::wall_clock() (the calendar) is World::kEpoch plus the
+//     host's time passed. Real time read by user code directly (std::chrono::steady_clock,
 //     clock_gettime) and getrandom the library cannot see: only an interposed
 //     clock_gettime/getrandom (as tests/support/syscall_faults does for other
 //     calls) could. TLS runs over a host's Connection; OpenSSL draws its
@@ -78,6 +83,7 @@
 #include "reactor/net/address.hpp"
 #include "reactor/scheduler.hpp"
 #include "reactor/detail/world_mark.hpp"
+#include "reactor/testing/sim/clock_skew.hpp"
 #include "reactor/testing/sim/params.hpp"
 #include "reactor/testing/sim/random.hpp"
 #include "reactor/testing/sim/trace.hpp"
@@ -86,6 +92,7 @@ namespace reactor::testing::sim {
 
 namespace detail {
 class Crashes;
+class HostClock;
 class HostKernel;
 class HostSelector;
 class Network;
@@ -111,6 +118,21 @@ public:
     bool up() const noexcept { return sched_ != nullptr; }
     // Times it was started: 1 at first, one more at each restart.
     unsigned boots() const noexcept { return boots_; }
+    // Its kernel's limit on open fds (RLIMIT_NOFILE; 0, the default: none):
+    // at the limit, socket() and accept4() fail with EMFILE (a connection
+    // then waits in its listener's queue), so reactor::connect reports
+    // EMFILE and a Listener pauses accepting (Listener::Options::
+    // accept_pause) until fds are free. Kept across restarts; lowering it
+    // closes nothing.
+    void set_fd_limit(std::size_t limit);
+    std::size_t fd_limit() const noexcept { return fd_limit_; }
+    // Its clock's offset from the world's (clock_skew.hpp; none by
+    // default): from now on its Scheduler::now(), its timers and its
+    // wall_clock() run on world time plus skew.offset_at(elapsed()). A
+    // model that could take the clock back: std::invalid_argument. Kept
+    // across restarts.
+    void set_clock_skew(const ClockSkew& skew);
+    const ClockSkew& clock_skew() const noexcept;
 
     // What a host runs, made again at each restart: it builds the host's
     // program on host.scheduler() and returns what keeps it alive (its
@@ -129,6 +151,8 @@ private:
     std::string name_;
     std::string ip_;
     unsigned boots_ = 0;
+    std::size_t fd_limit_ = 0;
+    std::shared_ptr<detail::HostClock> clock_;    // also held by kernel_ and sched_'s clock function
     Start start_;
     std::shared_ptr<detail::HostKernel> kernel_;  // also held by sched_ (and by a Connector that outlives it)
     detail::HostSelector* selector_ = nullptr;    // owned by sched_
@@ -179,6 +203,11 @@ public:
     Trace& trace() noexcept;
     // Loop iterations run, over all hosts.
     std::uint64_t steps() const noexcept { return steps_; }
+
+    // What a host's Scheduler::wall_clock() reads when the world begins
+    // (2000-01-01 00:00:00 UTC): the calendar moves with virtual time, so
+    // a Date header or a log line's time is the same on every run of a seed.
+    static constexpr std::chrono::system_clock::time_point kEpoch{std::chrono::seconds(946'684'800)};
 
     // A host that keeps its loop busy without virtual time passing (a
     // callback that schedules itself with call_soon forever) stops the run
