@@ -496,6 +496,44 @@ BOOST_AUTO_TEST_CASE(a_datagram_to_a_port_nobody_bound_is_refused_connected_or_n
     BOOST_TEST(client.scheduler().empty());
 }
 
+// A host that crashes takes its datagram sockets with it: what is sent to it
+// while it is down is lost without a word (no refusal: nobody answers), and
+// once its start has bound the port again datagrams arrive as before.
+BOOST_AUTO_TEST_CASE(datagrams_to_a_crashed_host_are_lost_until_it_restarts_and_binds_again) {
+    sim::World world(35);
+    world.trace().keep_lines(true);
+    std::vector<Received> got;
+    sim::Host& server = world.host("server", [&](sim::Host& h) {
+        auto sock = reactor::UdpSocket::bind(h.scheduler(), h.address(53));
+        sock->set_datagram_callback(record(world, got));
+        return std::shared_ptr<void>(sock);
+    });
+    sim::Host& client = world.host("client");
+    auto sock = reactor::UdpSocket::connect(client.scheduler(), server.address(53));
+    std::vector<Refusal> refused;
+    sock->set_error_callback(record(refused));
+    BOOST_TEST(sock->send("before"));
+    world.run_for(1s);
+    world.crash(server);
+    BOOST_TEST(sock->send("while down"));
+    world.run_for(1s);
+    world.restart(server);
+    world.run_for(1ms);  // its start has run
+    BOOST_TEST(sock->send("after"));
+    BOOST_TEST((world.run_for(1s) == reactor::RunStatus::idle));
+    BOOST_REQUIRE(got.size() == 2u);
+    BOOST_TEST(got[0].data == "before");
+    BOOST_TEST(got[1].data == "after");
+    BOOST_TEST(refused.empty());
+    const auto& lines = world.trace().lines();
+    BOOST_TEST(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+                   return l.find("udp lost (host down)") != std::string::npos;
+               }) == 1);
+    sock->close();
+    world.run_for(1s);
+    BOOST_TEST(client.scheduler().empty());
+}
+
 namespace {
 
 // A ping-pong of `rounds` datagrams between two hosts, for the trace.
