@@ -241,6 +241,11 @@ BOOST_AUTO_TEST_CASE(a_hosts_wall_clock_is_the_worlds_epoch_plus_virtual_time) {
     BOOST_TEST((read == sim::World::kEpoch + 90min));
     BOOST_TEST((a.scheduler().wall_clock() == sim::World::kEpoch + 90min));  // idle: time stopped there
     BOOST_TEST(std::chrono::system_clock::to_time_t(sim::World::kEpoch) == 946'684'800);  // 2000-01-01 00:00:00 UTC
+    // A real loop's is the system clock (no kernel: read directly).
+    reactor::Scheduler real;
+    const auto before = std::chrono::system_clock::now();
+    const auto now = real.wall_clock();
+    BOOST_TEST((before <= now && now <= std::chrono::system_clock::now()));
 }
 
 // Clock skew (TigerBeetle's three models): a host's timers are in its own
