@@ -7,6 +7,7 @@
 // replays one to the same failure with its whole trace. Virtual time only.
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <sstream>
@@ -198,4 +199,48 @@ BOOST_AUTO_TEST_CASE(draw_params_is_a_function_of_the_seed) {
     BOOST_TEST((p.min_latency <= p.max_latency));
     BOOST_TEST(p.min_buffer <= p.max_buffer);
     BOOST_TEST(p.min_buffer >= 1u);
+}
+
+// A hunt (bench/sim_mutants/run): REACTOR_SIM_STOP_AT_FAILURE=1 stops the
+// run at the first failing seed, and every run ends with one summary line
+// saying how many seeds ran, how many failed, after how many seeds the
+// first did, and the virtual time the worlds ran (real time too, never
+// checked).
+BOOST_AUTO_TEST_CASE(stop_at_failure_ends_the_run_at_the_first_failing_seed_with_a_summary_line) {
+    // Seeds 1..9 pass, every later one fails; each world runs one virtual second.
+    const auto body = [](sim::World& w) {
+        w.host("a").scheduler().call_later(std::chrono::seconds(2), [] {});  // something to wait for
+        w.run_for(std::chrono::seconds(1));
+        if (w.seed() >= 10) throw std::runtime_error("planted");
+    };
+    std::ostringstream out;
+    sim::SwarmOptions options;
+    options.out = &out;
+    sim::Swarm swarm(body, options);
+    const sim::SwarmResult all = swarm.run(1, 12);
+    BOOST_TEST(all.runs == 12u);
+    BOOST_TEST(all.failures.size() == 3u);
+    BOOST_TEST(all.first_failure_after == 10u);
+    BOOST_TEST((all.virtual_time == std::chrono::seconds(12)));
+    BOOST_TEST(out.str().find("\nsim: 12 seeds, 3 failed; first failure after 10 seeds; 12.0 s virtual, ") !=
+                   std::string::npos,
+               out.str());
+
+    ::setenv(sim::Swarm::kStopVariable, "1", 1);
+    std::ostringstream stopped;
+    swarm.options().out = &stopped;
+    const sim::SwarmResult first = swarm.run(1, 12);
+    ::unsetenv(sim::Swarm::kStopVariable);
+    BOOST_TEST(first.runs == 10u);
+    BOOST_TEST(first.failures.size() == 1u);
+    BOOST_TEST(first.failures[0].seed == 10u);
+    BOOST_TEST(stopped.str().find("sim: seed 10 failed: planted") == 0u, stopped.str());
+    BOOST_TEST(stopped.str().find("\nsim: 10 seeds, 1 failed; first failure after 10 seeds; 10.0 s virtual, ") !=
+                   std::string::npos,
+               stopped.str());
+
+    std::ostringstream clean;
+    swarm.options().out = &clean;
+    BOOST_TEST(swarm.run(1, 3).failures.empty());
+    BOOST_TEST(clean.str().find("sim: 3 seeds, 0 failed; first failure after none; 3.0 s virtual, ") == 0u, clean.str());
 }

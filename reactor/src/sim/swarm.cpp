@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -43,12 +45,48 @@ std::optional<std::uint64_t> Swarm::seed_from_environment() {
     return seed;
 }
 
+bool Swarm::stop_at_failure_from_environment() {
+    const char* text = std::getenv(kStopVariable);
+    return text != nullptr && std::string_view(text) == "1";
+}
+
+namespace {
+
+std::string seconds(std::chrono::nanoseconds t) { return fmt::format("{:.1f} s", std::chrono::duration<double>(t).count()); }
+
+// Adds a world's virtual time to the sum as the body leaves it, even by an exception.
+struct CountVirtualTime {
+    const World& world;
+    std::chrono::nanoseconds& sum;
+    ~CountVirtualTime() { sum += std::chrono::duration_cast<std::chrono::nanoseconds>(world.elapsed()); }
+};
+
+}  // namespace
+
+std::string SwarmResult::summary() const {
+    const std::string first = failures.empty() ? std::string("none") : fmt::format("{} seeds", first_failure_after);
+    return fmt::format("sim: {} seeds, {} failed; first failure after {}; {} virtual, {} real", runs, failures.size(),
+                       first, seconds(virtual_time), seconds(real_time));
+}
+
+void Swarm::print_summary(const SwarmResult& result) const {
+    const std::string line = result.summary();
+    out() << line << '\n';
+    if (options_.out != nullptr && options_.out != &std::cerr && stop_at_failure_from_environment())
+        std::cerr << line << '\n';
+}
+
 std::optional<SwarmFailure> Swarm::run_one(std::uint64_t seed, bool trace) {
     const Params params = params_for(seed);
     std::string what;
+    // The body, with its world's virtual time counted.
+    const auto counted = [this](World& world) {
+        const CountVirtualTime count{world, virtual_time_};
+        body_(world);
+    };
     try {
         if (options_.check_determinism && !trace) {
-            const DeterminismReport report = check_determinism(seed, params, body_);
+            const DeterminismReport report = check_determinism(seed, params, counted);
             if (!report.same) what = report.to_string();
         } else {
             World world(seed, params);
@@ -64,7 +102,7 @@ std::optional<SwarmFailure> Swarm::run_one(std::uint64_t seed, bool trace) {
                     for (const std::string& line : world.trace().lines()) swarm.out() << line << '\n';
                 }
             } print{*this, world, trace};
-            body_(world);
+            counted(world);
         }
     } catch (const std::exception& e) {
         what = e.what();
@@ -80,28 +118,43 @@ std::optional<SwarmFailure> Swarm::run_one(std::uint64_t seed, bool trace) {
 }
 
 SwarmResult Swarm::replay(std::uint64_t seed) {
+    const auto started = std::chrono::steady_clock::now();
+    virtual_time_ = {};
     out() << fmt::format("sim: replaying seed {} ({})\n", seed, to_string(params_for(seed)));
     SwarmResult result;
     result.runs = 1;
     if (auto failure = run_one(seed, true)) {
         out() << failure->line << '\n';
+        result.first_failure_after = 1;
         result.failures.push_back(std::move(*failure));
     } else {
         out() << fmt::format("sim: seed {} passed\n", seed);
     }
+    result.virtual_time = virtual_time_;
+    result.real_time = std::chrono::steady_clock::now() - started;
+    print_summary(result);
     return result;
 }
 
 SwarmResult Swarm::run(std::uint64_t first, std::size_t count) {
     if (auto seed = seed_from_environment()) return replay(*seed);
+    const bool stop = stop_at_failure_from_environment();
+    const auto started = std::chrono::steady_clock::now();  // real time: printed, never asserted
+    virtual_time_ = {};
     SwarmResult result;
     for (std::size_t i = 0; i < count; ++i) {
         ++result.runs;
         if (auto failure = run_one(first + i)) {
             out() << failure->line << '\n';
+            if (result.failures.empty()) result.first_failure_after = result.runs;
+            if (stop && options_.out != nullptr && options_.out != &std::cerr) std::cerr << failure->line << '\n';
             result.failures.push_back(std::move(*failure));
+            if (stop) break;
         }
     }
+    result.virtual_time = virtual_time_;
+    result.real_time = std::chrono::steady_clock::now() - started;
+    print_summary(result);
     return result;
 }
 

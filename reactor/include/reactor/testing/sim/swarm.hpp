@@ -18,9 +18,22 @@
 // Replay: when REACTOR_SIM_SEED is set, run() runs that seed only, with the
 // world's trace kept, and prints every event of it before its result: the
 // same world, event for event (the seed is all there is). replay(seed) does
-// the same without the variable. Loop thread only.
+// the same without the variable.
+//
+// Hunting (bench/sim_mutants/run): with REACTOR_SIM_STOP_AT_FAILURE=1 in
+// the environment, run() stops after the first failing seed. Every run()
+// and replay() ends with one line on out() (and on std::cerr as well when
+// stopping at a failure, whatever out() is, so that the runner sees it):
+//
+//     sim: 10000 seeds, 0 failed; first failure after none; 8123.4 s virtual, 61.2 s real
+//     sim: 37 seeds, 1 failed; first failure after 37 seeds; 29.9 s virtual, 0.3 s real
+//
+// virtual: the worlds' elapsed time summed over every world run (a
+// determinism check runs two per seed); real: the wall-clock time of the
+// run, printed, never asserted. Loop thread only.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -47,6 +60,14 @@ struct SwarmFailure {
 struct SwarmResult {
     std::size_t runs = 0;  // seeds run
     std::vector<SwarmFailure> failures;
+    // The worlds' virtual time, summed over every world run; the run's real
+    // (wall-clock) time, for the summary line only.
+    std::chrono::nanoseconds virtual_time{0};
+    std::chrono::nanoseconds real_time{0};
+    // Seeds run up to and including the first failing one; 0: none failed.
+    std::size_t first_failure_after = 0;
+    // The summary line printed at the end (see the top of this file).
+    std::string summary() const;
 };
 
 struct SwarmOptions {
@@ -73,6 +94,9 @@ class REACTOR_API Swarm {
 public:
     // The variable a replay sets: the one seed to run, traced.
     static constexpr const char* kSeedVariable = "REACTOR_SIM_SEED";
+    // Set to 1: run() stops after the first failing seed (a hunt for a
+    // planted defect, bench/sim_mutants/run).
+    static constexpr const char* kStopVariable = "REACTOR_SIM_STOP_AT_FAILURE";
 
     explicit Swarm(std::function<void(World&)> body, SwarmOptions options = {});
 
@@ -89,13 +113,17 @@ public:
 
     // $REACTOR_SIM_SEED, if set to a number (anything else: std::invalid_argument).
     static std::optional<std::uint64_t> seed_from_environment();
+    // $REACTOR_SIM_STOP_AT_FAILURE is 1.
+    static bool stop_at_failure_from_environment();
 
 private:
     std::ostream& out() const;
     std::string replay_command() const;
+    void print_summary(const SwarmResult& result) const;
 
     std::function<void(World&)> body_;
     SwarmOptions options_;
+    std::chrono::nanoseconds virtual_time_{0};  // summed by run_one's worlds
 };
 
 }  // namespace reactor::testing::sim
