@@ -770,6 +770,7 @@ void crash_with_a_close_queued(sim::World& world, LineServer kind) {
                                   alive, server.sessions.size(),
                                   kind == LineServer::callbacks ? "connections" : "conversations");
     }
+    for (const auto& c : stream_clients) c->done = {};  // their states belong to the client hosts' loops
     for (auto it = hosts.rbegin(); it != hosts.rend(); ++it)
         if ((*it)->up()) world.crash(**it);
     if (!failure.empty()) throw std::runtime_error(failure);

@@ -244,3 +244,18 @@ BOOST_AUTO_TEST_CASE(stop_at_failure_ends_the_run_at_the_first_failing_seed_with
     BOOST_TEST(swarm.run(1, 3).failures.empty());
     BOOST_TEST(clean.str().find("sim: 3 seeds, 0 failed; first failure after none; 3.0 s virtual, ") == 0u, clean.str());
 }
+
+// A seed that failed the determinism check replays as that failure: the
+// traced run alone would pass (it is one run), so the check follows it.
+BOOST_AUTO_TEST_CASE(a_failure_of_determinism_replays_from_its_seed) {
+    static int runs = 0;  // each run sends a different amount: no two traces agree
+    std::ostringstream out;
+    sim::SwarmOptions options;
+    options.out = &out;
+    options.check_determinism = true;
+    sim::Swarm swarm([](sim::World& w) { echo_world(w, 1, 100 + 50 * (runs++ % 2), false); }, options);
+    const sim::SwarmResult result = swarm.replay(3);
+    BOOST_REQUIRE(result.failures.size() == 1u);
+    BOOST_TEST(result.failures[0].what.find("NOT deterministic") != std::string::npos, result.failures[0].what);
+    BOOST_TEST(out.str().find("sim: seed 3 failed: ") != std::string::npos, out.str());
+}

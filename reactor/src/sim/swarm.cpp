@@ -123,7 +123,11 @@ SwarmResult Swarm::replay(std::uint64_t seed) {
     out() << fmt::format("sim: replaying seed {} ({})\n", seed, to_string(params_for(seed)));
     SwarmResult result;
     result.runs = 1;
-    if (auto failure = run_one(seed, true)) {
+    // Traced, the seed runs once; a failure of determinism needs its two
+    // runs: checked after the traced one, when that one passed.
+    std::optional<SwarmFailure> failed = run_one(seed, true);
+    if (!failed && options_.check_determinism) failed = run_one(seed, false);
+    if (auto failure = std::move(failed)) {
         out() << failure->line << '\n';
         result.first_failure_after = 1;
         result.failures.push_back(std::move(*failure));

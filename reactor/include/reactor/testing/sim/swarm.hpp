@@ -18,7 +18,9 @@
 // Replay: when REACTOR_SIM_SEED is set, run() runs that seed only, with the
 // world's trace kept, and prints every event of it before its result: the
 // same world, event for event (the seed is all there is). replay(seed) does
-// the same without the variable.
+// the same without the variable; with check_determinism, a seed whose traced
+// run passed is then run twice more and its traces compared, so that a
+// failure of determinism replays too.
 //
 // Hunting (bench/sim_mutants/run): with REACTOR_SIM_STOP_AT_FAILURE=1 in
 // the environment, run() stops after the first failing seed. Every run()
