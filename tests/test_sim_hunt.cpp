@@ -13,6 +13,9 @@
 //   messages larger than the high-water mark and stop reading for a while,
 //   again and again, then come back for a second session on a new
 //   connection: every byte comes back in order and every client finishes.
+//   echo_streams_stuck_clients_cost_one_read: EchoSession against clients
+//   that send a megabyte and never read: each server stream holds at most
+//   about one read of unread input.
 //   feed_to_slow_subscribers_drops_them_whole: a server feeding slow
 //   readers drops one from its high-water callback (abort); write()
 //   must then say that it did not take the bytes.
