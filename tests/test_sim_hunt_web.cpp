@@ -20,11 +20,15 @@
 //   that end every way a TLS connection ends: close(), write_eof() answered,
 //   write_eof() never answered (it must end at the shutdown timeout, not
 //   wait forever), a bare TCP close (the server must call it a truncation),
-//   and plain TCP clients that never say hello (the squatted port must keep
-//   at most max_handshakes of them). Then every host crashes, the server's
+//   close() with the echo still coming (the server, its close_notify read,
+//   must call it eof whatever its last writes meet), abort() and the
+//   program's end in one turn, mid-handshake or not, and plain TCP clients
+//   that never say hello (the squatted port must keep at most
+//   max_handshakes of them). Then every host crashes, the server's
 //   handshakes still in progress: no TLS connection may outlive its loop
-//   (each is watched through a weak_ptr: a cycle through a callback that
-//   was never run would keep one alive).
+//   (each is watched through a weak_ptr: a close callback dropped unrun
+//   with its loop must not leave a TLS connection and its transport
+//   holding each other).
 //
 // Virtual time only: a seed's run depends on the seed alone.
 #include <boost/test/unit_test.hpp>
@@ -378,6 +382,7 @@ struct ServerSide {
     std::weak_ptr<tls::Connection> conn;
     std::string received;
     std::optional<reactor::End> end;
+    bool peer_closed = false;  // the client's close_notify had arrived when it closed
 };
 
 // One TLS client: a message echoed, then ended its way:
@@ -388,12 +393,17 @@ struct ServerSide {
 //             server's reason truncated
 //   squat     one to three plain TCP connections to the squatted port,
 //             never a byte on them
+//   hangup    close() as soon as the echo of its long message begins to
+//             come back: the server reads its close_notify with the rest of
+//             the echo still to send, which then meets the reset of a
+//             socket closed with input unread; the server's reason must be
+//             eof all the same (checked on the server's side)
 //   quit      abort(), mid-handshake or after its echo, and its program
 //             ends in the same turn (its host crashes before the abort's
 //             close callback could run): nothing is checked but that the
 //             connection is freed
 struct TlsClient {
-    enum class Kind { close, eof, deaf, truncate, squat, quit };
+    enum class Kind { close, eof, deaf, truncate, squat, quit, hangup };
     std::string name;
     Kind kind = Kind::close;
     std::mt19937_64 rng;
@@ -415,6 +425,7 @@ struct TlsClient {
             case Kind::truncate: return "truncate";
             case Kind::squat: return "squat";
             case Kind::quit: return "quit";
+            case Kind::hangup: return "hangup";
         }
         return "?";
     }
@@ -429,7 +440,8 @@ struct TlsClient {
                 std::exchange(conn, nullptr)->abort();  // held no more: the loop's end must free it
                 world.crash(host);  // after this turn of the loop: the close callback never runs
                 break;
-            case Kind::close: conn->close(); break;
+            case Kind::close:
+            case Kind::hangup: conn->close(); break;
             case Kind::eof: conn->write_eof(); break;
             case Kind::deaf:
                 eof_at = host.scheduler().now().time_since_epoch();
@@ -452,7 +464,8 @@ struct TlsClient {
             }
             return;
         }
-        message.assign(1 + rng() % 40'000, static_cast<char>('a' + rng() % 26));
+        message.assign(kind == Kind::hangup ? 100'000 + rng() % 200'000 : 1 + rng() % 40'000,
+                       static_cast<char>('a' + rng() % 26));
         if (kind == Kind::truncate) message[0] = 'T';  // tells the server what to expect
         const std::uint16_t port = kind == Kind::deaf ? kDeafPort : kEchoPort;
         const bool quit_in_handshake = kind == Kind::quit && rng() % 2;
@@ -465,7 +478,11 @@ struct TlsClient {
             conn = c;
             watch = c;
             if (quit_in_handshake) return finish(world, host);
-            c->set_data_callback([this, &world, &host](tls::Connection&, std::string_view d) {
+            c->set_data_callback([this, &world, &host](tls::Connection& c, std::string_view d) {
+                if (kind == Kind::hangup) {
+                    if (c.state() == tls::Connection::State::open) finish(world, host);
+                    return;
+                }
                 echoed += d;
                 if (echoed.size() == message.size()) {
                     if (echoed != message) fail(fmt::format("{}: the echo differs from what was sent", name));
@@ -493,6 +510,10 @@ struct TlsClient {
     // What its own end must have been (the server's side is checked apart).
     void check() {
         if (!failure.empty() || kind == Kind::squat || kind == Kind::truncate || kind == Kind::quit) return;
+        if (kind == Kind::hangup) {
+            if (!end) fail(fmt::format("{} (hangup) never ended", name));
+            return;  // its own reason may be the reset its unread input provoked
+        }
         if (!end) return fail(fmt::format("{} ({}) never ended", name, kind_name()));
         const EndKindCheck expected = kind == Kind::close ? EndKindCheck{reactor::EndKind::local, "local"}
                                       : kind == Kind::eof ? EndKindCheck{reactor::EndKind::eof, "eof"}
@@ -534,7 +555,10 @@ void tls_world(sim::World& world) {
                 c.write(d);
             });
             if (port == kDeafPort) c->set_handshake_callback([](tls::Connection& c) { c.pause_reading(); });
-            c->set_close_callback([&side](tls::Connection&, const reactor::End& why) { side.end = why; });
+            c->set_close_callback([&side](tls::Connection& c, const reactor::End& why) {
+                side.end = why;
+                side.peer_closed = c.at_eof();
+            });
         };
     };
     // Handshakes that outlast the run: the squatters' are still in progress
@@ -554,7 +578,7 @@ void tls_world(sim::World& world) {
         auto& c = clients.emplace_back(std::make_unique<TlsClient>());
         c->name = fmt::format("client-{}", i);
         c->rng.seed(world.seed() * 1'000'003 + static_cast<std::uint64_t>(i));
-        c->kind = static_cast<TlsClient::Kind>(draw() % 6);
+        c->kind = static_cast<TlsClient::Kind>(draw() % 7);
         sim::Host& host = world.host(c->name);
         hosts.push_back(&host);
         c->start(world, host, client_context);
@@ -581,8 +605,14 @@ void tls_world(sim::World& world) {
             if (auto c = side->conn.lock(); c && c->state() == tls::Connection::State::handshaking) ++squatting;
             continue;
         }
-        if (side->received.starts_with('T') && side->end && side->end->kind != reactor::EndKind::truncated)
+        if (!side->end) continue;
+        if (side->received.starts_with('T') && side->end->kind != reactor::EndKind::truncated)
             failure = fmt::format("the server's side of a bare TCP close ended {}, not truncated", side->end->to_string());
+        // Once the peer's close_notify is in, what our answer's writes then
+        // meet (the peer's reset: it left) does not change how it ended.
+        if (side->peer_closed && side->end->kind != reactor::EndKind::eof)
+            failure = fmt::format("the server's side ended {} after the client's close_notify had arrived, not eof",
+                                  side->end->to_string());
     }
     if (failure.empty() && squatting > kMaxHandshakes)
         failure = fmt::format("{} handshakes in progress on the squatted port, beyond max_handshakes {}", squatting,
