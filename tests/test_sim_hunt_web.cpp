@@ -644,6 +644,9 @@ BOOST_AUTO_TEST_CASE(http_slow_and_strict_clients) {
     swarm_holds("http_slow_and_strict_clients", kSeeds, true, http_world);
 }
 
+// Without the drawn faults (latency, jitter, buffers and short reads and
+// writes are still drawn): each client's end is then its own doing, and the
+// reasons checked are exact, where a reset the world drew would blur them.
 BOOST_AUTO_TEST_CASE(tls_endings) {
     (void)certificates();  // made before the worlds: outside any
     sim::TlsRandomness seeded;
