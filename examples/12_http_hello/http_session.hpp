@@ -87,19 +87,21 @@ private:
     // once the output is above the connection's high-water mark (where
     // http_hello's high-water callback has paused reading), the rest waits
     // in the parser until on_low_water(), and reading resumes only when
-    // every request read so far is answered.
+    // every request read so far is answered and the output is below the
+    // mark (the last batch may be what crossed it: then the high-water
+    // callback's pause stands until the fall to low water).
     void serve(std::string& out) {
         for (;;) {
             out.clear();
             Next next = answer(out);
             if (!conn_.write(out)) return;  // closed meanwhile (reset, or a high-water abort)
             if (next == Next::close) return linger();
-            if (next == Next::need_more) break;
             if (conn_.above_high_water()) {
                 waiting_for_output_ = true;
                 conn_.pause_reading();
                 return;
             }
+            if (next == Next::need_more) break;
         }
         if (waiting_for_output_) {
             waiting_for_output_ = false;
@@ -147,16 +149,30 @@ private:
             conn_.abort();
     }
 
-    // After the last response: our side is shut down, and what the client
-    // still sends is read and dropped until its EOF closes the connection (a
-    // "lingering close": closing with unread input would send a reset, which
-    // can destroy the response before the client reads it). A timer bounds it.
+    // After the last response: our side is shut down once the output is
+    // flushed, and what the client still sends is read and dropped until its
+    // EOF closes the connection (a "lingering close": closing with unread
+    // input would send a reset, which can destroy the responses before the
+    // client reads them). A timer bounds it from when the responses have all
+    // gone to the kernel, as nginx's lingering close starts once the
+    // response is sent: bounded from the last request instead, it reset a
+    // client still reading a long pipelined backlog, which lost the end of
+    // it (found by tests/test_sim_hunt_web.cpp's hogs). While output is
+    // buffered the timer looks again; a client that stopped reading it is
+    // the write deadline's to end.
     void linger() {
         lingering_ = true;
         timeouts_.cancel();
         conn_.write_eof();
         conn_.resume_reading();  // if the output's water mark paused it: the client's EOF must be seen
-        linger_timer_ = scheduler_of(conn_).call_later(kLingerTime, [this] { conn_.abort(); });
+        linger_after_flush(false);
+    }
+    void linger_after_flush(bool flushed_before) {
+        linger_timer_ = scheduler_of(conn_).call_later(kLingerTime, [this, flushed_before] {
+            const bool flushed = conn_.buffered() == 0;
+            if (flushed && flushed_before) return conn_.abort();  // a whole kLingerTime since the flush
+            linger_after_flush(flushed);
+        });
     }
 
     static constexpr std::chrono::seconds kLingerTime{2};
