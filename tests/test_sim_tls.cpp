@@ -4,16 +4,40 @@
 // tls::listen and tls::connect over simulated TCP, an echo, the same trace
 // hash twice. The certificates are made once, outside the worlds (their
 // validity is real time). Virtual time only.
+//
+// Then tls_echo_server (examples/19_tls_echo, its listen_tls_echo unchanged)
+// in a world with 100 TLS clients, faults drawn, over a Swarm of seeds: every
+// byte comes back in order, or the world ended the connection (a reset it
+// injected, a connect it refused); and a client that closes after its last
+// echo ends cleanly on both sides, as docs/tls.md "Ending" says: `local` on
+// the client, `eof` on the server (its close_notify arrived). Failing seeds
+// replay with REACTOR_SIM_SEED=<seed> test_sim_tls --run_test=<case>;
+// REACTOR_SIM_SEEDS=<count> runs that many seeds instead of CI's few.
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
 
+#include <fmt/format.h>
 #include <reactor/tls/certificate_maker.hpp>
 #include <reactor/tls/listen.hpp>
+#include <reactor/testing/sim/swarm.hpp>
 #include <reactor/testing/sim/tls_randomness.hpp>
 #include <reactor/testing/sim/world.hpp>
+
+#include "../examples/19_tls_echo/tls_echo.hpp"
 
 using namespace std::chrono_literals;
 namespace sim = reactor::testing::sim;
@@ -79,4 +103,225 @@ BOOST_AUTO_TEST_CASE(a_tls_echo_in_a_world_replays_to_the_same_trace_with_the_wo
     }
     // Without it, OpenSSL's own randomness: the handshake's bytes differ.
     BOOST_TEST(tls_echo_hash(71) != tls_echo_hash(71));
+}
+
+namespace {
+
+using reactor::Duration;
+using reactor::EndKind;
+
+constexpr std::uint16_t kEchoPort = 7443;  // tls_echo_server's default
+constexpr int kClients = 100;
+
+// What the clients of a swarm met, summed over its seeds: the faults and
+// the clean closes must have been met for the invariant to mean anything.
+struct Met {
+    std::uint64_t bytes = 0;
+    int clean = 0, resets = 0, refusals = 0;
+};
+
+// One TLS echo client: once its handshake is done, `messages` messages of
+// random sizes, at most two in flight, each sent after a random pause once
+// the one before the last has come back; every byte must come back in
+// order. Closes (close_notify) when all have.
+struct TlsEchoClient {
+    std::string name;
+    std::mt19937_64 rng;
+    int messages = 5;
+    std::size_t max_size = 2048;
+    Duration max_pause = std::chrono::milliseconds(100);
+    tls::ConnectionPtr conn;
+    std::string sent;  // everything sent so far
+    std::size_t echoed = 0;
+    std::vector<std::size_t> ends;  // where each message sent ends in `sent`
+    std::size_t completed = 0;
+    bool ended = false, clean = false;
+    bool reset = false, refused = false;  // the world's faults, met
+    std::string failure;
+
+    void fail(std::string why) {
+        if (failure.empty()) failure = std::move(why);
+    }
+    bool done() const { return completed == static_cast<std::size_t>(messages); }
+    void send_one() {
+        if (ends.size() == static_cast<std::size_t>(messages) || !conn) return;
+        std::string message(1 + rng() % max_size, '\0');
+        for (char& ch : message) ch = static_cast<char>('a' + rng() % 26);
+        sent += message;
+        ends.push_back(sent.size());
+        conn->write(message);
+    }
+    // The world's faults may end a connection early, and only they.
+    void ended_early(const sim::World& world, const reactor::End& why) {
+        reset = why.kind == EndKind::reset;
+        if (reset && world.params().reset_percent > 0) return;
+        fail(fmt::format("{} ended early ({} of {} bytes echoed): {} (reset_percent {})", name, echoed, sent.size(),
+                         why.to_string(), world.params().reset_percent));
+    }
+    void start(sim::World& world, sim::Host& host, const tls::ContextPtr& context) {
+        tls::connect(host.scheduler(), "server", kEchoPort, context,
+                     [this, &world, &host](tls::ConnectionPtr c, std::error_code ec) {
+            if (!c) {
+                ended = true;
+                refused = ec == std::errc::connection_refused;
+                if (!refused || world.params().refuse_percent == 0)
+                    fail(fmt::format("{}: connect failed: {} (refuse_percent {})", name, ec.message(),
+                                     world.params().refuse_percent));
+                return;
+            }
+            conn = c;
+            c->set_handshake_callback([this](tls::Connection&) {
+                send_one();
+                send_one();
+            });
+            c->set_data_callback([this, &host](tls::Connection& c, std::string_view d) {
+                if (echoed + d.size() > sent.size() || sent.compare(echoed, d.size(), d) != 0) {
+                    fail(fmt::format("{}: bytes {}..{} are not what was sent", name, echoed, echoed + d.size()));
+                    return c.abort();
+                }
+                echoed += d.size();
+                while (completed < ends.size() && ends[completed] <= echoed) {
+                    ++completed;
+                    const Duration pause{static_cast<Duration::rep>(rng() % (max_pause.count() + 1))};
+                    host.scheduler().call_later(pause, [this] { send_one(); });
+                }
+                if (done()) c.close();
+            });
+            c->set_close_callback([this, &world](tls::Connection&, const reactor::End& why) {
+                conn.reset();
+                ended = true;
+                if (!done()) return ended_early(world, why);
+                clean = why.kind == EndKind::local;  // our close(): close_notify sent
+                if (!clean) fail(fmt::format("{}: closed after its last echo, but ended {}", name, why.to_string()));
+            });
+        });
+    }
+};
+
+// The server's contexts: session tickets off, as a ticket carries its real
+// issue time (tls_randomness.hpp); the client's cache off with them.
+tls::ContextPtr echo_server_context() {
+    tls::ServerOptions options;
+    options.identity = tls::Identity::from_pem(certificates().server.certificate_pem, certificates().server.key_pem);
+    options.session_tickets = false;
+    return tls::Context::server(options);
+}
+tls::ContextPtr echo_client_context() {
+    tls::ClientOptions options;
+    options.trust = certificates().ca.trust();
+    options.session_cache = false;
+    return tls::Context::client(options);
+}
+
+// tls_echo_server's run() on one loop, with its defaults: --idle-timeout
+// 300 s, --handshake-timeout 10 s, --max-handshakes a quarter of the usual
+// 1024 fds less 64 (above the 100 clients). kClients clients on hosts of
+// their own; runs until every client has ended and the server has seen each
+// clean close, then checks each, and adds to `met`.
+void tls_echo_world(sim::World& world, Met& met) {
+    sim::Host& server = world.host("server");
+    examples::TlsEchoCounts counts;
+    std::map<std::string, reactor::End> server_ends;  // by the client's address, for the handshakes done
+    reactor::Listener::Options listen_options;
+    listen_options.connection.idle_timeout = std::chrono::seconds(300);
+    listen_options.connection.write_timeout = std::chrono::seconds(300);
+    tls::Options tls_options;
+    tls_options.handshake_timeout = std::chrono::seconds(10);
+    tls_options.max_handshakes = (1024 - 64) / 4;
+    auto listener = examples::listen_tls_echo(
+        server.scheduler(), server.address(kEchoPort), echo_server_context(), counts,
+        [&server_ends](tls::Connection& c, const reactor::End& why) {
+            if (c.handshake_done()) server_ends[c.transport().peer_address().host()] = why;
+        },
+        listen_options, tls_options);
+
+    const tls::ContextPtr client_context = echo_client_context();
+    std::vector<std::unique_ptr<TlsEchoClient>> clients;
+    std::vector<sim::Host*> hosts{&server};
+    for (int i = 0; i < kClients; ++i) {
+        auto& c = clients.emplace_back(std::make_unique<TlsEchoClient>());
+        c->name = fmt::format("client-{}", i);
+        c->rng.seed(world.seed() * 1'000'003 + static_cast<std::uint64_t>(i));
+        sim::Host& host = world.host(c->name);
+        hosts.push_back(&host);
+        c->start(world, host, client_context);
+    }
+    auto every_client_ended = [&] {
+        for (std::size_t i = 0; i < clients.size(); ++i) {
+            if (!clients[i]->ended) return false;
+            if (clients[i]->clean && !server_ends.contains(hosts[i + 1]->ip())) return false;
+        }
+        return true;
+    };
+    const bool all_ended = world.run_until(every_client_ended, std::chrono::minutes(10));
+    std::string failure;
+    for (std::size_t i = 0; i < clients.size() && failure.empty(); ++i) {
+        const TlsEchoClient& c = *clients[i];
+        if (!c.failure.empty()) {
+            failure = c.failure;
+        } else if (!c.ended) {
+            failure = fmt::format("{} never ended: {} of {} bytes echoed, {} of {} messages", c.name, c.echoed,
+                                  c.sent.size(), c.completed, c.messages);
+        } else if (c.clean) {
+            // Its close_notify reached the server: `eof` there, even when the
+            // server's answer met the client's closed socket (docs/tls.md).
+            const auto end = server_ends.find(hosts[i + 1]->ip());
+            if (end == server_ends.end())
+                failure = fmt::format("{} closed cleanly, but the server's connection never ended", c.name);
+            else if (end->second.kind != EndKind::eof &&
+                     !(end->second.kind == EndKind::reset && world.params().reset_percent > 0))
+                failure = fmt::format("{} closed cleanly, but the server's connection ended {}", c.name,
+                                      end->second.to_string());
+        }
+    }
+    if (failure.empty() && !all_ended) failure = "not every client ended";
+    // Every host's loop ends while the clients are alive (their close
+    // callbacks reach them), newest first.
+    for (auto it = hosts.rbegin(); it != hosts.rend(); ++it) world.crash(**it);
+    if (!failure.empty()) throw std::runtime_error(failure);
+    met.bytes += counts.echoed;
+    for (const auto& c : clients) {
+        met.clean += c->clean;
+        met.resets += c->reset;
+        met.refusals += c->refused;
+    }
+}
+
+// CI's seeds: a hundred handshakes a seed, each a few signatures; fewer in
+// a sanitizer or Debug build, an order of magnitude slower.
+#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
+constexpr std::size_t kSeeds = 3;
+#else
+constexpr std::size_t kSeeds = 20;
+#endif
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tls_echo_server_echoes_every_byte_in_order_and_a_client_close_ends_cleanly_or_the_world_ended_it) {
+    (void)certificates();  // made before: outside any world
+    sim::TlsRandomness seeded;  // each seed's handshakes replay
+    Met met;
+    std::ostringstream out;
+    sim::SwarmOptions options;
+    options.out = &out;
+    options.faults = true;
+    options.replay = "test_sim_tls --run_test="
+                     "tls_echo_server_echoes_every_byte_in_order_and_a_client_close_ends_cleanly_or_the_world_ended_it";
+    options.check_determinism = std::getenv("REACTOR_SIM_TWICE") != nullptr;
+    std::size_t count = kSeeds;
+    if (const char* more = std::getenv("REACTOR_SIM_SEEDS")) count = std::stoul(more);
+    sim::Swarm swarm([&](sim::World& w) { tls_echo_world(w, met); }, options);
+    const sim::SwarmResult result = swarm.run(1, count);
+    BOOST_TEST(result.failures.empty(), out.str());
+    BOOST_TEST_MESSAGE("tls_echo_server: " << result.runs << " seeds, " << result.failures.size() << " failed; "
+                                           << met.bytes << " bytes echoed, " << met.clean << " clean closes, "
+                                           << met.resets << " connections reset, " << met.refusals << " refused");
+    if (result.runs != count) {  // REACTOR_SIM_SEED: one seed replayed, its whole trace
+        std::cout << out.str();
+        return;
+    }
+    BOOST_TEST(met.bytes > 0u);
+    BOOST_TEST(met.clean > 0);
+    BOOST_TEST(met.resets > 0);  // the faults were met
+    BOOST_TEST(met.refusals > 0);
 }

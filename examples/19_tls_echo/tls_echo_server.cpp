@@ -16,7 +16,9 @@
 // open at once (beyond it a new client is closed at once), and
 // --max-handshakes (default: a quarter of that) the handshakes in progress:
 // beyond it the oldest is aborted, so half-finished handshakes cannot keep
-// real clients out.
+// real clients out. The listener and its echo are listen_tls_echo
+// (tls_echo.hpp, beside this file), which tests/test_sim_tls.cpp runs on a
+// simulated host.
 //
 //   $ tls_echo_server --cert chain.pem --key key.pem    (then: tls_echo_client --cafile ca.pem)
 //   listening on 127.0.0.1:7443 (epoll)
@@ -26,11 +28,11 @@
 
 #include <fmt/format.h>
 #include <reactor/tls/certificate_maker.hpp>
-#include <reactor/tls/listen.hpp>
 
 #include "cli.hpp"
 #include "program.hpp"
 #include "server_support.hpp"
+#include "tls_echo.hpp"
 
 namespace tls = reactor::tls;
 
@@ -65,22 +67,12 @@ int run(int argc, char** argv) {
 
     reactor::Scheduler sched(examples::on(options.backend));
     examples::ServerLifetime lifetime(sched, options, "tls_echo_server");
-    std::uint64_t echoed = 0;
-    long handshakes = 0, failed = 0;
-    auto on_accept = [&](const tls::ConnectionPtr& c) {
-        c->set_handshake_callback([&](tls::Connection&) { ++handshakes; });
-        c->set_data_callback([&echoed](tls::Connection& c, std::string_view data) {
-            echoed += data.size();
-            c.write(data);
-        });
-        c->set_high_water_callback([](tls::Connection& c) { c.pause_reading(); });
-        c->set_low_water_callback([](tls::Connection& c) { c.resume_reading(); });
-        c->set_close_callback([&](tls::Connection& c, const reactor::End& reason) {
-            if (c.handshake_done()) return;
-            if (++failed <= 5)  // the first few say enough
-                examples::say(fmt::format("tls_echo_server: {}: {}", c.transport().peer_address().to_string(),
-                                          reason.to_string()));
-        });
+    examples::TlsEchoCounts counts;
+    // The first few failed handshakes say enough.
+    auto on_end = [&counts](tls::Connection& c, const reactor::End& reason) {
+        if (c.handshake_done() || counts.failed > 5) return;
+        examples::say(
+            fmt::format("tls_echo_server: {}: {}", c.transport().peer_address().to_string(), reason.to_string()));
     };
     reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
     listen_options.connection = examples::connection_options(options);  // --idle-timeout
@@ -90,8 +82,8 @@ int run(int argc, char** argv) {
     tls_options.max_handshakes = examples::max_handshakes(options);  // --max-handshakes
     reactor::ListenerPtr listener;
     try {
-        listener = tls::listen(sched, examples::listen_address(cli, options), context, on_accept, listen_options,
-                               tls_options);
+        listener = examples::listen_tls_echo(sched, examples::listen_address(cli, options), context, counts, on_end,
+                                             listen_options, tls_options);
     } catch (const std::system_error& e) {  // the port is taken...
         fmt::print(stderr, "tls_echo_server: {}\n", e.what());
         return examples::kFailed;
@@ -104,7 +96,7 @@ int run(int argc, char** argv) {
 
     sched.run();
     fmt::print("tls_echo_server: {} connections, {} handshakes, {} failed, {} bytes echoed, {} aborted\n",
-               listener->accepted(), handshakes, failed, echoed, lifetime.aborted());
+               listener->accepted(), counts.handshakes, counts.failed, counts.echoed, lifetime.aborted());
     std::fflush(stdout);
     return lifetime.exit_status();
 }
