@@ -658,8 +658,10 @@ void swarm_holds(const std::string& test, std::uint64_t first, std::size_t count
     // bytes could depend on something outside the world (chat's order,
     // http_hello's Date header, which reads the host's wall_clock()).
     options.check_determinism = twice || std::getenv("REACTOR_SIM_TWICE") != nullptr;
-    // More seeds than CI's, for a long run by hand: REACTOR_SIM_SEEDS=<count>.
+    // More seeds than CI's, for a long run by hand: REACTOR_SIM_SEEDS=<count>,
+    // from REACTOR_SIM_FIRST=<seed> (a long run split in parts).
     if (const char* more = std::getenv("REACTOR_SIM_SEEDS")) count = std::stoul(more);
+    if (const char* from = std::getenv("REACTOR_SIM_FIRST")) first = std::stoull(from);
     sim::Swarm swarm([&](sim::World& w) { body(w, met); }, options);
     const sim::SwarmResult result = swarm.run(first, count);
     BOOST_TEST(result.failures.empty(), out.str());
