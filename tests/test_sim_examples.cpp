@@ -95,16 +95,31 @@ struct Met {
 };
 
 // The world's faults may end a connection early, and only they: a reset
-// needs resets drawn (or a crash), a refused connect refusals drawn.
+// needs resets drawn (or a crash), a refused connect refusals drawn. With
+// kernel resources failing (Params::resource_fault_percent) a client's own
+// send or recv may end it with EndKind::error and ENOBUFS or ENOMEM; the
+// server's send failing aborts it (a reset here), its recv failing closes
+// it with a FIN (an early eof here: the library closes, not aborts, after
+// a recv error); and a connect may say ENOBUFS.
+bool resource_error(std::error_code ec) {
+    return ec == std::error_code(ENOBUFS, std::generic_category()) ||
+           ec == std::error_code(ENOMEM, std::generic_category());
+}
 void check_early_end(const sim::World& world, const CloseReason& why, const std::string& who) {
-    if (why.kind == CloseKind::reset && world.params().reset_percent > 0) return;
-    throw std::runtime_error(fmt::format("{} ended early: {} (reset_percent {})", who, why.to_string(),
-                                         world.params().reset_percent));
+    const bool resources = world.params().resource_fault_percent > 0;
+    if (why.kind == CloseKind::reset && (world.params().reset_percent > 0 || resources)) return;
+    if (why.kind == CloseKind::error && resource_error(why.error) && resources) return;
+    if (why.kind == CloseKind::eof && resources) return;
+    throw std::runtime_error(fmt::format("{} ended early: {} (reset_percent {}, resource_fault_percent {})", who,
+                                         why.to_string(), world.params().reset_percent,
+                                         world.params().resource_fault_percent));
 }
 void check_connect_error(const sim::World& world, std::error_code ec, const std::string& who) {
     if (ec == std::errc::connection_refused && world.params().refuse_percent > 0) return;
-    throw std::runtime_error(fmt::format("{}: connect failed: {} (refuse_percent {})", who, ec.message(),
-                                         world.params().refuse_percent));
+    if (resource_error(ec) && world.params().resource_fault_percent > 0) return;
+    throw std::runtime_error(fmt::format("{}: connect failed: {} (refuse_percent {}, resource_fault_percent {})", who,
+                                         ec.message(), world.params().refuse_percent,
+                                         world.params().resource_fault_percent));
 }
 
 // Every host's loop ends while the body's state is still alive (close
@@ -260,7 +275,9 @@ void echo_world(sim::World& world, EchoServer kind, const EchoRun& run, Met& met
         }
     }
     if (failure.empty() && !all_ended) failure = "not every client ended";
-    if (kind == EchoServer::streams && counts.failures > 0)
+    // A session failing on the server's side: only a kernel resource can
+    // make it (its send or recv said ENOBUFS or ENOMEM).
+    if (kind == EchoServer::streams && counts.failures > 0 && world.params().resource_fault_percent == 0)
         failure = fmt::format("echo_server_streams counted {} failures", counts.failures);
     crash_all(world, hosts);
     if (!failure.empty()) throw std::runtime_error(failure);

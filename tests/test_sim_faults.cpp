@@ -3,12 +3,18 @@
 // its own with its rate at 100 %: a connection broken after a prefix (both
 // sides reset), a connect refused though a listener waits, a clogged link
 // that delivers late, partitions both ways and one way that hold what is
-// sent until they heal; datagrams lost, duplicated and reordered. Latency is fixed (1 ms, no jitter) so the times
-// are exact. Virtual time only.
+// sent until they heal; datagrams lost, duplicated and reordered; a host's
+// fds running out; its kernel's resources failing (socket, accept4, connect,
+// send, recv: ENOBUFS or ENOMEM), on one call, then over a swarm of echo
+// worlds. Latency is fixed (1 ms, no jitter) so the times are exact.
+// Virtual time only.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -17,6 +23,7 @@
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
 #include <reactor/net/udp_socket.hpp>
+#include <reactor/testing/sim/swarm.hpp>
 #include <reactor/testing/sim/world.hpp>
 
 #include "../examples/09_echo_server/echo.hpp"
@@ -469,4 +476,222 @@ BOOST_AUTO_TEST_CASE(a_host_out_of_fds_makes_the_echo_pause_accepting_and_serve_
     listener->close();
     world.run_for(1s);
     BOOST_TEST(server.scheduler().empty());
+}
+
+// ---------------------------------------------------------------- kernel resources failing
+
+namespace {
+
+std::error_code errno_code(int e) { return std::error_code(e, std::generic_category()); }
+
+bool resource_errno(const std::error_code& e) { return e == errno_code(ENOBUFS) || e == errno_code(ENOMEM); }
+
+}  // namespace
+
+// accept4() says ENOMEM (Params::resource_fault_percent, here on the
+// server's accept4 only): the Listener pauses accepting (accept_pause),
+// retries, and serves every client once the kernel has memory again; the
+// clients wait in the backlog meanwhile, none lost.
+BOOST_AUTO_TEST_CASE(accept4_out_of_memory_pauses_accepting_and_loses_no_client) {
+    sim::World world(60, exact());
+    sim::Host& server = world.host("server");
+    std::uint64_t echoed = 0;
+    reactor::Listener::Options options;
+    options.connection = examples::echo_connection_options({});
+    options.accept_pause = std::chrono::milliseconds(100);
+    auto listener = reactor::Listener::listen(
+        server.scheduler(), server.address(kPort), [&](const ConnectionPtr& c) { examples::echo(c, echoed); },
+        options);
+    std::vector<std::string> errors;
+    listener->set_error_callback([&](reactor::Listener&, std::error_code e, std::string_view what) {
+        errors.push_back(std::string(what) + ": " + e.message());
+    });
+    server.set_resource_faults(100, sim::Host::accept_call);
+    std::vector<std::unique_ptr<EchoUser>> users;
+    for (int i = 0; i < 4; ++i) {
+        auto& u = users.emplace_back(std::make_unique<EchoUser>());
+        u->payload = std::string(5'000, static_cast<char>('a' + i));
+        u->start(world, world.host("client-" + std::to_string(i)));
+    }
+    world.run_for(350ms);
+    BOOST_TEST(listener->connections().empty());
+    BOOST_TEST(listener->accept_failures() >= 3u);  // one try per pause
+    BOOST_REQUIRE(!errors.empty());
+    BOOST_TEST(errors[0].find("Cannot allocate memory") != std::string::npos, errors[0]);
+    for (const auto& u : users) BOOST_TEST(!u->end.has_value());
+    server.set_resource_faults(0);
+    const auto all_ended = [&] {
+        return std::all_of(users.begin(), users.end(), [](const auto& u) { return u->end.has_value(); });
+    };
+    BOOST_REQUIRE(world.run_until(all_ended, 10s));
+    for (const auto& u : users) {
+        BOOST_TEST(!u->connect_error);
+        BOOST_TEST(u->echoed == u->payload);
+        BOOST_TEST((u->end->kind == CloseKind::eof), u->end->to_string());
+    }
+    BOOST_TEST(echoed == 4u * 5'000u);
+    listener->close();
+    world.run_for(1s);
+    BOOST_TEST(server.scheduler().empty());
+}
+
+// send() says ENOBUFS on one client, recv() says ENOMEM on another: each
+// of those connections ends with EndKind::error and that errno; the server
+// and a third client go on.
+BOOST_AUTO_TEST_CASE(send_or_recv_out_of_buffers_ends_that_connection_with_the_errno_and_the_others_go_on) {
+    sim::World world(61, exact());
+    auto listener = echo(world.host("server"));
+    sim::Host& sender = world.host("sender");
+    sim::Host& receiver = world.host("receiver");
+    sim::Host& bystander = world.host("bystander");
+    Probe a, b, c;
+    a.start(world, sender, "server");
+    b.start(world, receiver, "server");
+    c.start(world, bystander, "server");
+    BOOST_REQUIRE(world.run_until([&] { return a.conn && b.conn && c.conn; }, 1s));
+    sender.set_resource_faults(100, sim::Host::send_call);
+    a.conn->write("never sent");
+    receiver.set_resource_faults(100, sim::Host::recv_call);
+    b.conn->write("sent, its echo never read");
+    c.conn->write("hello");
+    BOOST_REQUIRE(world.run_until([&] { return a.end && b.end && c.received == "hello"; }, 1s));
+    BOOST_TEST((a.end->kind == CloseKind::error), a.end->to_string());
+    BOOST_TEST((a.end->error == errno_code(ENOBUFS)), a.end->error.message());
+    BOOST_TEST((b.end->kind == CloseKind::error), b.end->to_string());
+    BOOST_TEST((b.end->error == errno_code(ENOMEM)), b.end->error.message());
+    BOOST_TEST(b.received.empty());
+    BOOST_TEST(!c.end.has_value());
+    c.conn->write(" again");
+    BOOST_REQUIRE(world.run_until([&] { return c.received == "hello again"; }, 1s));
+    c.conn->close();
+    listener->close();
+    world.run_for(1s);
+    BOOST_TEST(world.host("server").scheduler().empty());
+}
+
+// socket() or connect() says ENOBUFS: reactor::connect reports it, nothing
+// reaches the server; the next connect, with memory again, succeeds.
+BOOST_AUTO_TEST_CASE(socket_or_connect_out_of_buffers_is_reported_by_connect) {
+    for (const unsigned call : {unsigned{sim::Host::socket_call}, unsigned{sim::Host::connect_call}}) {
+        BOOST_TEST_CONTEXT("call mask " << call) {
+            sim::World world(62, exact());
+            auto listener = echo(world.host("server"));
+            sim::Host& client = world.host("client");
+            client.set_resource_faults(100, call);
+            Probe failed;
+            failed.start(world, client, "server");
+            BOOST_REQUIRE(world.run_until([&] { return failed.answered; }, 1s));
+            BOOST_TEST((failed.error == errno_code(ENOBUFS)), failed.error.message());
+            BOOST_TEST(!failed.conn);
+            world.run_for(100ms);
+            BOOST_TEST(listener->connections().empty());
+            client.set_resource_faults(0);
+            Probe again;
+            again.start(world, client, "server");
+            BOOST_REQUIRE(world.run_until([&] { return again.answered; }, 1s));
+            BOOST_TEST(!again.error, again.error.message());
+            BOOST_REQUIRE(again.conn);
+            again.conn->close();
+            listener->close();
+            world.run_for(1s);
+        }
+    }
+}
+
+// draw_params draws the rate with the faults, 0 or 1 %, from its own
+// stream: the rest of a seed's draw is what it was, and it prints.
+BOOST_AUTO_TEST_CASE(draw_params_draws_the_resource_faults_with_the_faults_from_their_own_stream) {
+    unsigned on = 0;
+    for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+        BOOST_TEST(sim::draw_params(seed).resource_fault_percent == 0u);
+        sim::Params p = sim::draw_params(seed, true);
+        BOOST_TEST(p.resource_fault_percent <= 1u);
+        if (p.resource_fault_percent != 0) {
+            ++on;
+            BOOST_TEST(sim::to_string(p).find(" resource-fault 1%") != std::string::npos, sim::to_string(p));
+        }
+        BOOST_TEST(sim::to_string(sim::draw_params(seed, true, true)).find("resource-fault") ==
+                   sim::to_string(p).find("resource-fault"));
+        p.resource_fault_percent = 0;
+        BOOST_TEST(sim::to_string(p).find("resource") == std::string::npos);
+    }
+    BOOST_TEST((on > 10u && on < 40u), on);
+}
+
+// examples/09's echo with every host's accept4(), connect(), send() and
+// recv() (and the clients' socket()) failing 2 % of the time, over 20 seeds' networks: each
+// client gets every byte back in order, or its connection ended for a
+// reason the world caused (its own call's ENOBUFS/ENOMEM, or the server's,
+// which aborts that connection: a reset, or an end of stream, here).
+BOOST_AUTO_TEST_CASE(echo_swarm_with_resources_failing_echoes_every_byte_in_order_or_the_world_ended_it) {
+    std::uint64_t faults_met = 0;
+    std::uint64_t whole = 0;
+    std::ostringstream out;
+    sim::SwarmOptions options;
+    options.out = &out;
+    options.replay = "test_sim_faults --run_test=echo_swarm_with_resources_failing_echoes_every_byte_in_order_or_the_world_ended_it";
+    sim::Swarm swarm(
+        [&](sim::World& world) {
+            sim::Host& server = world.host("server");
+            std::uint64_t echoed = 0;
+            std::uint64_t server_resource_ends = 0;
+            reactor::Listener::Options lo;
+            lo.connection = examples::echo_connection_options({});
+            auto listener = reactor::Listener::listen(
+                server.scheduler(), server.address(kPort),
+                [&](const ConnectionPtr& c) {
+                    examples::echo(c, echoed);
+                    c->set_close_callback([&](Connection&, const CloseReason& r) {
+                        if (r.kind == CloseKind::error && resource_errno(r.error)) ++server_resource_ends;
+                    });
+                },
+                lo);
+            listener->set_error_callback([](reactor::Listener&, std::error_code, std::string_view) {});
+            server.set_resource_faults(2);
+            std::vector<std::unique_ptr<EchoUser>> users;
+            for (int i = 0; i < 6; ++i) {
+                sim::Host& host = world.host("client-" + std::to_string(i));
+                host.set_resource_faults(2, sim::Host::all_calls);  // their socket() too
+                auto& u = users.emplace_back(std::make_unique<EchoUser>());
+                for (int k = 0; u->payload.size() < 20'000; ++k) u->payload += std::to_string(i * 100'000 + k) + ",";
+                u->start(world, host);
+            }
+            const auto done = [&] {
+                return std::all_of(users.begin(), users.end(),
+                                   [](const auto& u) { return u->connect_error || u->end.has_value(); });
+            };
+            if (!world.run_until(done, 120s)) throw std::runtime_error("a client neither finished nor ended");
+            for (const auto& u : users) {
+                if (u->payload.compare(0, u->echoed.size(), u->echoed) != 0)
+                    throw std::runtime_error("bytes echoed out of order or changed");
+                if (u->connect_error) {
+                    if (!resource_errno(u->connect_error))
+                        throw std::runtime_error("connect failed: " + u->connect_error.message());
+                    ++faults_met;
+                    continue;
+                }
+                if (u->echoed == u->payload && u->end->kind == CloseKind::eof) {
+                    ++whole;
+                    continue;
+                }
+                const bool own = u->end->kind == CloseKind::error && resource_errno(u->end->error);
+                const bool servers = server_resource_ends > 0 &&
+                                     (u->end->kind == CloseKind::reset || u->end->kind == CloseKind::eof);
+                if (!own && !servers)
+                    throw std::runtime_error("ended short without a resource fault: " + u->end->to_string() + " after " +
+                                             std::to_string(u->echoed.size()) + " of " +
+                                             std::to_string(u->payload.size()) + " bytes");
+                ++faults_met;
+            }
+            listener->close();
+            world.run_for(5s);
+        },
+        options);
+    const sim::SwarmResult result = swarm.run(1, 20);
+    BOOST_TEST(result.failures.empty(), out.str());
+    BOOST_TEST_MESSAGE("resource swarm: " << whole << " clients whole, " << faults_met << " ended by a fault");
+    if (result.runs == 20) {
+        BOOST_TEST(whole > 0u);
+        BOOST_TEST(faults_met > 0u);
+    }
 }

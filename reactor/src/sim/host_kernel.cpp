@@ -89,12 +89,22 @@ Readiness HostKernel::readiness(int fd) const noexcept {
     return r;
 }
 
+// Params::resource_fault_percent (Host::set_resource_faults): no draw at
+// all when it is off for this call.
+bool HostKernel::resource_fault(unsigned call, const char* name, int error) {
+    if ((resource_calls_ & call) == 0 || resource_percent_ == 0) return false;
+    return network_.draw_resource_fault(host_, resource_percent_, name, error);
+}
+
 // ---------------------------------------------------------------- sockets
 
 int HostKernel::socket(int domain, int type, int /*protocol*/) noexcept {
     if (domain != AF_INET) return fail(EAFNOSUPPORT);  // IPv6 and Unix sockets: not simulated yet
     const int kind = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (kind != SOCK_STREAM && kind != SOCK_DGRAM) return fail(EPROTONOSUPPORT);
+    // Params::resource_fault_percent: inet_create's sk_alloc failing gives
+    // ENOBUFS. TCP sockets only (the library's connect reports it).
+    if (kind == SOCK_STREAM && resource_fault(Host::socket_call, "socket", ENOBUFS)) return fail(ENOBUFS);
     std::unique_ptr<Socket> s(new (std::nothrow) Socket);
     if (!s) return fail(ENOMEM);
     if (kind == SOCK_DGRAM) {
@@ -161,6 +171,7 @@ int HostKernel::accept4(int fd, sockaddr* address, socklen_t* length, int flags)
     if (s->state != Socket::State::listening) return fail(EINVAL);
     if (s->accept_queue.empty()) return fail(EAGAIN);
     if (fd_limit_ != 0 && open_ >= fd_limit_) return fail(EMFILE);  // the connection waits in the queue
+    if (resource_fault(Host::accept_call, "accept4", ENOMEM)) return fail(ENOMEM);  // it waits too
     std::unique_ptr<Socket> accepted(new (std::nothrow) Socket);
     if (!accepted) return fail(ENOMEM);
     accepted->state = Socket::State::connected;
@@ -187,6 +198,8 @@ int HostKernel::connect(int fd, const sockaddr* address, socklen_t length) noexc
     case Socket::State::fresh:
     case Socket::State::bound: break;
     }
+    // tcp_connect's SYN could not be allocated: ENOBUFS, the socket as it was.
+    if (resource_fault(Host::connect_call, "connect", ENOBUFS)) return fail(ENOBUFS);
     bind_any_port(*s);
     if (!s->owns_port) return fail(EADDRNOTAVAIL);
     s->local.sin_addr.s_addr = htonl(network_.ip_of(host_));
@@ -277,6 +290,7 @@ ssize_t HostKernel::recv(int fd, void* buffer, std::size_t length, int flags) no
     if (s->state != Socket::State::connected) return fail(ENOTCONN);
     Side& me = s->side.self();
     if (me.unread() > 0 && !me.read_shut) {
+        if (resource_fault(Host::recv_call, "recv", ENOMEM)) return fail(ENOMEM);  // nothing is taken
         std::size_t n = std::min(length, me.unread());
         if (n > 1 && network_.io_random().percent(network_.params().short_read_percent))
             n = static_cast<std::size_t>(network_.io_random().between(1, n - 1));
@@ -319,6 +333,7 @@ ssize_t HostKernel::send(int fd, const void* data, std::size_t length, int /*fla
     if (length == 0) return 0;
     std::size_t n = std::min(length, me.space());
     if (n == 0) return fail(EAGAIN);
+    if (resource_fault(Host::send_call, "send", ENOBUFS)) return fail(ENOBUFS);  // nothing is sent
     if (n > 1 && network_.io_random().percent(network_.params().short_write_percent))
         n = static_cast<std::size_t>(network_.io_random().between(1, n - 1));
     try {

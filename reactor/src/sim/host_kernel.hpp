@@ -53,6 +53,12 @@ public:
     // counts them: socket() and accept4() say EMFILE at the limit (accept4
     // leaving the connection queued). Host::set_fd_limit.
     void set_fd_limit(std::size_t limit) noexcept { fd_limit_ = limit; }
+    // Host::set_resource_faults: which calls (Host::ResourceCall) fail for
+    // want of a kernel resource, and how often.
+    void set_resource_faults(unsigned percent, unsigned calls) noexcept {
+        resource_percent_ = percent;
+        resource_calls_ = calls;
+    }
 
     std::string_view name() const noexcept override { return name_; }
     bool simulated() const noexcept override { return true; }
@@ -116,6 +122,9 @@ private:
     std::vector<Slot> slots_;  // fd kFirstFd + i
     std::size_t open_ = 0;
     std::size_t fd_limit_ = 0;
+    unsigned resource_percent_ = 0;
+    unsigned resource_calls_ = 0;
+    bool resource_fault(unsigned call, const char* name, int error);
     bool crashed_ = false;
 };
 

@@ -16,7 +16,8 @@ namespace {
 
 // Distinct streams of the world's seed, one per subsystem (Random::split).
 // 5 and 6 are the World's (world.cpp).
-enum Stream : std::uint64_t { kLatency = 1, kIo = 2, kOrder = 3, kFaults = 4, kUdp = 7, kUdpFaults = 8 };
+enum Stream : std::uint64_t { kLatency = 1, kIo = 2, kOrder = 3, kFaults = 4, kUdp = 7, kUdpFaults = 8,
+                              kResources = 9 };
 
 }  // namespace
 
@@ -33,7 +34,18 @@ Network::Network(std::uint64_t seed, const Params& params)
       order_random_(Random(seed).split(kOrder)),
       faults_(params, Random(seed).split(kFaults), clock_.now(), [this](const Faults::Cut& c) { note_cut(c); }),
       udp_random_(Random(seed).split(kUdp)),
-      udp_faults_(Random(seed).split(kUdpFaults)) {}
+      udp_faults_(Random(seed).split(kUdpFaults)),
+      resource_faults_(Random(seed).split(kResources)) {}
+
+bool Network::draw_resource_fault(std::size_t host, unsigned percent, const char* call, int error) {
+    if (!resource_faults_.percent(percent)) return false;  // no draw when off
+    trace_.add(static_cast<std::uint64_t>((now() - VirtualClock::kStart).count()));
+    trace_.add(std::string_view("resource"));
+    trace_.add(static_cast<std::uint64_t>(host));
+    trace_.add(std::string_view(call));
+    trace_.add(static_cast<std::uint64_t>(error));
+    return true;
+}
 
 std::size_t Network::add_host(std::string name) {
     hosts_.push_back(HostEntry{std::move(name), true, std::nullopt});

@@ -47,6 +47,11 @@ public:
     const Params& params() const noexcept { return params_; }
     Random& io_random() noexcept { return io_random_; }        // short reads and writes
     Random& order_random() noexcept { return order_random_; }  // which runnable host runs next
+    // Params::resource_fault_percent (the host's, Host::set_resource_faults):
+    // whether this call of `host` (named `call`) fails with `error`, drawn
+    // from a stream of its own, only when `percent` is not zero; a failure
+    // is noted in the trace.
+    bool draw_resource_fault(std::size_t host, unsigned percent, const char* call, int error);
 
     // ---- hosts: 10.0.0.1 for the first, then on in order
     std::size_t add_host(std::string name);
@@ -147,6 +152,7 @@ private:
     // no other draw.
     Random udp_random_;
     Random udp_faults_;
+    Random resource_faults_;  // Params::resource_fault_percent, its own stream
     std::vector<HostEntry> hosts_;
     std::map<std::pair<std::size_t, std::size_t>, Duration> latencies_;
     std::set<std::pair<std::size_t, std::uint16_t>> ports_;

@@ -15,6 +15,7 @@ namespace {
 constexpr std::uint64_t kParamsStream = 0x5a4d;
 constexpr std::uint64_t kCrashParamsStream = 0x5a4e;
 constexpr std::uint64_t kUdpParamsStream = 0x5a4f;
+constexpr std::uint64_t kResourceParamsStream = 0x5a50;
 
 Duration micros(std::uint64_t n) { return std::chrono::microseconds(static_cast<std::int64_t>(n)); }
 
@@ -64,6 +65,10 @@ Params draw_network(std::uint64_t seed, bool faults) {
     p.udp_duplicate_percent = static_cast<unsigned>(u.between(0, 10));
     p.udp_reorder_percent = static_cast<unsigned>(u.between(0, 10));
     p.max_reorder = micros(u.between(1, 50'000));
+    // Its own stream too. Per system call, not per connection: 1 % already
+    // fails one call in a hundred, so half the seeds leave it off.
+    Random res = Random(seed).split(kResourceParamsStream);
+    p.resource_fault_percent = static_cast<unsigned>(res.between(0, 1));
     return p;
 }
 
@@ -101,6 +106,7 @@ std::string to_string(const Params& p) {
     if (p.udp_loss_percent || p.udp_duplicate_percent || p.udp_reorder_percent)
         text += fmt::format(" udp loss {}% duplicate {}% reorder {}% <={}", p.udp_loss_percent,
                             p.udp_duplicate_percent, p.udp_reorder_percent, duration_text(p.max_reorder));
+    if (p.resource_fault_percent) text += fmt::format(" resource-fault {}%", p.resource_fault_percent);
     if (p.crash_percent)
         text += fmt::format(" crash {}% every {}..{} down {}..{}", p.crash_percent, duration_text(p.min_crash_gap),
                             duration_text(p.max_crash_gap), duration_text(p.min_downtime),

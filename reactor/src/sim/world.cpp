@@ -47,6 +47,7 @@ Host::Host(World& world, std::size_t index, std::string name)
     char text[INET_ADDRSTRLEN] = "";
     ::inet_ntop(AF_INET, &ip, text, sizeof text);
     ip_ = text;
+    resource_percent_ = world.network_->params().resource_fault_percent;
     boot();
 }
 
@@ -54,6 +55,7 @@ void Host::boot() {
     detail::Network& network = *world_.network_;
     auto kernel = std::make_shared<detail::HostKernel>(network, index_, clock_);
     kernel->set_fd_limit(fd_limit_);
+    kernel->set_resource_faults(resource_percent_, resource_calls_);
     auto selector = std::make_unique<detail::HostSelector>(network, *kernel, *clock_, index_);
     detail::HostSelector* selector_ptr = selector.get();
     Scheduler::Options options;
@@ -87,6 +89,12 @@ void Host::crash() {
 void Host::set_fd_limit(std::size_t limit) {
     fd_limit_ = limit;
     if (kernel_) kernel_->set_fd_limit(limit);
+}
+
+void Host::set_resource_faults(unsigned percent, unsigned calls) {
+    resource_percent_ = percent;
+    resource_calls_ = calls;
+    if (kernel_) kernel_->set_resource_faults(percent, calls);
 }
 
 void Host::set_clock_skew(const ClockSkew& skew) {

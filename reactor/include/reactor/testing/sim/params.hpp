@@ -69,6 +69,19 @@ struct Params {
     unsigned udp_duplicate_percent = 0;
     unsigned udp_reorder_percent = 0;
     Duration max_reorder = std::chrono::milliseconds(10);
+    // Per system call of a host that would otherwise go ahead: a resource
+    // of the kernel cannot be allocated. accept4() fails with ENOMEM (the
+    // connection stays queued), connect() with ENOBUFS (tcp_connect's; the
+    // socket is as it was), send() with ENOBUFS (nothing sent) and recv()
+    // with ENOMEM (nothing taken) on a TCP connection with room or data.
+    // The rows of docs/faults.md the library already survives: accepting
+    // pauses and resumes, that connection ends with EndKind::error and the
+    // errno, the connect reports it. socket() of a TCP socket (ENOBUFS,
+    // inet_create's) only on a host that asks (Host::set_resource_faults):
+    // a listener's would stop a server from starting. Drawn from a stream
+    // of its own, only when not zero: the other draws and the trace of a
+    // seed are the same with it off. A failure is noted in the trace.
+    unsigned resource_fault_percent = 0;
 
     // ---- Host crashes: off by default. A chance comes every
     // [min_crash_gap, max_crash_gap] of virtual time; at each, with this
@@ -90,7 +103,8 @@ struct Params {
 // with `faults`, the fault rates too (each from 0 to a few percent of
 // connections, and partitions after up to a third of stable periods).
 // The UDP faults are drawn with the faults, from a stream of their own
-// (the other fault rates of a seed are what they were before UDP's existed).
+// (the other fault rates of a seed are what they were before UDP's existed),
+// and so is resource_fault_percent (0 or 1 %, half the seeds each).
 // With `crashes`, host crashes too (a chance every 1 to 20 s, 10 to 50 % of
 // them, down 10 ms to 10 s), from a stream of their own: the other draws of
 // a seed are the same with or without them. Only hosts with a start

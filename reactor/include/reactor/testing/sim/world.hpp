@@ -37,8 +37,12 @@
 // as on Linux; partitions and clogs hold TCP only). Per host: a limit on
 // open fds (Host::set_fd_limit: EMFILE at socket and accept) and a clock
 // skew (Host::set_clock_skew, clock_skew.hpp: linear, step, periodic).
-// Not yet: Unix sockets, pipes, IPv6, other resources failing (ENOMEM,
-// ENOBUFS) on their own.
+// Kernel resources failing (Params::resource_fault_percent, or per host
+// Host::set_resource_faults): accept4(), connect(), send() and recv() of
+// TCP (and socket(), when a host asks) fail with ENOBUFS or ENOMEM, drawn
+// per call.
+// Not yet: Unix sockets, pipes, IPv6; UDP calls and the other system
+// calls (epoll, eventfd) never fail for want of resources.
 //
 // What escapes a world, and what the library does about it (the checks
 // are on cold paths: opening a socket, submitting a job; the World marks the
@@ -126,6 +130,19 @@ public:
     // closes nothing.
     void set_fd_limit(std::size_t limit);
     std::size_t fd_limit() const noexcept { return fd_limit_; }
+    // Its kernel's resources failing (Params::resource_fault_percent, which
+    // every host starts with, on survived_calls): from now on each of the
+    // `calls` named (a mask of ResourceCall) fails with this chance, with
+    // the errno Params names. socket() is only in the mask when asked for:
+    // a Listener::listen whose socket() fails throws to its caller (a
+    // server that cannot start), which a world's program does not survive
+    // (a connect's socket() failing is reported like connect()'s). A test
+    // turns it on for one host, or one call, to watch what the library
+    // does. Kept across restarts.
+    enum ResourceCall : unsigned { socket_call = 1, accept_call = 2, connect_call = 4, send_call = 8, recv_call = 16,
+                                   survived_calls = 30, all_calls = 31 };
+    void set_resource_faults(unsigned percent, unsigned calls = survived_calls);
+    unsigned resource_fault_percent() const noexcept { return resource_percent_; }
     // Its clock's offset from the world's (clock_skew.hpp; none by
     // default): from now on its Scheduler::now(), its timers and its
     // wall_clock() run on world time plus skew.offset_at(elapsed()). A
@@ -152,6 +169,8 @@ private:
     std::string ip_;
     unsigned boots_ = 0;
     std::size_t fd_limit_ = 0;
+    unsigned resource_percent_ = 0;  // from the world's Params, then set_resource_faults
+    unsigned resource_calls_ = survived_calls;
     std::shared_ptr<detail::HostClock> clock_;    // also held by kernel_ and sched_'s clock function
     Start start_;
     std::shared_ptr<detail::HostKernel> kernel_;  // also held by sched_ (and by a Connector that outlives it)
