@@ -95,28 +95,28 @@ struct Met {
 };
 
 // The world's faults may end a connection early, and only they: a reset
-// needs resets drawn (or a crash), a refused connect refusals drawn. With
-// kernel resources failing (Params::resource_fault_percent) a client's own
-// send or recv may end it with EndKind::error and ENOBUFS or ENOMEM; the
-// server's send failing aborts it (a reset here), its recv failing closes
-// it with a FIN (an early eof here: the library closes, not aborts, after
-// a recv error); and a connect may say ENOBUFS.
+// needs resets drawn (or a crash), a refused connect refusals drawn. A
+// kernel resource failing (Params::resource_fault_percent) may end it too,
+// counted per host (Host::resource_faults): the client's own send or recv
+// (EndKind::error with ENOBUFS or ENOMEM) or connect (ENOBUFS), or the
+// server's send, which aborts that connection (a reset here), or its recv,
+// which closes it (an early eof here: the library closes, not aborts,
+// after a recv error). `host` is the client's host.
 bool resource_error(std::error_code ec) {
-    return ec == std::error_code(ENOBUFS, std::generic_category()) ||
-           ec == std::error_code(ENOMEM, std::generic_category());
+    return ec == std::errc::no_buffer_space || ec == std::errc::not_enough_memory;
 }
-void check_early_end(const sim::World& world, const CloseReason& why, const std::string& who) {
-    const bool resources = world.params().resource_fault_percent > 0;
-    if (why.kind == CloseKind::reset && (world.params().reset_percent > 0 || resources)) return;
-    if (why.kind == CloseKind::error && resource_error(why.error) && resources) return;
-    if (why.kind == CloseKind::eof && resources) return;
+void check_early_end(sim::World& world, const CloseReason& why, const std::string& who, const std::string& host) {
+    if (why.kind == CloseKind::reset && world.params().reset_percent > 0) return;
+    if (why.kind == CloseKind::error && resource_error(why.error) && world.host(host).resource_faults() > 0) return;
+    if ((why.kind == CloseKind::reset || why.kind == CloseKind::eof) && world.host("server").resource_faults() > 0)
+        return;
     throw std::runtime_error(fmt::format("{} ended early: {} (reset_percent {}, resource_fault_percent {})", who,
                                          why.to_string(), world.params().reset_percent,
                                          world.params().resource_fault_percent));
 }
-void check_connect_error(const sim::World& world, std::error_code ec, const std::string& who) {
+void check_connect_error(sim::World& world, std::error_code ec, const std::string& who) {
     if (ec == std::errc::connection_refused && world.params().refuse_percent > 0) return;
-    if (resource_error(ec) && world.params().resource_fault_percent > 0) return;
+    if (ec == std::errc::no_buffer_space && world.host(who).resource_faults() > 0) return;
     throw std::runtime_error(fmt::format("{}: connect failed: {} (refuse_percent {}, resource_fault_percent {})", who,
                                          ec.message(), world.params().refuse_percent,
                                          world.params().resource_fault_percent));
@@ -193,7 +193,8 @@ struct EchoClient {
                 if (!ended && completed != static_cast<std::size_t>(messages)) {
                     reset = why.kind == CloseKind::reset;
                     try {
-                        check_early_end(world, why, fmt::format("{} ({} of {} bytes echoed)", name, echoed, sent.size()));
+                        check_early_end(world, why, fmt::format("{} ({} of {} bytes echoed)", name, echoed, sent.size()),
+                                        name);
                     } catch (const std::exception& e) {
                         failure = e.what();
                     }
@@ -275,9 +276,9 @@ void echo_world(sim::World& world, EchoServer kind, const EchoRun& run, Met& met
         }
     }
     if (failure.empty() && !all_ended) failure = "not every client ended";
-    // A session failing on the server's side: only a kernel resource can
-    // make it (its send or recv said ENOBUFS or ENOMEM).
-    if (kind == EchoServer::streams && counts.failures > 0 && world.params().resource_fault_percent == 0)
+    // A session failing on the server's side: only a kernel resource of the
+    // server can make it (its send or recv said ENOBUFS or ENOMEM).
+    if (kind == EchoServer::streams && counts.failures > server.resource_faults())
         failure = fmt::format("echo_server_streams counted {} failures", counts.failures);
     crash_all(world, hosts);
     if (!failure.empty()) throw std::runtime_error(failure);
@@ -357,7 +358,7 @@ struct ChatClient {
                 ended = true;
                 reset = why.kind == CloseKind::reset;
                 try {
-                    check_early_end(world, why, name);
+                    check_early_end(world, why, name, name);
                 } catch (const std::exception& e) {
                     fail(e.what());
                 }
@@ -574,7 +575,8 @@ struct HttpClient {
                 if (clean || !failure.empty()) return;
                 reset = why.kind == CloseKind::reset;
                 try {
-                    check_early_end(world, why, fmt::format("{} ({} of {} requests answered)", name, answered, requests));
+                    check_early_end(world, why, fmt::format("{} ({} of {} requests answered)", name, answered, requests),
+                                    name);
                 } catch (const std::exception& e) {
                     fail(e.what());
                 }

@@ -629,6 +629,7 @@ BOOST_AUTO_TEST_CASE(echo_swarm_with_resources_failing_echoes_every_byte_in_orde
     std::ostringstream out;
     sim::SwarmOptions options;
     options.out = &out;
+    options.check_determinism = true;  // each seed twice, traces (the faults noted in them) compared
     options.replay = "test_sim_faults --run_test=echo_swarm_with_resources_failing_echoes_every_byte_in_order_or_the_world_ended_it";
     sim::Swarm swarm(
         [&](sim::World& world) {

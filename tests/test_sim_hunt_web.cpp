@@ -250,7 +250,10 @@ struct HttpClient {
         reactor::connect(host.scheduler(), "server", kHttpPort, [this, &world](ConnectionPtr c, std::error_code ec) {
             if (!c) {
                 ended = true;
-                if (!(ec == std::errc::connection_refused && world.params().refuse_percent > 0))
+                // ENOBUFS: its own connect failed for want of a kernel
+                // resource (Params::resource_fault_percent).
+                const bool resources = ec == std::errc::no_buffer_space && world.host(name).resource_faults() > 0;
+                if (!(ec == std::errc::connection_refused && world.params().refuse_percent > 0) && !resources)
                     fail(fmt::format("{}: connect failed: {}", name, ec.message()));
                 return;
             }
@@ -283,6 +286,17 @@ struct HttpClient {
                 if (all_answered && why.kind == CloseKind::reset && (p.clog_percent > 0 || p.partition_percent > 0))
                     return;
                 if (why.kind == CloseKind::reset && world.params().reset_percent > 0) return;
+                // A kernel resource failed (Params::resource_fault_percent):
+                // this client's own send or recv (EndKind::error, ENOBUFS or
+                // ENOMEM), or the server's, which aborts that connection
+                // (send: a reset here) or closes it (recv: an early EOF).
+                if (why.kind == CloseKind::error &&
+                    (why.error == std::errc::no_buffer_space || why.error == std::errc::not_enough_memory) &&
+                    world.host(name).resource_faults() > 0)
+                    return;
+                if ((why.kind == CloseKind::reset || why.kind == CloseKind::eof) &&
+                    world.host("server").resource_faults() > 0)
+                    return;
                 fail(fmt::format("{} ({}) ended early: {} ({} of {} requests answered, {} 100 Continue)", name,
                                  kind_name(), why.to_string(), statuses.size(), requests, continues));
             });

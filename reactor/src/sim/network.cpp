@@ -39,6 +39,8 @@ Network::Network(std::uint64_t seed, const Params& params)
 
 bool Network::draw_resource_fault(std::size_t host, unsigned percent, const char* call, int error) {
     if (!resource_faults_.percent(percent)) return false;  // no draw when off
+    if (resource_fault_counts_.size() <= host) resource_fault_counts_.resize(host + 1);
+    ++resource_fault_counts_[host];
     trace_.add(static_cast<std::uint64_t>((now() - VirtualClock::kStart).count()));
     trace_.add(std::string_view("resource"));
     trace_.add(static_cast<std::uint64_t>(host));

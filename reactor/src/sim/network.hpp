@@ -52,6 +52,10 @@ public:
     // from a stream of its own, only when `percent` is not zero; a failure
     // is noted in the trace.
     bool draw_resource_fault(std::size_t host, unsigned percent, const char* call, int error);
+    // How many of host's calls it failed so far (Host::resource_faults).
+    std::uint64_t resource_faults(std::size_t host) const noexcept {
+        return host < resource_fault_counts_.size() ? resource_fault_counts_[host] : 0;
+    }
 
     // ---- hosts: 10.0.0.1 for the first, then on in order
     std::size_t add_host(std::string name);
@@ -153,6 +157,7 @@ private:
     Random udp_random_;
     Random udp_faults_;
     Random resource_faults_;  // Params::resource_fault_percent, its own stream
+    std::vector<std::uint64_t> resource_fault_counts_;  // per host
     std::vector<HostEntry> hosts_;
     std::map<std::pair<std::size_t, std::size_t>, Duration> latencies_;
     std::set<std::pair<std::size_t, std::uint16_t>> ports_;

@@ -97,6 +97,8 @@ void Host::set_resource_faults(unsigned percent, unsigned calls) {
     if (kernel_) kernel_->set_resource_faults(percent, calls);
 }
 
+std::uint64_t Host::resource_faults() const noexcept { return world_.network_->resource_faults(index_); }
+
 void Host::set_clock_skew(const ClockSkew& skew) {
     if (std::string why = skew.invalid(); !why.empty())
         throw std::invalid_argument(fmt::format("sim: clock skew {} for host {}: {}", to_string(skew), name_, why));

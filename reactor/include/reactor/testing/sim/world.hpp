@@ -143,6 +143,10 @@ public:
                                    survived_calls = 30, all_calls = 31 };
     void set_resource_faults(unsigned percent, unsigned calls = survived_calls);
     unsigned resource_fault_percent() const noexcept { return resource_percent_; }
+    // How many of its calls failed so (since the world began, restarts
+    // included): an invariant may allow what they cause on this host's
+    // connections, and only then.
+    std::uint64_t resource_faults() const noexcept;
     // Its clock's offset from the world's (clock_skew.hpp; none by
     // default): from now on its Scheduler::now(), its timers and its
     // wall_clock() run on world time plus skew.offset_at(elapsed()). A
