@@ -154,11 +154,30 @@ struct TlsEchoClient {
     // The world's faults may end a connection before its clean close, and
     // only they: a reset may also come after the last echo, while our
     // close_notify is on its way (seeds 5148 and 5658 of 10,000).
-    void ended_by_world(const sim::World& world, const reactor::End& why) {
+    // A kernel resource failing (Params::resource_fault_percent, counted per
+    // host by Host::resource_faults) may end it too: our own send or recv
+    // (EndKind::error, ENOBUFS or ENOMEM), or the server's, which aborts
+    // the connection (send: a reset here) or closes it without a
+    // close_notify (recv: an EOF, truncated or a failed handshake here).
+    void ended_by_world(sim::World& world, const reactor::End& why) {
         reset = why.kind == EndKind::reset;
         if (reset && world.params().reset_percent > 0) return;
-        fail(fmt::format("{} ended {} ({} of {} bytes echoed, reset_percent {})", name, why.to_string(), echoed,
-                         sent.size(), world.params().reset_percent));
+        if (why.kind == EndKind::error &&
+            (why.error == std::errc::no_buffer_space || why.error == std::errc::not_enough_memory) &&
+            world.host(name).resource_faults() > 0)
+            return;
+        // Our own send or recv failing during the handshake ends it as
+        // handshake_failed, "the TLS engine failed (no error queued)": the
+        // errno is not said (seed 15; a finding, left as it is here).
+        if (why.kind == EndKind::handshake_failed && world.host(name).resource_faults() > 0) return;
+        if ((reset || why.kind == EndKind::eof || why.kind == EndKind::truncated ||
+             why.kind == EndKind::handshake_failed) &&
+            world.host("server").resource_faults() > 0)
+            return;
+        fail(fmt::format("{} ended {} ({} of {} bytes echoed, reset_percent {}, resource faults: {} here, {} on the "
+                         "server)",
+                         name, why.to_string(), echoed, sent.size(), world.params().reset_percent,
+                         world.host(name).resource_faults(), world.host("server").resource_faults()));
     }
     void start(sim::World& world, sim::Host& host, const tls::ContextPtr& context) {
         tls::connect(host.scheduler(), "server", kEchoPort, context,
@@ -166,7 +185,9 @@ struct TlsEchoClient {
             if (!c) {
                 ended = true;
                 refused = ec == std::errc::connection_refused;
-                if (!refused || world.params().refuse_percent == 0)
+                // ENOBUFS: our connect failed for want of a kernel resource.
+                const bool resources = ec == std::errc::no_buffer_space && host.resource_faults() > 0;
+                if ((!refused || world.params().refuse_percent == 0) && !resources)
                     fail(fmt::format("{}: connect failed: {} (refuse_percent {})", name, ec.message(),
                                      world.params().refuse_percent));
                 return;
@@ -270,7 +291,12 @@ void tls_echo_world(sim::World& world, Met& met) {
             if (end == server_ends.end())
                 failure = fmt::format("{} closed cleanly, but the server's connection never ended", c.name);
             else if (end->second.kind != EndKind::eof &&
-                     !(end->second.kind == EndKind::reset && world.params().reset_percent > 0))
+                     !(end->second.kind == EndKind::reset && world.params().reset_percent > 0) &&
+                     // the server's own send or recv failed for want of a kernel resource
+                     !(end->second.kind == EndKind::error &&
+                       (end->second.error == std::errc::no_buffer_space ||
+                        end->second.error == std::errc::not_enough_memory) &&
+                       server.resource_faults() > 0))
                 failure = fmt::format("{} closed cleanly, but the server's connection ended {}", c.name,
                                       end->second.to_string());
         }
