@@ -59,7 +59,7 @@ struct SwarmFailure {
     std::string line;
 };
 
-struct SwarmResult {
+struct REACTOR_API SwarmResult {
     std::size_t runs = 0;  // seeds run
     std::vector<SwarmFailure> failures;
     // The worlds' virtual time, summed over every world run; the run's real
