@@ -337,8 +337,10 @@ BOOST_AUTO_TEST_CASE(tls_echo_server_echoes_every_byte_in_order_and_a_client_clo
     options.check_determinism = std::getenv("REACTOR_SIM_TWICE") != nullptr;
     std::size_t count = kSeeds;
     if (const char* more = std::getenv("REACTOR_SIM_SEEDS")) count = std::stoul(more);
+    std::uint64_t first = 1;  // REACTOR_SIM_FIRST=<seed>: a long run split in parts
+    if (const char* from = std::getenv("REACTOR_SIM_FIRST")) first = std::stoull(from);
     sim::Swarm swarm([&](sim::World& w) { tls_echo_world(w, met); }, options);
-    const sim::SwarmResult result = swarm.run(1, count);
+    const sim::SwarmResult result = swarm.run(first, count);
     BOOST_TEST(result.failures.empty(), out.str());
     BOOST_TEST_MESSAGE("tls_echo_server: " << result.runs << " seeds, " << result.failures.size() << " failed; "
                                            << met.bytes << " bytes echoed, " << met.clean << " clean closes, "
