@@ -61,6 +61,7 @@
 #include "../examples/09_echo_server/echo.hpp"
 #include "../examples/10_echo_server_streams/echo_session.hpp"
 #include "../examples/11_chat_server/loop_room.hpp"
+#include "support/chat_lines.hpp"
 #include "../examples/12_http_hello/http_sessions.hpp"
 
 using namespace std::chrono_literals;
@@ -313,24 +314,8 @@ struct ChatClient {
         if (failure.empty()) failure = std::move(why);
     }
     void on_line(std::string_view line) {
-        if (line.starts_with("* you are #")) {
-            joined = true;
-            return;
-        }
-        if (line.starts_with("*")) return;  // joined, left, dropped, timed out
-        // "#<id>: c<sender> <k>"
-        const std::size_t colon = line.find(": c");
-        std::size_t sender = 0;
-        int k = -1;
-        if (colon == std::string_view::npos ||
-            std::sscanf(std::string(line.substr(colon + 3)).c_str(), "%zu %d", &sender, &k) != 2 ||
-            sender >= heard.size())
-            return fail(fmt::format("{}: a line not said by anyone: \"{}\"", name, line));
-        if (sender == index) return fail(fmt::format("{}: got its own line back: \"{}\"", name, line));
-        if (k != heard[sender])
-            return fail(fmt::format("{}: line {} of client-{} came after {} of its lines", name, k, sender,
-                                    heard[sender]));
-        ++heard[sender];
+        if (std::string why = reactor_test::check_chat_line(line, name, index, heard, joined); !why.empty())
+            fail(std::move(why));
     }
     void start(sim::World& world, sim::Host& host, std::size_t members) {
         heard.assign(members, 0);
