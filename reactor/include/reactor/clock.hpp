@@ -49,6 +49,25 @@ constexpr TimePoint saturating_add(TimePoint t, Duration d) noexcept {
     return d >= TimePoint::max() - t ? TimePoint::max() : t + d;
 }
 
+// Any duration as a Duration rounded up to the clock's tick, saturating at
+// Duration::max() (a count beyond the clock's range means "never"). Compared
+// as long double: a huge double or a count in a coarser unit cannot overflow.
+template <class Rep, class Period>
+Duration ceil_saturating(std::chrono::duration<Rep, Period> d) {
+    using Wide = std::chrono::duration<long double>;
+    return Wide(d) >= Wide(Duration::max()) ? Duration::max() : std::chrono::ceil<Duration>(d);
+}
+
+// now + delay rounded up, saturating at TimePoint::max(); a negative (or
+// NaN) delay counts as zero: what call_later and run_for wait until.
+template <class Rep, class Period>
+TimePoint deadline_after(TimePoint now, std::chrono::duration<Rep, Period> delay) {
+    if (!(delay > std::chrono::duration<Rep, Period>::zero())) return now;
+    using Wide = std::chrono::duration<long double>;
+    if (Wide(delay) >= Wide(TimePoint::max() - now)) return TimePoint::max();
+    return now + std::chrono::ceil<Duration>(delay);
+}
+
 }  // namespace detail
 
 }  // namespace reactor

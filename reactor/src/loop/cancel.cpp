@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "reactor/scheduler.hpp"
-#include "timer_order.hpp"
 
 namespace reactor {
 namespace {
@@ -36,7 +35,7 @@ std::optional<TimePoint> Handle::deadline() const {
     if (!sched_ || slot_ >= sched_->slots_.size()) return std::nullopt;
     const auto& s = sched_->slots_[slot_];
     if (s.gen != gen_ || s.kind != Scheduler::SlotKind::timer) return std::nullopt;
-    for (const Scheduler::Timer& t : sched_->sleeping_)
+    for (const Scheduler::Timer& t : sched_->timers_)
         if (t.ref.slot == slot_ && t.ref.gen == gen_) return t.deadline;
     return std::nullopt;
 }
@@ -54,8 +53,8 @@ bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {
     const bool in_heap = s.kind == SlotKind::timer || s.kind == SlotKind::periodic;
     free_slot(slot);
     if (in_heap) {
-        --live_timers_;
-        ++dead_timers_;
+        --timers_.live;
+        ++timers_.dead;
         purge_if_mostly_dead(0);
     }
     return true;
@@ -65,14 +64,13 @@ bool Scheduler::cancel(std::uint32_t slot, std::uint32_t gen) {
 // before its owner's time changes, while the entry it replaces is still
 // told live).
 void Scheduler::purge_if_mostly_dead(std::size_t more) noexcept {
-    const std::size_t dead = dead_timers_ + more;
-    if (dead >= kPurgeMinDeadTimers && dead > live_timers_) purge_cancelled_timers();
+    const std::size_t dead = timers_.dead + more;
+    if (dead >= kPurgeMinDeadTimers && dead > timers_.live) purge_cancelled_timers();
 }
 
 void Scheduler::purge_cancelled_timers() noexcept {
-    std::erase_if(sleeping_, [this](const Timer& t) { return !timer_live(t); });
-    std::make_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
-    dead_timers_ = 0;
+    timers_.remove_if([this](const Timer& t) { return !timer_live(t); });
+    timers_.dead = 0;
 }
 
 }  // namespace reactor

@@ -57,9 +57,9 @@ void Scheduler::configure_debug(const Options& options) {
     if (options.timer_lateness_threshold < Duration::zero()) {
         throw std::invalid_argument("reactor: Options::timer_lateness_threshold must not be negative");
     }
-    debug_ = options.debug || debug_from_environment();
-    slow_threshold_ = options.slow_callback_threshold;
-    late_threshold_ = options.timer_lateness_threshold;
+    debug_.on = options.debug || debug_from_environment();
+    debug_.slow_threshold = options.slow_callback_threshold;
+    debug_.late_threshold = options.timer_lateness_threshold;
 }
 
 // From run_batch<true>, in the run phase: the handler runs like a callback.
@@ -67,7 +67,7 @@ void Scheduler::report_slow_callback(Duration took, const std::source_location& 
     ++stats_.slow_callbacks;
     ErrorContext ctx;
     ctx.message = fmt::format("slow callback: it ran for {:.1f} ms (threshold {:.1f} ms)", ms(took),
-                              ms(slow_threshold_));
+                              ms(debug_.slow_threshold));
     ctx.origin = where;
     ctx.origin_known = true;
     call_exception_handler(ctx);
@@ -82,7 +82,7 @@ void Scheduler::report_late_timers(Duration latest, std::size_t count, const std
     stats_.late_timers += count;
     ErrorContext ctx;
     ctx.message = fmt::format("late timer: it fired {:.1f} ms after its deadline (threshold {:.1f} ms; loop lag)",
-                              ms(latest), ms(late_threshold_));
+                              ms(latest), ms(debug_.late_threshold));
     if (count > 1) ctx.message += fmt::format(", the latest of {} late timers in this iteration", count);
     ctx.origin = where;
     ctx.origin_known = true;
@@ -98,9 +98,9 @@ void Scheduler::report_late_timers(Duration latest, std::size_t count, const std
 // thread. `describe` makes the message, only then.
 template <class Describe>
 bool Scheduler::report_off_thread(Describe describe, const std::source_location* origin) noexcept {
-    const std::thread::id owner = loop_thread_.load(std::memory_order_acquire);
+    const std::thread::id owner = debug_.loop_thread.load(std::memory_order_acquire);
     if (owner == std::thread::id{} || owner == std::this_thread::get_id()) return false;
-    wrong_thread_calls_.fetch_add(1, std::memory_order_relaxed);
+    debug_.wrong_thread_calls.fetch_add(1, std::memory_order_relaxed);
     try {
         ErrorContext ctx;
         ctx.message = describe();

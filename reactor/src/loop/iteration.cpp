@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <system_error>
 
-#include "timer_order.hpp"
 
 namespace reactor {
 
@@ -50,19 +49,18 @@ void Scheduler::run_once_unguarded() {
 std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
     if (!ready_.empty() || stopping_ || inbox_.look_for_posts.load(std::memory_order_relaxed))
         return std::chrono::nanoseconds::zero();
-    while (!sleeping_.empty() && !timer_live(sleeping_.front())) {
-        std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
-        sleeping_.pop_back();
-        --dead_timers_;
+    while (!timers_.empty() && !timer_live(timers_.earliest())) {
+        timers_.pop();
+        --timers_.dead;
     }
-    if (sleeping_.empty() && run_limit_ == TimePoint::max()) return std::nullopt;
+    if (timers_.empty() && run_limit_ == TimePoint::max()) return std::nullopt;
     // About to block until a deadline: count from the clock as it is, not as
     // cached when this iteration's callbacks started, or the time they took
     // would be slept again (every timer late by that much, run_for past its
     // end). One clock read, before a wait that costs a system call anyway.
     const TimePoint t = read_clock();
     std::optional<std::chrono::nanoseconds> timeout;
-    if (!sleeping_.empty()) timeout = std::max(sleeping_.front().deadline - t, Duration::zero());
+    if (!timers_.empty()) timeout = std::max(timers_.earliest().deadline - t, Duration::zero());
     if (run_limit_ != TimePoint::max()) {
         const std::chrono::nanoseconds left = std::max(run_limit_ - t, Duration::zero());
         if (!timeout || *timeout > left) timeout = left;
@@ -74,7 +72,7 @@ std::optional<std::chrono::nanoseconds> Scheduler::compute_timeout() {
 // date (epoll's batched epoll_ctl): a closed fd must leave the kernel's set
 // before its number can come back.
 bool Scheduler::nothing_to_poll(std::optional<std::chrono::nanoseconds> timeout) const {
-    return waiters_ == 0 && timeout == std::chrono::nanoseconds::zero() && !selector_->has_pending_changes();
+    return fds_.waiters == 0 && timeout == std::chrono::nanoseconds::zero() && !selector_->has_pending_changes();
 }
 
 void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
@@ -82,7 +80,7 @@ void Scheduler::poll_io(std::optional<std::chrono::nanoseconds> timeout) {
     polled_ = !nothing_to_poll(timeout);
     if (polled_) {
         ++stats_.selector_waits;
-        if (debug_) [[unlikely]] {
+        if (debug_.on) [[unlikely]] {
             const TimePoint before = read_clock();
             wait_announced(timeout);
             // This is the read now() would make first: keep it.
@@ -154,15 +152,15 @@ void Scheduler::move_ready_io() {
             if (wakeup_read_back_) consume_wakeup();  // else reported once per write (Selector::watch_wakeup)
             continue;
         }
-        if (ev.fd < 0 || static_cast<std::size_t>(ev.fd) >= waiting_.size()) continue;
+        if (ev.fd < 0 || static_cast<std::size_t>(ev.fd) >= fds_.waiting.size()) continue;
         if (ev.error != 0) {
             drop_closed_fd(ev.fd, ev.error);
             continue;
         }
-        // Every fd with a callback waiter has an entry in waiting_ too, so
-        // the check above skips none; an fd beyond callback_waiters_ has none.
-        const FdWaiters& w = waiting_[static_cast<std::size_t>(ev.fd)];
-        const FdCallbacks c = callbacks_of(ev.fd);
+        // Every fd with a callback waiter has an entry in fds_.waiting too, so
+        // the check above skips none; an fd beyond fds_.callbacks has none.
+        const FdWaiters& w = fds_.waiting[static_cast<std::size_t>(ev.fd)];
+        const FdCallbacks c = fds_.callbacks_of(ev.fd);
         const bool read = ev.readable && live(c.read);
         const bool write = ev.writable && live(c.write);
         const bool owner_read = ev.readable && wants(w.watched, Interest::read);
@@ -184,20 +182,20 @@ void Scheduler::move_ready_io() {
 }
 
 void Scheduler::move_due_timers() {
-    if (sleeping_.empty()) return;
+    if (timers_.empty()) return;
     const TimePoint t = now();
     // Debug mode: the latest of the timers over the lateness threshold.
     std::size_t late = 0;
     Duration latest{};
     std::source_location latest_where;
-    while (!sleeping_.empty() && sleeping_.front().deadline <= t) {
-        const bool is_live = timer_live(sleeping_.front());
-        const Ref r = sleeping_.front().ref;
-        const TimePoint deadline = sleeping_.front().deadline;
-        std::pop_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
-        sleeping_.pop_back();
+    while (!timers_.empty() && timers_.earliest().deadline <= t) {
+        const Timer& earliest = timers_.earliest();
+        const bool is_live = timer_live(earliest);
+        const Ref r = earliest.ref;
+        const TimePoint deadline = earliest.deadline;
+        timers_.pop();
         if (!is_live) {
-            --dead_timers_;
+            --timers_.dead;
             continue;
         }
         // Due: from now on it is an ordinary ready callback (a periodic one is
@@ -206,20 +204,20 @@ void Scheduler::move_due_timers() {
         FdOwner* owner = nullptr;
         Slot* s = nullptr;
         if (detail::is_owner_timer(r)) {
-            FdWaiters& w = waiting_[static_cast<std::size_t>(detail::owner_fd(r))];
+            FdWaiters& w = fds_.waiting[static_cast<std::size_t>(detail::owner_fd(r))];
             w.owner_timer = false;
             owner = w.owner;
         } else {
             s = &slots_[r.slot];
             s->kind = s->kind == SlotKind::periodic ? SlotKind::periodic_due : SlotKind::soon;
         }
-        --live_timers_;
+        --timers_.live;
         ready_.push_back(r);
         // Loop lag: how long after its deadline the loop got to this timer.
         const Duration lateness = t - deadline;
         ++stats_.timers_fired;
         lag_.record(lateness);
-        if (debug_ && lateness > late_threshold_) [[unlikely]] {
+        if (debug_.on && lateness > debug_.late_threshold) [[unlikely]] {
             ++late;
             if (lateness >= latest) {
                 latest = lateness;
@@ -232,7 +230,7 @@ void Scheduler::move_due_timers() {
 }
 
 void Scheduler::run_ready() {
-    if (debug_) [[unlikely]]
+    if (debug_.on) [[unlikely]]
         run_batch<true>();
     else
         run_batch<false>();
@@ -251,7 +249,7 @@ void Scheduler::run_batch() {
             const Duration took = read_clock() - start;
             stats_.callback_time += took;
             stats_.slowest_callback = std::max(stats_.slowest_callback, took);
-            if (took > slow_threshold_) report_slow_callback(took, origin());
+            if (took > debug_.slow_threshold) report_slow_callback(took, origin());
         } else {
             call();
         }
@@ -278,7 +276,7 @@ void Scheduler::run_batch() {
             // its owner's, still watched?
             if (!ready_entry_live(r)) continue;
             const int fd = detail::owner_fd(r);
-            FdOwner& owner = *waiting_[static_cast<std::size_t>(fd)].owner;
+            FdOwner& owner = *fds_.waiting[static_cast<std::size_t>(fd)].owner;
             // Asked before the call: the owner may be gone after it.
             const std::source_location where = Timed ? owner.origin() : std::source_location{};
             if (detail::is_owner_timer(r)) {
@@ -302,10 +300,10 @@ void Scheduler::run_batch() {
         case SlotKind::oneshot_waiter: {
             // One-shot: deregistered before it runs, so it may re-register itself.
             int fd = s.fd;
-            FdCallbacks& registered = callback_waiters_[static_cast<std::size_t>(fd)];  // live: registered
+            FdCallbacks& registered = fds_.callbacks[static_cast<std::size_t>(fd)];  // live: registered
             Ref& entry = s.is_read ? registered.read : registered.write;
             entry = Ref{};
-            --waiters_;
+            --fds_.waiters;
             free_slot(r.slot);
             selector_->set_interest(fd, interest_of(fd));
             run(cb, where);
@@ -342,8 +340,8 @@ bool Scheduler::ready_entry_live(Ref r) const {
     if (detail::is_posted_batch(r)) return !inbox_.batch.empty();
     if (!detail::is_owner_entry(r)) return live(r);
     const auto fd = static_cast<std::size_t>(detail::owner_fd(r));
-    if (fd >= waiting_.size()) return false;
-    const FdWaiters& w = waiting_[fd];
+    if (fd >= fds_.waiting.size()) return false;
+    const FdWaiters& w = fds_.waiting[fd];
     if (detail::is_owner_timer(r)) return w.owner != nullptr && w.owner_gen == r.gen;
     const Interest which = (r.slot & detail::kOwnerWrite) != 0 ? Interest::write : Interest::read;
     return w.owner != nullptr && w.owner_gen == r.gen && wants(w.watched, which);

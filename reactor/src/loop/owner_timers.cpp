@@ -13,29 +13,27 @@
 #include <fmt/format.h>
 
 #include "reactor/scheduler.hpp"
-#include "timer_order.hpp"
 
 namespace reactor {
 
 void Scheduler::set_owner_timer(int fd, TimePoint due) {
     require_loop_thread("set_owner_timer");
     const auto index = static_cast<std::size_t>(fd);
-    if (fd < 0 || index >= waiting_.size() || waiting_[index].owner == nullptr) {
+    if (fd < 0 || index >= fds_.waiting.size() || fds_.waiting[index].owner == nullptr) {
         throw std::logic_error(
             fmt::format("reactor: set_owner_timer(fd {}): the fd has no owner (set_fd_owner first)", fd));
     }
     // While the owner still answers the time it replaces, that entry is
     // live to a purge; it counts as dead only once this returns.
-    const bool replaces = waiting_[index].owner_timer;
+    const bool replaces = fds_.waiting[index].owner_timer;
     if (replaces) purge_if_mostly_dead(1);
-    const Ref r{detail::kOwnerReady | detail::kOwnerTimer | static_cast<std::uint32_t>(fd), waiting_[index].owner_gen};
-    sleeping_.push_back(Timer{due, timer_seq_++, r});  // may throw: nothing has changed then
-    std::push_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
+    const Ref r{detail::kOwnerReady | detail::kOwnerTimer | static_cast<std::uint32_t>(fd), fds_.waiting[index].owner_gen};
+    timers_.push(due, r);  // may throw: nothing has changed then
     if (replaces) {
-        ++dead_timers_;
+        ++timers_.dead;
     } else {
-        waiting_[index].owner_timer = true;
-        ++live_timers_;
+        fds_.waiting[index].owner_timer = true;
+        ++timers_.live;
     }
 }
 
@@ -45,8 +43,8 @@ void Scheduler::set_owner_timer(int fd, TimePoint due) {
 bool Scheduler::timer_live(const Timer& t) const noexcept {
     if (!detail::is_owner_timer(t.ref)) return live(t.ref);
     const auto fd = static_cast<std::size_t>(detail::owner_fd(t.ref));
-    if (fd >= waiting_.size()) return false;
-    const FdWaiters& w = waiting_[fd];
+    if (fd >= fds_.waiting.size()) return false;
+    const FdWaiters& w = fds_.waiting[fd];
     return w.owner_timer && w.owner_gen == t.ref.gen && w.owner->owner_timer_due(static_cast<int>(fd)) == t.deadline;
 }
 
@@ -55,8 +53,8 @@ bool Scheduler::timer_live(const Timer& t) const noexcept {
 void Scheduler::end_owner_timer(FdWaiters& w) noexcept {
     if (!w.owner_timer) return;
     w.owner_timer = false;
-    --live_timers_;
-    ++dead_timers_;
+    --timers_.live;
+    ++timers_.dead;
     purge_if_mostly_dead(0);
 }
 

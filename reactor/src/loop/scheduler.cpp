@@ -16,7 +16,6 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "timer_order.hpp"
 
 namespace reactor {
 
@@ -47,14 +46,14 @@ Scheduler::Scheduler(Options options)
 // The phases are close()'s last two, then the services go (shutdown.cpp).
 Scheduler::~Scheduler() {
     refuse_posts();
-    if (debug_) report_leaks_at_destruction();
-    abandon_services();  // what owns itself on this loop ends first, while the loop is whole
+    if (debug_.on) report_leaks_at_destruction();
+    services_.abandon_all();  // what owns itself on this loop ends first, while the loop is whole
     drop_everything();
     // What a service's destructor lets go of is dropped in turn, and a
     // service made meanwhile (a dropped callback's destructor submitting a
     // job) goes in the next round.
     do {
-        destroy_services();
+        services_.destroy_all();
         drop_everything();
     } while (!services_.empty());
     ::close(wakeup_fd_);
@@ -116,9 +115,8 @@ Handle Scheduler::call_at_unlisted(TimePoint deadline, Callback cb, std::source_
 }
 
 void Scheduler::arm_timer(TimePoint deadline, Ref r) {
-    sleeping_.push_back(Timer{deadline, timer_seq_++, r});
-    std::push_heap(sleeping_.begin(), sleeping_.end(), LaterFirst{});
-    ++live_timers_;
+    timers_.push(deadline, r);
+    ++timers_.live;
 }
 
 TimePoint Scheduler::timer_base() {
@@ -132,17 +130,17 @@ TimePoint Scheduler::timer_base() {
 
 // Registration lives in fd_waiters.cpp; this is used by run_ready.
 Interest Scheduler::interest_of(int fd) const {
-    const FdCallbacks c = callbacks_of(fd);
+    const FdCallbacks c = fds_.callbacks_of(fd);
     Interest i = Interest::none;
     if (live(c.read)) i = i | Interest::read;
     if (live(c.write)) i = i | Interest::write;
-    return i | waiting_[static_cast<std::size_t>(fd)].watched;
+    return i | fds_.waiting[static_cast<std::size_t>(fd)].watched;
 }
 
 // ---------------------------------------------------------------- the loop
 
 bool Scheduler::has_work() const {
-    return !ready_.empty() || live_timers_ > 0 || waiters_ > 0 || !holds_.empty() ||
+    return !ready_.empty() || timers_.live > 0 || fds_.waiters > 0 || !holds_.empty() ||
            inbox_.wake_pending.load(std::memory_order_acquire) || inbox_.look_for_posts.load(std::memory_order_acquire);
 }
 
@@ -152,7 +150,7 @@ bool Scheduler::has_work() const {
 // post was already drained (a poster that pushed before the drain's swap but
 // flipped the flag after it). Neither is work, so count what really is.
 bool Scheduler::empty() const {
-    if (ready_count() != 0 || live_timers_ != 0 || waiters_ != 0 || !holds_.empty()) return false;
+    if (ready_count() != 0 || timers_.live != 0 || fds_.waiters != 0 || !holds_.empty()) return false;
     std::lock_guard lock(inbox_.mutex);
     return inbox_.queue.empty();
 }
@@ -188,12 +186,12 @@ public:
         s_.running_ = true;
         t_running = &s_;
         // Debug mode: the thread other threads must not be (debug.cpp).
-        if (s_.debug_) s_.loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
+        if (s_.debug_.on) s_.debug_.loop_thread.store(std::this_thread::get_id(), std::memory_order_release);
     }
     ~RunGuard() {
         t_running = previous_;
         s_.running_ = false;
-        if (s_.debug_) s_.loop_thread_.store(std::thread::id{}, std::memory_order_release);
+        if (s_.debug_.on) s_.debug_.loop_thread.store(std::thread::id{}, std::memory_order_release);
     }
     RunGuard(const RunGuard&) = delete;
     RunGuard& operator=(const RunGuard&) = delete;

@@ -11,58 +11,61 @@ namespace reactor {
 
 // ---------------------------------------------------------------- services
 
-// Few services per loop (a handful): a scan. Types are compared by address
-// first, then by name, because a type_info may be duplicated across shared
-// libraries while its name is not.
-LoopService* Scheduler::find_service(const std::type_info& type) const noexcept {
-    for (const ServiceEntry& e : services_)
+// Few services per loop (a handful): a scan, by address first.
+LoopService* detail::ServiceRegistry::find(const std::type_info& type) const noexcept {
+    for (const Entry& e : entries_)
         if (e.type == &type) return e.service.get();
-    for (const ServiceEntry& e : services_)
+    for (const Entry& e : entries_)
         if (*e.type == type) return e.service.get();
     return nullptr;
 }
 
-LoopService& Scheduler::add_service(const std::type_info& type, std::unique_ptr<LoopService> service) {
-    require_loop_thread("service");
-    // S's constructor may itself have made a service S needs: still one of each.
-    if (LoopService* found = find_service(type)) return *found;
-    services_.push_back(ServiceEntry{&type, std::move(service)});
-    return *services_.back().service;
+LoopService& detail::ServiceRegistry::add(const std::type_info& type, std::unique_ptr<LoopService> service) {
+    if (LoopService* found = find(type)) return *found;
+    entries_.push_back(Entry{&type, std::move(service)});
+    return *entries_.back().service;
 }
 
-// Tells every service once, newest first. Telling one may make another
-// (a close callback spawning a task makes the task registry): a new one is
-// told too, in a later pass, since it is newer than all those already told.
+// Telling one may make another (a close callback spawning a task makes the
+// task registry): a new one is told too, in a later pass, since it is newer
+// than all those already told.
 template <class Tell>
-void Scheduler::tell_services(Tell tell) {
-    for (ServiceEntry& e : services_) e.told = false;
+void detail::ServiceRegistry::tell_all(Tell tell) {
+    for (Entry& e : entries_) e.told = false;
     for (bool told = true; told;) {
         told = false;
-        for (std::size_t i = services_.size(); i-- > 0;) {
-            if (services_[i].told) continue;
-            services_[i].told = true;
+        for (std::size_t i = entries_.size(); i-- > 0;) {
+            if (entries_[i].told) continue;
+            entries_[i].told = true;
             told = true;
-            tell(*services_[i].service);  // may grow services_: index again, never a reference
+            tell(*entries_[i].service);  // may grow entries_: index again, never a reference
         }
     }
 }
 
-void Scheduler::close_services() {
-    tell_services([](LoopService& s) { s.close(); });
+void detail::ServiceRegistry::close_all() {
+    tell_all([](LoopService& s) { s.close(); });
 }
 
-void Scheduler::abandon_services() noexcept {
-    tell_services([](LoopService& s) noexcept { s.abandon(); });
+void detail::ServiceRegistry::abandon_all() noexcept {
+    tell_all([](LoopService& s) noexcept { s.abandon(); });
 }
 
-// Newest first, each after the services made after it. A destructor may
-// still make one (it cannot be told anything any more): it goes next.
-void Scheduler::destroy_services() noexcept {
-    while (!services_.empty()) {
-        std::unique_ptr<LoopService> last = std::move(services_.back().service);
-        services_.pop_back();
+void detail::ServiceRegistry::destroy_all() noexcept {
+    while (!entries_.empty()) {
+        std::unique_ptr<LoopService> last = std::move(entries_.back().service);
+        entries_.pop_back();
         last.reset();
     }
+}
+
+void detail::ServiceRegistry::describe(std::vector<LiveItem>& out) const {
+    for (const Entry& e : entries_) e.service->describe(out);
+}
+
+LoopService& Scheduler::add_service(const std::type_info& type, std::unique_ptr<LoopService> service) {
+    require_loop_thread("service");
+    return services_.add(type, std::move(service));
 }
 
 // ---------------------------------------------------------------- work holds

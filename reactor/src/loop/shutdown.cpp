@@ -103,7 +103,7 @@ std::vector<LiveItem> Scheduler::live() const {
     // longer live). An owner's timer is its owner's: listed with it, below;
     // an unlisted one (call_at_unlisted), its service's.
     std::vector<Timer> timers;
-    for (const Timer& t : sleeping_) {
+    for (const Timer& t : timers_) {
         if (!detail::is_owner_timer(t.ref) && timer_live(t) && !slots_[t.ref.slot].unlisted) timers.push_back(t);
     }
     std::sort(timers.begin(), timers.end(),
@@ -120,7 +120,7 @@ std::vector<LiveItem> Scheduler::live() const {
         case SlotKind::periodic_due: add(LiveItem::Kind::ready, "", s.where); break;
         case SlotKind::oneshot_waiter:
         case SlotKind::persistent_waiter:
-            if (waiting_[static_cast<std::size_t>(s.fd)].owner) break;  // the owner says what it is, below
+            if (fds_.waiting[static_cast<std::size_t>(s.fd)].owner) break;  // the owner says what it is, below
             add(s.is_read ? LiveItem::Kind::reader : LiveItem::Kind::writer,
                 fmt::format("fd {}{}", s.fd, s.kind == SlotKind::oneshot_waiter ? ", one-shot" : ""), s.where);
             break;
@@ -137,13 +137,13 @@ std::vector<LiveItem> Scheduler::live() const {
     inbox_.batch.for_each([&](const Posted& p) { add(LiveItem::Kind::posted, "", p.where); });
     holds_.for_each([&out](const WorkHold& h) { out.push_back(h.describe()); });
     // An owned fd is its owner's, listed once, by the owner, whatever its waiters.
-    for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
-        const FdWaiters& w = waiting_[fd];
-        const FdCallbacks c = callbacks_of(static_cast<int>(fd));
+    for (std::size_t fd = 0; fd < fds_.waiting.size(); ++fd) {
+        const FdWaiters& w = fds_.waiting[fd];
+        const FdCallbacks c = fds_.callbacks_of(static_cast<int>(fd));
         if (w.owner && (live(c.read) || live(c.write) || w.watched != Interest::none || w.owner_timer))
             w.owner->describe(static_cast<int>(fd), out);
     }
-    for (const ServiceEntry& e : services_) e.service->describe(out);
+    services_.describe(out);
     std::stable_sort(out.begin(), out.end(), [](const LiveItem& a, const LiveItem& b) { return a.kind < b.kind; });
     return out;
 }
@@ -159,7 +159,7 @@ std::vector<LiveItem> Scheduler::close() {
                              alive.size()),
                  [this](const ErrorContext& ctx) { call_exception_handler(ctx); });
     // 2. close
-    close_services();
+    services_.close_all();
     release_holds();
     // 3. run
     {
@@ -173,7 +173,7 @@ std::vector<LiveItem> Scheduler::close() {
     }
     stopping_ = false;
     // 4. abandon
-    abandon_services();
+    services_.abandon_all();
     // 5. drop
     drop_everything();
     return alive;
@@ -227,19 +227,19 @@ void Scheduler::drop_everything() noexcept {
         periodic_.clear();
         free_head_ = kNoSlot;
         ready_.clear();
-        sleeping_.clear();
+        timers_.clear();
         // The fds stay open (they are not ours), but the selector must stop
         // watching them: close() leaves a loop that may run again.
-        for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
-            const FdCallbacks c = callbacks_of(static_cast<int>(fd));
-            if (c.read.slot != kNoSlot || c.write.slot != kNoSlot || waiting_[fd].watched != Interest::none) {
+        for (std::size_t fd = 0; fd < fds_.waiting.size(); ++fd) {
+            const FdCallbacks c = fds_.callbacks_of(static_cast<int>(fd));
+            if (c.read.slot != kNoSlot || c.write.slot != kNoSlot || fds_.waiting[fd].watched != Interest::none) {
                 selector_->forget(static_cast<int>(fd));
             }
         }
-        waiting_.clear();
-        callback_waiters_.clear();
+        fds_.waiting.clear();
+        fds_.callbacks.clear();
         signal_handling_.clear();
-        live_timers_ = dead_timers_ = waiters_ = 0;
+        timers_.live = timers_.dead = fds_.waiters = 0;
     }
 }
 

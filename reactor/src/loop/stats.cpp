@@ -44,10 +44,10 @@ LagPercentiles LagWindow::percentiles() const {
 LoopStats Scheduler::stats() const {
     LoopStats s = stats_;
     s.ready = ready_count();
-    s.timers = live_timers_;
-    for (std::size_t fd = 0; fd < waiting_.size(); ++fd) {
-        const FdWaiters& w = waiting_[fd];
-        const FdCallbacks c = callbacks_of(static_cast<int>(fd));
+    s.timers = timers_.live;
+    for (std::size_t fd = 0; fd < fds_.waiting.size(); ++fd) {
+        const FdWaiters& w = fds_.waiting[fd];
+        const FdCallbacks c = fds_.callbacks_of(static_cast<int>(fd));
         if (live(c.read) || wants(w.watched, Interest::read)) ++s.readers;
         if (live(c.write) || wants(w.watched, Interest::write)) ++s.writers;
     }
@@ -57,8 +57,8 @@ LoopStats Scheduler::stats() const {
     }
     s.signal_handlers = signal_handlers_;
     s.lag = lag_.percentiles();
-    s.timed = debug_;
-    s.wrong_thread_calls = wrong_thread_calls_.load(std::memory_order_relaxed);
+    s.timed = debug_.on;
+    s.wrong_thread_calls = debug_.wrong_thread_calls.load(std::memory_order_relaxed);
     s.wakeup_failures = inbox_.wake_failures.load(std::memory_order_relaxed);
     s.wakeup_writes = inbox_.wake_writes.load(std::memory_order_relaxed);
     s.posts_taken = inbox_.taken;

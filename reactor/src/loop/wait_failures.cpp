@@ -38,7 +38,7 @@ bool broken(const std::error_code& code) {
 void Scheduler::wait_in_selector(std::optional<std::chrono::nanoseconds> timeout) {
     try {
         selector_->wait(timeout, events_);
-        wait_failures_in_row_ = 0;
+        wait_failures_.in_row = 0;
     } catch (const std::system_error& failure) {
         on_wait_failure(failure);
     }
@@ -47,11 +47,11 @@ void Scheduler::wait_in_selector(std::optional<std::chrono::nanoseconds> timeout
 void Scheduler::on_wait_failure(const std::system_error& failure) {
     ++stats_.selector_failures;
     const int error = failure.code().value();
-    if (error != wait_error_) wait_failures_in_row_ = 0;
-    wait_error_ = error;
-    ++wait_failures_in_row_;
-    if (broken(failure.code()) || wait_failures_in_row_ >= kWaitFailureLimit) {
-        const unsigned times = std::exchange(wait_failures_in_row_, 0);
+    if (error != wait_failures_.error) wait_failures_.in_row = 0;
+    wait_failures_.error = error;
+    ++wait_failures_.in_row;
+    if (broken(failure.code()) || wait_failures_.in_row >= kWaitFailureLimit) {
+        const unsigned times = std::exchange(wait_failures_.in_row, 0);
         // std::system_error appends ": <the error's message>" itself.
         std::string call = failure.what();
         if (const std::string suffix = ": " + failure.code().message(); call.ends_with(suffix))
@@ -62,19 +62,19 @@ void Scheduler::on_wait_failure(const std::system_error& failure) {
                                                          selector_->name(), call, times));
     }
     const auto pause = std::min<std::chrono::nanoseconds>(
-        kFirstPause * (1u << std::min(wait_failures_in_row_ - 1, 10u)), kLongestPause);
+        kFirstPause * (1u << std::min(wait_failures_.in_row - 1, 10u)), kLongestPause);
     const TimePoint t = read_clock();
-    if (wait_failures_in_row_ == 1 || t - wait_reported_at_ >= kReportInterval) {
+    if (wait_failures_.in_row == 1 || t - wait_failures_.reported_at >= kReportInterval) {
         ErrorContext ctx;
         ctx.message = fmt::format("{} backend: {}; retrying in {} ms", selector_->name(), failure.what(),
                                   std::chrono::duration_cast<std::chrono::milliseconds>(pause).count());
-        if (wait_reports_left_out_ != 0)
-            ctx.message += fmt::format(" ({} more failures since the last report)", wait_reports_left_out_);
-        wait_reports_left_out_ = 0;
-        wait_reported_at_ = t;
+        if (wait_failures_.reports_left_out != 0)
+            ctx.message += fmt::format(" ({} more failures since the last report)", wait_failures_.reports_left_out);
+        wait_failures_.reports_left_out = 0;
+        wait_failures_.reported_at = t;
         call_exception_handler(ctx);
     } else {
-        ++wait_reports_left_out_;
+        ++wait_failures_.reports_left_out;
     }
     // Nothing to wait with: sleep instead, the whole pause even when work is
     // ready (timers may then run up to a pause late), so that giving up takes

@@ -72,7 +72,7 @@ struct Timer {
     Ref ref;
 };
 
-// What the loop keeps per fd number for the fd's owner (Scheduler::waiting_
+// What the loop keeps per fd number for the fd's owner (FdTable::waiting
 // is indexed by fd). An idle connection pays for this entry and nothing
 // else, so the callback waiters, which owners rarely use, are kept aside
 // (FdCallbacks).
@@ -85,7 +85,7 @@ struct FdWaiters {
 };
 
 // The callback waiters of one fd (add_reader, add_writer, read_wait,
-// write_wait): Scheduler::callback_waiters_, indexed by fd, grown only to
+// write_wait): FdTable::callbacks, indexed by fd, grown only to
 // the largest fd given one, so a program whose fds all have owners never
 // grows it. An fd beyond its end has none.
 struct FdCallbacks {
