@@ -33,7 +33,8 @@ if(TARGET reactor_tls)  # libreactor_tls.so, and its headers' users link OpenSSL
 endif()
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "${PROJECT_DESCRIPTION} (shared libraries)
  libreactor.so, libreactor_futures.so and libreactor_tls.so: a callback and
- future based event loop (timers, signals, sockets, TLS, streams, subprocesses).")
+ future based event loop (timers, signals, sockets, TLS, streams, subprocesses);
+ libreactor_sim_guard.so, which its simulated worlds' tests link.")
 # The shlibs file and the ldconfig trigger a Debian shared library package has.
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS_POLICY "=")

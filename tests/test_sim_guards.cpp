@@ -174,3 +174,169 @@ BOOST_AUTO_TEST_CASE(a_hosts_clock_is_the_worlds_virtual_one) {
     BOOST_TEST((host.scheduler().now() == world.now()));
     BOOST_TEST((std::chrono::steady_clock::now() - real_before < 1min));  // an hour of it took no real hour
 }
+
+// ---------------------------------------------------------------- real time and randomness (issue 48)
+// reactor::sim_guard, which this suite links (reactor/testing/sim/
+// real_time_guard.hpp): a host's code that reads real time or the system's
+// randomness gets the world's answer, and the run fails after that step,
+// naming the call, the clock and the host. Outside a run the same calls are
+// the C library's.
+
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <array>
+#include <ctime>
+
+#include <reactor/testing/sim/real_time_guard.hpp>
+
+namespace {
+
+// The std::logic_error the run threw after `read` ran in a step of a host
+// called "server" of a world of `seed`, or "(nothing thrown)".
+std::string real_read_error(std::uint64_t seed, const std::function<void(sim::Host&)>& read) {
+    sim::World world(seed);
+    sim::Host& server = world.host("server");
+    server.scheduler().call_later(5s, [&] { read(server); });
+    try {
+        world.run_for(10s);
+    } catch (const std::logic_error& e) {
+        return e.what();
+    }
+    return "(nothing thrown)";
+}
+
+// CLOCK_MONOTONIC from the kernel itself, past any interposer.
+std::chrono::nanoseconds kernel_monotonic() {
+    timespec t{};
+    BOOST_REQUIRE(::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t) == 0);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(steady_clock_read_by_a_host_fails_the_run_naming_clock_gettime_and_the_host) {
+    BOOST_TEST(sim::real_time_guarded());
+    reactor::TimePoint read{};
+    reactor::TimePoint host_now{};
+    const std::string text = real_read_error(51, [&](sim::Host& host) {
+        read = std::chrono::steady_clock::now();
+        host_now = host.scheduler().now();
+    });
+    BOOST_TEST(text ==
+                   "reactor: sim world (seed 51) host server read real time: clock_gettime(CLOCK_MONOTONIC); a "
+                   "host's time is its Scheduler::now()",
+               text);
+    // The read itself was answered from the world: the host's virtual time.
+    BOOST_TEST((read == host_now));
+    BOOST_TEST((read == reactor::testing::VirtualClock::kStart + 5s));
+}
+
+BOOST_AUTO_TEST_CASE(calendar_reads_by_a_host_fail_the_run_naming_the_call) {
+    const auto calendar = sim::World::kEpoch + 5s;
+    std::chrono::system_clock::time_point system{};
+    std::string text = real_read_error(52, [&](sim::Host&) { system = std::chrono::system_clock::now(); });
+    BOOST_TEST(text ==
+                   "reactor: sim world (seed 52) host server read real time: clock_gettime(CLOCK_REALTIME); a "
+                   "host's calendar is its Scheduler::wall_clock()",
+               text);
+    BOOST_TEST((system == calendar));
+
+    std::time_t seconds = 0;
+    std::time_t stored = 0;
+    text = real_read_error(53, [&](sim::Host&) { seconds = std::time(&stored); });
+    BOOST_TEST(text ==
+                   "reactor: sim world (seed 53) host server read real time: time; a host's calendar is its "
+                   "Scheduler::wall_clock()",
+               text);
+    BOOST_TEST(seconds == std::chrono::system_clock::to_time_t(calendar));
+    BOOST_TEST(stored == seconds);
+
+    timeval tv{};
+    text = real_read_error(54, [&](sim::Host&) { ::gettimeofday(&tv, nullptr); });
+    BOOST_TEST(text.starts_with("reactor: sim world (seed 54) host server read real time: gettimeofday; "), text);
+    BOOST_TEST(tv.tv_sec == std::chrono::system_clock::to_time_t(calendar));
+    BOOST_TEST(tv.tv_usec == 0);
+}
+
+BOOST_AUTO_TEST_CASE(randomness_read_by_a_host_fails_the_run_and_is_the_worlds) {
+    // Two worlds of one seed: the same bytes, drawn from the seed.
+    std::array<std::array<unsigned char, 24>, 2> drawn{};
+    for (auto& bytes : drawn) {
+        ssize_t got = 0;
+        const std::string text =
+            real_read_error(55, [&](sim::Host&) { got = ::getrandom(bytes.data(), bytes.size(), 0); });
+        BOOST_TEST(text ==
+                       "reactor: sim world (seed 55) host server read real randomness: getrandom; a host draws from "
+                       "a generator seeded from the world's seed (sim::Random(world.seed()))",
+                   text);
+        BOOST_TEST(got == static_cast<ssize_t>(bytes.size()));
+    }
+    BOOST_TEST((drawn[0] == drawn[1]));
+    BOOST_TEST((drawn[0] != std::array<unsigned char, 24>{}));
+
+    int result = -1;
+    const std::string text = real_read_error(56, [&](sim::Host&) { result = ::getentropy(drawn[0].data(), 16); });
+    BOOST_TEST(text.starts_with("reactor: sim world (seed 56) host server read real randomness: getentropy; "), text);
+    BOOST_TEST(result == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_first_real_read_of_a_step_names_the_error_and_a_start_function_is_watched_too) {
+    const std::string text = real_read_error(57, [](sim::Host&) {
+        (void)std::time(nullptr);
+        (void)std::chrono::steady_clock::now();
+    });
+    BOOST_TEST(text.starts_with("reactor: sim world (seed 57) host server read real time: time; "), text);
+
+    sim::World world(58);
+    try {
+        world.host("client", [](sim::Host& host) {
+            (void)std::chrono::steady_clock::now();
+            return std::shared_ptr<void>(std::make_shared<int>(host.boots()));
+        });
+        BOOST_FAIL("a start function's real-time read was not refused");
+    } catch (const std::logic_error& e) {
+        BOOST_TEST(contains(e.what(), "sim world (seed 58) host client read real time: clock_gettime(CLOCK_MONOTONIC)"),
+                   e.what());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(cpu_time_and_a_hosts_own_clocks_are_not_real_reads) {
+    const std::string text = real_read_error(59, [](sim::Host& host) {
+        timespec cpu{};
+        BOOST_TEST(::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0);
+        BOOST_TEST(::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0);
+        (void)host.scheduler().now();
+        (void)host.scheduler().wall_clock();
+    });
+    BOOST_TEST(text == "(nothing thrown)");
+}
+
+BOOST_AUTO_TEST_CASE(outside_a_run_the_same_calls_read_the_real_clocks_and_randomness) {
+    sim::World world(60);
+    sim::Host& host = world.host("host");
+    const auto check_real = [] {
+        BOOST_TEST(reactor::detail::world_mark() == nullptr);
+        const auto kernel_before = kernel_monotonic();
+        const auto steady = std::chrono::steady_clock::now().time_since_epoch();
+        const auto kernel_after = kernel_monotonic();
+        BOOST_TEST((kernel_before <= steady && steady <= kernel_after));
+        // The calendar is today's, decades after a world's (2000-01-01).
+        BOOST_TEST((std::chrono::system_clock::now() > sim::World::kEpoch + std::chrono::hours(24 * 365 * 20)));
+        BOOST_TEST(std::time(nullptr) > std::chrono::system_clock::to_time_t(sim::World::kEpoch) + 20 * 365 * 86400);
+        timeval tv{};
+        BOOST_TEST(::gettimeofday(&tv, nullptr) == 0);
+        BOOST_TEST(tv.tv_sec > std::chrono::system_clock::to_time_t(sim::World::kEpoch) + 20 * 365 * 86400);
+        std::array<unsigned char, 32> a{};
+        std::array<unsigned char, 32> b{};
+        BOOST_TEST(::getrandom(a.data(), a.size(), 0) == static_cast<ssize_t>(a.size()));
+        BOOST_TEST(::getentropy(b.data(), b.size()) == 0);
+        BOOST_TEST((a != b));  // two real draws of 256 bits
+    };
+    check_real();  // before any run
+    host.scheduler().call_later(1s, [&] { (void)host.scheduler().now(); });
+    BOOST_TEST((world.run_for(2s) == reactor::RunStatus::idle));
+    check_real();  // after one
+}

@@ -20,7 +20,7 @@ endif()
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
 string(REPLACE "," ";" LINKS "${LINKS}")
-set(areas scheduler net futures streams toolkit processes testing faults)
+set(areas scheduler net futures streams toolkit processes testing faults sim_guard)
 if(EXPECT_TLS)  # the package was built with reactor::tls: it must export it, and it must work
   list(APPEND areas tls streams_tls)
 endif()

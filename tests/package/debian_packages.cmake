@@ -41,6 +41,7 @@ Depends: [^\n]*libstdc\+\+6
 /usr/lib/[^ \n]*libreactor\.so\.[0-9]+\.[0-9]+\.[0-9]+
 /usr/lib/[^ \n]*libreactor\.so\.[0-9]+ -> 
 /usr/lib/[^ \n]*libreactor_futures\.so\.[0-9]+\.[0-9]+\.[0-9]+
+/usr/lib/[^ \n]*libreactor_sim_guard\.so\.[0-9]+\.[0-9]+\.[0-9]+
 /usr/share/doc/libreactor[0-9]+/copyright
 ]])
 expect_in(${dev_deb} [[
@@ -52,6 +53,9 @@ Depends: [^\n]*libfmt-dev
 /usr/include/reactor/export\.hpp
 /usr/include/reactor/net/connection\.hpp
 /usr/include/reactor/testing/virtual_loop\.hpp
+/usr/include/reactor/testing/sim/real_time_guard\.hpp
+/usr/lib/[^ \n]*libreactor_sim_guard\.a
+/usr/lib/[^ \n]*pkgconfig/reactor-sim-guard\.pc
 /usr/include/futures/futures\.hpp
 /usr/lib/[^ \n]*libreactor\.a
 /usr/lib/[^ \n]*libreactor_futures\.a
@@ -115,7 +119,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install_consumer
                         -DCMAKE_PREFIX_PATH=${root}/usr -DCONSUMER_LINK=shared
                 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer -j2 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
-set(areas scheduler net futures streams toolkit processes testing faults)
+set(areas scheduler net futures streams toolkit processes testing faults sim_guard)
 if(TLS)
   list(APPEND areas tls streams_tls)
 endif()

@@ -40,6 +40,21 @@ void refuse_real_socket(const Kernel* kernel, std::string_view call) {
         call, kernel == nullptr ? std::string_view("the C library's") : kernel->name(), where_from(t_mark)));
 }
 
+void refuse_real_read(const WorldMark& mark) {
+    const RealRead& read = mark.real_read;
+    if (read.kind == RealRead::Kind::none) return;
+    std::string_view what = "real time";
+    std::string_view instead = "a host's time is its Scheduler::now()";
+    if (read.kind == RealRead::Kind::calendar) {
+        instead = "a host's calendar is its Scheduler::wall_clock()";
+    } else if (read.kind == RealRead::Kind::randomness) {
+        what = "real randomness";
+        instead = "a host draws from a generator seeded from the world's seed (sim::Random(world.seed()))";
+    }
+    throw std::logic_error(fmt::format("reactor: {} host {} read {}: {}; {}", mark.world, mark.host, what,
+                                       read.call != nullptr ? read.call : "?", instead));
+}
+
 void refuse_cross_thread(const Scheduler& sched, std::string_view call, std::string_view instead) {
     if (!runs_in_world(sched)) return;
     throw std::logic_error(fmt::format(

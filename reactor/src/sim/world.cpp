@@ -122,7 +122,7 @@ World::World(std::uint64_t seed, Params params)
       tls_random_(Random(seed).split(kTlsStream)) {}
 
 reactor::detail::WorldMark World::mark_for(const Host& host) noexcept {
-    return reactor::detail::WorldMark{label_, host.name_, &fill_from, &tls_random_};
+    return reactor::detail::WorldMark{label_, host.name_, &fill_from, &tls_random_, host.sched_.get(), {}};
 }
 
 // Newest host first, as services end: what an older host serves may still be
@@ -156,7 +156,9 @@ Host& World::host(std::string_view name, Host::Start start) {
 std::shared_ptr<void> World::start_program(Host& host) {
     const reactor::detail::WorldMark mark = mark_for(host);
     reactor::detail::WorldMarkScope marked(mark);
-    return host.start_(host);
+    std::shared_ptr<void> program = host.start_(host);
+    reactor::detail::refuse_real_read(mark);  // real time or randomness read (reactor::sim_guard)
+    return program;
 }
 
 void World::between_steps(std::function<void()> action) {
@@ -240,6 +242,7 @@ void World::step(Host& host) {
         throw;
     }
     if (host.selector_->end_step()) network_->rest(host.index_);
+    reactor::detail::refuse_real_read(mark);  // real time or randomness read (reactor::sim_guard)
 }
 
 // Until `limit` (true: reached) or until nothing can happen (false), or

@@ -21,6 +21,17 @@ class Scheduler;
 
 namespace detail {
 
+// The first read of real time or of the system's randomness that
+// reactor::sim_guard (reactor/testing/sim/real_time_guard.hpp) saw the
+// host's code make while marked. The guard answers it from the world (the
+// call returns, and std::chrono's now() may not throw), and the World fails
+// the step that made it (refuse_real_read).
+struct RealRead {
+    enum class Kind { none, time, calendar, randomness };
+    Kind kind = Kind::none;
+    const char* call = nullptr;  // a literal: "clock_gettime(CLOCK_MONOTONIC)", "getrandom"
+};
+
 // Who is running: for the error texts ("sim world (seed 7) host client").
 // The strings are the World's and outlive the mark.
 struct WorldMark {
@@ -30,6 +41,12 @@ struct WorldMark {
     // through sim::TlsRandomness): fills `out` from a stream of the seed.
     void (*fill_random)(void* context, unsigned char* out, std::size_t length) noexcept = nullptr;
     void* random_context = nullptr;
+    // The host's loop, whose now() and wall_clock() answer a real-time read
+    // reactor::sim_guard catches.
+    const Scheduler* scheduler = nullptr;
+    // Written by reactor::sim_guard through a const mark: the mark is the
+    // step's, and only its thread sees it.
+    mutable RealRead real_read;
 };
 
 // The mark of the innermost world running a host on this thread, or null.
@@ -58,6 +75,11 @@ REACTOR_API bool runs_in_world(const Scheduler& sched) noexcept;
 // while a world runs a host here: std::logic_error naming the call and the
 // world. Otherwise nothing.
 REACTOR_API void refuse_real_socket(const Kernel* kernel, std::string_view call);
+
+// After a marked step or start: std::logic_error naming the call, the
+// world and the host if reactor::sim_guard saw the host's code read real
+// time or randomness (mark.real_read). Otherwise nothing.
+REACTOR_API void refuse_real_read(const WorldMark& mark);
 
 // `call` would hand work to another thread or loop: std::logic_error naming
 // it, the world and `instead` (what to do), if `sched` runs in a world.

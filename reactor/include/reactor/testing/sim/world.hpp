@@ -64,10 +64,15 @@
 //   - time: a host's Scheduler::now() and its timers are the world's virtual
 //     clock (plus the host's skew, if it has one), and its
 //     Scheduler::wall_clock() (the calendar) is World::kEpoch plus the
-//     host's time passed. Real time read by user code directly (std::chrono::steady_clock,
-//     clock_gettime) and getrandom the library cannot see: only an interposed
-//     clock_gettime/getrandom (as tests/support/syscall_faults does for other
-//     calls) could. TLS runs over a host's Connection; OpenSSL draws its
+//     host's time passed. Real time and randomness read by a host's code
+//     directly (std::chrono::steady_clock and system_clock, clock_gettime,
+//     gettimeofday, time, getrandom, getentropy) the library cannot see; a
+//     program that links reactor::sim_guard (testing/sim/real_time_guard.hpp,
+//     which interposes those C library calls) has them answered from the
+//     world and the run failed after that step, std::logic_error "reactor:
+//     sim world (seed 7) host server read real time:
+//     clock_gettime(CLOCK_MONOTONIC); a host's time is its Scheduler::now()".
+//     TLS runs over a host's Connection; OpenSSL draws its
 //     handshake randomness from getrandom unless a sim::TlsRandomness
 //     (testing/sim/tls_randomness.hpp, in reactor::tls) lives: then, while a
 //     host runs, from a stream of the world's seed, and a TLS run replays.
