@@ -2,8 +2,9 @@
 # pkg-config from an install tree: installs the built project into a scratch
 # prefix, then builds one-file programs the way a Makefile user would,
 #   c++ prog.cpp $(pkg-config --cflags --libs reactor-futures)
-# (tests/install_consumer/futures.cpp, scheduler.cpp with reactor.pc, and
-# tls.cpp with reactor-tls.pc when the build has reactor::tls),
+# (tests/install_consumer/futures.cpp, scheduler.cpp with reactor.pc,
+# sim_guard.cpp with reactor-sim-guard.pc, and tls.cpp with reactor-tls.pc
+# when the build has reactor::tls),
 # and runs them; and faults.cpp, preloading the library
 # `pkg-config --variable=preload reactor-syscall-faults` names. Skipped, saying so, where pkg-config is not installed.
 find_program(PKG_CONFIG NAMES pkg-config pkgconf)
@@ -31,7 +32,7 @@ endif()
 file(GLOB lib_dirs ${WORK_DIR}/prefix/lib ${WORK_DIR}/prefix/lib64 ${WORK_DIR}/prefix/lib/*-linux-gnu*)
 string(REPLACE ";" ":" lib_path "${lib_dirs}")
 set(ENV{LD_LIBRARY_PATH} "${lib_path}")
-set(pairs "reactor-futures:futures" "reactor:scheduler")
+set(pairs "reactor-futures:futures" "reactor:scheduler" "reactor-sim-guard:sim_guard")
 if(TLS)
   list(APPEND pairs "reactor-tls:tls" "reactor-futures-tls:streams_tls")
 endif()
