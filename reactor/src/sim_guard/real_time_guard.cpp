@@ -7,15 +7,18 @@
 #include "reactor/testing/sim/real_time_guard.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/random.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
@@ -65,18 +68,60 @@ const WorldMark* marked() noexcept {
     return mark != nullptr && mark->scheduler != nullptr ? mark : nullptr;
 }
 
+// True if `file` (a loaded object's path) is libssl's or libcrypto's.
+bool openssl_file(std::string_view file) noexcept {
+    file.remove_prefix(file.rfind('/') + 1);  // npos + 1 == 0: no directory
+    return file.starts_with("libssl.so") || file.starts_with("libcrypto.so");
+}
+
+// Where libssl and libcrypto are mapped, found once (a walk of the loaded
+// objects): OpenSSL reads the calendar at every handshake, and a dladdr
+// per read was most of what the guard cost a TLS world's run.
+struct Spans {
+    static constexpr int kMax = 4;
+    std::uintptr_t begin[kMax] = {};
+    std::uintptr_t end[kMax] = {};
+    int count = 0;
+};
+
+int add_openssl_span(dl_phdr_info* object, std::size_t, void* out) noexcept {
+    auto& spans = *static_cast<Spans*>(out);
+    if (object->dlpi_name == nullptr || !openssl_file(object->dlpi_name) || spans.count == Spans::kMax) return 0;
+    std::uintptr_t begin = UINTPTR_MAX;
+    std::uintptr_t end = 0;
+    for (int i = 0; i < object->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& segment = object->dlpi_phdr[i];
+        if (segment.p_type != PT_LOAD) continue;
+        begin = std::min<std::uintptr_t>(begin, object->dlpi_addr + segment.p_vaddr);
+        end = std::max<std::uintptr_t>(end, object->dlpi_addr + segment.p_vaddr + segment.p_memsz);
+    }
+    if (begin < end) {
+        spans.begin[spans.count] = begin;
+        spans.end[spans.count] = end;
+        ++spans.count;
+    }
+    return 0;
+}
+
 // True if `caller` (a return address) is in libssl or libcrypto. OpenSSL
 // reads the calendar for its certificates' validity and its sessions'
 // times, and the system's randomness to seed its generators: none of it
 // the test's code, and all of it left real. A certificate's validity is
 // real time (it was made at the real now, not in a world's year 2000), and
-// OpenSSL's randomness is made the world's by sim::TlsRandomness.
+// OpenSSL's randomness is made the world's by sim::TlsRandomness. An
+// address outside the spans found at the first read is asked of dladdr
+// (an OpenSSL loaded later, by dlopen): slower, and rare.
 bool from_openssl(const void* caller) noexcept {
+    static const Spans spans = [] {
+        Spans found;
+        ::dl_iterate_phdr(&add_openssl_span, &found);
+        return found;
+    }();
+    const auto address = reinterpret_cast<std::uintptr_t>(caller);
+    for (int i = 0; i < spans.count; ++i)
+        if (spans.begin[i] <= address && address < spans.end[i]) return true;
     Dl_info info{};
-    if (::dladdr(caller, &info) == 0 || info.dli_fname == nullptr) return false;
-    std::string_view file = info.dli_fname;
-    file.remove_prefix(file.rfind('/') + 1);  // npos + 1 == 0: no directory
-    return file.starts_with("libssl.so") || file.starts_with("libcrypto.so");
+    return ::dladdr(caller, &info) != 0 && info.dli_fname != nullptr && openssl_file(info.dli_fname);
 }
 
 // The first read of a step names the error: later ones add nothing.
