@@ -3,7 +3,9 @@
 // world_mark.hpp): a real socket opened while a host runs is refused with
 // an error naming the call and the world; thread pool jobs of a host run on
 // its own loop; futures::resolve on a host asks the world's names;
-// futures::submit_to from a host is refused; a host's clock is virtual.
+// futures::submit_to between hosts of one world runs as simulated work,
+// replays from the seed, and is refused between a host and any other loop;
+// a host's clock is virtual.
 // Virtual time only; the one real socket (a listener made outside any run,
 // to show the mark is gone) is on 127.0.0.1.
 #include <boost/test/unit_test.hpp>
@@ -12,12 +14,17 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <futures/executor.hpp>
+#include <futures/promise.hpp>
 #include <futures/resolve.hpp>
 #include <futures/submit_to.hpp>
 #include <reactor/detail/world_mark.hpp>
@@ -25,6 +32,7 @@
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
 #include <reactor/net/udp_socket.hpp>
+#include <reactor/testing/sim/determinism.hpp>
 #include <reactor/testing/sim/world.hpp>
 #include <reactor/testing/virtual_clock.hpp>
 #include <reactor/thread_pool.hpp>
@@ -149,18 +157,225 @@ BOOST_AUTO_TEST_CASE(futures_resolve_on_a_host_asks_the_world_names) {
     BOOST_TEST(unknown.failed());
 }
 
-BOOST_AUTO_TEST_CASE(submit_to_from_a_host_is_refused_naming_it) {
+// submit_to between hosts of one world: fn runs on the target's loop, in a
+// step of the target, and its value comes back to the caller; the target
+// was at rest (nothing to do since the world began), so only the post
+// woke it, and no virtual time passed beyond the caller's timer.
+BOOST_AUTO_TEST_CASE(submit_to_between_hosts_runs_fn_on_the_target_host_as_simulated_work) {
     sim::World world(45);
     sim::Host& a = world.host("a");
     sim::Host& b = world.host("b");
-    const std::string text = refusal_in_step(world, a, [&] {
-        (void)futures::submit_to(a.scheduler(), b.scheduler(), [] { return 1; });
+    world.run_for(1ms);  // b rests from here on: nothing scheduled on it
+    std::string ran_in;
+    reactor::Scheduler* ran_on = nullptr;
+    std::optional<futures::Future<std::string>> value;
+    std::optional<futures::Future<int>> failed;
+    std::optional<futures::Future<int>> own;  // a host to itself
+    a.scheduler().call_later(1s, [&] {
+        value = futures::submit_to(b.scheduler(), [&] {
+            ran_on = reactor::Scheduler::running();
+            ran_in = std::string(reactor::detail::world_mark()->host);
+            return "from " + ran_in;
+        });
+        failed = futures::submit_to(a.scheduler(), b.scheduler(),
+                                    []() -> int { throw std::runtime_error("boom on b"); });
+        own = futures::submit_to(a.scheduler(), [] { return 3; });
     });
-    BOOST_TEST(text ==
-                   "reactor: futures::submit_to from sim world (seed 45) host a: a world runs all its hosts on one "
-                   "thread, and work handed to another thread or loop would make a run depend on more than its "
-                   "seed; call fn on this loop (call_soon) or connect to the other host instead",
-               text);
+    BOOST_REQUIRE(world.run_until([&] { return value && value->done() && failed->done() && own->done(); }, 1min));
+    BOOST_TEST(value->result() == "from b");
+    BOOST_TEST((ran_on == &b.scheduler()));
+    BOOST_TEST(ran_in == "b");
+    BOOST_CHECK_EXCEPTION(failed->result(), std::runtime_error,
+                          [](const std::runtime_error& e) { return std::string(e.what()) == "boom on b"; });
+    BOOST_TEST(own->result() == 3);
+    BOOST_TEST((world.elapsed() == 1s));  // the posts took no virtual time
+    BOOST_TEST(a.scheduler().empty());    // nothing waits for a reply any more
+    BOOST_TEST(b.scheduler().empty());
+
+    // Any cross-loop post from a host wakes the host at rest: call_soon_threadsafe too.
+    bool posted_ran = false;
+    a.scheduler().call_later(1s, [&] { b.scheduler().call_soon_threadsafe([&] { posted_ran = true; }); });
+    BOOST_REQUIRE(world.run_until([&] { return posted_ran; }, 1min));
+    BOOST_TEST((world.elapsed() == 2s));
+}
+
+// A post wakes its host at once: drawn among the runnable hosts at the next
+// step, not once the others come to rest. Host c is busy with a chain of 64
+// callbacks at the instant a submits to b; b's job (and a call_soon_threadsafe
+// made with it) runs before that chain ends (each step draws among the
+// runnable hosts: the seed decides, and never draws c 64 times in a row here).
+BOOST_AUTO_TEST_CASE(a_submit_to_wakes_the_target_host_at_the_next_draw) {
+    sim::World world(51);
+    sim::Host& a = world.host("a");
+    sim::Host& b = world.host("b");
+    sim::Host& c = world.host("c");
+    world.run_for(1ms);
+    int chain = 0;
+    int chain_when_job_ran = -1;
+    int chain_when_post_ran = -1;
+    std::function<void()> link = [&] {
+        if (++chain < 64) c.scheduler().call_soon(link);
+    };
+    std::optional<futures::Future<int>> f;
+    c.scheduler().call_later(1s, link);
+    a.scheduler().call_later(1s, [&] {
+        f = futures::submit_to(b.scheduler(), [&] {
+            chain_when_job_ran = chain;
+            return 1;
+        });
+        b.scheduler().call_soon_threadsafe([&] { chain_when_post_ran = chain; });
+    });
+    BOOST_REQUIRE(world.run_until([&] { return f && f->done() && chain == 64; }, 1min));
+    BOOST_TEST(chain_when_job_ran >= 0);
+    BOOST_TEST(chain_when_job_ran < 64);
+    BOOST_TEST(chain_when_post_ran == chain_when_job_ran);  // posted after the job: in the same batch
+    BOOST_TEST((world.elapsed() == 1s));
+}
+
+// Cancelled by the caller before the reply: before fn started, fn is
+// skipped; after, the future fn returned is cancelled on the target.
+BOOST_AUTO_TEST_CASE(a_cancelled_submit_to_reaches_the_target_host) {
+    sim::World world(47);
+    sim::Host& a = world.host("a");
+    sim::Host& b = world.host("b");
+    bool skipped_ran = false;
+    std::optional<futures::Future<int>> skipped;
+    std::optional<futures::Future<int>> followed;
+    std::optional<futures::Future<int>> remote;  // the future fn returned, on b
+    std::optional<futures::Promise<int>> promise;
+    a.scheduler().call_soon([&] {
+        skipped = futures::submit_to(b.scheduler(), [&] {
+            skipped_ran = true;
+            return 1;
+        });
+        BOOST_TEST(skipped->cancel());  // before b took the post
+        followed = futures::submit_to(b.scheduler(), [&] {
+            promise.emplace(b.scheduler());
+            remote = promise->get_future();
+            return *remote;
+        });
+    });
+    BOOST_REQUIRE(world.run_until([&] { return remote.has_value(); }, 1min));
+    BOOST_TEST(!followed->done());
+    a.scheduler().call_soon([&] { BOOST_TEST(followed->cancel()); });
+    BOOST_REQUIRE(world.run_until([&] { return remote->done(); }, 1min));
+    BOOST_TEST(remote->cancelled());  // the cancellation reached b
+    BOOST_TEST(!promise->is_pending());
+    BOOST_TEST(followed->cancelled());
+    BOOST_TEST(skipped->cancelled());
+    BOOST_TEST(!skipped_ran);
+    BOOST_TEST((world.elapsed() == 0s));
+    promise.reset();
+    world.run_for(1s);
+    BOOST_TEST(a.scheduler().empty());
+}
+
+// The target crashes with the job still in its inbox: fn never runs, the
+// caller's future fails as for any ended target.
+BOOST_AUTO_TEST_CASE(a_target_host_crashed_before_the_job_ran_fails_the_future) {
+    sim::World world(48);
+    sim::Host& a = world.host("a");
+    sim::Host& b = world.host("b");
+    bool ran = false;
+    auto token = std::make_shared<int>(1);
+    std::optional<futures::Future<int>> f;
+    a.scheduler().call_later(1s, [&] {
+        f = futures::submit_to(b.scheduler(), [&ran, token] {
+            ran = true;
+            return 1;
+        });
+        world.crash(b);  // after this step, before b is stepped again
+    });
+    BOOST_REQUIRE(world.run_until([&] { return f && f->done(); }, 1min));
+    BOOST_TEST(!ran);
+    BOOST_TEST(token.use_count() == 1);  // fn destroyed with b's loop
+    BOOST_CHECK_EXCEPTION(f->result(), futures::LoopClosedError, [](const futures::LoopClosedError& e) {
+        return contains(e.what(), "the target loop ended before the function submitted at");
+    });
+    BOOST_TEST(!b.up());
+    BOOST_TEST((world.elapsed() == 1s));
+}
+
+namespace {
+// Three hosts submitting to each other at one instant: each fn notes in the
+// trace where it ran and what it carries, so the order the world chose is
+// part of the trace the determinism check compares.
+void submit_round(sim::World& w, std::vector<std::string>* order) {
+    std::vector<sim::Host*> hosts{&w.host("h0"), &w.host("h1"), &w.host("h2")};
+    for (std::size_t from = 0; from < hosts.size(); ++from) {
+        hosts[from]->scheduler().call_soon([&w, hosts, from, order] {
+            for (std::size_t i = 0; i < 4; ++i) {
+                sim::Host& to = *hosts[(from + 1 + i) % hosts.size()];
+                const std::string what = fmt::format("{}>{}#{}", hosts[from]->name(), to.name(), i);
+                (void)futures::submit_to(to.scheduler(), [&w, what, order] {
+                    w.trace().add(std::string_view(what));
+                    w.trace().event(what);
+                    if (order) order->push_back(what);
+                    return 0;
+                });
+            }
+        });
+    }
+    w.run_for(1s);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(submit_to_between_hosts_replays_from_the_seed) {
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+        const sim::DeterminismReport report =
+            sim::check_determinism(seed, [](sim::World& w) { submit_round(w, nullptr); });
+        BOOST_TEST(report.same, report.to_string());
+        BOOST_TEST(report.events[0] >= 12u, report.to_string());  // every fn ran and was noted
+    }
+    // And the order is the world's, drawn from the seed: not always the order of submission.
+    std::set<std::vector<std::string>> orders;
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+        sim::World w(seed);
+        std::vector<std::string> order;
+        submit_round(w, &order);
+        BOOST_TEST(order.size() == 12u);
+        orders.insert(order);
+    }
+    BOOST_TEST(orders.size() > 1u);
+}
+
+// What stays refused: a host and a loop that is not one of its world's.
+BOOST_AUTO_TEST_CASE(submit_to_between_a_host_and_another_loop_is_refused_naming_both) {
+    sim::World world(49);
+    sim::Host& a = world.host("a");
+    sim::World other(50);
+    sim::Host& c = other.host("c");
+    reactor::Scheduler real;
+    const std::string to_real = refusal_in_step(world, a, [&] {
+        (void)futures::submit_to(a.scheduler(), real, [] { return 1; });
+    });
+    BOOST_TEST(to_real ==
+                   "reactor: futures::submit_to from the Scheduler of sim a to a Scheduler that is no world's host "
+                   "while sim world (seed 49) host a runs: one is a world's host and the other is not; only the "
+                   "hosts of one world post to each other (the world steps them on its one thread, in an order "
+                   "drawn from its seed), and any other post would make a run depend on more than its seed; "
+                   "submit between hosts of one world, call fn on this loop (call_soon), or connect to the other "
+                   "host instead",
+               to_real);
+    const std::string across = refusal_in_step(world, a, [&] {
+        (void)futures::submit_to(a.scheduler(), c.scheduler(), [] { return 1; });
+    });
+    BOOST_TEST(contains(across, "the two are hosts of different worlds"), across);
+    const std::string between_real = refusal_in_step(world, a, [&] {
+        reactor::Scheduler other_real;
+        (void)futures::submit_to(real, other_real, [] { return 1; });
+    });
+    BOOST_TEST(contains(between_real, "a world runs all its hosts on one thread"), between_real);
+    // From a real loop (any thread but the world's steps) to a host.
+    try {
+        (void)futures::submit_to(real, a.scheduler(), [] { return 1; });
+        BOOST_FAIL("submit_to from a real loop to a host was not refused");
+    } catch (const std::logic_error& e) {
+        BOOST_TEST(contains(e.what(), "from a Scheduler that is no world's host to the Scheduler of sim a: one is"),
+                   e.what());
+    }
+    BOOST_TEST(real.empty());  // nothing was posted anywhere
+    BOOST_TEST(a.scheduler().empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_hosts_clock_is_the_worlds_virtual_one) {

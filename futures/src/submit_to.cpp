@@ -28,12 +28,14 @@ void deliver(const std::shared_ptr<CrossCallBase>& call, reactor::Callback&& rep
     // the shared record.
 }
 
-// A world's hosts share one thread and take no cross-loop posts (a resting
-// host would never see one): refused, not silently lost.
+// Between hosts of one world: the job, a cancellation and the reply are
+// posts the world delivers on its thread (it wakes a host at rest that was
+// posted to). Anything else that involves a host, or a real loop while a
+// world runs a host here: refused before anything is posted, not lost.
 void refuse_sim_hosts(const reactor::Scheduler& caller, const reactor::Scheduler& target) {
-    for (const reactor::Scheduler* s : {&caller, &target})
-        reactor::detail::refuse_cross_thread(*s, "futures::submit_to",
-                                             "call fn on this loop (call_soon) or connect to the other host instead");
+    reactor::detail::refuse_cross_world(
+        caller, target, "futures::submit_to",
+        "submit between hosts of one world, call fn on this loop (call_soon), or connect to the other host instead");
 }
 
 std::exception_ptr target_closed_error(std::source_location where) {

@@ -35,8 +35,13 @@
 // is safe to use there (values, objects owned by `target`), never the caller's futures. Its value
 // is moved across threads, so it too must not be bound to the caller's loop. `target` must outlive
 // the call (a LoopGroup's loops live as long as the group); after that, an ended target is safe to
-// name. Loop thread only (the caller's loop); `target` may be that same loop. A sim world's host:
-// refused.
+// name. Loop thread only (the caller's loop); `target` may be that same loop.
+//
+// In a sim world (reactor/testing/sim/world.hpp), between hosts of one world (or a host and itself):
+// fn runs on the target host's loop; the world wakes a host at rest that is posted to and steps it
+// in an order drawn from its seed; a target host that crashes first is an ended target. Refused
+// (std::logic_error): a host to a loop not of its world, such a loop to a host (a post from another
+// thread, or at a time no seed decides), two real loops while a world runs a host on this thread.
 #pragma once
 
 #include <atomic>
@@ -71,17 +76,15 @@ namespace detail {
 
 class SubmitPort;
 
-// How the target reaches the caller's loop: the Scheduler, cleared (under the
-// mutex) when the caller's SubmitPort is destroyed with its Scheduler, so a
-// late outcome never touches a Scheduler that is gone.
+// How the target reaches the caller's loop: the Scheduler, cleared (under the mutex) when the
+// caller's SubmitPort is destroyed with its Scheduler: a late outcome never touches it then.
 struct SubmitMailbox {
     std::mutex mutex;
     reactor::Scheduler* sched;
     explicit SubmitMailbox(reactor::Scheduler& s) : sched(&s) {}
 };
 
-// The record both loops share (a shared_ptr: destroyed by whichever lets go
-// last). Fields are grouped by who touches them.
+// The record both loops share (destroyed by whichever lets go last); fields grouped by who touches them.
 struct CrossCallBase {
     enum class Outcome : std::uint8_t { none, value, error, target_closed };
     virtual ~CrossCallBase() = default;
@@ -93,16 +96,14 @@ struct CrossCallBase {
     // Written by the target before it posts the outcome (the post orders it).
     Outcome outcome = Outcome::none;
     std::exception_ptr error;
-    // Caller's thread only: the port keeping the waiting state, or null once
-    // nothing waits any more.
+    // Caller's thread only: the port keeping the waiting state, or null once nothing waits any more.
     SubmitPort* port = nullptr;
     // Set before the record is handed over: told when the target is done with
     // fn (and the future it returned), however that ends; a futures::Scope
     // waits for it after cancelling the caller's future.
     std::shared_ptr<RemoteEnd> end;
-    // Target's thread only: the state of the future fn returned, while it is
-    // pending there, so that cancelling the caller's future cancels it on its
-    // own loop.
+    // Target's thread only: the state of the future fn returned, while it is pending there, so
+    // that cancelling the caller's future cancels it on its own loop.
     StateBase* remote = nullptr;
 };
 
@@ -146,9 +147,8 @@ private:
 REACTOR_API std::exception_ptr target_closed_error(std::source_location where);
 REACTOR_API void refuse_sim_hosts(const reactor::Scheduler& caller, const reactor::Scheduler& target);
 
-// The caller's end: completes the state from the outcome. Runs on the
-// caller's loop; destroyed unrun (that loop closed), it does nothing: the
-// port has already cancelled the state.
+// The caller's end: completes the state from the outcome, on the caller's loop; destroyed
+// unrun (that loop closed), it does nothing: the port has already cancelled the state.
 template <class R>
 struct SubmitReply {
     std::shared_ptr<CrossCall<R>> call;

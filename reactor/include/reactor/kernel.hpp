@@ -54,9 +54,27 @@ public:
     // For logs and reports: "real", "sim 10.0.0.2 (server)".
     virtual std::string_view name() const noexcept = 0;
     // True for a simulated world's kernel (testing/sim/): its Scheduler's
-    // pool jobs run on its own loop, and futures::submit_to from it is
-    // refused (reactor/detail/world_mark.hpp). Asked on cold paths only.
+    // pool jobs run on its own loop, and futures::submit_to reaches only the
+    // other hosts of its world (reactor/detail/world_mark.hpp). Asked on
+    // cold paths only.
     virtual bool simulated() const noexcept { return false; }
+    // The world a simulated kernel belongs to, as an identity only (never
+    // dereferenced by the library): two Schedulers whose kernels name the
+    // same world run on that world's one thread, stepped by it, so a
+    // cross-loop post between them stays inside it. Null for any other kernel.
+    virtual const void* world() const noexcept { return nullptr; }
+
+    // ---- the loop's wake-up, for a kernel whose loop is not woken by its
+    // eventfd (a simulated host's, whose selector never blocks: its world
+    // steps it). After a selector wait that could have blocked, the loop
+    // asks loop_rests(): true keeps it announced as asleep, so that the
+    // first post from another loop (call_soon_threadsafe, futures::
+    // submit_to) calls wake_loop() where it would write the eventfd; true
+    // from wake_loop(): woken, no write. Asked only there: a Scheduler
+    // without a kernel tests a null pointer on those two slow paths, and its
+    // post path is unchanged. Any thread and signal handlers, for wake_loop.
+    virtual bool loop_rests() noexcept { return false; }
+    virtual bool wake_loop() noexcept { return false; }
 
     // ---- sockets: socket(2), bind(2), listen(2), accept4(2), connect(2), shutdown(2)
     virtual int socket(int domain, int type, int protocol) noexcept = 0;

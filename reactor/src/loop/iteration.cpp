@@ -3,6 +3,7 @@
 // only place user callbacks are invoked. Entered from the run entry points
 // in scheduler.cpp. Loop thread only.
 #include "reactor/scheduler.hpp"
+#include "reactor/kernel.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -117,7 +118,9 @@ void Scheduler::wait_announced(std::optional<std::chrono::nanoseconds> timeout) 
         inbox_.asleep.store(false, std::memory_order_relaxed);
         throw;
     }
-    inbox_.asleep.store(false, std::memory_order_relaxed);
+    // A simulated host's loop rests after a wait that found nothing: it stays
+    // announced, so that a post reaches its kernel (Kernel::loop_rests).
+    if (kernel_ == nullptr || !kernel_->loop_rests()) inbox_.asleep.store(false, std::memory_order_relaxed);
 }
 
 // Whether this iteration takes what other threads posted (inbox_.wake_pending

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "reactor/scheduler.hpp"
+#include "reactor/kernel.hpp"
 
 namespace reactor {
 
@@ -101,12 +102,19 @@ void Scheduler::refuse_posts() noexcept {
 // look for pending work at its next iteration, whatever wakes it. Should
 // nothing wake it, no wait is longer than Options::wakeup_recheck_interval
 // (wait_announced): what the failed write announced is late by at most that.
+//
+// A loop whose kernel says it rests (Kernel::loop_rests: a simulated host's)
+// stays announced while it rests, and its kernel's wake_loop takes the
+// place of the write (it is not async-signal-safe: signals are no part of a
+// simulated world). A loop without a kernel tests one null pointer here.
 void Scheduler::wake() noexcept {
     // Already announced since the last drain: the announcer wakes the loop if
     // it must. Read first, so that a stream of posts to a busy loop shares
     // the flag's cache line instead of writing it once per post.
     if (inbox_.wake_pending.load() || inbox_.wake_pending.exchange(true)) return;
     if (!inbox_.asleep.load()) return;
+    // A simulated host's resting loop: its kernel has the world wake it.
+    if (kernel_ != nullptr && kernel_->wake_loop()) return;
     const int saved_errno = errno;
     const std::uint64_t one = 1;
     ssize_t n;

@@ -63,4 +63,35 @@ void refuse_cross_thread(const Scheduler& sched, std::string_view call, std::str
         call, where_from(t_mark), instead));
 }
 
+namespace {
+const void* world_of(const Scheduler& sched) noexcept {
+    const Kernel* kernel = sched.kernel();
+    return kernel == nullptr ? nullptr : kernel->world();
+}
+
+std::string loop_text(const Scheduler& sched) {
+    if (world_of(sched) == nullptr) return "a Scheduler that is no world's host";
+    return fmt::format("the Scheduler of {}", sched.kernel()->name());
+}
+}  // namespace
+
+void refuse_cross_world(const Scheduler& from, const Scheduler& to, std::string_view call, std::string_view instead) {
+    const void* from_world = world_of(from);
+    const void* to_world = world_of(to);
+    if (from_world == nullptr && to_world == nullptr) {
+        refuse_cross_thread(from, call, instead);
+        return;
+    }
+    if (from_world == to_world) return;
+    const std::string running = t_mark == nullptr ? std::string() : fmt::format(" while {} runs", where_from(t_mark));
+    const std::string_view why = from_world != nullptr && to_world != nullptr
+                                     ? "the two are hosts of different worlds"
+                                     : "one is a world's host and the other is not";
+    throw std::logic_error(fmt::format(
+        "reactor: {} from {} to {}{}: {}; only the hosts of one world post to each other (the world steps "
+        "them on its one thread, in an order drawn from its seed), and any other post would make a run depend "
+        "on more than its seed; {}",
+        call, loop_text(from), loop_text(to), running, why, instead));
+}
+
 }  // namespace reactor::detail

@@ -29,6 +29,15 @@ HostKernel::HostKernel(Network& network, std::size_t host, std::shared_ptr<HostC
 
 HostKernel::~HostKernel() = default;
 
+// A post from another thread is no part of the world (it would make a run
+// depend on real time): not woken for, the host takes it at some later step.
+// A crashed kernel's loop is being destroyed: nothing to wake.
+bool HostKernel::wake_loop() noexcept {
+    if (std::this_thread::get_id() != world_thread_) return false;
+    if (!crashed_) network_.wake_for_post(host_);
+    return true;
+}
+
 std::chrono::system_clock::time_point HostKernel::wall_clock() const noexcept {
     return World::kEpoch + std::chrono::duration_cast<std::chrono::system_clock::duration>(clock_->now() -
                                                                                             VirtualClock::kStart);

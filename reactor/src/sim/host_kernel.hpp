@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "reactor/kernel.hpp"
@@ -62,6 +63,14 @@ public:
 
     std::string_view name() const noexcept override { return name_; }
     bool simulated() const noexcept override { return true; }
+    const void* world() const noexcept override { return &network_; }  // one Network per World
+    // The host's selector found nothing to do (host_selector.hpp): the
+    // loop rests until its world steps it again.
+    void set_loop_rests(bool rests) noexcept { loop_rests_ = rests; }
+    bool loop_rests() noexcept override { return loop_rests_; }
+    // A post to the resting loop: the world wakes its host (on its thread;
+    // from another, the eventfd is written, which nothing watches).
+    bool wake_loop() noexcept override;
     int socket(int domain, int type, int protocol) noexcept override;
     int bind(int fd, const sockaddr* address, socklen_t length) noexcept override;
     int listen(int fd, int backlog) noexcept override;
@@ -126,6 +135,8 @@ private:
     unsigned resource_calls_ = 0;
     bool resource_fault(unsigned call, const char* name, int error);
     bool crashed_ = false;
+    bool loop_rests_ = false;
+    std::thread::id world_thread_ = std::this_thread::get_id();  // a world belongs to the thread that made it
 };
 
 }  // namespace reactor::testing::sim::detail

@@ -30,6 +30,7 @@ void HostSelector::wait(std::optional<std::chrono::nanoseconds> timeout, std::ve
             "sim: the loop of host {} was run directly; a simulated host's Scheduler is run by its World "
             "(world.run_for, world.run_until)",
             network_.name_of(host_)));
+    kernel_.set_loop_rests(false);
     const std::size_t before = out.size();
     for (auto it = interest_.begin(); it != interest_.end();) {
         const auto [fd, interest] = *it;
@@ -46,6 +47,7 @@ void HostSelector::wait(std::optional<std::chrono::nanoseconds> timeout, std::ve
     }
     if (out.size() != before || timeout == std::chrono::nanoseconds::zero()) return;
     idle_ = true;
+    kernel_.set_loop_rests(true);  // a post now wakes it through its kernel (Kernel::wake_loop)
     if (timeout)
         network_.wake_at(host_, clock_.world_time_for(reactor::detail::saturating_add(
                                     clock_.now(), std::chrono::ceil<Duration>(*timeout))));

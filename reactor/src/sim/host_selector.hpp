@@ -29,9 +29,10 @@ public:
     std::string_view name() const noexcept override { return "sim"; }
     void set_interest(int fd, Interest interest) override;
     void wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<FdEvent>& out) override;
-    // The loop's own eventfd is a real fd: not watched. Posts from other
-    // threads and signals are not part of a world (they would make it depend
-    // on real time); the loop still takes posts at its next iteration.
+    // The loop's own eventfd is a real fd: not watched. A wait that finds
+    // nothing leaves the loop resting (HostKernel::loop_rests): a post to it
+    // from another host's step then goes to its kernel, which wakes the
+    // host in the world (Kernel::wake_loop), instead of the eventfd.
     bool watch_wakeup(int /*fd*/) override { return true; }
     void forget(int fd) noexcept override { interest_.erase(fd); }
 

@@ -71,6 +71,19 @@ void Network::poke_all() noexcept {
     for (auto& h : hosts_) h.runnable = true;
 }
 
+void Network::wake_for_post(std::size_t host) {
+    HostEntry& h = hosts_[host];
+    if (h.runnable || h.down) return;
+    h.runnable = true;
+    const auto ns = static_cast<std::uint64_t>((now() - VirtualClock::kStart).count());
+    trace_.add(std::uint64_t{0x9057});  // apart from the other events
+    trace_.add(static_cast<std::uint64_t>(host));
+    trace_.add(ns);
+    std::string line;
+    if (trace_.keeps_lines()) line = fmt::format("{:>12} ns  host {} woken by a post", ns, h.name);
+    trace_.event(line);
+}
+
 // One pending wake-up per host and time: a loop that goes idle again and
 // again before its timer is due asks for the same time each time.
 void Network::wake_at(std::size_t host, TimePoint at) {

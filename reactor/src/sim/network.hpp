@@ -77,6 +77,13 @@ public:
     void poke_all() noexcept;
     // A crashed host (World::crash) and its restart.
     void set_down(std::size_t host, bool down) noexcept { hosts_[host].down = down; }
+    // A cross-loop post was made to the host's resting loop (call_soon_
+    // threadsafe, futures::submit_to), on the world's thread: its kernel
+    // passes on the wake-up its loop would write to its eventfd
+    // (Kernel::wake_loop). Runnable at once if it is up, drawn from the seed
+    // among the others at the next step; waking a host at rest is an event
+    // of the trace, so that a replay shows when each was woken so.
+    void wake_for_post(std::size_t host);
     // The host's loop sleeps until `at` (its earliest timer): poke it then.
     void wake_at(std::size_t host, TimePoint at);
 

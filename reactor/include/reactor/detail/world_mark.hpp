@@ -85,5 +85,19 @@ REACTOR_API void refuse_real_read(const WorldMark& mark);
 // it, the world and `instead` (what to do), if `sched` runs in a world.
 REACTOR_API void refuse_cross_thread(const Scheduler& sched, std::string_view call, std::string_view instead);
 
+// `call` hands work from loop `from` to loop `to` and back by cross-loop
+// posts (futures::submit_to). Allowed between the hosts of one world (their
+// kernels name it: Kernel::world()), the same host included: the world steps
+// them all on its one thread and wakes a host at rest that was posted to, in
+// an order drawn from its seed. Refused, std::logic_error naming `call`, both
+// loops, the world running here if any, and `instead`: from a host to a loop
+// that is not one of its world's (a real Scheduler, another world's host),
+// and from such a loop to a host (its post would come from another thread,
+// or at a time no seed decides, and a host at rest is woken only by its own
+// world). Neither a host: refused while a world runs a host here, as
+// refuse_cross_thread.
+REACTOR_API void refuse_cross_world(const Scheduler& from, const Scheduler& to, std::string_view call,
+                                    std::string_view instead);
+
 }  // namespace detail
 }  // namespace reactor

@@ -57,10 +57,23 @@
 //     then `done` in one callback after the submitting one, never on a worker
 //     (any pool; pool shutdown does not cancel it; no queue capacity);
 //   - futures::resolve on a host: the world's names, at once, on the loop;
-//   - futures::submit_to from or to a host: refused, std::logic_error
-//     "reactor: futures::submit_to from sim world (seed 7) host a: ..."
-//     (the hosts share one thread, and a resting host would never take a
-//     cross-loop post);
+//   - futures::submit_to between hosts of one world (a host and itself
+//     too): fn runs on the target host's loop, as simulated work. Its posts
+//     (the job, a cancellation, the reply), like any call_soon_threadsafe
+//     one host makes to another, wake a host at rest: the loop of a host
+//     whose selector found nothing stays announced as asleep, and the
+//     wake-up its post would write to the eventfd goes to its kernel
+//     (Kernel::loop_rests, wake_loop), which makes the host runnable, noted
+//     in the trace. The posts run in an order drawn from the seed, at the
+//     instant they were made. A target that crashes before fn ran fails the
+//     future with futures::LoopClosedError. Refused, std::logic_error
+//     "reactor: futures::submit_to from the Scheduler of sim a to a
+//     Scheduler that is no world's host ...": a host to a real Scheduler or
+//     to another world's host, and such a loop to a host (that post would
+//     come from another thread, or at a time no seed decides). A post to a
+//     host from another thread is not checked on the post path: it wakes
+//     nothing, the host takes it at some later step, and the run then
+//     depends on more than its seed;
 //   - time: a host's Scheduler::now() and its timers are the world's virtual
 //     clock (plus the host's skew, if it has one), and its
 //     Scheduler::wall_clock() (the calendar) is World::kEpoch plus the
