@@ -6,6 +6,7 @@
 // truncation, a hostile client, write_eof, STARTTLS, and debug mode's
 // refusal of a member called from another thread. Ordering comes from
 // callbacks, never from sleeps; every wait is bounded.
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <source_location>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -434,6 +436,126 @@ BOOST_AUTO_TEST_CASE(garbage_instead_of_a_client_hello_is_a_clean_handshake_fail
     good.conn->close();
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return good.closed() && server.open == 0; }));
     BOOST_TEST(server.listener->accepted() == 4u);
+    finish(sched, *server.listener);
+}
+
+namespace {
+
+// Closes a raw socket with a reset (SO_LINGER 0): its peer's next recv or
+// send meets ECONNRESET.
+void close_with_reset(int fd) {
+    const linger abortive{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive);
+    ::close(fd);
+}
+
+// The end a plain connection gives a reset: kind reset, its errno (the
+// kernel says ECONNRESET, or EPIPE to a send after it), no TLS text.
+bool is_transport_reset(const reactor::End& end) {
+    return end.kind == EndKind::reset && end.detail.empty() &&
+           (end.error == std::errc::connection_reset || end.error == std::errc::broken_pipe);
+}
+
+// A client handshake started over a plain connection to `peer`, which the
+// test accepted by hand (`accepted`); reading paused until the TLS
+// connection starts, so a reset meanwhile waits for it.
+struct ClientOverRawPeer {
+    reactor_test::SilentListener peer;
+    reactor::ConnectionPtr plain;
+    int accepted = -1;
+    tls::ConnectionPtr conn;
+    std::optional<reactor::End> reason;
+
+    explicit ClientOverRawPeer(reactor::Scheduler& sched) {
+        auto connector = reactor::connect(sched, reactor::Address::loopback_v4(peer.port),
+                                          [this](reactor::ConnectionPtr c, std::error_code ec) {
+                                              BOOST_REQUIRE_MESSAGE(c, ec.message());
+                                              plain = c;
+                                              c->pause_reading();
+                                          });
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return plain != nullptr; }));
+        accepted = ::accept4(peer.fd, nullptr, nullptr, SOCK_CLOEXEC);  // the kernel completed it
+        BOOST_REQUIRE(accepted >= 0);
+        const timeval bound{10, 0};
+        ::setsockopt(accepted, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    }
+    void start() {
+        conn = tls::Connection::start_client(plain, reactor_test::client_context(), "localhost");
+        conn->set_close_callback([this](tls::Connection&, const reactor::End& r) { reason = r; });
+    }
+    // The ClientHello, as the peer read it (start() sent it).
+    std::string read_hello() {
+        char buf[16 * 1024];
+        const ssize_t n = ::recv(accepted, buf, sizeof buf, 0);
+        BOOST_REQUIRE(n > 5);
+        return std::string(buf, static_cast<std::size_t>(n));
+    }
+};
+
+}  // namespace
+
+// Issue 48: the socket under a client's handshake is reset. Its end is the
+// reset, as the plain connection spells it (kind reset, ECONNRESET), not
+// handshake_failed "the TLS engine failed": whether the reset comes while
+// it waits for the server's answer (its recv meets it) or before its
+// ClientHello goes (the first flight's send meets it, in start_client).
+BOOST_AUTO_TEST_CASE(a_reset_under_a_clients_handshake_ends_it_with_the_transports_reset) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    for (const bool before_hello : {false, true}) {
+        BOOST_TEST_CONTEXT("reset before the ClientHello went: " << before_hello) {
+            ClientOverRawPeer client(sched);
+            if (before_hello) {
+                close_with_reset(client.accepted);
+                pollfd arrived{client.plain->fd(), 0, 0};  // POLLERR and POLLHUP need no asking
+                BOOST_REQUIRE(::poll(&arrived, 1, 10'000) == 1);
+                client.start();
+            } else {
+                client.start();
+                BOOST_TEST(client.read_hello()[0] == '\x16');  // a handshake record
+                close_with_reset(client.accepted);
+            }
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.reason.has_value(); }));
+            BOOST_TEST(is_transport_reset(*client.reason), client.reason->to_string());
+            BOOST_TEST(!client.conn->handshake_done());
+        }
+    }
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
+// Issue 48, the server's side: a client sends its ClientHello, then resets.
+// The server's answer (its first flight) meets the reset, or its recv does:
+// either way its end is the reset, not handshake_failed. A few rounds, as
+// which of the two comes first is the kernel's timing.
+BOOST_AUTO_TEST_CASE(a_client_that_resets_after_its_client_hello_ends_the_servers_handshake_with_the_reset) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    std::string hello;
+    {
+        ClientOverRawPeer client(sched);
+        client.start();
+        hello = client.read_hello();
+        client.conn->abort();
+        ::close(client.accepted);
+        BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.reason.has_value(); }));
+    }
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    for (int round = 0; round < 4; ++round) {
+        BOOST_TEST_CONTEXT("round " << round) {
+            const int fd = reactor_test::connect_blocking(server.port());
+            BOOST_REQUIRE(fd >= 0);
+            BOOST_REQUIRE(reactor_test::send_all(fd, hello));
+            if (round % 2 == 1) {  // the server has read it (its answer came): the reset meets its next flight's wait
+                char answer[5];
+                BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+                    return ::recv(fd, answer, sizeof answer, MSG_PEEK | MSG_DONTWAIT) == 5;
+                }));
+            }
+            close_with_reset(fd);
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.closes.size() == std::size_t(round) + 1; }));
+            BOOST_TEST(is_transport_reset(server.closes.back()), server.closes.back().to_string());
+        }
+    }
+    BOOST_TEST(server.handshaken.empty());
     finish(sched, *server.listener);
 }
 

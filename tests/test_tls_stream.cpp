@@ -408,6 +408,28 @@ BOOST_AUTO_TEST_CASE(cancelling_open_connection_mid_handshake_aborts_the_connect
     CHECK_EMPTY(sched);
 }
 
+// Issue 48: the socket under the handshake is reset (the peer read the
+// ClientHello, then closed with SO_LINGER 0). open_connection fails with the
+// reset, ECONNRESET, as over a plain connection (asyncio's
+// ConnectionResetError), not with a TLS failure (EPROTO).
+BOOST_AUTO_TEST_CASE(a_reset_under_the_handshake_fails_open_connection_with_econnreset) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::SilentListener silent;
+    Tls contexts;
+    Future<Stream> f = futures::open_connection(sched, reactor::Address::loopback_v4(silent.port), contexts.client,
+                                                "localhost");
+    reactor_test::Fd peer = accept_hello(sched, silent);
+    const linger abortive{1, 0};
+    BOOST_REQUIRE(::setsockopt(peer.get(), SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive) == 0);
+    peer.close();
+    wait(sched, f);
+    const futures::StreamError e = tls_error_of(f);
+    BOOST_TEST(e.end.kind == reactor::EndKind::reset, e.end.to_string());
+    BOOST_TEST((e.code() == std::errc::connection_reset), e.what());
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
 BOOST_AUTO_TEST_CASE(start_tls_upgrades_a_plaintext_conversation_in_place) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     Tls contexts;

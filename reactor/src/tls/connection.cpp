@@ -181,11 +181,15 @@ void Connection::do_handshake() {
         r = SSL_do_handshake(ssl_);
         flushed = engine.flush();
     }
-    // The transport refused the flight (it closed: EPIPE): the handshake cannot go on.
-    if (!flushed) return fail(EndKind::handshake_failed, openssl_error_text(), false);
+    const int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+    const bool engine_fine = r == 1 || err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
+    // The transport refused the flight: its write failed and closed it. With
+    // the engine fine, that failure (a reset, ENOBUFS) is the end, as the
+    // plain connection says it; refused records of an engine that failed
+    // were its alert, to a peer gone: its failure is the end (below).
+    if (!flushed && engine_fine) return handshake_transport_lost();
     if (r == 1) return on_handshake_done();
-    const int err = SSL_get_error(ssl_, r);
-    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return deliver_high_water();
+    if (engine_fine) return deliver_high_water();
     fail(EndKind::handshake_failed, openssl_error_text(), false);
 }
 
@@ -222,13 +226,18 @@ void Connection::read_plaintext() {
             flushed = engine.flush();  // reading may write (a key update's answer)
         }
         deliver_high_water();
-        if (!flushed) r = 0;  // the transport refused that answer: a failure, below
+        // The transport refused what reading wrote (a key update's answer):
+        // its write failed and closed it. The engine fine, that is the end
+        // (its close reason), not a failure of ours.
+        const int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+        const bool engine_fine = r == 1 || err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
+        if (!flushed && engine_fine) transport_closed_by_engine_ = false;
         if (r == 1) {
             on_data_.invoke(*this, std::string_view(buf, n));
+            if (!flushed) return;
             continue;
         }
-        const int err = flushed ? SSL_get_error(ssl_, r) : SSL_ERROR_SYSCALL;
-        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return;
+        if (engine_fine) return;
         if (err == SSL_ERROR_ZERO_RETURN) return on_peer_close_notify();
         // The transport's EOF where a record should be: the data may have
         // been cut short ("unexpected eof while reading").
@@ -252,7 +261,11 @@ bool Connection::encrypt(std::string_view data) {
             r = SSL_write_ex(ssl_, data.data(), std::min(data.size(), kEngineWriteChunk), &written);
             flushed = engine.flush();  // its records go to the transport
         }
-        if (!flushed) return false;  // the transport closed: its close reason says why
+        if (!flushed) {
+            // Its write failed and closed it: its close reason says why.
+            transport_closed_by_engine_ = false;
+            return false;
+        }
         if (r != 1) {
             // A transport that closed refused the records: its close reason says why.
             if (transport_->state() != reactor::Connection::State::closed)

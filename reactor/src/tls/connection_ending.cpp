@@ -133,6 +133,19 @@ void Connection::fail(EndKind kind, std::string detail, bool abortive) {
     }
 }
 
+// The transport's write of a handshake flight failed and closed it (a
+// reset, a socket error such as ENOBUFS) while the engine itself was fine:
+// not a failure of ours, so no reason is set here; the transport's close
+// callback brings its own (kind and errno), as the plain connection gives
+// it. The handshake cannot go on: no longer in progress (max_handshakes).
+void Connection::handshake_transport_lost() {
+    transport_closed_by_engine_ = false;  // what closed it was no alert of ours
+    if (state_ == State::closed) return;
+    state_ = State::shutting_down;
+    pending_plaintext_.clear();
+    timer_.cancel();
+}
+
 // The transport threw while taking records the engine counted as sent (out
 // of memory): the peer could not read past the gap, so nothing more may go.
 void Connection::records_lost() {

@@ -240,6 +240,7 @@ private:
     void do_write_eof();
     void do_close();
     void fail(EndKind kind, std::string detail, bool abortive);
+    void handshake_transport_lost();  // a flight's write failed, the engine fine: the transport's end is the end
     void arm_timer(std::chrono::milliseconds after, EndKind kind);
     void check_low_water();
     void update_transport_reading();
