@@ -3,7 +3,8 @@
 // client against the library's server, on every selector backend: echo of
 // 1 MiB each way under water marks, verification failures with OpenSSL's
 // text, mTLS, ALPN, SNI, session resumption, close_notify against
-// truncation, a hostile client, write_eof, STARTTLS, and debug mode's
+// truncation, a hostile client, a reset under the handshake or the
+// shutdown (the transport's end), write_eof, STARTTLS, and debug mode's
 // refusal of a member called from another thread. Ordering comes from
 // callbacks, never from sleeps; every wait is bounded.
 #include <poll.h>
@@ -521,6 +522,33 @@ BOOST_AUTO_TEST_CASE(a_reset_under_a_clients_handshake_ends_it_with_the_transpor
     }
     sched.run();
     CHECK_EMPTY(sched);
+}
+
+// Issue 48, the shutdown: the peer reset the connection (it arrived, unread)
+// and then close() or write_eof() sends our close_notify, whose send meets
+// the reset: the end is the reset, as the plain connection's.
+BOOST_AUTO_TEST_CASE(a_reset_under_the_shutdown_ends_it_with_the_transports_reset) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    for (const bool write_eof : {false, true}) {
+        BOOST_TEST_CONTEXT((write_eof ? "write_eof()" : "close()")) {
+            Client client(sched, server.address(), reactor_test::client_context(), "localhost");
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+                return client.conn && client.conn->handshake_done() && server.handshaken.size() == (write_eof ? 2u : 1u);
+            }));
+            server.handshaken.back()->abort();  // the peer sees a reset
+            pollfd arrived{client.conn->transport().fd(), 0, 0};  // POLLERR and POLLHUP need no asking
+            BOOST_REQUIRE(::poll(&arrived, 1, 10'000) == 1);
+            if (write_eof) {
+                client.conn->write_eof();
+            } else {
+                client.conn->close();
+            }
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed(); }));
+            BOOST_TEST(is_transport_reset(*client.reason), client.reason->to_string());
+        }
+    }
+    finish(sched, *server.listener);
 }
 
 // Issue 48, the server's side: a client sends its ClientHello, then resets.

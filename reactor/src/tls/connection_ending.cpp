@@ -41,7 +41,9 @@ void Connection::send_close_notify() {
     {
         InEngine engine(*this);
         SSL_shutdown(ssl_);  // 0: sent, the peer's not yet read; below 0: failed (no memory)
-        engine.flush();      // false: the transport refused it (closed)
+        // False: the transport's write failed and closed it (a reset): its
+        // close reason is the end, as in the handshake (no alert of ours).
+        if (!engine.flush()) transport_closed_by_engine_ = false;
     }
     ERR_clear_error();
     deliver_high_water();
