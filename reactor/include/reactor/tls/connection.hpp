@@ -33,10 +33,12 @@
 // Writes before the handshake is done are kept as plaintext and encrypted
 // when it is done. The close reason (a reactor::End, reactor/net/end.hpp) tells a
 // peer's clean close from a truncation, and carries OpenSSL's text when the
-// handshake fails. close() sends close_notify and does not wait for the
-// peer's (RFC 8446, 6.1 allows it; the plain close() does not wait for the
-// peer's FIN either); write_eof() sends it and reads on until the peer's
-// arrives (Asio's async_shutdown, asyncio's SHUTDOWN state).
+// handshake fails; a transport that fails under it (a reset, ENOBUFS) ends it
+// with the transport's own reason, as the plain connection's. close() sends
+// close_notify and does not wait for the peer's (RFC 8446, 6.1 allows it;
+// the plain close() does not wait for the peer's FIN either); write_eof()
+// sends it and reads on until the peer's arrives (Asio's async_shutdown,
+// asyncio's SHUTDOWN state).
 //
 // Flow control both ways (asyncio's two-sided flow control):
 //  - buffered(), and so the water marks, count plaintext not yet encrypted
