@@ -13,9 +13,13 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <array>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <regex>
+#include <set>
 #include <source_location>
 #include <stdexcept>
 #include <string>
@@ -34,6 +38,7 @@
 #include "support/backends.hpp"
 #include "support/check_empty.hpp"
 #include "support/net_util.hpp"
+#include "support/source_dir.hpp"
 #include "support/tcp_echo.hpp"
 #include "support/tls_fixtures.hpp"
 
@@ -987,4 +992,35 @@ BOOST_AUTO_TEST_CASE(in_debug_mode_a_tls_connection_touched_from_another_thread_
     BOOST_TEST(server_reason->to_string() == "eof");
     sched.run();
     CHECK_EMPTY(sched);
+}
+
+// docs/tls.md's "States" table is the one tls::Connection::may_move checks:
+// every edge drawn is allowed, every allowed move is drawn, and nothing
+// moves out of closed (the close callback ran) or back to handshaking.
+BOOST_AUTO_TEST_CASE(the_state_diagram_here_is_the_one_the_code_checks) {
+    using State = tls::Connection::State;
+    const std::array<std::pair<State, std::string>, 4> states{{{State::handshaking, "handshaking"},
+                                                               {State::open, "open"},
+                                                               {State::shutting_down, "shutting_down"},
+                                                               {State::closed, "closed"}}};
+    std::set<std::pair<std::string, std::string>> allowed;
+    for (const auto& [from, from_name] : states)
+        for (const auto& [to, to_name] : states)
+            if (from != to && tls::Connection::may_move(from, to)) allowed.emplace(from_name, to_name);
+    std::ifstream doc(reactor_test::source_dir() / "docs" / "tls.md");
+    BOOST_REQUIRE(doc);
+    std::set<std::pair<std::string, std::string>> drawn;
+    const std::regex row(R"(^\| `(\w+)` \| `(\w+)` \|)");
+    bool in_states = false;
+    for (std::string line; std::getline(doc, line);) {
+        if (line.starts_with("## ")) in_states = line == "## States";
+        std::smatch m;
+        if (in_states && std::regex_search(line, m, row)) drawn.emplace(m[1], m[2]);
+    }
+    BOOST_TEST(drawn.size() == 6u);
+    BOOST_TEST((drawn == allowed));
+    BOOST_TEST(!tls::Connection::may_move(State::closed, State::closed));
+    BOOST_TEST(tls::Connection::may_move(State::shutting_down, State::shutting_down));
+    for (const auto& [state, name] : states)
+        if (state != State::handshaking) BOOST_TEST(!tls::Connection::may_move(state, State::handshaking), name);
 }

@@ -196,7 +196,7 @@ void Connection::do_handshake() {
 void Connection::on_handshake_done() {
     handshake_done_ = true;
     timer_.cancel();
-    if (state_ == State::handshaking) state_ = State::open;
+    if (state_ == State::handshaking) set_state(State::open);
     deliver_high_water();
     if (!pending_plaintext_.empty()) {
         std::string plaintext = std::exchange(pending_plaintext_, {});

@@ -6,19 +6,29 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <stdexcept>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "reactor/tls/connection.hpp"
 #include "engine_bio.hpp"
 
 namespace reactor::tls {
 
+void Connection::set_state(State to) {
+    if (!may_move(state_, to)) [[unlikely]]
+        throw std::logic_error(fmt::format("reactor::tls: a connection moved from {} to {}: a bug of reactor::tls",
+                                           to_string(state_), to_string(to)));
+    state_ = to;
+}
+
 void Connection::on_peer_close_notify() {
     peer_closed_ = true;
     if (sent_close_notify_) {  // both sides said goodbye
         ending_ = {EndKind::eof, {}, {}};
         ending_set_ = true;
-        state_ = State::shutting_down;
+        set_state(State::shutting_down);
         transport_->close();
         return;
     }
@@ -26,7 +36,7 @@ void Connection::on_peer_close_notify() {
     if (state_ != State::open) return;  // it closed already
     ending_ = {EndKind::eof, {}, {}};
     ending_set_ = true;
-    state_ = State::shutting_down;
+    set_state(State::shutting_down);
     send_close_notify();
     transport_->close();
     if (transport_->state() == reactor::Connection::State::closing)
@@ -61,7 +71,7 @@ void Connection::do_write_eof() {
     if (peer_closed_) {  // the peer said goodbye first: we are done
         ending_ = {EndKind::eof, {}, {}};
         ending_set_ = true;
-        state_ = State::shutting_down;
+        set_state(State::shutting_down);
         transport_->close();
         return;
     }
@@ -81,7 +91,7 @@ void Connection::close() {
 }
 
 void Connection::do_close() {
-    state_ = State::shutting_down;
+    set_state(State::shutting_down);
     if (!ending_set_) {
         ending_ = {EndKind::local, {}, {}};
         ending_set_ = true;
@@ -102,7 +112,7 @@ void Connection::abort() {
         ending_ = {EndKind::local, {}, {}};
         ending_set_ = true;
     }
-    state_ = State::shutting_down;
+    set_state(State::shutting_down);
     pending_plaintext_.clear();
     timer_.cancel();
     transport_->abort();
@@ -120,7 +130,7 @@ void Connection::fail(EndKind kind, std::string detail, bool abortive) {
         ending_ = End(kind, {}, std::move(detail));
         ending_set_ = true;
     }
-    state_ = State::shutting_down;
+    set_state(State::shutting_down);
     pending_plaintext_.clear();
     if (abortive) {
         timer_.cancel();
@@ -143,7 +153,7 @@ void Connection::fail(EndKind kind, std::string detail, bool abortive) {
 void Connection::handshake_transport_lost() {
     transport_closed_by_engine_ = false;  // what closed it was no alert of ours
     if (state_ == State::closed) return;
-    state_ = State::shutting_down;
+    set_state(State::shutting_down);
     pending_plaintext_.clear();
     timer_.cancel();
 }
@@ -167,7 +177,7 @@ void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
             self->ending_ = {kind, {}, {}};
             self->ending_set_ = true;
         }
-        self->state_ = State::shutting_down;
+        self->set_state(State::shutting_down);
         self->pending_plaintext_.clear();
         self->transport_->abort();
     });
@@ -181,7 +191,7 @@ void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
 // gone: EPIPE, ECONNRESET) is not a failure of the transport: the reason is
 // what it would have been had that write succeeded.
 void Connection::on_transport_closed(const reactor::End& r) {
-    state_ = State::closed;
+    set_state(State::closed);
     timer_.cancel();
     timer_ = Handle();  // never used again: we may outlive the Scheduler
     const bool peer_gone_after_close_notify =

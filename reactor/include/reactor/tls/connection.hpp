@@ -89,6 +89,21 @@ class REACTOR_API Connection : public std::enable_shared_from_this<Connection> {
 
 public:
     enum class State : std::uint8_t { handshaking, open, shutting_down, closed };
+    // The moves a connection makes, and no others (docs/tls.md, "States",
+    // draws them, and a test holds the drawing to this): handshaking -> open;
+    // handshaking or open -> shutting_down; any but closed -> closed (the
+    // transport closed). Staying put is no move. Any other is a bug of this
+    // class, refused with std::logic_error (asyncio's SSLProtocol._set_state).
+    static constexpr bool may_move(State from, State to) noexcept {
+        if (from == to) return from != State::closed;
+        switch (from) {
+        case State::handshaking: return true;
+        case State::open: return to != State::handshaking;
+        case State::shutting_down: return to == State::closed;
+        case State::closed: return false;
+        }
+        return false;
+    }
 
     using DataCallback = std::function<void(Connection&, std::string_view plaintext)>;
     using EventCallback = std::function<void(Connection&)>;
@@ -244,6 +259,7 @@ private:
     void fail(EndKind kind, std::string detail, bool abortive);
     void handshake_transport_lost();  // a flight's write failed, the engine fine: the transport's end is the end
     void arm_timer(std::chrono::milliseconds after, EndKind kind);
+    void set_state(State to);  // checked: may_move
     void check_low_water();
     void update_transport_reading();
     void schedule_read();
