@@ -26,16 +26,14 @@ void Connection::set_state(State to) {
 void Connection::on_peer_close_notify() {
     peer_closed_ = true;
     if (sent_close_notify_) {  // both sides said goodbye
-        ending_ = {EndKind::eof, {}, {}};
-        ending_set_ = true;
+        ending_ = End(EndKind::eof);
         set_state(State::shutting_down);
         transport_->close();
         return;
     }
     if (on_eof_.invoke(*this)) return;  // it writes on, then write_eof() or close()
     if (state_ != State::open) return;  // it closed already
-    ending_ = {EndKind::eof, {}, {}};
-    ending_set_ = true;
+    ending_ = End(EndKind::eof);
     set_state(State::shutting_down);
     send_close_notify();
     transport_->close();
@@ -69,8 +67,7 @@ void Connection::write_eof() {
 void Connection::do_write_eof() {
     send_close_notify();
     if (peer_closed_) {  // the peer said goodbye first: we are done
-        ending_ = {EndKind::eof, {}, {}};
-        ending_set_ = true;
+        ending_ = End(EndKind::eof);
         set_state(State::shutting_down);
         transport_->close();
         return;
@@ -92,10 +89,7 @@ void Connection::close() {
 
 void Connection::do_close() {
     set_state(State::shutting_down);
-    if (!ending_set_) {
-        ending_ = {EndKind::local, {}, {}};
-        ending_set_ = true;
-    }
+    if (!ending_) ending_ = End(EndKind::local);
     send_close_notify();  // not during a handshake: there is no session to close
     transport_->close();
     if (transport_->state() == reactor::Connection::State::closing) {
@@ -108,10 +102,7 @@ void Connection::do_close() {
 void Connection::abort() {
     if (state_ == State::closed) return;
     check_thread("tls::Connection::abort");
-    if (!ending_set_) {
-        ending_ = {EndKind::local, {}, {}};
-        ending_set_ = true;
-    }
+    if (!ending_) ending_ = End(EndKind::local);
     set_state(State::shutting_down);
     pending_plaintext_.clear();
     timer_.cancel();
@@ -126,10 +117,7 @@ void Connection::abort() {
 void Connection::fail(EndKind kind, std::string detail, bool abortive) {
     if (state_ == State::closed) return;
     const bool transport_open = transport_->state() != reactor::Connection::State::closed;
-    if (!ending_set_ && (transport_open || transport_closed_by_engine_)) {
-        ending_ = End(kind, {}, std::move(detail));
-        ending_set_ = true;
-    }
+    if (!ending_ && (transport_open || transport_closed_by_engine_)) ending_ = End(kind, {}, std::move(detail));
     set_state(State::shutting_down);
     pending_plaintext_.clear();
     if (abortive) {
@@ -173,10 +161,7 @@ void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
         if (kind == EndKind::handshake_timeout && self->handshake_done_) return;
         // A graceful end that could not finish becomes the timeout; a
         // failure keeps its own reason (the timeout only bounded its flush).
-        if (!self->ending_set_ || self->ending_.clean() || kind == EndKind::handshake_timeout) {
-            self->ending_ = {kind, {}, {}};
-            self->ending_set_ = true;
-        }
+        if (!self->ending_ || self->ending_->clean() || kind == EndKind::handshake_timeout) self->ending_ = End(kind);
         self->set_state(State::shutting_down);
         self->pending_plaintext_.clear();
         self->transport_->abort();
@@ -197,8 +182,8 @@ void Connection::on_transport_closed(const reactor::End& r) {
     const bool peer_gone_after_close_notify =
         peer_closed_ && (r.kind == EndKind::reset || r.kind == EndKind::error);
     End reason = r;
-    if (ending_set_ && (r.clean() || !ending_.clean() || peer_gone_after_close_notify)) {
-        reason = std::move(ending_);
+    if (ending_ && (r.clean() || !ending_->clean() || peer_gone_after_close_notify)) {
+        reason = std::move(*ending_);
     } else if (r.kind == EndKind::eof || peer_gone_after_close_notify) {
         // The transport closed by itself: our write side was shut (write_eof)
         // and TCP's EOF came, or the peer left after its close_notify while

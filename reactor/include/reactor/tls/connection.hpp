@@ -59,6 +59,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -288,7 +289,7 @@ private:
     Options options_;
     std::string pending_plaintext_;  // written before the handshake finished
     std::string server_name_;
-    End ending_;  // what the close callback will say, once the transport closes
+    std::optional<End> ending_;  // decided before the transport closed: what the close callback will say
     Handle timer_;        // the handshake or the shutdown timeout
     CallbackSlot<void(Connection&, std::string_view)> on_data_;
     CallbackSlot<void(Connection&)> on_handshake_;
@@ -299,7 +300,6 @@ private:
     CallbackSlot<void(Connection&, const End&)> on_close_;
     State state_ = State::handshaking;
     bool handshake_done_ = false;
-    bool ending_set_ = false;       // ending_ was decided before the transport closed
     bool reading_wanted_ = true;    // not paused by the user
     bool read_scheduled_ = false;
     bool peer_closed_ = false;      // the peer's close_notify arrived
