@@ -24,6 +24,16 @@
 namespace reactor::tls {
 namespace {
 
+// An engine call's outcome: SSL_get_error's code (SSL_ERROR_NONE when it
+// returned 1), and whether the engine is fine: done, or waiting for I/O.
+struct Outcome {
+    int error;
+    bool fine() const noexcept {
+        return error == SSL_ERROR_NONE || error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE;
+    }
+};
+Outcome outcome_of(SSL* ssl, int r) noexcept { return {r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, r)}; }
+
 bool is_ip_literal(const std::string& host) {
     unsigned char addr[sizeof(in6_addr)];
     return ::inet_pton(AF_INET, host.c_str(), addr) == 1 || ::inet_pton(AF_INET6, host.c_str(), addr) == 1;
@@ -181,8 +191,7 @@ void Connection::do_handshake() {
         r = SSL_do_handshake(ssl_);
         flushed = engine.flush();
     }
-    const int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
-    const bool engine_fine = r == 1 || err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
+    const bool engine_fine = outcome_of(ssl_, r).fine();
     // The transport refused the flight: its write failed and closed it. With
     // the engine fine, that failure (a reset, ENOBUFS) is the end, as the
     // plain connection says it; refused records of an engine that failed
@@ -229,16 +238,15 @@ void Connection::read_plaintext() {
         // The transport refused what reading wrote (a key update's answer):
         // its write failed and closed it. The engine fine, that is the end
         // (its close reason), not a failure of ours.
-        const int err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
-        const bool engine_fine = r == 1 || err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
-        if (!flushed && engine_fine) transport_closed_by_engine_ = false;
+        const Outcome outcome = outcome_of(ssl_, r);
+        if (!flushed && outcome.fine()) transport_closed_by_engine_ = false;
         if (r == 1) {
             on_data_.invoke(*this, std::string_view(buf, n));
             if (!flushed) return;
             continue;
         }
-        if (engine_fine) return;
-        if (err == SSL_ERROR_ZERO_RETURN) return on_peer_close_notify();
+        if (outcome.fine()) return;
+        if (outcome.error == SSL_ERROR_ZERO_RETURN) return on_peer_close_notify();
         // The transport's EOF where a record should be: the data may have
         // been cut short ("unexpected eof while reading").
         if (input_eof_ && input_.empty()) return fail(EndKind::truncated, openssl_error_text(), false);
