@@ -204,6 +204,17 @@ struct Tls {
     tls::ContextPtr client = reactor_test::client_context();
 };
 
+// A client's handshake under way against a peer that has read its
+// ClientHello and answers nothing: the tests below end it one way each.
+struct HandshakeUnderWay {
+    reactor::Scheduler sched{on(reactor_test::backend_under_test())};
+    reactor_test::SilentListener silent;
+    Tls contexts;
+    Future<Stream> client =
+        futures::open_connection(sched, reactor::Address::loopback_v4(silent.port), contexts.client, "localhost");
+    reactor_test::Fd peer = accept_hello(sched, silent);
+};
+
 // A TLS stream server whose handler keeps each stream for the test and
 // converses until it closes.
 struct KeepingServer {
@@ -390,22 +401,17 @@ BOOST_AUTO_TEST_CASE(a_server_that_speaks_no_tls_fails_open_connection) {
 }
 
 BOOST_AUTO_TEST_CASE(cancelling_open_connection_mid_handshake_aborts_the_connection) {
-    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
-    reactor_test::SilentListener silent;
-    Tls contexts;
-    Future<Stream> f = futures::open_connection(sched, reactor::Address::loopback_v4(silent.port), contexts.client,
-                                                "localhost");
-    reactor_test::Fd peer = accept_hello(sched, silent);
-    f.cancel();
+    HandshakeUnderWay h;
+    h.client.cancel();
     // The peer sees the connection end (after the ClientHello it already has).
     char buf[4096];
-    BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
-        const ssize_t n = ::recv(peer.get(), buf, sizeof buf, MSG_DONTWAIT);
+    BOOST_REQUIRE(reactor_test::run_until(h.sched, [&] {
+        const ssize_t n = ::recv(h.peer.get(), buf, sizeof buf, MSG_DONTWAIT);
         return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
     }));
-    BOOST_TEST(f.cancelled());
-    sched.run();  // nothing is left: not the handshake timeout's 60 s
-    CHECK_EMPTY(sched);
+    BOOST_TEST(h.client.cancelled());
+    h.sched.run();  // nothing is left: not the handshake timeout's 60 s
+    CHECK_EMPTY(h.sched);
 }
 
 // Issue 48: the socket under the handshake is reset (the peer read the
@@ -413,21 +419,16 @@ BOOST_AUTO_TEST_CASE(cancelling_open_connection_mid_handshake_aborts_the_connect
 // reset, ECONNRESET, as over a plain connection (asyncio's
 // ConnectionResetError), not with a TLS failure (EPROTO).
 BOOST_AUTO_TEST_CASE(a_reset_under_the_handshake_fails_open_connection_with_econnreset) {
-    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
-    reactor_test::SilentListener silent;
-    Tls contexts;
-    Future<Stream> f = futures::open_connection(sched, reactor::Address::loopback_v4(silent.port), contexts.client,
-                                                "localhost");
-    reactor_test::Fd peer = accept_hello(sched, silent);
+    HandshakeUnderWay h;
     const linger abortive{1, 0};
-    BOOST_REQUIRE(::setsockopt(peer.get(), SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive) == 0);
-    peer.close();
-    wait(sched, f);
-    const futures::StreamError e = tls_error_of(f);
+    BOOST_REQUIRE(::setsockopt(h.peer.get(), SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive) == 0);
+    h.peer.close();
+    wait(h.sched, h.client);
+    const futures::StreamError e = tls_error_of(h.client);
     BOOST_TEST(e.end.kind == reactor::EndKind::reset, e.end.to_string());
     BOOST_TEST((e.code() == std::errc::connection_reset), e.what());
-    sched.run();
-    CHECK_EMPTY(sched);
+    h.sched.run();
+    CHECK_EMPTY(h.sched);
 }
 
 BOOST_AUTO_TEST_CASE(start_tls_upgrades_a_plaintext_conversation_in_place) {
