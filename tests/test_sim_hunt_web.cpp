@@ -64,6 +64,7 @@
 #include <reactor/tls/listen.hpp>
 
 #include "../examples/12_http_hello/http_sessions.hpp"
+#include "support/sim_certificates.hpp"
 
 using namespace std::chrono_literals;
 using reactor::CloseKind;
@@ -404,16 +405,6 @@ constexpr std::uint16_t kSquattedPort = 445;  // max_handshakes, plain clients t
 constexpr std::size_t kMaxHandshakes = 3;
 constexpr std::chrono::seconds kShutdownTimeout{30};
 
-struct Certificates {
-    tls::CertificateAuthority ca;
-    tls::IssuedCertificate server = ca.issue_server({"server"});
-};
-
-const Certificates& certificates() {
-    static const Certificates made;
-    return made;
-}
-
 // A server's side of one accepted TLS connection, watched without keeping it.
 struct ServerSide {
     std::uint16_t port = 0;
@@ -569,9 +560,9 @@ struct TlsClient {
 };
 
 void tls_world(sim::World& world) {
-    const Certificates& certs = certificates();
+    const reactor_test::SimCertificates& certs = reactor_test::sim_certificates();
     tls::ServerOptions server_options;
-    server_options.identity = tls::Identity::from_pem(certs.server.certificate_pem, certs.server.key_pem);
+    server_options.identity = certs.server.identity();
     server_options.session_tickets = false;  // a ticket carries its real issue time
     tls::ClientOptions client_options;
     client_options.trust = certs.ca.trust();
@@ -676,7 +667,7 @@ BOOST_AUTO_TEST_CASE(http_slow_and_strict_clients) {
 // writes are still drawn): each client's end is then its own doing, and the
 // reasons checked are exact, where a reset the world drew would blur them.
 BOOST_AUTO_TEST_CASE(tls_endings) {
-    (void)certificates();  // made before the worlds: outside any
+    (void)reactor_test::sim_certificates();  // made before the worlds: outside any
     sim::TlsRandomness seeded;
     swarm_holds("tls_endings", kSeeds, false, tls_world);
 }

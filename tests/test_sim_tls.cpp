@@ -38,6 +38,7 @@
 #include <reactor/testing/sim/world.hpp>
 
 #include "../examples/19_tls_echo/tls_echo.hpp"
+#include "support/sim_certificates.hpp"
 
 using namespace std::chrono_literals;
 namespace sim = reactor::testing::sim;
@@ -47,22 +48,12 @@ namespace {
 
 constexpr std::uint16_t kPort = 443;
 
-struct Certificates {
-    tls::CertificateAuthority ca;
-    tls::IssuedCertificate server = ca.issue_server({"server"});
-};
-
-const Certificates& certificates() {
-    static const Certificates made;
-    return made;
-}
-
 // One TLS echo in a fresh world of `seed`: its trace hash. Tickets off: a
 // ticket carries its real issue time (tls_randomness.hpp).
 std::uint64_t tls_echo_hash(std::uint64_t seed) {
-    const Certificates& certs = certificates();
+    const reactor_test::SimCertificates& certs = reactor_test::sim_certificates();
     tls::ServerOptions server_options;
-    server_options.identity = tls::Identity::from_pem(certs.server.certificate_pem, certs.server.key_pem);
+    server_options.identity = certs.server.identity();
     server_options.session_tickets = false;
     tls::ClientOptions client_options;
     client_options.trust = certs.ca.trust();
@@ -93,7 +84,7 @@ std::uint64_t tls_echo_hash(std::uint64_t seed) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_tls_echo_in_a_world_replays_to_the_same_trace_with_the_worlds_randomness) {
-    (void)certificates();  // made before: outside any world
+    (void)reactor_test::sim_certificates();  // made before: outside any world
     {
         sim::TlsRandomness seeded;
         const std::uint64_t first = tls_echo_hash(71);
@@ -113,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_tls_echo_in_a_world_replays_to_the_same_trace_with_the_wo
 // side's transport closes: the other side meets its EOF under the
 // handshake, which the engine names (a cut-short handshake, as before).
 BOOST_AUTO_TEST_CASE(a_send_failing_for_want_of_resources_under_a_handshake_ends_it_with_enobufs) {
-    (void)certificates();  // made before: outside any world
+    (void)reactor_test::sim_certificates();  // made before: outside any world
     for (const bool server_fails : {false, true}) {
         BOOST_TEST_CONTEXT((server_fails ? "the server's send fails" : "the client's send fails")) {
             std::optional<reactor::End> server_end, client_end;  // outlive the world: its end closes them
@@ -122,8 +113,7 @@ BOOST_AUTO_TEST_CASE(a_send_failing_for_want_of_resources_under_a_handshake_ends
             sim::Host& client = world.host("client");
             auto listener = tls::listen(server.scheduler(), server.address(kPort), tls::Context::server([] {
                 tls::ServerOptions options;
-                options.identity = tls::Identity::from_pem(certificates().server.certificate_pem,
-                                                           certificates().server.key_pem);
+                options.identity = reactor_test::sim_certificates().server.identity();
                 return options;
             }()),
                                         [&](const tls::ConnectionPtr& c) {
@@ -133,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_send_failing_for_want_of_resources_under_a_handshake_ends
                                         });
             (server_fails ? server : client).set_resource_faults(100, sim::Host::send_call);
             tls::ClientOptions client_options;
-            client_options.trust = certificates().ca.trust();
+            client_options.trust = reactor_test::sim_certificates().ca.trust();
             tls::connect(client.scheduler(), "server", kPort, tls::Context::client(client_options),
                          [&](tls::ConnectionPtr c, std::error_code ec) {
                              BOOST_REQUIRE_MESSAGE(c, ec.message());
@@ -268,13 +258,13 @@ struct TlsEchoClient {
 // issue time (tls_randomness.hpp); the client's cache off with them.
 tls::ContextPtr echo_server_context() {
     tls::ServerOptions options;
-    options.identity = tls::Identity::from_pem(certificates().server.certificate_pem, certificates().server.key_pem);
+    options.identity = reactor_test::sim_certificates().server.identity();
     options.session_tickets = false;
     return tls::Context::server(options);
 }
 tls::ContextPtr echo_client_context() {
     tls::ClientOptions options;
-    options.trust = certificates().ca.trust();
+    options.trust = reactor_test::sim_certificates().ca.trust();
     options.session_cache = false;
     return tls::Context::client(options);
 }
@@ -369,7 +359,7 @@ constexpr std::size_t kSeeds = 20;
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(tls_echo_server_echoes_every_byte_in_order_and_a_client_close_ends_cleanly_or_the_world_ended_it) {
-    (void)certificates();  // made before: outside any world
+    (void)reactor_test::sim_certificates();  // made before: outside any world
     sim::TlsRandomness seeded;  // each seed's handshakes replay
     Met met;
     std::ostringstream out;
