@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(a_connection_touched_from_another_thread_is_refused_and_rep
         {"Connection::set_eof_callback", [&] { conn->set_eof_callback([](C&) {}); }},
         {"Connection::set_drain_callback", [&] { conn->set_drain_callback([](C&) {}); }},
         {"Connection::set_high_water_callback", [&] { conn->set_high_water_callback([](C&) {}); }},
-        {"Connection::set_layer_events", [&] { conn->set_layer_events(nullptr); }},
+        {"Connection::set_protocol", [&] { conn->set_protocol(nullptr); }},
         {"Connection::set_low_water_callback", [&] { conn->set_low_water_callback([](C&) {}); }},
         {"Connection::set_water_marks", [&] { conn->set_water_marks(10, 5); }},
         {"Connection::set_read_timeout", [&] { conn->set_read_timeout(1h); }},

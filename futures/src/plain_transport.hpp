@@ -19,24 +19,11 @@ class PlainTransport final : public StreamTransport {
 public:
     explicit PlainTransport(reactor::ConnectionPtr conn) : conn_(std::move(conn)) {}
 
-    // The callbacks and the layer events hold the receiver's plain pointer:
-    // detach() clears them before the receiver goes, and the connection's
-    // queued close takes its callback out of the slot when it runs. The EOF
-    // and low-water events go to the receiver as the connection's layer
-    // events, not through its EOF and low-water callbacks, which would make
-    // it allocate a block for them. As with an EOF callback, the connection
-    // stays open for writing after the peer's EOF, as asyncio streams do;
-    // close() ends it.
-    void attach(Receiver* receiver) override {
-        conn_->set_data_callback([receiver](reactor::Connection&, std::string_view d) { receiver->on_data(d); });
-        conn_->set_layer_events(receiver);
-        conn_->set_close_callback([receiver](reactor::Connection&, const reactor::End& r) { receiver->on_closed(r); });
-    }
-    void detach() noexcept override {
-        conn_->set_data_callback(nullptr);
-        conn_->set_layer_events(nullptr);
-        conn_->set_close_callback(nullptr);
-    }
+    // The receiver is the connection's protocol: detach() lets it go before
+    // the receiver goes. As with an EOF callback, the connection stays open
+    // for writing after the peer's EOF, as asyncio streams do; close() ends it.
+    void attach(Receiver* receiver) override { conn_->set_protocol(receiver); }
+    void detach() noexcept override { conn_->set_protocol(nullptr); }
 
     // Its connection tells the receiver (a layer of it) if the loop ends
     // first, unless it dropped its callbacks already (its close was

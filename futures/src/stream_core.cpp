@@ -281,13 +281,14 @@ void StreamCore::pause_if_unwanted() {
     }
 }
 
-void StreamCore::on_eof() {
+bool StreamCore::on_eof() {
     const Ref<StreamCore> keep(this);
     eof_ = true;
     try_read();
+    return true;
 }
 
-void StreamCore::on_low_water() {
+void StreamCore::on_resume_writing() {
     const Ref<StreamCore> keep(this);
     if (paused_ && in().size() <= limit_) {  // paused for the output (pause_if_unwanted)
         paused_ = false;

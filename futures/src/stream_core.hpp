@@ -279,12 +279,9 @@ private:
 
     // The transport's callbacks (StreamTransport::Receiver; only the
     // transport calls them).
-    using StreamTransport::Receiver::on_eof;  // and the LayerEvents overloads, which call these
-    using StreamTransport::Receiver::on_low_water;
-    using StreamTransport::Receiver::on_abandoned;
     void on_data(std::string_view d) override;
-    void on_eof() override;
-    void on_low_water() override;
+    bool on_eof() override;  // stays open for writing
+    void on_resume_writing() override;
     void on_closed(const reactor::End& end) override;
     void on_abandoned() noexcept override { end_with_loop(); }
     // Joins OpenStreams unless the transport reports the loop's end itself.

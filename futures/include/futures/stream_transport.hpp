@@ -45,35 +45,10 @@ public:
 
 class REACTOR_API StreamTransport {
 public:
-    // The stream, as the transport sees it. Calls arrive on the loop thread,
-    // one at a time, from the connection's callbacks. It is also a layer
-    // over the connection (reactor::Connection::LayerEvents): a transport
-    // that passes the connection's EOF and low-water events on unchanged
-    // (the plain one) hands the receiver itself to set_layer_events, rather
-    // than an object of its own that every stream would pay for.
-    class Receiver : public reactor::Connection::LayerEvents {
-    public:
-        virtual void on_data(std::string_view bytes) = 0;
-        // The peer's orderly end of its data (a FIN; TLS: its close_notify).
-        // The transport stays open for writing.
-        virtual void on_eof() = 0;
-        // The output fell to the low-water mark.
-        virtual void on_low_water() = 0;
-        // Once, when the connection has closed: how it ended.
-        virtual void on_closed(const reactor::End& end) = 0;
-        // The loop ended before on_closed could come: it never will. Only
-        // from a transport that reports_abandonment().
-        virtual void on_abandoned() noexcept = 0;
-
-        // LayerEvents: the connection's EOF, low water and the loop's end
-        // before its close, as on_eof(), on_low_water() and on_abandoned().
-        void on_eof(reactor::Connection&) final { on_eof(); }
-        void on_low_water(reactor::Connection&) final { on_low_water(); }
-        void on_abandoned(reactor::Connection&) noexcept final { on_abandoned(); }
-
-    protected:
-        ~Receiver() = default;
-    };
+    // The stream, as the transport sees it: a reactor::Protocol (its
+    // on_eof() keeps the transport open for writing). Calls arrive on the
+    // loop thread, one at a time.
+    using Receiver = reactor::Protocol;
 
     virtual ~StreamTransport();
 
@@ -91,7 +66,7 @@ public:
     virtual void abandon() noexcept {}
     // Whether, once attached, the transport tells its receiver on_abandoned()
     // when the loop ends before the close could be reported. The plain one
-    // does (its connection says so: reactor::Connection::LayerEvents); for
+    // does (its connection tells its protocol: reactor::Protocol); for
     // any other (TLS, a transport of your own) the stream watches the loop's
     // end itself, at the cost of a block, so returning false is always safe.
     virtual bool reports_abandonment() const noexcept { return false; }

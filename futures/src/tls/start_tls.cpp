@@ -34,7 +34,7 @@ public:
     void attach(Receiver* receiver) override {
         conn_->set_data_callback([receiver](tls::Connection&, std::string_view d) { receiver->on_data(d); });
         conn_->set_eof_callback([receiver](tls::Connection&) { receiver->on_eof(); });
-        conn_->set_low_water_callback([receiver](tls::Connection&) { receiver->on_low_water(); });
+        conn_->set_low_water_callback([receiver](tls::Connection&) { receiver->on_resume_writing(); });
         TlsTransport* self = this;
         conn_->set_handshake_callback([self](tls::Connection&) {
             if (self->handshake_ && self->handshake_->is_pending()) self->handshake_->set_value();

@@ -16,7 +16,6 @@
 
 #include <fmt/format.h>
 
-#include "connection_parts.hpp"
 #include "deadline_queues.hpp"
 #include "open_connections.hpp"
 #include "reactor/detail/kernel_calls.hpp"
@@ -157,32 +156,66 @@ std::shared_ptr<Connection> Connection::disown_self() noexcept {
     return strong;
 }
 
-Connection::RareCallbacks& Connection::rare() {
-    if (!rare_) rare_ = std::make_unique<RareCallbacks>();
-    return *rare_;
-}
-
 Connection::Output& Connection::output() {
     if (!out_) out_ = std::make_unique<Output>();
     return *out_;
 }
 
-// Clearing a callback never makes the block.
+// ---------------------------------------------------------------- what it tells
+
+void Connection::set_protocol(Protocol* protocol) {
+    check_thread("Connection::set_protocol");
+    if (callbacks_dropped_) return;  // nothing is told any more
+    protocol_ = protocol;
+    drain_wanted_ = protocol && protocol->wants_drained();
+}
+
+Connection::Callbacks& Connection::callbacks() {
+    if (!callbacks_) callbacks_ = std::make_unique<Callbacks>(*this);
+    if (protocol_ != callbacks_.get()) set_protocol(callbacks_.get());
+    return *callbacks_;
+}
+
+// Clearing a callback never makes the adapter, nor takes the place of another protocol.
+void Connection::set_data_callback(DataFunction cb) {
+    check_thread("Connection::set_data_callback");
+    if (cb) {
+        callbacks().data.set(std::move(cb));
+    } else if (callbacks_) {
+        callbacks_->data.reset();
+    }
+}
+void Connection::set_close_callback(CloseFunction cb) {
+    check_thread("Connection::set_close_callback");
+    if (cb) {
+        callbacks().close.set(std::move(cb));
+    } else if (callbacks_) {
+        callbacks_->close.reset();
+    }
+}
 void Connection::set_eof_callback(EventFunction cb) {
     check_thread("Connection::set_eof_callback");
-    if (cb || rare_) rare().on_eof.set(std::move(cb));
+    set_rare_callback(&Callbacks::Rare::eof, std::move(cb));
 }
 void Connection::set_drain_callback(EventFunction cb) {
     check_thread("Connection::set_drain_callback");
-    if (cb || rare_) rare().on_drain.set(std::move(cb));
+    set_rare_callback(&Callbacks::Rare::drain, std::move(cb));
 }
 void Connection::set_high_water_callback(EventFunction cb) {
     check_thread("Connection::set_high_water_callback");
-    if (cb || rare_) rare().on_high_water.set(std::move(cb));
+    set_rare_callback(&Callbacks::Rare::high_water, std::move(cb));
 }
 void Connection::set_low_water_callback(EventFunction cb) {
     check_thread("Connection::set_low_water_callback");
-    if (cb || rare_) rare().on_low_water.set(std::move(cb));
+    set_rare_callback(&Callbacks::Rare::low_water, std::move(cb));
+}
+void Connection::set_rare_callback(CallbackSlot<void(Connection&)> Callbacks::Rare::*slot, EventFunction cb) {
+    if (cb) {
+        callbacks().set_rare(slot, std::move(cb));
+    } else if (callbacks_) {
+        callbacks_->set_rare(slot, std::move(cb));
+    }
+    drain_wanted_ = protocol_ && protocol_->wants_drained();
 }
 
 void Connection::set_no_delay(bool on) noexcept {
@@ -260,7 +293,7 @@ void Connection::on_readable() {
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
         note_read();
-        on_data_.invoke(*this, std::string_view(buf, static_cast<std::size_t>(n)));
+        if (protocol_) protocol_->on_data(std::string_view(buf, static_cast<std::size_t>(n)));
         return;
     }
     if (n == 0) return on_eof();
@@ -271,13 +304,7 @@ void Connection::on_readable() {
 void Connection::on_eof() {
     read_eof_ = true;
     update_reader();
-    if (layer_) {
-        layer_->on_eof(*this);
-    } else if (rare_ && rare_->on_eof) {
-        rare_->on_eof.invoke(*this);
-    } else {
-        return begin_close(EndKind::eof);
-    }
+    if (!protocol_ || !protocol_->on_eof()) return begin_close(EndKind::eof);
     // Both directions are finished: nothing more can happen on this socket.
     if (state_ == State::open && write_shut_) finish_close({EndKind::eof, {}}, false);
 }
@@ -301,7 +328,7 @@ bool Connection::write(std::string_view data) {
         }
         if (static_cast<std::size_t>(n) == data.size()) {
             note_written();
-            if (rare_ && rare_->on_drain) schedule_drain();
+            if (drain_wanted_) schedule_drain();
             return true;
         }
         data.remove_prefix(static_cast<std::size_t>(n));
@@ -315,7 +342,7 @@ bool Connection::write(std::string_view data) {
     if (!above_high_ && out_->size() > profile_->high_water) {
         above_high_ = true;
         if (pause_above_high_) update_reader();
-        if (rare_) rare_->on_high_water.invoke(*this);
+        if (protocol_) protocol_->on_pause_writing();
         // An abort() in the callback (or a failed write from it) discarded the
         // buffer, `data` included: say so. close() or write_eof() there
         // still flush it, so that data counts as accepted.
@@ -345,11 +372,7 @@ void Connection::on_writable() {
         above_high_ = false;
         if (pause_above_high_) update_reader();
         // Either may write, close, abort...
-        if (layer_) {
-            layer_->on_low_water(*this);
-        } else if (rare_) {
-            rare_->on_low_water.invoke(*this);
-        }
+        if (protocol_) protocol_->on_resume_writing();
         if (state_ == State::closed) return;
     }
     if (has_output()) return;
@@ -358,7 +381,7 @@ void Connection::on_writable() {
     writer_registered_ = false;
     if (state_ == State::closing) return finish_close({closing_kind_, {}}, false);
     if (shutdown_requested_) return do_write_eof();
-    if (rare_) rare_->on_drain.invoke(*this);
+    if (drain_wanted_) protocol_->on_drained();
 }
 
 void Connection::schedule_drain() {
@@ -368,7 +391,7 @@ void Connection::schedule_drain() {
         [self = shared_from_this()] {
             self->drain_scheduled_ = false;
             // Later writes may have queued output again: on_writable reports that drain.
-            if (self->state_ == State::open && !self->has_output() && self->rare_) self->rare_->on_drain.invoke(*self);
+            if (self->state_ == State::open && !self->has_output() && self->drain_wanted_) self->protocol_->on_drained();
         },
         where());
 }
@@ -418,17 +441,13 @@ void Connection::fail(int error) {
                  false);
 }
 
-// Makes the loop forget the fd before closing it (a closed fd must never stay
-// in the selector, and epoll must not pass its registration on to a reused
-// fd number), then hands the self-reference to the close-callback call: the
-// connection is released after that callback, on a fresh stack.
-// The queued close-callback call. Every callback is dropped before the close
-// callback runs (it runs once: taken out), so a cycle through their captures
-// is broken even if it throws; whatever the close callback set is dropped
-// as the call goes. Dropped unrun (the loop abandoned before its turn), it
-// drops them all the same, telling a layer (drop_callbacks): a capture
-// holding the connection, as a TLS layer's close callback does, would
-// otherwise keep it alive forever.
+// The queued call that tells the protocol how we ended (finish_close made
+// the loop forget the fd and handed it our self-reference: we are released
+// after the call, on a fresh stack). The protocol is let go as it is told,
+// and anything set during the call is never told anything. Dropped unrun
+// (the loop abandoned before its turn), it lets the protocol go all the
+// same, telling it on_abandoned (drop_callbacks): a layer whose ownership
+// runs through us, as a TLS connection's does, would otherwise live forever.
 // It keeps the End's kind and error, not an End (a plain connection's has no
 // detail), so that it fits a Callback's inline buffer.
 struct Connection::CloseCall {
@@ -444,9 +463,9 @@ struct Connection::CloseCall {
     }
 
     void operator()() {
-        auto on_close = self->on_close_.take();
-        self->clear_callbacks();
-        if (on_close) on_close(*self, End{kind, error, {}});
+        Protocol* told = std::exchange(self->protocol_, nullptr);
+        self->callbacks_dropped_ = true;
+        if (told) told->on_closed(End{kind, error, {}});
     }
 };
 
@@ -466,36 +485,22 @@ void Connection::release_fd(bool abortive) {
     reader_registered_ = writer_registered_ = false;
     Kernel* const k = kernel();
     if (abortive && is_socket_) detail::set_linger_zero(k, fd_);
-    if (rare_ && rare_->restore_flags >= 0)
-        detail::sys::fcntl(k, fd_, F_SETFL, rare_->restore_flags);  // adopt_stdio: the description outlives us
+    if (restore_flags_ >= 0) detail::sys::fcntl(k, fd_, F_SETFL, restore_flags_);  // adopt_stdio: the description outlives us
     detail::close_fd(k, fd_);
     fd_ = -1;
     drop_output();
 }
 
-// Every callback slot, dropped at once: after the close callback was taken
-// out, or unrun when the loop is abandoned (drop_callbacks).
-void Connection::clear_callbacks() noexcept {
-    callbacks_dropped_ = true;
-    on_close_.reset();
-    on_data_.reset();
-    layer_ = nullptr;
-    if (rare_) {  // the block stays: one of its callbacks may be running
-        rare_->on_eof.reset();
-        rare_->on_drain.reset();
-        rare_->on_high_water.reset();
-        rare_->on_low_water.reset();
-    }
-}
-
-// Every callback, for good. Dropped before the close callback could run
-// (the loop abandoned us open, or our queued close unrun), a layer hears it
-// first (LayerEvents::on_abandoned).
+// The protocol, let go for good; the callbacks dropped (what captures we are
+// in is released). Let go before the close could be told (the loop abandoned
+// us open, or our queued close unrun), the protocol hears on_abandoned first.
 void Connection::drop_callbacks() noexcept {
-    if (!callbacks_dropped_) {
-        if (LayerEvents* layer = std::exchange(layer_, nullptr)) layer->on_abandoned(*this);
-    }
-    clear_callbacks();
+    Protocol* abandoned = std::exchange(protocol_, nullptr);
+    const bool told = callbacks_dropped_;
+    callbacks_dropped_ = true;
+    if (!told && abandoned) abandoned->on_abandoned();
+    drain_wanted_ = false;
+    if (callbacks_) callbacks_->clear();
 }
 
 void Connection::on_unwatchable(int /*fd*/, std::error_code error) {

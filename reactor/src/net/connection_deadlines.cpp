@@ -13,7 +13,6 @@
 // deadlines have passed.
 #include <algorithm>
 
-#include "connection_parts.hpp"
 #include "deadline_queues.hpp"
 
 namespace reactor {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "connection_parts.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor::detail {

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "connection_parts.hpp"
 #include "reactor/detail/kernel_calls.hpp"
 #include "socket_ops.hpp"
 
@@ -46,7 +45,7 @@ ConnectionPtr adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options) {
         detail::sys::fcntl(kernel, fd, F_SETFL, flags);
         throw;
     }
-    conn->rare().restore_flags = flags;
+    conn->restore_flags_ = flags;
     return conn;
 }
 

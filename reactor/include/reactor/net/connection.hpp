@@ -36,10 +36,12 @@
 #include "reactor/net/address.hpp"
 #include "reactor/net/byte_buffer.hpp"
 #include "reactor/net/connection_options.hpp"
+#include "reactor/net/detail/callback_protocol.hpp"
 #include "reactor/net/detail/connection_profile.hpp"
 #include "reactor/net/detail/fd_queue.hpp"
 #include "reactor/net/detail/packed_address.hpp"
 #include "reactor/net/end.hpp"
+#include "reactor/net/transport.hpp"
 #include "reactor/fd_owner.hpp"
 #include "reactor/scheduler.hpp"
 
@@ -60,7 +62,7 @@ struct TimeoutGroup;
 enum class DeadlineKind : unsigned char;
 }  // namespace detail
 
-class REACTOR_API Connection final : private FdOwner {
+class REACTOR_API Connection final : public Transport, private FdOwner {
     struct Passkey {};
 
 public:
@@ -110,13 +112,24 @@ public:
     std::shared_ptr<Connection> shared_from_this() const;
     std::weak_ptr<Connection> weak_from_this() const noexcept;
 
+    // ---- what it tells (reactor/net/transport.hpp) ----
+    // One Protocol at a time: a layer over the connection (a futures::Stream,
+    // a TLS connection) or a protocol of your own, or the callbacks below,
+    // which are a Protocol the connection makes when one is first set
+    // (detail::CallbackProtocol). Setting a protocol replaces the
+    // callbacks; setting a callback makes them the protocol again. See
+    // Transport::set_protocol for the protocol's lifetime; if the loop ends
+    // before the close could be told, it hears Protocol::on_abandoned.
+    void set_protocol(Protocol* protocol) override;
+    Protocol* protocol() const noexcept { return protocol_; }
+    // The close was told (or the loop ended first): from now on nothing is
+    // told to anyone, whatever is set.
+    bool callbacks_dropped() const noexcept { return callbacks_dropped_; }
+
     // ---- callbacks (set or replace them any time, also from inside the
     //      callback being replaced; an empty one means "nothing to do") ----
     // Data received. Without a data callback, received bytes are discarded.
-    void set_data_callback(DataFunction cb) {
-        check_thread("Connection::set_data_callback");
-        on_data_.set(std::move(cb));
-    }
+    void set_data_callback(DataFunction cb);
     // The peer shut down its sending side. Without an EOF callback the
     // connection then closes by itself (flushing pending output first; close
     // reason eof). With one, it stays open for writing: finish with
@@ -133,42 +146,7 @@ public:
     // Exactly once, on a later iteration than the event that closed it. After
     // it returns every callback is dropped (breaking cycles through captures)
     // and the connection releases itself.
-    void set_close_callback(CloseFunction cb) {
-        check_thread("Connection::set_close_callback");
-        on_close_.set(std::move(cb));
-    }
-
-    // ---- for a layer over the connection (futures' plain stream transport) ----
-    // The peer's EOF and the fall to the low-water mark, delivered to an
-    // object the layer has anyway instead of to an EOF and a low-water
-    // callback: those live in a block made on first use (see rare_), which a
-    // layer over every connection would make every connection pay for. While
-    // a receiver is set it gets both events and the EOF and low-water
-    // callbacks are not called; as with an EOF callback, the connection stays
-    // open for writing after the peer's EOF. The receiver must stay valid
-    // until it is replaced or cleared (nullptr); the connection clears it
-    // with its callbacks, once the close callback has run. If the loop ends
-    // first (the callbacks are dropped unrun: see the comment after
-    // EndKind), the receiver hears on_abandoned instead: nothing will
-    // reach it any more, so a layer needs no watch of its own on the loop's end.
-    class LayerEvents {
-    public:
-        virtual void on_eof(Connection& conn) = 0;
-        virtual void on_low_water(Connection& conn) = 0;
-        virtual void on_abandoned(Connection& conn) noexcept = 0;
-
-    protected:
-        ~LayerEvents() = default;
-    };
-    void set_layer_events(LayerEvents* events) {
-        check_thread("Connection::set_layer_events");
-        layer_ = events;
-    }
-    // The callbacks were dropped for good: the close callback ran, or the
-    // loop ended first. What is set from now on is never called (nor
-    // on_abandoned told): a layer attached now must watch the loop's end
-    // itself.
-    bool callbacks_dropped() const noexcept { return callbacks_dropped_; }
+    void set_close_callback(CloseFunction cb);
 
     // ---- writing ----
     // Sends now what the kernel takes and buffers the rest, which goes out in
@@ -183,12 +161,12 @@ public:
     // (a close() or write_eof() in that callback still flushes it).
     // Never raises SIGPIPE (MSG_NOSIGNAL; a pipe's is blocked and consumed
     // in the writing thread: the process's disposition is never touched).
-    bool write(std::string_view data);
-    std::size_t buffered() const noexcept { return out_ ? out_->size() : 0; }
+    bool write(std::string_view data) override;
+    std::size_t buffered() const noexcept override { return out_ ? out_->size() : 0; }
     // Requires low <= high (std::invalid_argument). Takes effect at the next
     // write or flush.
-    void set_water_marks(std::size_t high, std::size_t low);
-    bool above_high_water() const noexcept { return above_high_; }
+    void set_water_marks(std::size_t high, std::size_t low) override;
+    bool above_high_water() const noexcept override { return above_high_; }
     // The marks in force, for layers over a connection that buffer data of
     // their own (reactor::tls counts its plaintext against them).
     std::size_t high_water() const noexcept { return profile_->high_water; }
@@ -197,35 +175,36 @@ public:
     // ---- reading ----
     // Stops/restarts delivering data (the bytes wait in the kernel, and the
     // peer is eventually held back by TCP flow control). Idempotent.
-    void pause_reading();
-    void resume_reading();
+    void pause_reading() override;
+    void resume_reading() override;
     // True while data can still arrive: open, not paused (by the user or by
     // pause_reading_above_high_water), no EOF yet; never for a write-only pipe.
     bool is_reading() const noexcept { return reader_registered_ && !watch_reader_gone_; }
     // EOF was read (always true of a write-only pipe, which never reads).
-    bool at_eof() const noexcept { return read_eof_; }
+    bool at_eof() const noexcept override { return read_eof_; }
 
     // ---- ending ----
     // Half-close: after the buffered output is flushed, shut down the sending
     // side (the peer reads EOF); reading continues. Later writes return false.
-    void write_eof();
+    void write_eof() override;
     // Graceful: stop reading, flush buffered output, then close (reason local,
     // unless the flush fails). A peer that never reads keeps it `closing`
     // forever: use abort() if you cannot wait. Idempotent.
-    void close() { close(EndKind::local); }
+    void close() override { close(EndKind::local); }
     // The same graceful close, reporting `kind` as the reason: for a layer
     // that ends the connection for a reason of its own (LineReader closes
     // with line_too_long). No effect once closing or closed.
     void close(EndKind kind);
     // Immediate: discard buffered output and close now; the peer sees a reset
     // (TCP). Reason local. Idempotent.
-    void abort();
+    void abort() override;
     // Whether the fd is a socket (else a pipe or a terminal: see adopt()).
     bool is_socket() const noexcept { return is_socket_; }
 
     // ---- inspection ----
     State state() const noexcept { return state_; }
-    bool is_open() const noexcept { return state_ == State::open; }
+    bool is_open() const noexcept override { return state_ == State::open; }
+    Connection& socket() const noexcept override { return const_cast<Connection&>(*this); }
     int fd() const noexcept { return fd_; }  // -1 once closed
     // The peer's address is read once, at adoption, and kept: the close
     // callback can still log who the peer was, even after a reset
@@ -270,8 +249,10 @@ private:
     struct CloseCall;  // the queued close-callback call (connection.cpp)
     void schedule_drain();
     void release_fd(bool abortive);
-    void clear_callbacks() noexcept;
-    void drop_callbacks() noexcept;  // clear_callbacks, telling a layer if the close callback never ran
+    using Callbacks = detail::CallbackProtocol<Connection>;
+    Callbacks& callbacks();  // made on first use, and made the protocol
+    void set_rare_callback(CallbackSlot<void(Connection&)> Callbacks::Rare::*slot, EventFunction cb);
+    void drop_callbacks() noexcept;  // lets the protocol go, telling it on_abandoned if the close was never told
     // The end of the loop (detail::OpenConnections, a service of the loop):
     // close() aborts us with EndKind::scheduler_closed and runs our close
     // callback; abandon() aborts us with no callback run, only destroyed.
@@ -321,11 +302,6 @@ private:
     void note_read_time() noexcept;
     void note_write_time() noexcept;
     void output_queued();  // the first bytes the kernel did not take: the write clock starts
-    // What most connections never use (the rarer callbacks, adopt_stdio's
-    // flags), made on first use: an idle connection pays a pointer for it
-    // (issue 22; bench/results/memory.md has the budget).
-    struct RareCallbacks;
-    RareCallbacks& rare();
     bool has_output() const noexcept { return out_ && !out_->empty(); }
     // Output the kernel has not taken yet, with the write deadline's clock
     // and queue links: a write deadline runs only while there is output.
@@ -367,12 +343,13 @@ private:
     ConnectionSet* set_ = nullptr;
     std::unique_ptr<Output> out_;             // output the kernel has not taken yet, if any
     detail::TimeoutGroup* timeouts_ = nullptr;  // once a timeout is set: its loop's group
-    std::unique_ptr<RareCallbacks> rare_;     // once an eof, drain or water-mark callback is set
-    LayerEvents* layer_ = nullptr;            // see set_layer_events
-    CallbackSlot<void(Connection&, std::string_view)> on_data_;
-    CallbackSlot<void(Connection&, const End&)> on_close_;
+    Protocol* protocol_ = nullptr;            // see set_protocol
+    // The callbacks' protocol, once one was set; kept until we go (it may be
+    // running when it is replaced).
+    std::unique_ptr<Callbacks> callbacks_;
     detail::PackedAddress peer_;  // as of adoption: see peer_address()
     int fd_;
+    int restore_flags_ = -1;  // adopt_stdio: the file status flags to put back when closing
     State state_ = State::open;
     EndKind closing_kind_ = EndKind::local;  // what `closing` reports once flushed
     bool reading_wanted_ : 1 = true;  // not paused by the user
@@ -389,6 +366,7 @@ private:
     bool watch_reader_gone_ : 1 = false;  // a write-only pipe: readiness means its reader left
     bool pause_above_high_ : 1 = false;   // ConnectionOptions::pause_reading_above_high_water
     bool callbacks_dropped_ : 1 = false;  // see callbacks_dropped()
+    bool drain_wanted_ : 1 = false;       // the protocol wants on_drained (Protocol::wants_drained)
     bool owns_itself_ : 1 = false;        // which of self_ is in use
 };
 
