@@ -113,25 +113,87 @@ Connection::Connection(Passkey, reactor::ConnectionPtr transport, std::shared_pt
 // Scheduler may be gone by now: a Handle must not outlive it).
 Connection::~Connection() { SSL_free(ssl_); }  // and its BIO
 
-// The transport's callbacks become ours. Its close callback holds the only
-// owning reference: we live exactly as long as the transport is open, plus
-// its close callback, like the transport itself.
+// We become the transport's protocol, and own ourselves until it tells us
+// how it closed (or that the loop ended first): we live exactly as long as
+// the transport is open, plus its close, like the transport itself.
 void Connection::attach() {
-    transport_->set_data_callback([this](reactor::Connection&, std::string_view data) { on_ciphertext(data); });
-    transport_->set_eof_callback([this](reactor::Connection&) { on_transport_eof(); });
-    transport_->set_drain_callback([this](reactor::Connection&) {
-        check_low_water();
-        if (handshake_done_ && state_ == State::open && pending_plaintext_.empty()) on_drain_.invoke(*this);
-    });
-    transport_->set_high_water_callback([this](reactor::Connection&) {
-        high_water_deferred_ = true;
-        if (in_engine_ == 0) deliver_high_water();
-    });
-    transport_->set_low_water_callback([this](reactor::Connection&) { check_low_water(); });
-    transport_->set_close_callback([self = shared_from_this()](reactor::Connection&, const reactor::End& r) {
-        self->on_transport_closed(r);
-    });
+    transport_->set_protocol(this);
+    self_ = shared_from_this();
     transport_->resume_reading();  // the handshake needs it, whatever the plain connection did
+}
+
+// ---------------------------------------------------------------- what it tells
+
+void Connection::set_protocol(reactor::Protocol* protocol) {
+    check_thread("tls::Connection::set_protocol");
+    if (!told_end_) protocol_ = protocol;
+}
+
+Connection::Callbacks& Connection::callbacks() {
+    if (!callbacks_) callbacks_ = std::make_unique<Callbacks>(*this);
+    if (protocol_ != callbacks_.get()) set_protocol(callbacks_.get());
+    return *callbacks_;
+}
+
+// Clearing a callback never makes the adapter, nor takes the place of another protocol.
+void Connection::set_data_callback(DataFunction cb) {
+    check_thread("tls::Connection::set_data_callback");
+    if (cb) {
+        callbacks().data.set(std::move(cb));
+    } else if (callbacks_) {
+        callbacks_->data.reset();
+    }
+}
+void Connection::set_close_callback(CloseFunction cb) {
+    check_thread("tls::Connection::set_close_callback");
+    if (cb) {
+        callbacks().close.set(std::move(cb));
+    } else if (callbacks_) {
+        callbacks_->close.reset();
+    }
+}
+void Connection::set_rare_callback(CallbackSlot<void(Connection&)> Callbacks::Rare::*slot, EventFunction cb) {
+    if (cb) {
+        callbacks().set_rare(slot, std::move(cb));
+    } else if (callbacks_) {
+        callbacks_->set_rare(slot, std::move(cb));
+    }
+}
+void Connection::set_eof_callback(EventFunction cb) {
+    check_thread("tls::Connection::set_eof_callback");
+    set_rare_callback(&Callbacks::Rare::eof, std::move(cb));
+}
+void Connection::set_drain_callback(EventFunction cb) {
+    check_thread("tls::Connection::set_drain_callback");
+    set_rare_callback(&Callbacks::Rare::drain, std::move(cb));
+}
+void Connection::set_high_water_callback(EventFunction cb) {
+    check_thread("tls::Connection::set_high_water_callback");
+    set_rare_callback(&Callbacks::Rare::high_water, std::move(cb));
+}
+void Connection::set_low_water_callback(EventFunction cb) {
+    check_thread("tls::Connection::set_low_water_callback");
+    set_rare_callback(&Callbacks::Rare::low_water, std::move(cb));
+}
+
+// What the plain connection tells us: ciphertext, its EOF (the engine
+// decides what it means), its water marks and its drain (ours count the
+// plaintext waiting for the handshake too).
+void Connection::on_data(std::string_view ciphertext) {
+    if (state_ == State::closed || peer_closed_) return;  // nothing may follow close_notify
+    feed(ciphertext);
+}
+
+void Connection::on_pause_writing() {
+    high_water_deferred_ = true;
+    if (in_engine_ == 0) deliver_high_water();
+}
+
+void Connection::on_drained() {
+    check_low_water();
+    if (handshake_done_ && state_ == State::open && pending_plaintext_.empty() && protocol_ &&
+        protocol_->wants_drained())
+        protocol_->on_drained();
 }
 
 // ---------------------------------------------------------------- the engine
@@ -155,11 +217,6 @@ void Connection::feed(std::string_view fresh) {
     }
     if (unread_input_.empty()) std::string().swap(unread_input_);  // an idle connection keeps no buffer
     input_ = {};
-}
-
-void Connection::on_ciphertext(std::string_view data) {
-    if (state_ == State::closed || peer_closed_) return;  // nothing may follow close_notify
-    feed(data);
 }
 
 void Connection::advance() {
@@ -241,7 +298,7 @@ void Connection::read_plaintext() {
         const Outcome outcome = outcome_of(ssl_, r);
         if (!flushed && outcome.fine()) transport_closed_by_engine_ = false;
         if (r == 1) {
-            on_data_.invoke(*this, std::string_view(buf, n));
+            if (protocol_) protocol_->on_data(std::string_view(buf, n));
             if (!flushed) return;
             continue;
         }
@@ -296,7 +353,7 @@ bool Connection::write(std::string_view data) {
     pending_plaintext_.append(data);
     if (!above_high_ && buffered() > transport_->high_water()) {
         above_high_ = true;
-        on_high_water_.invoke(*this);
+        if (protocol_) protocol_->on_pause_writing();
         return transport_->state() != reactor::Connection::State::closed;
     }
     return true;
@@ -316,13 +373,13 @@ void Connection::deliver_high_water() {
     high_water_deferred_ = false;
     if (above_high_ || buffered() <= transport_->high_water()) return;
     above_high_ = true;
-    on_high_water_.invoke(*this);
+    if (protocol_) protocol_->on_pause_writing();
 }
 
 void Connection::check_low_water() {
     if (!above_high_ || buffered() > transport_->low_water()) return;
     above_high_ = false;
-    on_low_water_.invoke(*this);
+    if (protocol_) protocol_->on_resume_writing();
 }
 
 // ---------------------------------------------------------------- reading
@@ -364,17 +421,19 @@ void Connection::schedule_read() {
     });
 }
 
-void Connection::on_transport_eof() {
-    if (state_ == State::closed) return;
+// The transport stays open for writing: the engine decides what its EOF means.
+bool Connection::on_eof() {
+    if (state_ == State::closed) return true;
     input_eof_ = true;
     if (peer_closed_) {
         // TCP's end after close_notify. Done, unless the user still writes (EOF callback).
         if (sent_close_notify_ || state_ != State::open) transport_->close();
-        return;
+        return true;
     }
     // The engine decides: a handshake cut short, or a truncation (no
     // close_notify before the EOF). Paused: decided when reading resumes.
     feed({});
+    return true;
 }
 
 }  // namespace reactor::tls

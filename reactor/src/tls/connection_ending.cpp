@@ -31,7 +31,7 @@ void Connection::on_peer_close_notify() {
         transport_->close();
         return;
     }
-    if (on_eof_.invoke(*this)) return;  // it writes on, then write_eof() or close()
+    if (protocol_ && protocol_->on_eof()) return;  // it writes on, then write_eof() or close()
     if (state_ != State::open) return;  // it closed already
     ending_ = End(EndKind::eof);
     set_state(State::shutting_down);
@@ -175,7 +175,8 @@ void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
 // so a reset or socket error met after it (our answer's write found the peer
 // gone: EPIPE, ECONNRESET) is not a failure of the transport: the reason is
 // what it would have been had that write succeeded.
-void Connection::on_transport_closed(const reactor::End& r) {
+void Connection::on_closed(const reactor::End& r) {
+    const std::shared_ptr<Connection> keep = std::move(self_);  // released as we return
     set_state(State::closed);
     timer_.cancel();
     timer_ = Handle();  // never used again: we may outlive the Scheduler
@@ -190,22 +191,35 @@ void Connection::on_transport_closed(const reactor::End& r) {
         // the EOF callback's writes went on.
         reason = End(peer_closed_ ? EndKind::eof : EndKind::truncated);
     }
-    // Dropped before the close callback runs (it runs once: taken out), so a
-    // cycle through their captures is broken even if it throws.
-    auto on_close = on_close_.take();
-    clear_callbacks();
+    ending_ = reason;  // end()
     unread_input_.clear();
-    if (on_close) on_close(*this, reason);
+    tell_end([&reason](reactor::Protocol& told) { told.on_closed(reason); });
 }
 
-void Connection::clear_callbacks() noexcept {
-    on_data_.reset();
+// The loop ended before the transport could tell us how it closed: we tell
+// ours the same, and let ourselves go (no user callback runs).
+void Connection::on_abandoned() noexcept {
+    const std::shared_ptr<Connection> keep = std::move(self_);
+    if (state_ != State::closed) set_state(State::closed);  // allowed from any state: cannot throw
+    tell_end([](reactor::Protocol& told) { told.on_abandoned(); });
+}
+
+// The protocol is let go as it is told, the handshake callback dropped
+// first (a wait on the handshake learns from end() that it will not come),
+// and every callback after (whatever the told one set is never called).
+template <class Tell>
+void Connection::tell_end(Tell tell) {
+    told_end_ = true;
+    reactor::Protocol* told = std::exchange(protocol_, nullptr);
+    struct DropAll {
+        Connection& conn;
+        ~DropAll() {
+            conn.on_handshake_.reset();
+            if (conn.callbacks_) conn.callbacks_->clear();
+        }
+    } drop_all{*this};
     on_handshake_.reset();
-    on_eof_.reset();
-    on_drain_.reset();
-    on_high_water_.reset();
-    on_low_water_.reset();
-    on_close_.reset();
+    if (told) tell(*told);
 }
 
 }  // namespace reactor::tls

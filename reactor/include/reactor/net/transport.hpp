@@ -30,6 +30,9 @@
 namespace reactor {
 
 class Connection;
+namespace tls {
+class Connection;
+}
 
 class Protocol {
 public:
@@ -96,6 +99,9 @@ public:
     // The socket at the bottom of the stack (the plain connection itself):
     // its addresses, deadlines, fd and loop.
     virtual Connection& socket() const noexcept = 0;
+    // The TLS layer this transport is (reactor/tls/connection.hpp), or null:
+    // what futures::Stream::tls() answers, without a link to OpenSSL.
+    virtual tls::Connection* tls() noexcept { return nullptr; }
 
 protected:
     ~Transport() = default;

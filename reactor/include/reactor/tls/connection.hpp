@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-// reactor::tls::Connection: TLS over a reactor::Connection, by composition.
+// reactor::tls::Connection: TLS over a reactor::Connection, by composition:
+// a reactor::Protocol to the plain connection below (reactor/net/transport.hpp),
+// a reactor::Transport to the protocol above (a futures::Stream, your own,
+// or the callbacks, which are a protocol made when one is first set).
 //
 // The TLS engine (OpenSSL) talks to a BIO of ours (in memory, as a memory
 // BIO pair would be), never to the socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
@@ -13,10 +16,11 @@
 // unchanged. An idle TLS connection keeps no buffer of its own: only bytes
 // the engine has not read yet (reading paused) are kept.
 //
-// Owns its transport: after start_server/start_client the plain connection's
-// callbacks are ours; do not use it directly. Like the transport, an open
-// TLS connection owns itself (through the transport's close callback) and is
-// released after its close callback has run. Loop thread only: in debug mode
+// Owns its transport: after start_server/start_client we are the plain
+// connection's protocol; do not use it directly. Like the transport, an open
+// TLS connection owns itself (from start until its transport has told it of
+// the close, or of the loop's end) and is released after its close callback
+// has run. Loop thread only: in debug mode
 // (Scheduler::Options::debug), a member that acts (the setters, write,
 // write_eof, close, abort, pause/resume_reading, set_water_marks) called
 // from another thread while the loop runs is reported on the loop's
@@ -67,6 +71,8 @@
 #include "reactor/export.hpp"
 #include "reactor/handle.hpp"
 #include "reactor/net/connection.hpp"
+#include "reactor/net/detail/callback_protocol.hpp"
+#include "reactor/net/transport.hpp"
 #include "reactor/tls/context.hpp"
 
 namespace reactor::tls {
@@ -85,7 +91,9 @@ struct Options {
 
 class HandshakeLimit;
 
-class REACTOR_API Connection : public std::enable_shared_from_this<Connection> {
+class REACTOR_API Connection final : public reactor::Transport,
+                                     private reactor::Protocol,
+                                     public std::enable_shared_from_this<Connection> {
     struct Passkey {};
 
 public:
@@ -135,14 +143,17 @@ public:
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
 
+    // ---- what it tells (as the plain Connection's: reactor/net/transport.hpp) ----
+    // One Protocol at a time, or the callbacks below (a protocol made when
+    // one is first set); the handshake callback is apart from both.
+    void set_protocol(reactor::Protocol* protocol) override;
+
     // ---- callbacks (as the plain Connection's; set or replace any time) ----
     // Decrypted data; valid only during the call.
-    void set_data_callback(DataFunction cb) {
-        check_thread("tls::Connection::set_data_callback");
-        on_data_.set(std::move(cb));
-    }
+    void set_data_callback(DataFunction cb);
     // The handshake finished: the peer is verified (if the context verifies),
-    // alpn_protocol(), peer_subject() and session_reused() are known. Runs once.
+    // alpn_protocol(), peer_subject() and session_reused() are known. Runs
+    // once, and never if the handshake fails (the close says why: end()).
     void set_handshake_callback(EventFunction cb) {
         check_thread("tls::Connection::set_handshake_callback");
         on_handshake_.set(std::move(cb));
@@ -152,29 +163,14 @@ public:
     // stays open for writing: finish with write_eof() or close(). Once it has
     // arrived, a reset our writes then meet (the peer closed its socket) does
     // not change the reason: still eof (local after close()).
-    void set_eof_callback(EventFunction cb) {
-        check_thread("tls::Connection::set_eof_callback");
-        on_eof_.set(std::move(cb));
-    }
+    void set_eof_callback(EventFunction cb);
     // Everything written so far was handed to the kernel.
-    void set_drain_callback(EventFunction cb) {
-        check_thread("tls::Connection::set_drain_callback");
-        on_drain_.set(std::move(cb));
-    }
-    void set_high_water_callback(EventFunction cb) {
-        check_thread("tls::Connection::set_high_water_callback");
-        on_high_water_.set(std::move(cb));
-    }
-    void set_low_water_callback(EventFunction cb) {
-        check_thread("tls::Connection::set_low_water_callback");
-        on_low_water_.set(std::move(cb));
-    }
+    void set_drain_callback(EventFunction cb);
+    void set_high_water_callback(EventFunction cb);
+    void set_low_water_callback(EventFunction cb);
     // Exactly once, on a later iteration than the event that closed it; then
     // every callback is dropped and the connection releases itself.
-    void set_close_callback(CloseFunction cb) {
-        check_thread("tls::Connection::set_close_callback");
-        on_close_.set(std::move(cb));
-    }
+    void set_close_callback(CloseFunction cb);
 
     // ---- writing ----
     // Encrypts and sends (or keeps the plaintext until the handshake is done).
@@ -184,31 +180,33 @@ public:
     // be collected; std::bad_alloc (as the plain write()) if the transport
     // could not queue them, the connection then aborted (the engine counted
     // them as sent: what follows could not be read).
-    bool write(std::string_view data);
+    bool write(std::string_view data) override;
     // Plaintext waiting for the handshake + ciphertext the kernel has not taken.
-    std::size_t buffered() const noexcept;
-    void set_water_marks(std::size_t high, std::size_t low);  // the transport's
-    bool above_high_water() const noexcept { return above_high_; }
+    std::size_t buffered() const noexcept override;
+    void set_water_marks(std::size_t high, std::size_t low) override;  // the transport's
+    bool above_high_water() const noexcept override { return above_high_; }
 
     // ---- reading ----
-    void pause_reading();
-    void resume_reading();  // data already decrypted is delivered on a later iteration
-    bool at_eof() const noexcept { return peer_closed_; }  // the peer's close_notify arrived
+    void pause_reading() override;
+    void resume_reading() override;  // data already decrypted is delivered on a later iteration
+    bool at_eof() const noexcept override { return peer_closed_; }  // the peer's close_notify arrived
 
     // ---- ending ----
     // Sends close_notify (after the pending plaintext), then shuts down the
     // TCP sending side; reading goes on until the peer's close_notify, which
     // closes the connection (reason eof), or shutdown_timeout.
-    void write_eof();
+    void write_eof() override;
     // Graceful: stop reading, flush, send close_notify, close the transport
     // once flushed (bounded by shutdown_timeout). Reason local. Idempotent.
-    void close();
+    void close() override;
     // Immediate: no close_notify, buffered data dropped, the peer sees a reset.
-    void abort();
+    void abort() override;
 
     // ---- inspection ----
     State state() const noexcept { return state_; }
-    bool is_open() const noexcept { return state_ == State::handshaking || state_ == State::open; }
+    bool is_open() const noexcept override { return state_ == State::handshaking || state_ == State::open; }
+    // How it ended, once closed (what the close callback was told); null before.
+    const End* end() const noexcept { return state_ == State::closed && ending_ ? &*ending_ : nullptr; }
     bool handshake_done() const noexcept { return handshake_done_; }
     bool is_server() const noexcept;
     // The negotiated ALPN protocol ("h2", "http/1.1"), empty if none.
@@ -229,6 +227,8 @@ public:
     // The plain connection underneath: its addresses, fd, no-delay and
     // deadlines may be used; its callbacks and writes must not.
     reactor::Connection& transport() const noexcept { return *transport_; }
+    reactor::Connection& socket() const noexcept override { return *transport_; }
+    Connection* tls() noexcept override { return this; }
     const std::shared_ptr<Context>& context() const noexcept { return context_; }
     // The OpenSSL session, for what this class does not cover. Owned here.
     SSL* native_handle() const noexcept { return ssl_; }
@@ -244,10 +244,18 @@ private:
     static std::shared_ptr<Connection> start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
                                              bool server, std::string server_name, Options options);
     void attach();
-    void on_ciphertext(std::string_view data);
-    void on_transport_eof();
+    // What the plain connection tells us (reactor::Protocol).
+    void on_data(std::string_view ciphertext) override;
+    bool on_eof() override;  // stays open: the engine decides
+    void on_pause_writing() override;
+    void on_resume_writing() override { check_low_water(); }
+    bool wants_drained() const noexcept override { return true; }
+    void on_drained() override;
+    void on_closed(const reactor::End& reason) override;
+    void on_abandoned() noexcept override;
     void on_peer_close_notify();
-    void on_transport_closed(const reactor::End& reason);
+    using Callbacks = reactor::detail::CallbackProtocol<Connection>;
+    Callbacks& callbacks();  // made on first use, and made the protocol
     void advance();
     void do_handshake();
     void on_handshake_done();
@@ -264,7 +272,9 @@ private:
     void check_low_water();
     void update_transport_reading();
     void schedule_read();
-    void clear_callbacks() noexcept;
+    template <class Tell>
+    void tell_end(Tell tell);  // the close, or the loop's end, to our protocol (connection_ending.cpp)
+    void set_rare_callback(CallbackSlot<void(Connection&)> Callbacks::Rare::*slot, EventFunction cb);
 
     reactor::ConnectionPtr transport_;
     std::shared_ptr<Context> context_;
@@ -289,15 +299,16 @@ private:
     Options options_;
     std::string pending_plaintext_;  // written before the handshake finished
     std::string server_name_;
-    std::optional<End> ending_;  // decided before the transport closed: what the close callback will say
+    // Decided before the transport closed: what the close will say; once
+    // closed, what it said (end()).
+    std::optional<End> ending_;
     Handle timer_;        // the handshake or the shutdown timeout
-    CallbackSlot<void(Connection&, std::string_view)> on_data_;
+    // Ourselves, from attach() until the transport told us of its close or
+    // of the loop's end: an open TLS connection owns itself.
+    std::shared_ptr<Connection> self_;
+    reactor::Protocol* protocol_ = nullptr;  // see set_protocol
+    std::unique_ptr<Callbacks> callbacks_;    // once a callback was set; kept until we go
     CallbackSlot<void(Connection&)> on_handshake_;
-    CallbackSlot<void(Connection&)> on_eof_;
-    CallbackSlot<void(Connection&)> on_drain_;
-    CallbackSlot<void(Connection&)> on_high_water_;
-    CallbackSlot<void(Connection&)> on_low_water_;
-    CallbackSlot<void(Connection&, const End&)> on_close_;
     State state_ = State::handshaking;
     bool handshake_done_ = false;
     bool reading_wanted_ = true;    // not paused by the user
@@ -307,6 +318,7 @@ private:
     bool write_eof_wanted_ = false; // write_eof() called (maybe before the handshake)
     bool close_wanted_ = false;     // close() called before the handshake finished
     bool above_high_ = false;
+    bool told_end_ = false;  // the close (or the loop's end) was told: nothing more is
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
