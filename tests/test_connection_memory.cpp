@@ -21,7 +21,6 @@
 #include <vector>
 
 #include <futures/stream.hpp>
-#include <futures/stream_transport.hpp>
 #include <reactor/net/connection.hpp>
 #include <reactor/net/listener.hpp>
 
@@ -308,12 +307,12 @@ BOOST_AUTO_TEST_CASE(a_stream_paused_for_its_output_gives_its_read_buffer_back) 
     server.disconnect(clients);
 }
 
-// A stream over a connection adds one block, its own state with its plain
-// transport in it, and nothing to the connection: the EOF and low-water
-// events, and the loop's end before the close, reach the stream through the
-// connection's layer events, not through callbacks in a block the
-// connection would make for them, nor through a place in a table of the
-// loop's open streams (issue 22).
+// A stream over a connection adds one block, its own state, and nothing to
+// the connection: the stream is the connection's protocol, told of the
+// data, the EOF, the low water, the close and the loop's end before the
+// close, not through callbacks in a block the connection would make for
+// them, nor through a place in a table of the loop's open streams (issues
+// 22 and 46).
 BOOST_AUTO_TEST_CASE(a_stream_adds_one_block_to_its_connection) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     Server server(sched);
@@ -324,7 +323,7 @@ BOOST_AUTO_TEST_CASE(a_stream_adds_one_block_to_its_connection) {
     blocks = live_blocks.load();
     const long bytes = live_bytes.load();
     futures::Stream second = futures::Stream::from(server.accepted[1]);
-    BOOST_TEST(live_blocks.load() - blocks == 1, "the stream's state, its transport in it");
+    BOOST_TEST(live_blocks.load() - blocks == 1, "the stream's state");
     // On 64 bits, at most 13 words (it was 34 in two blocks: a read
     // buffer, the read's two promises, the loop's flags, read_until's
     // delimiter, a failed transport's exception, a shared_ptr's control
@@ -346,22 +345,5 @@ BOOST_AUTO_TEST_CASE(a_stream_adds_one_block_to_its_connection) {
     BOOST_TEST(second.write("still writable after the peer's EOF"));
     first.close();
     second.close();
-    server.disconnect(clients);
-}
-
-// The plain transport is a vtable pointer and its connection: the stream
-// is the connection's protocol itself (StreamTransport::Receiver is a
-// reactor::Protocol), so the transport needs no receiver pointer and no
-// vtable of its own for it.
-BOOST_AUTO_TEST_CASE(the_plain_transport_holds_its_connection_and_nothing_else) {
-    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
-    Server server(sched);
-    auto clients = server.connect(1);
-    const long bytes = live_bytes.load();
-    std::unique_ptr<futures::StreamTransport> transport = futures::plain_transport(server.accepted[0]);
-    BOOST_TEST(live_bytes.load() - bytes <= static_cast<long>(sizeof(void*) + sizeof(reactor::ConnectionPtr)));
-    BOOST_TEST(&transport->connection() == server.accepted[0].get());
-    transport.reset();
-    server.accepted[0]->close();
     server.disconnect(clients);
 }

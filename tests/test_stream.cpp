@@ -23,7 +23,6 @@
 #include <fmt/format.h>
 #include <futures/futures.hpp>
 #include <futures/stream.hpp>
-#include <futures/stream_transport.hpp>
 
 #include "support/backends.hpp"
 #include "support/fds.hpp"
@@ -357,8 +356,8 @@ BOOST_AUTO_TEST_CASE(a_limit_beyond_32_bits_counts_as_4_gib) {
 }
 
 // ~Scheduler without close(), one stream's connection open and another's
-// close callback queued: the connections tell their streams (no OpenStreams
-// entry for the plain transport), whose pending reads break, so the
+// close queued: the connections tell their streams (their protocols:
+// on_abandoned), whose pending reads break, so the
 // continuations holding the streams go (a cycle otherwise: the stream holds
 // the read's promise, the read's state the continuation, the continuation
 // the stream), and the reads end cancelled.
@@ -390,7 +389,7 @@ BOOST_AUTO_TEST_CASE(a_stream_let_go_while_its_close_is_queued_hears_nothing_mor
     int fds[2];
     BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
     Stream stream = Stream::adopt(sched, fds[0]);
-    const reactor::ConnectionPtr conn = stream.transport().connection().shared_from_this();
+    const reactor::ConnectionPtr conn = stream.transport().socket().shared_from_this();
     stream.abort();  // closed now; its close callback runs on a later iteration
     BOOST_TEST(!conn->is_open());
     stream = Stream();  // the last handle, and nothing waits: the stream goes now
@@ -868,36 +867,39 @@ BOOST_AUTO_TEST_CASE(read_exactly_above_4_gib_waits_for_all_of_it) {
     sched.run();
 }
 
-// A transport of the user's may end with any int as its errno: one that the
-// stream's 16-bit field cannot hold is kept whole, and reads fail with it.
-class EndingTransport final : public futures::StreamTransport {
+// A transport of the user's may end with any int as its errno: the stream
+// keeps it whole, and reads fail with it.
+class EndingTransport final : public reactor::Transport {
 public:
     explicit EndingTransport(reactor::ConnectionPtr conn) : conn_(std::move(conn)) {}
-    void attach(Receiver* receiver) override { receiver_ = receiver; }
-    void detach() noexcept override { receiver_ = nullptr; }
+    void set_protocol(reactor::Protocol* protocol) override { protocol_ = protocol; }
     bool write(std::string_view) override { return true; }
     void write_eof() override {}
     void close() override { conn_->close(); }
     void abort() override { conn_->abort(); }
-    bool is_open() const override { return conn_->is_open(); }
-    bool at_eof() const override { return false; }
-    bool above_high_water() const override { return false; }
     void pause_reading() override {}
     void resume_reading() override {}
-    reactor::Connection& connection() const override { return *conn_; }
+    std::size_t buffered() const noexcept override { return 0; }
+    void set_water_marks(std::size_t, std::size_t) override {}
+    bool above_high_water() const noexcept override { return false; }
+    bool is_open() const noexcept override { return conn_->is_open(); }
+    bool at_eof() const noexcept override { return false; }
+    reactor::Connection& socket() const noexcept override { return *conn_; }
     void end(int error) {
-        receiver_->on_closed(reactor::End(reactor::EndKind::error, std::error_code(error, std::generic_category())));
+        if (protocol_)
+            std::exchange(protocol_, nullptr)
+                ->on_closed(reactor::End(reactor::EndKind::error, std::error_code(error, std::generic_category())));
     }
 
 private:
     reactor::ConnectionPtr conn_;
-    Receiver* receiver_ = nullptr;
+    reactor::Protocol* protocol_ = nullptr;
 };
 
 BOOST_AUTO_TEST_CASE(a_transports_end_reaches_the_read_whole) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     reactor_test::SocketPair pair;
-    auto owned = std::make_unique<EndingTransport>(reactor::Connection::adopt(sched, ::dup(pair.a.get())));
+    auto owned = std::make_shared<EndingTransport>(reactor::Connection::adopt(sched, ::dup(pair.a.get())));
     EndingTransport& transport = *owned;
     Stream stream = Stream::from(std::move(owned));
     auto read = stream.read();
@@ -941,7 +943,7 @@ BOOST_AUTO_TEST_CASE(a_conversation_waiting_in_drain_stops_reading_its_peer) {
     auto server = futures::start_server(
         sched, reactor::Address::loopback_v4(0),
         [&](Stream s) {
-            small_buffers(s.transport().connection().fd(), true);
+            small_buffers(s.transport().socket().fd(), true);
             stream = s;
             return futures::spawn(sched, EchoSession(std::move(s)));
         },
@@ -959,7 +961,7 @@ BOOST_AUTO_TEST_CASE(a_conversation_waiting_in_drain_stops_reading_its_peer) {
     BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
     ::fcntl(fd, F_SETFL, O_NONBLOCK);
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return stream.valid(); }));
-    reactor::Connection& conn = stream.transport().connection();
+    reactor::Connection& conn = stream.transport().socket();
 
     const std::string payload = reactor_test::random_bytes(8 << 20, 49);
     std::size_t sent = 0;

@@ -46,19 +46,9 @@ void apply_options(reactor::Connection& conn, const StreamOptions& options) {
 
 }  // namespace
 
-// The plain transport goes in the stream's own block: one block less than
-// plain_transport() and the other overload.
-Stream Stream::from(reactor::ConnectionPtr conn, StreamOptions options) {
-    if (!conn) throw std::invalid_argument("Stream::from: null connection");
-    apply_options(*conn, options);
-    detail::Ref<detail::StreamCore> core(new detail::StreamCore(std::move(conn), options));
-    core->attach();
-    return Stream(std::move(core));
-}
-
-Stream Stream::from(std::unique_ptr<StreamTransport> transport, StreamOptions options) {
+Stream Stream::from(std::shared_ptr<reactor::Transport> transport, StreamOptions options) {
     if (!transport) throw std::invalid_argument("Stream::from: null transport");
-    apply_options(transport->connection(), options);
+    apply_options(transport->socket(), options);
     detail::Ref<detail::StreamCore> core(new detail::StreamCore(std::move(transport), options));
     core->attach();
     return Stream(std::move(core));
@@ -129,8 +119,8 @@ reactor::Address Stream::local_address() const { return core().connection().loca
 reactor::Address Stream::peer_address() const { return core().connection().peer_address(); }
 reactor::Scheduler& Stream::scheduler() const { return core().scheduler(); }
 reactor::tls::Connection* Stream::tls() const { return core().transport().tls(); }
-StreamTransport& Stream::transport() const { return core().transport(); }
-void Stream::replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make) {
+reactor::Transport& Stream::transport() const { return core().transport(); }
+void Stream::replace_transport(const std::function<std::shared_ptr<reactor::Transport>(reactor::Transport&)>& make) {
     core().replace_transport(make);
 }
 

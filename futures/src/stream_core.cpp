@@ -17,24 +17,16 @@
 namespace futures {
 namespace detail {
 
-// ---------------------------------------------------------------- OpenStreams
-
-void OpenStreams::abandon() noexcept {
-    while (OpenStreamsEntry* entry = open_.pop_front()) entry->stream->end_with_loop();
-}
-
 // ---------------------------------------------------------------- StreamCore
 
 // The promises (read_, rare_) break as the members go: nobody can
 // complete them any more.
 StreamCore::~StreamCore() {
-    // The transport delivers data, EOF and low water through a plain pointer
-    // to us (the plain one: its connection's data callback and layer events):
-    // none may arrive after us. Without them the connection closes by itself
-    // at the peer's EOF.
-    transport().detach();
-    if (transport().is_open()) transport().close();  // the last handle went: finish politely
-    destroy_transport();
+    // The transport tells us through a plain pointer: nothing may arrive
+    // after us. Without a protocol the connection closes by itself at the
+    // peer's EOF.
+    if (!closed_) transport_->set_protocol(nullptr);
+    if (transport_->is_open()) transport_->close();  // the last handle went: finish politely
 }
 
 void StreamCore::last_reference_gone() noexcept {
@@ -62,49 +54,28 @@ bool StreamCore::waits_pending() const noexcept {
 }
 
 // Called with a reference of the caller's still held (on_closed's and
-// end_with_loop's `keep`), which then lets the stream go.
+// on_abandoned's `keep`), which then lets the stream go.
 void StreamCore::release_orphan() noexcept {
     if (!orphaned_) return;
     orphaned_ = false;
     --refs_;
 }
 
-void StreamCore::destroy_transport() noexcept {
-    if (plain_) {
-        std::destroy_at(&transport_.plain);
-    } else {
-        std::destroy_at(&transport_.other);
-    }
-}
-
 void StreamCore::attach() {
-    eof_ = transport().at_eof();  // a write-only pipe never reads: reads end at once
-    // The callbacks run from the connection's slots, which ~StreamCore
-    // clears (detach), so they hold a plain pointer and take a reference
-    // only while they run (in on_data...). The close callback, too: the
-    // connection's queued close takes it out of its slot when it runs.
-    transport().attach(this);
-    watch_loop_end();
-}
-
-// Until its close callback has run, the loop's end must reach us (see
-// OpenStreams): through the transport if it reports it, else from our place
-// in OpenStreams.
-void StreamCore::watch_loop_end() {
-    if (transport().reports_abandonment()) {
-        if (rare_) rare_->open.unlink();
+    eof_ = transport_->at_eof();  // a write-only pipe never reads: reads end at once
+    if (!transport_->is_open()) {
+        closed_ = eof_ = true;  // closing or closed: no stream's any more (nothing to read, nothing to write)
         return;
     }
-    OpenStreamsEntry& entry = rare().open;
-    entry.stream = this;
-    if (!entry.is_linked()) scheduler().service<OpenStreams>().add(entry);
+    transport_->set_protocol(this);
 }
 
 // The new transport takes the connection over from the old one, which is
 // dropped (without closing it). Nothing is read in between: the loop does not
 // run while we are here.
-void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make) {
-    if (closing_ || closed_ || !transport().is_open())
+void StreamCore::replace_transport(
+    const std::function<std::shared_ptr<reactor::Transport>(reactor::Transport&)>& make) {
+    if (closing_ || closed_ || !transport_->is_open())
         throw InvalidStateError("stream: cannot replace the transport of a closing or closed stream");
     if (eof_) throw InvalidStateError("stream: cannot replace the transport after the peer's EOF");
     if (!in().empty())
@@ -112,26 +83,20 @@ void StreamCore::replace_transport(const std::function<std::unique_ptr<StreamTra
             "stream: cannot replace the transport with {} bytes received and not read (they would be the new "
             "layer's: the peer spoke before its turn)",
             in().size()));
-    // Made now, so that watch_loop_end() cannot fail once the new transport is in.
-    rare();
-    scheduler().service<OpenStreams>();
-    transport().detach();
-    std::unique_ptr<StreamTransport> next;
+    transport_->set_protocol(nullptr);
+    std::shared_ptr<reactor::Transport> next;
     try {
-        next = make(transport());
+        next = make(*transport_);
         if (!next) throw std::invalid_argument("stream: replace_transport: no transport made");
     } catch (...) {
-        transport().attach(this);
+        transport_->set_protocol(this);
         throw;
     }
-    destroy_transport();  // the old one: the new one holds the connection now
-    std::construct_at(&transport_.other, std::move(next));
-    plain_ = false;
-    transport().attach(this);
-    watch_loop_end();  // the new transport may not report the loop's end (TLS does not)
+    transport_ = std::move(next);  // the old one: the new one is its protocol now
+    transport_->set_protocol(this);
 }
 
-void StreamCore::end_with_loop() noexcept {
+void StreamCore::on_abandoned() noexcept {
     if (closed_) return;
     // Breaking a promise schedules its waiters (which keeps them, and what
     // they hold, alive until the loop drops them); should that fail, they
@@ -141,7 +106,6 @@ void StreamCore::end_with_loop() noexcept {
     eof_ = true;
     read_ = PendingRead{};  // a promise still pending breaks, naming its line
     rare_.reset();
-    transport().abandon();  // and the transport's own (futures_tls: a handshake's)
     release_orphan();
 }
 
@@ -180,7 +144,7 @@ Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, 
 Future<void> StreamCore::drain(std::source_location where) {
     reactor::Scheduler& sched = scheduler();
     if (failed()) return make_exception_future<void>(sched, connection_error(), where);
-    if (closed_ || !transport().above_high_water()) return make_ready_future(sched, where);
+    if (closed_ || !transport_->above_high_water()) return make_ready_future(sched, where);
     std::vector<Promise<void>>& drains = rare().drain;
     std::erase_if(drains, [](const Promise<void>& p) { return !p.is_pending(); });  // cancelled ones
     return drains.emplace_back(sched, where, "stream drain").get_future();
@@ -188,12 +152,12 @@ Future<void> StreamCore::drain(std::source_location where) {
 
 void StreamCore::close() {
     closing_ = true;
-    transport().close();
+    transport_->close();
 }
 
 void StreamCore::abort() {
     closing_ = true;
-    transport().abort();
+    transport_->abort();
 }
 
 void StreamCore::follow(Ref<ActiveCount> count, const Future<void>& conversation) {
@@ -267,17 +231,17 @@ void StreamCore::on_data(std::string_view d) {
 }
 
 bool StreamCore::write(std::string_view data) {
-    if (closing_ || !transport().write(data)) return false;
+    if (closing_ || !transport_->write(data)) return false;
     pause_if_unwanted();
     return true;
 }
 
 void StreamCore::pause_if_unwanted() {
     if (paused_ || wants_more() || closed_) return;
-    if (in().size() > 2 * std::size_t{limit_} || transport().above_high_water()) {
+    if (in().size() > 2 * std::size_t{limit_} || transport_->above_high_water()) {
         paused_ = true;
-        transport().pause_reading();
-        if (transport().above_high_water()) trim_read_buffer();
+        transport_->pause_reading();
+        if (transport_->above_high_water()) trim_read_buffer();
     }
 }
 
@@ -292,15 +256,14 @@ void StreamCore::on_resume_writing() {
     const Ref<StreamCore> keep(this);
     if (paused_ && in().size() <= limit_) {  // paused for the output (pause_if_unwanted)
         paused_ = false;
-        transport().resume_reading();
+        transport_->resume_reading();
     }
     finish_drains();
 }
 
 void StreamCore::on_closed(const reactor::End& end) {
-    if (closed_) return;  // the loop's end came first (end_with_loop)
+    if (closed_) return;  // the loop's end came first (on_abandoned)
     const Ref<StreamCore> keep(this);
-    if (rare_) rare_->open.unlink();  // from OpenStreams: nothing is left for the loop's end to break
     closed_ = true;
     eof_ = true;  // nothing more can arrive; bytes already here can still be read
     end_ = end.kind;
@@ -433,7 +396,7 @@ void StreamCore::try_read() {
     // Waiting for more: make sure it can arrive even past the buffer limit.
     if (paused_) {
         paused_ = false;
-        transport().resume_reading();
+        transport_->resume_reading();
     }
 }
 
@@ -463,7 +426,7 @@ void StreamCore::consume(std::size_t n) noexcept {
     in_->consume(n);
     if (in_->empty() && in_->capacity() > kKeptReadBuffer) {
         in_.reset();
-    } else if (paused_ && transport().above_high_water()) {
+    } else if (paused_ && transport_->above_high_water()) {
         trim_read_buffer();
     }
 }
@@ -475,9 +438,9 @@ void StreamCore::trim_read_buffer() noexcept {
 void StreamCore::deliver(std::string bytes) {
     const bool framed = read_.framed();
     ReadPromise p = read_.take();
-    if (paused_ && in().size() <= limit_ && !transport().above_high_water()) {
+    if (paused_ && in().size() <= limit_ && !transport_->above_high_water()) {
         paused_ = false;
-        transport().resume_reading();
+        transport_->resume_reading();
     }
     p.set_value(std::move(bytes), framed);
 }

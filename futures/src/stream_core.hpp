@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Internal: the state behind a Stream. Owns its transport (a plain
-// connection, or a layer such as TLS over one: futures/stream_transport.hpp),
+// Internal: the state behind a Stream: the Protocol of its transport (a
+// plain connection, or a layer such as TLS over one: reactor/net/transport.hpp),
 // the bytes received but not yet read, and the promises of the futures
 // waiting on them (each made with the line of the user's call: Stream::read,
 // drain, wait_closed). The user's Stream handles and its pending waits decide
 // how long it lives: the handles count it (one word each, no control block);
 // when the last goes while a wait is pending, the stream closes and holds
 // itself until the waits have completed (last_reference_gone). The
-// transport's callbacks hold a plain pointer that ~StreamCore clears
-// (StreamTransport::detach). The loop abandoned before the connection's
-// close callback ran (OpenStreams) breaks the promises still pending (a
+// transport holds a plain pointer to us (its protocol), which ~StreamCore
+// clears. The loop abandoned before the transport could tell us how it
+// closed (Protocol::on_abandoned) breaks the promises still pending (a
 // BrokenPromise: cancelled). Loop thread only.
 #pragma once
 
@@ -27,62 +27,33 @@
 #include <utility>
 #include <vector>
 
-#include <reactor/intrusive_list.hpp>
-#include <reactor/loop_service.hpp>
 #include <reactor/net/byte_buffer.hpp>
 #include <reactor/net/connection.hpp>
 #include <reactor/net/frame.hpp>
+#include <reactor/net/transport.hpp>
 
 #include "futures/promise.hpp"
 #include "futures/stream.hpp"
-#include "futures/stream_transport.hpp"
 #include "active_count.hpp"
-#include "plain_transport.hpp"
 
 namespace futures::detail {
 
-class StreamCore;
-
-// A stream's futures complete from its connection's close callback:
-// Scheduler::close() aborts the connections and runs their close callbacks,
+// A stream's futures complete as its transport tells it how it closed:
+// Scheduler::close() aborts the connections and tells their protocols,
 // which cancel a pending read or drain and complete wait_closed. What the
-// loop abandons instead (~Scheduler, or close()'s last phase: a close
-// callback queued and destroyed unrun, a connection let go without one) can
-// complete nothing any more, so the stream's end_with_loop() breaks those
-// promises: a task or continuation waiting on them is released rather than
-// left in a cycle through the stream (a conversation's callback holding its
-// Stream, say). The plain transport's connection tells the stream itself
-// (StreamTransport::reports_abandonment); for the other transports the
-// stream's place in OpenStreams does, a loop service listing them until
-// their close callback has run. live() lists nothing here: the connection
-// is listed.
-struct OpenStreamsEntry : reactor::ListMember<OpenStreamsEntry> {
-    StreamCore* stream = nullptr;
-};
-
-class OpenStreams final : public reactor::LoopService {
-public:
-    explicit OpenStreams(reactor::Scheduler& sched) noexcept : LoopService(sched) {}
-    void add(OpenStreamsEntry& entry) noexcept { open_.push_back(entry); }
-    void abandon() noexcept override;
-
-private:
-    reactor::IntrusiveList<OpenStreamsEntry> open_;
-};
-
-class StreamCore final : public StreamTransport::Receiver, private UserCallback {
+// loop abandons instead (~Scheduler, or close()'s last phase) can complete
+// nothing any more: the transport tells us on_abandoned, which
+// breaks those promises, so a task or continuation waiting on them is
+// released rather than left in a cycle through the stream (a
+// conversation's callback holding its Stream, say). live() lists nothing
+// here: the connection is listed.
+class StreamCore final : public reactor::Protocol, private UserCallback {
 public:
     enum class ReadKind : std::uint8_t { some, exactly, until, line, frame, all };
 
-    // Over a plain connection: the transport in our own block.
-    StreamCore(reactor::ConnectionPtr conn, const StreamOptions& options) : plain_(true), limit_(limit_of(options)) {
-        std::construct_at(&transport_.plain, std::move(conn));
-    }
-    // Over any transport (TLS, one of the user's).
-    StreamCore(std::unique_ptr<StreamTransport> transport, const StreamOptions& options)
-        : plain_(false), limit_(limit_of(options)) {
-        std::construct_at(&transport_.other, std::move(transport));
-    }
+    // Over any transport: a plain connection, TLS, one of the user's.
+    StreamCore(std::shared_ptr<reactor::Transport> transport, const StreamOptions& options)
+        : transport_(std::move(transport)), limit_(limit_of(options)) {}
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
@@ -94,15 +65,11 @@ public:
         if (--refs_ == 0) last_reference_gone();
     }
 
-    // Takes over the transport's callbacks and, unless the transport
-    // reports the loop's end, joins the loop's OpenStreams; once, right
-    // after construction.
+    // Becomes the transport's protocol; once, right after construction. A
+    // transport no longer open is no stream's: the stream is closed at once.
     void attach();
     // Stream::replace_transport (STARTTLS): see there.
-    void replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make);
-    // The loop was abandoned before the close callback ran: the promises
-    // still pending break.
-    void end_with_loop() noexcept;
+    void replace_transport(const std::function<std::shared_ptr<reactor::Transport>(reactor::Transport&)>& make);
 
     // One pending read at a time, else InvalidStateError.
     Future<std::string> start_read(ReadKind kind, std::size_t n, std::string delimiter, std::source_location where);
@@ -117,7 +84,7 @@ public:
     // Writes; reading pauses if the output passed its high-water mark and no
     // read waits (see pause_if_unwanted).
     bool write(std::string_view data);
-    void write_eof() { transport().write_eof(); }
+    void write_eof() { transport_->write_eof(); }
     Future<void> drain(std::source_location where);
 
     void close();
@@ -131,11 +98,8 @@ public:
     bool is_closing() const { return closing_ || closed_ || !transport().is_open(); }
     Future<void> wait_closed(std::source_location where);
 
-    reactor::Connection& connection() const { return transport().connection(); }
-    StreamTransport& transport() const {
-        if (plain_) return transport_.plain;
-        return *transport_.other;
-    }
+    reactor::Connection& connection() const { return transport_->socket(); }
+    reactor::Transport& transport() const { return *transport_; }
     reactor::Scheduler& scheduler() const { return connection().scheduler(); }
 
 private:
@@ -243,11 +207,9 @@ private:
     // What few streams use, in a block made on first use: the waiters of
     // drain() and wait_closed() (drain() of output below the high-water
     // mark is ready at once), read_until's delimiter (read_line needs
-    // none), the exception a failed transport gave, and the place in
-    // OpenStreams of a stream over any transport but the plain one. An idle
-    // stream pays a pointer for them.
+    // none) and the exception a failed transport gave. An idle stream pays a
+    // pointer for them.
     struct Rare {
-        OpenStreamsEntry open;  // linked while the loop's end must reach us (see OpenStreams)
         std::vector<Promise<void>> drain;
         std::vector<Promise<void>> close;
         std::string delimiter;  // the pending read's, if it is a read_until
@@ -277,15 +239,15 @@ private:
     // only grow back.
     void trim_read_buffer() noexcept;
 
-    // The transport's callbacks (StreamTransport::Receiver; only the
-    // transport calls them).
+    // What the transport tells us (reactor::Protocol; only the transport
+    // calls these).
     void on_data(std::string_view d) override;
     bool on_eof() override;  // stays open for writing
     void on_resume_writing() override;
     void on_closed(const reactor::End& end) override;
-    void on_abandoned() noexcept override { end_with_loop(); }
-    // Joins OpenStreams unless the transport reports the loop's end itself.
-    void watch_loop_end();
+    // The loop was abandoned before the close was told: the promises still
+    // pending break.
+    void on_abandoned() noexcept override;
     // The last handle went. A read, drain() or wait_closed() still waiting
     // keeps the stream (asyncio's: a pending operation holds its stream):
     // nobody can use it any more, so it closes gracefully, and they complete
@@ -334,21 +296,10 @@ private:
     static std::uint32_t limit_of(const StreamOptions& options) noexcept {
         return static_cast<std::uint32_t>(std::min<std::size_t>(options.limit, UINT32_MAX));
     }
-    // Ends the transport in place (plain_ says which member is there).
-    void destroy_transport() noexcept;
-
-    // The transport, and through it the connection and its loop: a plain
-    // one in place (most streams: it takes no block of its own), any other
-    // on the heap. A union, not a pointer beside the plain one's room: an
-    // idle stream pays for every word it keeps. Mutable: as the pointer it
-    // replaces, a const stream reaches its transport unchanged.
-    union Transport {
-        Transport() noexcept {}
-        ~Transport() {}  // ~StreamCore ends the member in use (destroy_transport)
-        PlainTransport plain;
-        std::unique_ptr<StreamTransport> other;
-    };
-    mutable Transport transport_;
+    // The transport, and through it the connection and its loop. Its open
+    // end owns itself (a connection until its close was told); this keeps
+    // the object for the stream's inspection after that.
+    std::shared_ptr<reactor::Transport> transport_;
     // The bytes received and not read yet, in a block made when bytes first
     // have to wait (a reader slower than its peer, a partial line or
     // frame): a read waiting on an empty buffer takes each chunk straight
@@ -364,7 +315,6 @@ private:
     bool closed_ : 1 = false;   // the connection is closed
     bool closing_ : 1 = false;  // close() or abort() was called
     bool paused_ : 1 = false;   // reading paused by our flow control
-    bool plain_ : 1;            // transport_ holds a PlainTransport (else a pointer to another)
     bool conversation_over_ : 1 = false;  // follow's conversation completed: no longer counted
     bool orphaned_ : 1 = false;  // no handle left: holds itself until its waits complete (last_reference_gone)
     bool in_scope_ : 1 = false;  // follow's conversation is a counted child of its server's scope

@@ -29,8 +29,8 @@
 // (futures/tls/stream.hpp) gives open_connection and start_server with a
 // reactor::tls::Context, and start_tls to upgrade an open stream (STARTTLS);
 // tls() below reaches the TLS connection's facts. This library itself knows
-// nothing of TLS: a stream talks to its connection through a
-// futures::StreamTransport (futures/stream_transport.hpp).
+// nothing of TLS: a stream is the reactor::Protocol of any reactor::Transport
+// (reactor/net/transport.hpp): a plain connection, or a TLS one over it.
 #pragma once
 
 #include <chrono>
@@ -57,7 +57,8 @@
 #include "futures/future.hpp"
 #include "futures/stream_errors.hpp"
 #include "futures/stream_options.hpp"
-#include "futures/stream_transport.hpp"
+#include <reactor/net/connection.hpp>
+#include <reactor/net/transport.hpp>
 
 namespace futures {
 
@@ -80,18 +81,19 @@ public:
     Stream& operator=(const Stream& other) noexcept;
     Stream& operator=(Stream&& other) noexcept;
     ~Stream();
-    // Wraps an open connection: the stream takes over its callbacks.
-    static Stream from(reactor::ConnectionPtr conn, StreamOptions options = {});
+    // Over an open transport: a plain connection (reactor::ConnectionPtr
+    // converts), a TLS one (futures_tls makes its streams so), or one of
+    // your own. The stream becomes its protocol (reactor/net/transport.hpp):
+    // it takes over from its callbacks. The deadlines of options.connection
+    // are set on its socket (transport->socket()). A transport no longer
+    // open makes a closed stream: reads see the end of input.
+    static Stream from(std::shared_ptr<reactor::Transport> transport, StreamOptions options = {});
     // Takes ownership of `fd` (a socket, a pipe end or a terminal), as
     // reactor::Connection::adopt does, with the same errors: a regular file or
     // a directory throws std::invalid_argument naming its type. A write-only
     // pipe end reads as at EOF at once; a read-only one refuses writes (write()
     // returns false). asyncio's connect_read_pipe/connect_write_pipe.
     static Stream adopt(reactor::Scheduler& sched, int fd, StreamOptions options = {});
-    // Over any transport (futures/stream_transport.hpp): how a layer such as
-    // futures_tls makes its streams. The deadlines of options.connection are
-    // set on transport->connection().
-    static Stream from(std::unique_ptr<StreamTransport> transport, StreamOptions options = {});
 
     bool valid() const noexcept { return static_cast<bool>(core_); }
 
@@ -146,7 +148,7 @@ public:
     [[nodiscard]] Future<std::optional<std::string>> read_frame(
         reactor::FrameFormat format = {}, std::source_location where = std::source_location::current());
     // Reads after a connection reset or error fail with a StreamError (a
-    // std::system_error carrying the reactor::End: futures/stream_transport.hpp).
+    // std::system_error carrying the reactor::End: futures/stream_errors.hpp).
     // Cancelling a pending read leaves the buffered bytes for the next read.
     // Scheduler::close() cancels a pending read or drain (as it cancels
     // tasks): a conversation it ends is cancelled, not failed.
@@ -212,18 +214,21 @@ public:
     // plaintext stream. For inspection: its callbacks and writes are the
     // stream's. Valid while the stream lives.
     reactor::tls::Connection* tls() const;
-    StreamTransport& transport() const;
+    // The transport the stream is the protocol of (its socket(): the plain
+    // connection at the bottom). For inspection and deadlines: its protocol
+    // and writes are the stream's.
+    reactor::Transport& transport() const;
     // Puts a new transport in place of the current one over the same
     // connection (what futures_tls's start_tls does: STARTTLS). `make` is
-    // given the current transport, already detached from the stream, and
-    // returns the one that takes its connection over; the stream then uses
-    // it and drops the old one (which must not close the connection). If
-    // `make` throws, the old transport is attached again and the exception
-    // propagates. A pending read stays pending and is served by the new
+    // given the current transport, the stream no longer its protocol, and
+    // returns the layer that takes it over (whose protocol the stream then
+    // becomes); the stream lets the old one go (which must not close the
+    // connection). If `make` throws, the stream is the old transport's
+    // protocol again and the exception propagates. A pending read stays pending and is served by the new
     // transport. Throws InvalidStateError when the stream is closing or
     // closed, after the peer's EOF, or while bytes received are not read yet
     // (they would belong to the new layer: the peer spoke before its turn).
-    void replace_transport(const std::function<std::unique_ptr<StreamTransport>(StreamTransport&)>& make);
+    void replace_transport(const std::function<std::shared_ptr<reactor::Transport>(reactor::Transport&)>& make);
 
 private:
     friend class detail::ServerCore;

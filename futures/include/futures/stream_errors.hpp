@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// futures/stream_errors.hpp: how a Stream's reads and open_connection fail,
-// beyond the connection's own end (a futures::StreamError carrying its
-// reactor::End: stream_transport.hpp). Part of futures/stream.hpp.
+// futures/stream_errors.hpp: how a Stream's reads, drains and
+// open_connection fail: the transport's own end (a futures::StreamError
+// carrying its reactor::End), and what a read meets in the bytes. Part of
+// futures/stream.hpp.
 #pragma once
 
 #include <cstddef>
@@ -9,12 +10,30 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include <reactor/export.hpp>
+#include <reactor/net/end.hpp>
 
 #include "futures/errors.hpp"
 
 namespace futures {
+
+// What a stream's pending read or drain (and every later one) fails with
+// once its transport ended for any reason but an orderly one (End::clean())
+// or the loop's end (Scheduler::close() cancels them instead). A
+// std::system_error, so code that catches a connection's error still does:
+// its code is the End's errno for reset and error (ECONNRESET, EPIPE...),
+// ETIMEDOUT for a deadline, EPROTO for a TLS failure; what() says which
+// ("stream: connection reset: Connection reset by peer", "stream: read_timeout
+// passed (nothing received for that long): Connection timed out", "stream: TLS
+// handshake failed: error:0A000086:SSL routines::certificate verify failed:
+// ...: Protocol error"). `end` is the End itself, kind and OpenSSL's text.
+class REACTOR_API StreamError : public std::system_error {
+public:
+    explicit StreamError(reactor::End end);
+    reactor::End end;
+};
 
 // The input ended (the peer's EOF) inside what a read waits for: before
 // read_exactly() got its n bytes, before read_until() found its delimiter,

@@ -201,6 +201,7 @@ void Connection::on_closed(const reactor::End& r) {
 void Connection::on_abandoned() noexcept {
     const std::shared_ptr<Connection> keep = std::move(self_);
     if (state_ != State::closed) set_state(State::closed);  // allowed from any state: cannot throw
+    ending_.reset();  // it did not end: end() stays null
     tell_end([](reactor::Protocol& told) { told.on_abandoned(); });
 }
 

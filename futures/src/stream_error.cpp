@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
-// What every stream transport shares: the error a connection's end makes
-// for its stream (StreamError), and the built-in plain transport's maker
-// (plain_transport.hpp). Loop thread only.
-#include "futures/stream_transport.hpp"
-#include "plain_transport.hpp"
+// The error a transport's end makes for its stream's reads and drains
+// (futures/stream_errors.hpp).
+#include "futures/stream_errors.hpp"
 
 #include <cerrno>
 #include <stdexcept>
@@ -12,8 +10,6 @@
 #include <utility>
 
 namespace futures {
-
-StreamTransport::~StreamTransport() = default;
 
 namespace {
 
@@ -48,10 +44,5 @@ std::system_error failure_of(const reactor::End& end) {
 
 StreamError::StreamError(reactor::End e)
     : std::system_error(failure_of(e)), end(std::move(e)) {}
-
-std::unique_ptr<StreamTransport> plain_transport(reactor::ConnectionPtr conn) {
-    if (!conn) throw std::invalid_argument("plain_transport: null connection");
-    return std::make_unique<detail::PlainTransport>(std::move(conn));
-}
 
 }  // namespace futures
