@@ -42,14 +42,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
-#include <memory>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 #include <futures/futures.hpp>
-#include <reactor/loop_stats.hpp>
 
 #include "cli.hpp"
 #include "console.hpp"
@@ -65,41 +64,16 @@ namespace {
 // before it is closed; a loop with nothing left ends at once.
 constexpr std::chrono::seconds kLoopDrain{2};
 
-// SIGUSR1 with several loops, on loop i: what its room has seen, and its stats.
-std::string describe(const examples::LoopRoom& room) {
-    const reactor::LoopStats s = room.loop().stats();
-    return fmt::format("{} client(s), {} line(s) heard, {} from other loops, {} post(s) out; {} iterations, {} "
-                       "callbacks run, {} fd events, {} posts taken, {} wake-up writes",
-                       room.clients(), room.lines_heard(), room.lines_from_peers(), room.posts_out(), s.iterations,
-                       s.callbacks_run, s.io_events, s.posts_taken, s.wakeup_writes);
-}
-
 int serve(const reactor::Address& address, const examples::ServerOptions& options, examples::GroupOptions group,
           examples::LoopRoom::Limits limits, bool console) {
     const std::size_t loops = group.loop_count();
     group.loop_drain = kLoopDrain;
     examples::GroupServer server(options, group, "chat_server");
-    std::vector<std::unique_ptr<examples::LoopRoom>> owned;
+    std::deque<examples::LoopRoom> owned;  // one per loop, each used on its own
     std::vector<examples::LoopRoom*> rooms;
-    for (std::size_t i = 0; i < loops; ++i) {
-        owned.push_back(std::make_unique<examples::LoopRoom>(server.group().loop(i), i, loops, limits));
-        rooms.push_back(owned.back().get());
-    }
+    for (std::size_t i = 0; i < loops; ++i) rooms.push_back(&owned.emplace_back(server.group().loop(i), i, loops, limits));
     for (examples::LoopRoom* room : rooms) room->link(rooms);
     reactor::Scheduler& loop0 = server.group().loop(0);
-    // Before listening: a stdin the console cannot read ends the run here.
-    futures::Stream input;
-    if (console) input = examples::open_console_or_exit(loop0, "chat_server", limits.max_line);
-
-    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
-    listen_options.connection = examples::connection_options(options);              // --idle-timeout
-    server.listen(address, [&rooms](const reactor::ConnectionPtr& c, std::size_t loop) { rooms[loop]->join(c); },
-                  listen_options);
-    server.describe_loops([&rooms](std::size_t i) { return describe(*rooms[i]); });
-    if (loops > 1)  // after the line GroupServer has loop 0 print when run() starts
-        loop0.call_soon([loops, by = group.spreading_name()] {
-            examples::say(fmt::format("chat_server: {} loops, clients spread by {}", loops, by));
-        });
     futures::Future<void> console_task;
     if (console) {
         auto say = [&](std::string_view line) { rooms[0]->announce(fmt::format("* server: {}\n", line)); };
@@ -110,11 +84,22 @@ int serve(const reactor::Address& address, const examples::ServerOptions& option
             if (acceptor && acceptor->is_listening()) return server.shut_down(fmt::format("console: {}", why));
             examples::say(fmt::format("chat_server: console: {}", why));
         };
-        console_task =
-            futures::spawn(loop0, examples::Console(std::move(input), "chat_server", limits.max_line, say, ended));
+        // Before listening: a stdin the console cannot read ends the run
+        // here. The task's first step only starts a read, on loop 0.
+        console_task = futures::spawn(loop0, examples::Console(loop0, "chat_server", limits.max_line, say, ended));
         // The console must not keep loop 0 running once the rest is done.
         server.on_ended([&] { console_task.cancel(); });
     }
+
+    reactor::Listener::Options listen_options = examples::listen_options(options);  // --exit-after
+    listen_options.connection = examples::connection_options(options);              // --idle-timeout
+    server.listen(address, [&rooms](const reactor::ConnectionPtr& c, std::size_t loop) { rooms[loop]->join(c); },
+                  listen_options);
+    server.describe_loops([&rooms](std::size_t i) { return rooms[i]->describe(); });
+    if (loops > 1)  // after the line GroupServer has loop 0 print when run() starts
+        loop0.call_soon([loops, by = group.spreading_name()] {
+            examples::say(fmt::format("chat_server: {} loops, clients spread by {}", loops, by));
+        });
     server.run();  // until the server has ended and every loop has stopped
     fmt::print("chat_server: {} connections, {} aborted\n", server.connections(), server.aborted());
     for (std::size_t i = 0; loops > 1 && i < loops; ++i)  // with one loop, the total says it all

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -41,54 +40,44 @@ inline futures::Stream open_console_or_exit(reactor::Scheduler& sched, const std
     }
 }
 
+// The task: each step takes what the last one read (a line, or more of a
+// line too long, dropped) and starts the next read, as run_command's
+// PrintLines (step 14) does.
 class Console {
 public:
-    enum class State { read_line, got_line, skipped };
     using Say = std::function<void(std::string_view line)>;
     using OnEnd = std::function<void(std::string_view why)>;
 
-    // `input` from open_console_or_exit, with the same `max_line`.
-    Console(futures::Stream input, std::string program, std::size_t max_line, Say say, OnEnd on_end)
-        : input_(std::move(input)), program_(std::move(program)), max_line_(max_line), say_(std::move(say)),
-          on_end_(std::move(on_end)) {}
+    // Opens stdin on `sched` at once (open_console_or_exit).
+    Console(reactor::Scheduler& sched, std::string program, std::size_t max_line, Say say, OnEnd on_end)
+        : input_(open_console_or_exit(sched, program, max_line)), program_(std::move(program)), max_line_(max_line),
+          say_(std::move(say)), on_end_(std::move(on_end)) {}
 
     futures::Step<void> resume() {
-        for (;;) {
-            switch (state_) {
-            case State::read_line:
-                state_ = State::got_line;
-                return read_ = input_.read_until("\n");
-            case State::got_line:
-                state_ = State::read_line;
-                try {
-                    std::string line = read_.result();
-                    line.pop_back();  // the '\n'
-                    if (!std::exchange(skipping_, false)) pass_on(line);  // else: the tail of a line too long
-                    continue;
-                } catch (const futures::IncompleteReadError& eof) {
-                    if (!eof.partial.empty() && !skipping_) pass_on(eof.partial);  // a last line without '\n'
-                    on_end_("end of input");
-                    return futures::finished;
-                } catch (const futures::LimitOverrunError& too_long) {
-                    if (!skipping_) note_too_long();
-                    state_ = State::skipped;  // drop what read_until would have taken
-                    return read_ = input_.read_exactly(too_long.consumed);
-                } catch (const std::system_error& e) {  // EIO: the terminal is gone
-                    on_end_(e.what());
-                    return futures::finished;
-                }
-            case State::skipped:
-                // Dropped up to its '\n' (the line ends here), or only a first part.
-                skipping_ = !read_.result().ends_with('\n');
-                state_ = State::read_line;
-                continue;
+        if (read_.valid()) {
+            try {
+                const std::string line = read_.result();
+                // Skipping, this is the last of the line if it ends with '\n'
+                // (what read_until gives always does).
+                if (skipping_) skipping_ = !line.ends_with('\n');
+                else pass_on(std::string_view(line).substr(0, line.size() - 1));  // without its '\n'
+            } catch (const futures::IncompleteReadError& eof) {
+                if (!eof.partial.empty() && !skipping_) pass_on(eof.partial);  // a last line without '\n'
+                on_end_("end of input");
+                return futures::finished;
+            } catch (const futures::LimitOverrunError& too_long) {
+                if (!std::exchange(skipping_, true)) note_too_long();
+                return read_ = input_.read_exactly(too_long.consumed);  // what read_until would have taken
+            } catch (const std::system_error& e) {  // EIO: the terminal is gone
+                on_end_(e.what());
+                return futures::finished;
             }
-            throw std::logic_error("console: unknown state");
         }
+        return read_ = input_.read_until("\n");
     }
 
     // For the live-task list (SIGUSR1).
-    std::string_view state_name() const { return state_ == State::skipped ? "skipping a long line" : "reading a line"; }
+    std::string_view state_name() const { return skipping_ ? "skipping a long line" : "reading a line"; }
 
 private:
     void pass_on(std::string_view line) const {
@@ -106,9 +95,8 @@ private:
     std::size_t max_line_;
     Say say_;
     OnEnd on_end_;
-    State state_ = State::read_line;
-    futures::Future<std::string> read_;
-    bool skipping_ = false;  // the rest of a line too long is still coming
+    futures::Future<std::string> read_;  // a line, or (skipping_) more of a line too long
+    bool skipping_ = false;               // the rest of a line too long is still coming
 };
 
 }  // namespace examples

@@ -5,10 +5,14 @@
 //
 // With several loops (--loops N) there is one LoopRoom per loop and nothing
 // shared between them: a line is written to the clients of this loop, and
-// relayed (relay_outbox.hpp: one batched post per other loop and pass) to the
-// other loops, whose own rooms write it to their own clients. Every message
-// of a client (joined, its lines, left) travels in this loop's posts, in the
-// order said: each client's lines reach every loop in order.
+// relayed to the other loops, whose own rooms write it to their own clients.
+// The relay is batched: everything this room says during one pass of its
+// loop goes out as ONE post per other loop (call_soon_threadsafe, made by a
+// flush the first line of the pass schedules with call_soon), so a busy loop
+// pays a post per peer per pass, not one per line. The posts to a peer run
+// there in the order made (FIFO per sender), and every message of a client
+// (joined, its lines, left) travels in them in the order said: each
+// client's lines reach every loop in order.
 //
 // Ids stay unique without a shared counter: loop i of N gives i+1, i+1+N,
 // i+1+2N... (with one loop: 1, 2, 3...). A room knows how many clients the
@@ -18,7 +22,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <map>
@@ -26,10 +29,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <reactor/loop_stats.hpp>
 #include <reactor/net/line_reader.hpp>
 #include <reactor/scheduler.hpp>
-
-#include "relay_outbox.hpp"
 
 namespace examples {
 
@@ -40,68 +42,86 @@ public:
     };
 
     LoopRoom(reactor::Scheduler& loop, std::size_t index, std::size_t loops, Limits limits)
-        : loop_(loop), loops_(loops), limits_(limits), next_id_(index + 1), outbox_(loop, index) {}
+        : loop_(loop), loops_(loops), limits_(limits), next_id_(index + 1) {}
     LoopRoom(const LoopRoom&) = delete;
     LoopRoom& operator=(const LoopRoom&) = delete;
 
-    // Before the loops run: every loop's room, this one at its own index.
-    // The others are only posted to, never touched from here.
-    void link(const std::vector<LoopRoom*>& rooms) {
-        std::vector<RelayOutbox::Post> posts;
-        for (LoopRoom* peer : rooms) {
-            posts.push_back([peer](Relay relay) {
-                // Refused once that loop has ended (the server is stopping):
-                // its clients are gone, nobody is left to tell.
-                (void)peer->loop_.try_call_soon_threadsafe(
-                    [peer, relay = std::move(relay)] { peer->receive(relay); });
-            });
-        }
-        outbox_.connect(std::move(posts));
-    }
+    // Before the loops run: every loop's room, this one included. The others
+    // are only posted to, never touched from here.
+    void link(std::vector<LoopRoom*> rooms) { rooms_ = std::move(rooms); }
 
     void join(const reactor::ConnectionPtr& c);
     // To every client of the whole room: the server's own lines.
-    void announce(const std::string& text) {
-        broadcast(nullptr, text);
-        outbox_.add(text, 0, 0);
-    }
+    void announce(const std::string& text) { tell(nullptr, text); }
 
-    reactor::Scheduler& loop() const noexcept { return loop_; }
-    std::size_t clients() const noexcept { return members_.size(); }
     std::uint64_t served() const noexcept { return served_; }
     std::uint64_t lines_heard() const noexcept { return lines_heard_; }
-    std::uint64_t lines_from_peers() const noexcept { return lines_from_peers_; }
-    std::uint64_t posts_out() const noexcept { return outbox_.posts(); }
+    std::uint64_t posts_out() const noexcept { return posts_out_; }
+    // SIGUSR1 with several loops: what this room has seen, and its loop's stats.
+    std::string describe() const {
+        const reactor::LoopStats s = loop_.stats();
+        return fmt::format("{} client(s), {} line(s) heard, {} from other loops, {} post(s) out; {} iterations, {} "
+                           "callbacks run, {} fd events, {} posts taken, {} wake-up writes",
+                           members_.size(), lines_heard_, lines_from_peers_, posts_out_, s.iterations,
+                           s.callbacks_run, s.io_events, s.posts_taken, s.wakeup_writes);
+    }
 
 private:
-    struct Member {
-        reactor::Connection* conn = nullptr;
-        bool dropped = false;
+    // One pass's batch for the other loops: the text for their clients, how
+    // the number of clients over here changed, how many client lines the
+    // text holds.
+    struct Relay {
+        std::string text;
+        std::int64_t members = 0;
+        std::uint64_t lines = 0;
     };
 
     void on_line(reactor::Connection& c, std::uint64_t id, std::string_view line) {
         ++lines_heard_;
-        const std::string text = fmt::format("#{}: {}\n", id, line);
-        broadcast(&c, text);
-        outbox_.add(text, 0, 1);
+        tell(&c, fmt::format("#{}: {}\n", id, line), 0, 1);
     }
 
-    // To every client of this loop but `from` (null: to all).
+    // To every client of this loop but `from` (null: to all); "" writes nothing.
     void broadcast(const reactor::Connection* from, const std::string& text) {
         // write() may call a high-water callback, which only aborts: the
         // member set changes later, in close callbacks, so iterating is safe.
-        for (auto& [id, member] : members_)
-            if (member.conn != from && !member.dropped) member.conn->write(text);
+        for (auto& [id, conn] : members_)
+            if (conn != nullptr && conn != from) conn->write(text);
     }
 
     void drop(reactor::Connection& c, std::uint64_t id, std::string_view why);
     void leave(reactor::Connection& c, std::uint64_t id, const reactor::CloseReason& why);
 
+    // What is said here: to this loop's clients but `from` now, and to the
+    // other loops' in the batch that goes out on the next pass (`members`:
+    // clients more or fewer here; `lines`: client lines in `text`).
+    void tell(const reactor::Connection* from, const std::string& text, std::int64_t members = 0,
+              std::uint64_t lines = 0) {
+        broadcast(from, text);
+        if (rooms_.size() <= 1) return;  // one loop: nobody else to tell
+        outgoing_.text += text;
+        outgoing_.members += members;
+        outgoing_.lines += lines;
+        if (!std::exchange(flush_scheduled_, true)) loop_.call_soon([this] { flush(); });
+    }
+
+    void flush() {
+        flush_scheduled_ = false;
+        for (LoopRoom* peer : rooms_) {
+            if (peer == this) continue;
+            ++posts_out_;
+            // Refused once that loop has ended (the server is stopping):
+            // its clients are gone, nobody is left to tell.
+            (void)peer->loop_.try_call_soon_threadsafe([peer, relay = outgoing_] { peer->receive(relay); });
+        }
+        outgoing_ = Relay{};
+    }
+
     // On this loop, posted by another one.
     void receive(const Relay& relay) {
         remote_members_ += relay.members;
         lines_from_peers_ += relay.lines;
-        if (!relay.text.empty()) broadcast(nullptr, relay.text);
+        broadcast(nullptr, relay.text);
     }
 
     reactor::Scheduler& loop_;
@@ -112,17 +132,19 @@ private:
     // keyed by the connection's address, the order would be the heap's, and
     // a run of the room in a simulated world would not replay from its seed
     // (tests/test_sim_examples.cpp). Each connection is valid until its
-    // close callback, which removes it.
-    std::map<std::uint64_t, Member> members_;
+    // close callback, which removes it; null from drop() until then.
+    std::map<std::uint64_t, reactor::Connection*> members_;
     std::int64_t remote_members_ = 0;  // the other loops' clients, as far as they have told us
-    RelayOutbox outbox_;
-    std::uint64_t served_ = 0, lines_heard_ = 0, lines_from_peers_ = 0;
+    std::vector<LoopRoom*> rooms_;     // every loop's, this one's included
+    Relay outgoing_;                   // what the next flush posts to each of the others
+    bool flush_scheduled_ = false;
+    std::uint64_t served_ = 0, lines_heard_ = 0, lines_from_peers_ = 0, posts_out_ = 0;
 };
 
 inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
     ++served_;
     const std::uint64_t id = std::exchange(next_id_, next_id_ + loops_);
-    members_[id] = Member{c.get(), false};
+    members_[id] = c.get();
     c->set_water_marks(limits_.max_backlog, limits_.max_backlog / 4);
     c->set_high_water_callback([this, id](reactor::Connection& c) { drop(c, id, "too slow"); });
     // One call per line, without its "\n" or "\r\n"; a line longer than
@@ -133,32 +155,25 @@ inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
     c->set_close_callback([this, id](reactor::Connection& c, const reactor::CloseReason& why) { leave(c, id, why); });
     const auto others = static_cast<std::int64_t>(members_.size() - 1) + remote_members_;
     c->write(fmt::format("* you are #{}; {} other(s) here\n", id, others));
-    const std::string joined = fmt::format("* #{} joined\n", id);
-    broadcast(c.get(), joined);
-    outbox_.add(joined, 1, 0);
+    tell(c.get(), fmt::format("* #{} joined\n", id), 1);
 }
 
 inline void LoopRoom::drop(reactor::Connection& c, std::uint64_t id, std::string_view why) {
-    Member& m = members_.at(id);
-    if (m.dropped) return;
-    m.dropped = true;
+    if (std::exchange(members_.at(id), nullptr) == nullptr) return;  // dropped already
     fmt::print(stderr, "chat_server: dropping #{}: {}\n", id, why);
     c.abort();
-    const std::string text = fmt::format("* #{} dropped: {}\n", id, why);
-    broadcast(&c, text);
-    outbox_.add(text, 0, 0);
+    tell(&c, fmt::format("* #{} dropped: {}\n", id, why));
 }
 
 // --idle-timeout ended it (silent, or not reading what it was sent), its
 // line was too long, or it left.
 inline void LoopRoom::leave(reactor::Connection& c, std::uint64_t id, const reactor::CloseReason& why) {
     if (why.kind == reactor::CloseKind::line_too_long) drop(c, id, "line too long");  // already closed: drop() tells
-    const Member m = members_.extract(id).mapped();
+    const bool dropped = members_.extract(id).mapped() == nullptr;
     const bool timed_out =
         why.kind == reactor::CloseKind::idle_timeout || why.kind == reactor::CloseKind::write_timeout;
-    const std::string text = m.dropped ? std::string() : fmt::format("* #{} {}\n", id, timed_out ? "timed out" : "left");
-    if (!text.empty()) broadcast(&c, text);
-    outbox_.add(text, -1, 0);
+    // Dropped: the others were told already; but the count goes down.
+    tell(&c, dropped ? std::string() : fmt::format("* #{} {}\n", id, timed_out ? "timed out" : "left"), -1);
 }
 
 }  // namespace examples
