@@ -9,25 +9,22 @@
 // buffer grow without bound: once more than --max-backlog bytes wait for it,
 // it is DISCONNECTED (the others see "* #<id> dropped: too slow"), as IRC
 // servers drop on "SendQ exceeded". Pausing the readers that feed it instead
-// would let one stalled client silence the room. Lines are cut by a
-// reactor::LineReader: a line longer than --max-line disconnects its sender
-// (gracefully: what it was sent before still goes out). One that stays
-// silent (and is sent nothing), or stops reading, for --idle-timeout seconds
-// (default 300) is closed: the others see "* #<id> timed out". At most
-// --max-connections clients (default: the fd limit found at start, less 64)
-// are in the room at once: beyond it a new one is closed at once, before it
-// joins (server_support.hpp).
+// would let one stalled client silence the room. A line longer than
+// --max-line disconnects its sender (gracefully: what it was sent before
+// still goes out). One that stays silent (and is sent nothing), or stops
+// reading, for --idle-timeout seconds is closed: the others see "* #<id>
+// timed out". At most --max-connections clients are in the room at once:
+// beyond it a new one is closed at once, before it joins (server_support.hpp).
 //
 // With --console, every line typed on the server's stdin goes to every client
 // as "* server: <line>" (console.hpp), and the end of input (Ctrl-D) shuts
 // the server down as SIGTERM does. Without it, stdin is never touched.
 //
 // With --loops N (0: one per CPU the process may use), the clients are
-// spread over N loops (--spreading: by default to the loop with the fewest),
-// one thread each: each loop owns its clients in a room of its own
-// (loop_room.hpp), and a line reaches the others by posts between loops, in
-// order per sender. The default, one loop, is the same server as a group of
-// one (examples::GroupServer, group_server.hpp), on the main thread.
+// spread over N loops (--spreading), one thread each: each loop owns its
+// clients in a room of its own (loop_room.hpp), and a line reaches the others
+// by posts between loops, in order per sender. The default, one loop, is the
+// same server as a group of one (examples::GroupServer), on the main thread.
 //
 // Loop 0 has the jobs that are one per process: it accepts (but with
 // --spreading reuse_port, where every loop does), owns the signals
@@ -43,7 +40,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <deque>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -59,9 +55,8 @@
 
 namespace {
 
-// Once the server has ended, how long each loop may take to finish what is
-// left (the console task's cancellation, posts between loops under way)
-// before it is closed; a loop with nothing left ends at once.
+// GroupOptions::loop_drain: what is left once the server has ended (the
+// console task's cancellation, posts between loops under way) gets this long.
 constexpr std::chrono::seconds kLoopDrain{2};
 
 int serve(const reactor::Address& address, const examples::ServerOptions& options, examples::GroupOptions group,
@@ -71,12 +66,12 @@ int serve(const reactor::Address& address, const examples::ServerOptions& option
     examples::GroupServer server(options, group, "chat_server");
     std::deque<examples::LoopRoom> owned;  // one per loop, each used on its own
     std::vector<examples::LoopRoom*> rooms;
-    for (std::size_t i = 0; i < loops; ++i) rooms.push_back(&owned.emplace_back(server.group().loop(i), i, loops, limits));
+    for (std::size_t i = 0; i < loops; ++i)
+        rooms.push_back(&owned.emplace_back(server.group().loop(i), i, loops, limits));
     for (examples::LoopRoom* room : rooms) room->link(rooms);
     reactor::Scheduler& loop0 = server.group().loop(0);
     futures::Future<void> console_task;
     if (console) {
-        auto say = [&](std::string_view line) { rooms[0]->announce(fmt::format("* server: {}\n", line)); };
         auto ended = [&](std::string_view why) {
             // The server shuts down as on SIGTERM, unless it has stopped
             // accepting already (--exit-after, or a signal came first).
@@ -86,7 +81,7 @@ int serve(const reactor::Address& address, const examples::ServerOptions& option
         };
         // Before listening: a stdin the console cannot read ends the run
         // here. The task's first step only starts a read, on loop 0.
-        console_task = futures::spawn(loop0, examples::Console(loop0, "chat_server", limits.max_line, say, ended));
+        console_task = futures::spawn(loop0, examples::Console(loop0, *rooms[0], limits.max_line, ended));
         // The console must not keep loop 0 running once the rest is done.
         server.on_ended([&] { console_task.cancel(); });
     }
@@ -104,7 +99,7 @@ int serve(const reactor::Address& address, const examples::ServerOptions& option
     fmt::print("chat_server: {} connections, {} aborted\n", server.connections(), server.aborted());
     for (std::size_t i = 0; loops > 1 && i < loops; ++i)  // with one loop, the total says it all
         fmt::print("chat_server: loop {}: {} connections, {} lines heard, {} posts to other loops\n", i,
-                   rooms[i]->served(), rooms[i]->lines_heard(), rooms[i]->posts_out());
+                   server.listener().handed()[i], rooms[i]->lines_heard(), rooms[i]->posts_out());
     std::fflush(stdout);
     return server.exit_status();
 }

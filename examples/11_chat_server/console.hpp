@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // console.hpp: chat_server's --console, the server's own voice in the room.
-// Each line typed on the server's stdin goes to `say`; the end of input
-// (Ctrl-D, or the writer of a pipe closing it) goes to `on_end`, once.
+// Each line typed on the server's stdin goes to every client of the room as
+// "* server: <line>"; the end of input (Ctrl-D, or the writer of a pipe
+// closing it) goes to `on_end`, once.
 //
 // stdin is a futures::Stream (open_stdio: a terminal or a pipe, never taken
 // from the rest of the program), read one line at a time by a hand-written
-// task, as fetch_ms (step 08) reads its one line. A line longer than the
-// limit is skipped with a note on stderr, not sent in pieces.
+// task, as fetch_ms (step 08) reads its one line: each step takes what the
+// last read brought and starts the next. A line longer than the limit is
+// skipped with a note on stderr, not sent in pieces.
 #pragma once
 
 #include <unistd.h>
@@ -23,35 +25,31 @@
 #include <fmt/format.h>
 #include <futures/futures.hpp>
 
+#include "loop_room.hpp"
+
 namespace examples {
 
 // stdin as a stream of lines of at most `max_line` bytes, or exit 1 naming
 // why not: a regular file (`< file`) or a directory has no "not ready yet"
 // for the loop to wait on, so open_stdio refuses it.
-inline futures::Stream open_console_or_exit(reactor::Scheduler& sched, const std::string& program,
-                                            std::size_t max_line) {
+inline futures::Stream open_console_or_exit(reactor::Scheduler& sched, std::size_t max_line) {
     futures::StreamOptions options;
     options.limit = max_line + 2;  // the line and its "\r\n"
     try {
         return futures::open_stdio(sched, STDIN_FILENO, options);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "{}: --console needs stdin to be a terminal or a pipe: {}\n", program, e.what());
+        fmt::print(stderr, "chat_server: --console needs stdin to be a terminal or a pipe: {}\n", e.what());
         std::exit(1);
     }
 }
 
-// The task: each step takes what the last one read (a line, or more of a
-// line too long, dropped) and starts the next read, as run_command's
-// PrintLines (step 14) does.
 class Console {
 public:
-    using Say = std::function<void(std::string_view line)>;
     using OnEnd = std::function<void(std::string_view why)>;
 
-    // Opens stdin on `sched` at once (open_console_or_exit).
-    Console(reactor::Scheduler& sched, std::string program, std::size_t max_line, Say say, OnEnd on_end)
-        : input_(open_console_or_exit(sched, program, max_line)), program_(std::move(program)), max_line_(max_line),
-          say_(std::move(say)), on_end_(std::move(on_end)) {}
+    // Opens stdin at once (open_console_or_exit) on `sched`, the room's loop.
+    Console(reactor::Scheduler& sched, LoopRoom& room, std::size_t max_line, OnEnd on_end)
+        : input_(open_console_or_exit(sched, max_line)), room_(room), max_line_(max_line), on_end_(std::move(on_end)) {}
 
     futures::Step<void> resume() {
         if (read_.valid()) {
@@ -83,17 +81,16 @@ private:
     void pass_on(std::string_view line) const {
         if (line.ends_with('\r')) line.remove_suffix(1);
         if (line.size() > max_line_) return note_too_long();
-        say_(line);
+        room_.announce(fmt::format("* server: {}\n", line));
     }
 
     void note_too_long() const {
-        fmt::print(stderr, "{}: console: a line longer than {} bytes, not sent\n", program_, max_line_);
+        fmt::print(stderr, "chat_server: console: a line longer than {} bytes, not sent\n", max_line_);
     }
 
     futures::Stream input_;
-    std::string program_;
+    LoopRoom& room_;
     std::size_t max_line_;
-    Say say_;
     OnEnd on_end_;
     futures::Future<std::string> read_;  // a line, or (skipping_) more of a line too long
     bool skipping_ = false;               // the rest of a line too long is still coming

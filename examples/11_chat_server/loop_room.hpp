@@ -4,15 +4,14 @@
 // the whole room.
 //
 // With several loops (--loops N) there is one LoopRoom per loop and nothing
-// shared between them: a line is written to the clients of this loop, and
-// relayed to the other loops, whose own rooms write it to their own clients.
-// The relay is batched: everything this room says during one pass of its
-// loop goes out as ONE post per other loop (call_soon_threadsafe, made by a
-// flush the first line of the pass schedules with call_soon), so a busy loop
-// pays a post per peer per pass, not one per line. The posts to a peer run
-// there in the order made (FIFO per sender), and every message of a client
-// (joined, its lines, left) travels in them in the order said: each
-// client's lines reach every loop in order.
+// shared between them: what is said here is written to this loop's clients
+// and relayed to the other loops' rooms, which write it to theirs. The relay
+// is batched: all that is said during one pass of the loop goes out as ONE
+// post per other loop (call_soon_threadsafe, from a flush scheduled with
+// call_soon), so a busy loop pays a post per peer per pass, not one per line.
+// Posts from one loop run in the order made (FIFO per sender), and a client's
+// joining, lines and leaving travel in them in that order: each client's
+// lines reach every loop in order.
 //
 // Ids stay unique without a shared counter: loop i of N gives i+1, i+1+N,
 // i+1+2N... (with one loop: 1, 2, 3...). A room knows how many clients the
@@ -54,7 +53,6 @@ public:
     // To every client of the whole room: the server's own lines.
     void announce(const std::string& text) { tell(nullptr, text); }
 
-    std::uint64_t served() const noexcept { return served_; }
     std::uint64_t lines_heard() const noexcept { return lines_heard_; }
     std::uint64_t posts_out() const noexcept { return posts_out_; }
     // SIGUSR1 with several loops: what this room has seen, and its loop's stats.
@@ -67,13 +65,10 @@ public:
     }
 
 private:
-    // One pass's batch for the other loops: the text for their clients, how
-    // the number of clients over here changed, how many client lines the
-    // text holds.
-    struct Relay {
-        std::string text;
-        std::int64_t members = 0;
-        std::uint64_t lines = 0;
+    struct Relay {                 // one pass's batch for the other loops
+        std::string text;          // for their clients
+        std::int64_t members = 0;  // how many clients more (or fewer) over here
+        std::uint64_t lines = 0;   // client lines in `text`
     };
 
     void on_line(reactor::Connection& c, std::uint64_t id, std::string_view line) {
@@ -89,12 +84,27 @@ private:
             if (conn != nullptr && conn != from) conn->write(text);
     }
 
-    void drop(reactor::Connection& c, std::uint64_t id, std::string_view why);
-    void leave(reactor::Connection& c, std::uint64_t id, const reactor::CloseReason& why);
+    void drop(reactor::Connection& c, std::uint64_t id, std::string_view why) {
+        if (std::exchange(members_.at(id), nullptr) == nullptr) return;  // dropped already
+        fmt::print(stderr, "chat_server: dropping #{}: {}\n", id, why);
+        c.abort();
+        tell(&c, fmt::format("* #{} dropped: {}\n", id, why));
+    }
+
+    // --idle-timeout ended it (silent, or not reading what it was sent), its
+    // line was too long, or it left.
+    void leave(reactor::Connection& c, std::uint64_t id, const reactor::CloseReason& why) {
+        if (why.kind == reactor::CloseKind::line_too_long) drop(c, id, "line too long");  // closed: drop() tells
+        const bool dropped = members_.extract(id).mapped() == nullptr;
+        const bool timed_out =
+            why.kind == reactor::CloseKind::idle_timeout || why.kind == reactor::CloseKind::write_timeout;
+        // Dropped: the others were told already; but the count goes down.
+        tell(&c, dropped ? std::string() : fmt::format("* #{} {}\n", id, timed_out ? "timed out" : "left"), -1);
+    }
 
     // What is said here: to this loop's clients but `from` now, and to the
-    // other loops' in the batch that goes out on the next pass (`members`:
-    // clients more or fewer here; `lines`: client lines in `text`).
+    // other loops' in the batch that goes out on the next pass (`members`
+    // and `lines` as in Relay).
     void tell(const reactor::Connection* from, const std::string& text, std::int64_t members = 0,
               std::uint64_t lines = 0) {
         broadcast(from, text);
@@ -138,11 +148,10 @@ private:
     std::vector<LoopRoom*> rooms_;     // every loop's, this one's included
     Relay outgoing_;                   // what the next flush posts to each of the others
     bool flush_scheduled_ = false;
-    std::uint64_t served_ = 0, lines_heard_ = 0, lines_from_peers_ = 0, posts_out_ = 0;
+    std::uint64_t lines_heard_ = 0, lines_from_peers_ = 0, posts_out_ = 0;
 };
 
 inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
-    ++served_;
     const std::uint64_t id = std::exchange(next_id_, next_id_ + loops_);
     members_[id] = c.get();
     c->set_water_marks(limits_.max_backlog, limits_.max_backlog / 4);
@@ -156,24 +165,6 @@ inline void LoopRoom::join(const reactor::ConnectionPtr& c) {
     const auto others = static_cast<std::int64_t>(members_.size() - 1) + remote_members_;
     c->write(fmt::format("* you are #{}; {} other(s) here\n", id, others));
     tell(c.get(), fmt::format("* #{} joined\n", id), 1);
-}
-
-inline void LoopRoom::drop(reactor::Connection& c, std::uint64_t id, std::string_view why) {
-    if (std::exchange(members_.at(id), nullptr) == nullptr) return;  // dropped already
-    fmt::print(stderr, "chat_server: dropping #{}: {}\n", id, why);
-    c.abort();
-    tell(&c, fmt::format("* #{} dropped: {}\n", id, why));
-}
-
-// --idle-timeout ended it (silent, or not reading what it was sent), its
-// line was too long, or it left.
-inline void LoopRoom::leave(reactor::Connection& c, std::uint64_t id, const reactor::CloseReason& why) {
-    if (why.kind == reactor::CloseKind::line_too_long) drop(c, id, "line too long");  // already closed: drop() tells
-    const bool dropped = members_.extract(id).mapped() == nullptr;
-    const bool timed_out =
-        why.kind == reactor::CloseKind::idle_timeout || why.kind == reactor::CloseKind::write_timeout;
-    // Dropped: the others were told already; but the count goes down.
-    tell(&c, dropped ? std::string() : fmt::format("* #{} {}\n", id, timed_out ? "timed out" : "left"), -1);
 }
 
 }  // namespace examples
