@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // reactor::tls::Connection: the TLS state machine over a plain Connection:
-// starting, the engine, writing and reading. The engine's BIO is in
-// connection_bio.cpp, the ending (close_notify, timeouts, the close reason)
-// in connection_ending.cpp, what a connection tells about itself in
-// connection_inspection.cpp.
+// starting, the engine, writing and reading. Between the layers (the
+// protocol above, what the transport below tells) in connection_layers.cpp,
+// the engine's BIO in connection_bio.cpp, the ending (close_notify,
+// timeouts, the close reason) in connection_ending.cpp, what a connection
+// tells about itself in connection_inspection.cpp.
 #include "reactor/tls/connection.hpp"
 
 #include <arpa/inet.h>
@@ -120,80 +121,6 @@ void Connection::attach() {
     transport_->set_protocol(this);
     self_ = shared_from_this();
     transport_->resume_reading();  // the handshake needs it, whatever the plain connection did
-}
-
-// ---------------------------------------------------------------- what it tells
-
-void Connection::set_protocol(reactor::Protocol* protocol) {
-    check_thread("tls::Connection::set_protocol");
-    if (!told_end_) protocol_ = protocol;
-}
-
-Connection::Callbacks& Connection::callbacks() {
-    if (!callbacks_) callbacks_ = std::make_unique<Callbacks>(*this);
-    if (protocol_ != callbacks_.get()) set_protocol(callbacks_.get());
-    return *callbacks_;
-}
-
-// Clearing a callback never makes the adapter, nor takes the place of another protocol.
-void Connection::set_data_callback(DataFunction cb) {
-    check_thread("tls::Connection::set_data_callback");
-    if (cb) {
-        callbacks().data.set(std::move(cb));
-    } else if (callbacks_) {
-        callbacks_->data.reset();
-    }
-}
-void Connection::set_close_callback(CloseFunction cb) {
-    check_thread("tls::Connection::set_close_callback");
-    if (cb) {
-        callbacks().close.set(std::move(cb));
-    } else if (callbacks_) {
-        callbacks_->close.reset();
-    }
-}
-void Connection::set_rare_callback(CallbackSlot<void(Connection&)> Callbacks::Rare::*slot, EventFunction cb) {
-    if (cb) {
-        callbacks().set_rare(slot, std::move(cb));
-    } else if (callbacks_) {
-        callbacks_->set_rare(slot, std::move(cb));
-    }
-}
-void Connection::set_eof_callback(EventFunction cb) {
-    check_thread("tls::Connection::set_eof_callback");
-    set_rare_callback(&Callbacks::Rare::eof, std::move(cb));
-}
-void Connection::set_drain_callback(EventFunction cb) {
-    check_thread("tls::Connection::set_drain_callback");
-    set_rare_callback(&Callbacks::Rare::drain, std::move(cb));
-}
-void Connection::set_high_water_callback(EventFunction cb) {
-    check_thread("tls::Connection::set_high_water_callback");
-    set_rare_callback(&Callbacks::Rare::high_water, std::move(cb));
-}
-void Connection::set_low_water_callback(EventFunction cb) {
-    check_thread("tls::Connection::set_low_water_callback");
-    set_rare_callback(&Callbacks::Rare::low_water, std::move(cb));
-}
-
-// What the plain connection tells us: ciphertext, its EOF (the engine
-// decides what it means), its water marks and its drain (ours count the
-// plaintext waiting for the handshake too).
-void Connection::on_data(std::string_view ciphertext) {
-    if (state_ == State::closed || peer_closed_) return;  // nothing may follow close_notify
-    feed(ciphertext);
-}
-
-void Connection::on_pause_writing() {
-    high_water_deferred_ = true;
-    if (in_engine_ == 0) deliver_high_water();
-}
-
-void Connection::on_drained() {
-    check_low_water();
-    if (handshake_done_ && state_ == State::open && pending_plaintext_.empty() && protocol_ &&
-        protocol_->wants_drained())
-        protocol_->on_drained();
 }
 
 // ---------------------------------------------------------------- the engine
