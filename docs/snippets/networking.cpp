@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
-// docs/networking.md: the callback echo server with backpressure, and the
-// same server with streams; connection deadlines; graceful shutdown, of a
-// Listener and of a StreamServer on SIGTERM. Loopback only; every case ends by
-// itself.
+// docs/networking.md: a reactor::Protocol of one's own over a plain
+// connection; the callback echo server with backpressure, and the same server
+// with streams; connection deadlines; graceful shutdown, of a Listener and of
+// a StreamServer on SIGTERM. Loopback only; every case ends by itself.
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -20,11 +23,42 @@
 #include <reactor/net/connection_set.hpp>
 #include <reactor/net/connector.hpp>
 #include <reactor/net/listener.hpp>
+#include <reactor/net/transport.hpp>
 #include <reactor/scheduler.hpp>
 
 using namespace std::chrono_literals;
 
 namespace {
+
+// [snippet:user_protocol]
+// Echoes what it receives in upper case. It holds itself from start() until
+// its transport tells it the end, as the library's layers do: the transport
+// keeps only a plain pointer to its protocol.
+class UpperEcho final : public reactor::Protocol {
+public:
+    static std::shared_ptr<UpperEcho> start(std::shared_ptr<reactor::Transport> transport) {
+        std::shared_ptr<UpperEcho> echo(new UpperEcho(transport));
+        echo->self_ = echo;
+        transport->set_protocol(echo.get());  // told everything from now on
+        return echo;
+    }
+
+    void on_data(std::string_view data) override {  // valid only during the call
+        std::string upper(data);
+        for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        transport_->write(upper);
+    }
+    // on_eof() is not overridden: at the peer's EOF the transport flushes
+    // what was written, then closes (End eof).
+    void on_closed(const reactor::End&) override { self_.reset(); }  // the transport let go of us
+    void on_abandoned() noexcept override { self_.reset(); }         // the loop ended first
+
+private:
+    explicit UpperEcho(std::shared_ptr<reactor::Transport> transport) : transport_(std::move(transport)) {}
+    std::shared_ptr<reactor::Transport> transport_;  // plain, TLS or yours: the same calls
+    std::shared_ptr<UpperEcho> self_;
+};
+// [end-snippet:user_protocol]
 
 // [snippet:echo_session]
 // One client's conversation: read, write it back, wait until the output has
@@ -66,6 +100,43 @@ private:
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(networking_md)
+
+BOOST_AUTO_TEST_CASE(a_protocol_of_ones_own) {
+    reactor::Scheduler sched;
+    const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);
+    std::weak_ptr<UpperEcho> server_side;
+    // [snippet:user_protocol_listen]
+    auto listener = reactor::Listener::listen(sched, address, [&](const reactor::ConnectionPtr& c) {
+        server_side = UpperEcho::start(c);  // the connection's protocol: no callbacks made
+    });
+    // [end-snippet:user_protocol_listen]
+
+    // A client that sends "hello" and its EOF: the protocol answers, then
+    // the server's connection flushes and closes, and the protocol goes.
+    std::string reply;
+    std::optional<reactor::End> client_end;
+    std::error_code connect_error;
+    reactor::connect(sched, listener->address(), [&](reactor::ConnectionPtr c, std::error_code error) {
+        if (error) {
+            connect_error = error;
+            return listener->close();
+        }
+        c->set_data_callback([&](reactor::Connection&, std::string_view data) { reply += data; });
+        c->set_close_callback([&](reactor::Connection&, const reactor::End& why) {
+            client_end = why;
+            listener->close();
+        });
+        c->write("hello");
+        c->write_eof();
+    });
+    sched.run();
+    BOOST_TEST(!connect_error);
+    BOOST_TEST(reply == "HELLO");
+    BOOST_REQUIRE(client_end.has_value());
+    BOOST_TEST((client_end->kind == reactor::EndKind::eof));  // the server closed after its answer
+    BOOST_TEST(server_side.expired());  // it let itself go when told the close
+    BOOST_TEST(sched.empty());
+}
 
 BOOST_AUTO_TEST_CASE(callback_echo_server) {
     reactor::Scheduler sched;
