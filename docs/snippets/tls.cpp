@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// docs/tls.md: a TLS server and a verifying client, STARTTLS, ALPN and SNI,
+// docs/tls.md: a TLS server and a verifying client, a protocol of one's own
+// over TLS and the connection's end(), STARTTLS, ALPN and SNI,
 // the close reasons of failures, certificates made for tests, and streams
 // over TLS (reactor::futures_tls). Loopback only; every case ends by itself.
 // (Built only with reactor::tls.)
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -18,6 +20,7 @@
 #include <reactor/net/connector.hpp>
 #include <reactor/net/group_listener.hpp>
 #include <reactor/net/listener.hpp>
+#include <reactor/net/transport.hpp>
 #include <reactor/scheduler.hpp>
 #include <reactor/tls/certificate_maker.hpp>
 #include <reactor/tls/connection.hpp>
@@ -108,6 +111,56 @@ BOOST_AUTO_TEST_CASE(server_and_verifying_client) {
     BOOST_TEST(closed->to_string() == "local");
     listener->close();
     sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+// [snippet:tls_protocol]
+// Told the decrypted bytes and the end; it outlives the connections it is
+// set on (a local of the test), so it needs to hold nothing.
+struct Collect final : reactor::Protocol {
+    std::string got;
+    std::optional<reactor::End> end;
+    void on_data(std::string_view plaintext) override { got += plaintext; }
+    void on_closed(const reactor::End& why) override { end = why; }
+};
+// [end-snippet:tls_protocol]
+
+BOOST_AUTO_TEST_CASE(a_protocol_over_tls) {
+    reactor::Scheduler sched;
+    reactor::tls::ServerOptions options;
+    options.identity = certificates().server.identity();
+    auto context = reactor::tls::Context::server(options);
+    Collect collect;
+    // [snippet:tls_protocol_set]
+    reactor::tls::ConnectionPtr kept;  // only to read end() afterwards: an open one holds itself
+    auto listener = reactor::tls::listen(sched, reactor::Address::parse("127.0.0.1", 0), context,
+                                         [&](const reactor::tls::ConnectionPtr& c) {
+                                             kept = c;
+                                             c->set_protocol(&collect);  // in place of callbacks
+                                         });
+    // [end-snippet:tls_protocol_set]
+    // A client that says "hello" once its handshake is done, then closes
+    // (close_notify, then the TCP close).
+    std::optional<reactor::End> client_end;
+    reactor::tls::connect(sched, listener->address(), client_context(), "localhost",
+                          [&](reactor::tls::ConnectionPtr c, std::error_code error) {
+                              if (error) return listener->close();
+                              c->set_handshake_callback([](reactor::tls::Connection& c) {
+                                  c.write("hello");
+                                  c.close();
+                              });
+                              c->set_close_callback(
+                                  [&](reactor::tls::Connection&, const reactor::End& why) { client_end = why; });
+                          });
+    BOOST_REQUIRE(run_until(sched, [&] { return client_end.has_value() && collect.end.has_value(); }));
+    BOOST_TEST(collect.got == "hello");
+    BOOST_TEST(collect.end->to_string() == "eof");  // the client's close_notify
+    BOOST_REQUIRE(kept != nullptr);
+    BOOST_REQUIRE(kept->end() != nullptr);
+    BOOST_TEST(kept->end()->to_string() == "eof");  // what its protocol was told
+    listener->close();
+    sched.run();
+    BOOST_TEST(kept.use_count() == 1);  // closed, it let itself go: only ours is left
     BOOST_TEST(sched.empty());
 }
 
