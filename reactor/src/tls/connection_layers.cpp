@@ -17,51 +17,29 @@ void Connection::set_protocol(reactor::Protocol* protocol) {
     if (!told_end_) protocol_ = protocol;
 }
 
-Connection::Callbacks& Connection::callbacks() {
-    if (!callbacks_) callbacks_ = std::make_unique<Callbacks>(*this);
-    if (protocol_ != callbacks_.get()) set_protocol(callbacks_.get());
-    return *callbacks_;
-}
-
-// Clearing a callback never makes the adapter, nor takes the place of another protocol.
 void Connection::set_data_callback(DataFunction cb) {
     check_thread("tls::Connection::set_data_callback");
-    if (cb) {
-        callbacks().data.set(std::move(cb));
-    } else if (callbacks_) {
-        callbacks_->data.reset();
-    }
+    Callbacks::set_data(*this, callbacks_, std::move(cb));
 }
 void Connection::set_close_callback(CloseFunction cb) {
     check_thread("tls::Connection::set_close_callback");
-    if (cb) {
-        callbacks().close.set(std::move(cb));
-    } else if (callbacks_) {
-        callbacks_->close.reset();
-    }
-}
-void Connection::set_rare_callback(CallbackSlot<void(Connection&)> Callbacks::Rare::*slot, EventFunction cb) {
-    if (cb) {
-        callbacks().set_rare(slot, std::move(cb));
-    } else if (callbacks_) {
-        callbacks_->set_rare(slot, std::move(cb));
-    }
+    Callbacks::set_close(*this, callbacks_, std::move(cb));
 }
 void Connection::set_eof_callback(EventFunction cb) {
     check_thread("tls::Connection::set_eof_callback");
-    set_rare_callback(&Callbacks::Rare::eof, std::move(cb));
+    Callbacks::set_rare(*this, callbacks_, &Callbacks::Rare::eof, std::move(cb));
 }
 void Connection::set_drain_callback(EventFunction cb) {
     check_thread("tls::Connection::set_drain_callback");
-    set_rare_callback(&Callbacks::Rare::drain, std::move(cb));
+    Callbacks::set_rare(*this, callbacks_, &Callbacks::Rare::drain, std::move(cb));
 }
 void Connection::set_high_water_callback(EventFunction cb) {
     check_thread("tls::Connection::set_high_water_callback");
-    set_rare_callback(&Callbacks::Rare::high_water, std::move(cb));
+    Callbacks::set_rare(*this, callbacks_, &Callbacks::Rare::high_water, std::move(cb));
 }
 void Connection::set_low_water_callback(EventFunction cb) {
     check_thread("tls::Connection::set_low_water_callback");
-    set_rare_callback(&Callbacks::Rare::low_water, std::move(cb));
+    Callbacks::set_rare(*this, callbacks_, &Callbacks::Rare::low_water, std::move(cb));
 }
 
 // What the plain connection tells us: ciphertext, its EOF (the engine

@@ -250,8 +250,6 @@ private:
     void schedule_drain();
     void release_fd(bool abortive);
     using Callbacks = detail::CallbackProtocol<Connection>;
-    Callbacks& callbacks();  // made on first use, and made the protocol
-    void set_rare_callback(CallbackSlot<void(Connection&)> Callbacks::Rare::*slot, EventFunction cb);
     void drop_callbacks() noexcept;  // lets the protocol go, telling it on_abandoned if the close was never told
     // The end of the loop (detail::OpenConnections, a service of the loop):
     // close() aborts us with EndKind::scheduler_closed and runs our close

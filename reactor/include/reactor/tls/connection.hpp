@@ -147,6 +147,7 @@ public:
     // One Protocol at a time, or the callbacks below (a protocol made when
     // one is first set); the handshake callback is apart from both.
     void set_protocol(reactor::Protocol* protocol) override;
+    reactor::Protocol* protocol() const noexcept { return protocol_; }
 
     // ---- callbacks (as the plain Connection's; set or replace any time) ----
     // Decrypted data; valid only during the call.
@@ -255,7 +256,6 @@ private:
     void on_abandoned() noexcept override;
     void on_peer_close_notify();
     using Callbacks = reactor::detail::CallbackProtocol<Connection>;
-    Callbacks& callbacks();  // made on first use, and made the protocol
     void advance();
     void do_handshake();
     void on_handshake_done();
@@ -274,7 +274,6 @@ private:
     void schedule_read();
     template <class Tell>
     void tell_end(Tell tell);  // the close, or the loop's end, to our protocol (connection_ending.cpp)
-    void set_rare_callback(CallbackSlot<void(Connection&)> Callbacks::Rare::*slot, EventFunction cb);
 
     reactor::ConnectionPtr transport_;
     std::shared_ptr<Context> context_;

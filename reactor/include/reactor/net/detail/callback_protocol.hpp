@@ -37,11 +37,36 @@ public:
         CallbackSlot<void(Conn&)> high_water;
         CallbackSlot<void(Conn&)> low_water;
     };
-    // Clearing a callback never makes the block.
-    void set_rare(CallbackSlot<void(Conn&)> Rare::*slot, SlotFunction<void(Conn&)> cb) {
-        if (!cb && !rare_) return;
-        if (!rare_) rare_ = std::make_unique<Rare>();
-        ((*rare_).*slot).set(std::move(cb));
+    using RareSlot = CallbackSlot<void(Conn&)> Rare::*;
+
+    // The setters of `conn`'s callbacks, which `owner` keeps: a callback set
+    // makes them (on first use) and makes them the protocol
+    // (Conn::set_protocol); clearing one never makes them, nor takes the
+    // place of another protocol, nor makes the rarer callbacks' block.
+    static void set_data(Conn& conn, std::unique_ptr<CallbackProtocol>& owner,
+                         SlotFunction<void(Conn&, std::string_view)> cb) {
+        if (cb) {
+            made(conn, owner).data.set(std::move(cb));
+        } else if (owner) {
+            owner->data.reset();
+        }
+    }
+    static void set_close(Conn& conn, std::unique_ptr<CallbackProtocol>& owner, SlotFunction<void(Conn&, const End&)> cb) {
+        if (cb) {
+            made(conn, owner).close.set(std::move(cb));
+        } else if (owner) {
+            owner->close.reset();
+        }
+    }
+    static void set_rare(Conn& conn, std::unique_ptr<CallbackProtocol>& owner, RareSlot slot,
+                         SlotFunction<void(Conn&)> cb) {
+        if (cb) {
+            CallbackProtocol& callbacks = made(conn, owner);
+            if (!callbacks.rare_) callbacks.rare_ = std::make_unique<Rare>();
+            ((*callbacks.rare_).*slot).set(std::move(cb));
+        } else if (owner && owner->rare_) {
+            ((*owner->rare_).*slot).reset();
+        }
     }
 
     void on_data(std::string_view bytes) override { data.invoke(*conn_, bytes); }
@@ -84,6 +109,12 @@ public:
     }
 
 private:
+    static CallbackProtocol& made(Conn& conn, std::unique_ptr<CallbackProtocol>& owner) {
+        if (!owner) owner = std::make_unique<CallbackProtocol>(conn);
+        if (conn.protocol() != owner.get()) conn.set_protocol(owner.get());
+        return *owner;
+    }
+
     Conn* conn_;
     std::unique_ptr<Rare> rare_;
 };
