@@ -53,7 +53,7 @@ public:
 
     // Over any transport: a plain connection, TLS, one of the user's.
     StreamCore(std::shared_ptr<reactor::Transport> transport, const StreamOptions& options)
-        : transport_(std::move(transport)), limit_(limit_of(options)) {}
+        : transport_(std::move(transport)), limit_(options.limit) {}
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
     ~StreamCore();
@@ -78,7 +78,7 @@ public:
     Future<std::optional<std::string>> start_framed_read(ReadKind kind, reactor::FrameFormat format,
                                                          std::source_location where);
     bool at_eof() const { return eof_ && in().empty(); }
-    std::size_t limit() const noexcept { return limit_; }  // StreamOptions::limit, at most 4 GiB
+    std::size_t limit() const noexcept { return limit_; }  // StreamOptions::limit
     std::size_t buffered() const { return in().size(); }
 
     // Writes; reading pauses if the output passed its high-water mark and no
@@ -178,18 +178,16 @@ private:
 
         Ref<StateBase> state_;
     };
-    // The pending read, if its promise is valid. Largest members first, a
-    // frame's format in `n` and `prefix` rather than a FrameFormat of its
-    // own, one 32-bit word for what the kind needs (a count or how far a
-    // search got, never both) and the kind and prefix in bits: an idle
-    // stream pays for this whole struct.
+    // The pending read, if its promise is valid: a frame's format in `n`
+    // and `prefix` rather than a FrameFormat of its own, the kind and prefix
+    // in bits (an idle stream pays for this whole struct).
     struct PendingRead {
         ReadPromise promise;
         // some, all: at most n (read_all: its limit); exactly: n; frame: the
         // largest payload (the format's max_size).
         std::size_t n = 0;
-        // until, line: bytes already searched (at most limit_: 32 bits).
-        std::uint32_t scanned = 0;
+        // until, line: bytes already searched (at most limit_).
+        std::size_t scanned = 0;
         ReadKind kind : 3 = ReadKind::some;
         reactor::LengthPrefix prefix : 1 = reactor::LengthPrefix::u32;  // frame
 
@@ -293,9 +291,6 @@ private:
     template <class E>
     void fail(E error);
 
-    static std::uint32_t limit_of(const StreamOptions& options) noexcept {
-        return static_cast<std::uint32_t>(std::min<std::size_t>(options.limit, UINT32_MAX));
-    }
     // The transport, and through it the connection and its loop. Its open
     // end owns itself (a connection until its close was told); this keeps
     // the object for the stream's inspection after that.
@@ -321,13 +316,11 @@ private:
     // How the transport ended, once closed_ (the rest of its End, when it
     // failed, is in rare().error).
     reactor::EndKind end_ = reactor::EndKind::local;
+    std::uint32_t refs_ = 0;  // see add_ref
     // StreamOptions::limit, the one option a stream uses after it is made
     // (the connection's are the transport's): kept alone, not the whole
-    // StreamOptions, because every idle stream pays for what it keeps; in
-    // 32 bits (a limit above 4 GiB counts as 4 GiB: a buffer limit that
-    // large is none), as the pending read's `scanned`, which it bounds.
-    std::uint32_t limit_;
-    std::uint32_t refs_ = 0;  // see add_ref
+    // StreamOptions, because every idle stream pays for what it keeps.
+    std::size_t limit_;
     // The server's count this stream's conversation is in, if a server made
     // it (follow), until the waiter is disposed of.
     Ref<ActiveCount> conversation_;

@@ -44,7 +44,7 @@ void StreamCore::try_read() {
         if (view.size() > limit_)
             return fail(LimitOverrunError("stream: the delimiter is not found, and the chunk exceeds the limit",
                                           view.size()));
-        r.scanned = static_cast<std::uint32_t>(view.size());  // at most limit_
+        r.scanned = view.size();  // at most limit_
         break;
     }
     case ReadKind::line: {
@@ -61,7 +61,7 @@ void StreamCore::try_read() {
         if (view.size() > limit_)
             return fail(LimitOverrunError("stream: the line end is not found, and the line exceeds the limit",
                                           view.size()));
-        r.scanned = static_cast<std::uint32_t>(view.size());  // at most limit_
+        r.scanned = view.size();  // at most limit_
         break;
     }
     case ReadKind::all:

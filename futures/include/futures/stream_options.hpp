@@ -15,8 +15,7 @@ namespace futures {
 struct StreamOptions {
     // The most read_until() may take, and the read-buffer size: while no
     // read waits, reading from the socket pauses once more than 2 x limit
-    // bytes wait unread. A limit above 4 GiB counts as 4 GiB (the stream
-    // keeps it in 32 bits).
+    // bytes wait unread.
     std::size_t limit = 64 * 1024;
     // Water marks and deadlines of the connection. drain() waits while more
     // than connection.high_water bytes are buffered, until at most low_water

@@ -210,7 +210,6 @@ void Connection::on_abandoned() noexcept {
 // and every callback after (whatever the told one set is never called).
 template <class Tell>
 void Connection::tell_end(Tell tell) {
-    told_end_ = true;
     reactor::Protocol* told = std::exchange(protocol_, nullptr);
     struct DropAll {
         Connection& conn;

@@ -14,7 +14,7 @@ namespace reactor::tls {
 
 void Connection::set_protocol(reactor::Protocol* protocol) {
     check_thread("tls::Connection::set_protocol");
-    if (!told_end_) protocol_ = protocol;
+    if (state_ != State::closed) protocol_ = protocol;  // closed: its end was told, nothing more is
 }
 
 void Connection::set_data_callback(DataFunction cb) {

@@ -317,7 +317,6 @@ private:
     bool write_eof_wanted_ = false; // write_eof() called (maybe before the handshake)
     bool close_wanted_ = false;     // close() called before the handshake finished
     bool above_high_ = false;
-    bool told_end_ = false;  // the close (or the loop's end) was told: nothing more is
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
