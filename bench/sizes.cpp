@@ -643,8 +643,10 @@ void print_sizes() {
         "one per connection: the peer's (IPv4, and IPv6 without flow label or scope, inline; a Unix path on the heap)");
     row("reactor::ByteBuffer", sizeof(reactor::ByteBuffer),
         "output buffer: a heap block from the first partial write until drained");
+    row("reactor::detail::CallbackProtocol<Connection>", sizeof(reactor::detail::CallbackProtocol<reactor::Connection>),
+        "a connection's callbacks: a Protocol of its own, a heap block made when the first callback is set");
     row("reactor::CallbackSlot<void(Connection&)>", sizeof(reactor::CallbackSlot<void(reactor::Connection&)>),
-        "two in the connection (data, close); eof, drain, high, low in a block made when one is set");
+        "two in the CallbackProtocol (data, close); eof, drain, high, low in a block made when one is set");
     row("reactor::SlotFunction<void(Connection&)>", sizeof(reactor::SlotFunction<void(reactor::Connection&)>),
         "inside a CallbackSlot; a target above 16 bytes, or whose move may throw, goes to the heap");
     row("std::function<void(Connection&)>", sizeof(std::function<void(reactor::Connection&)>),
@@ -689,15 +691,14 @@ void print_connection_fields() {
         std::size_t bytes;
     };
     const Field fields[] = {
-        {"base FdOwner (vtable pointer)", sizeof(void*)},
+        {"bases FdOwner and Transport (a vtable pointer each)", 2 * sizeof(void*)},
         {"profile_ (its loop, line, water marks and read size, shared: detail::ConnectionProfile)", sizeof(void*)},
         {"self_ (a shared_ptr while open, a weak_ptr after: for shared_from_this())", sizeof(std::shared_ptr<Connection>)},
         {"set_ (ConnectionSet*)", sizeof(void*)},
-        {"out_, rare_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any), layer_ (a layer's events receiver, if any)", 4 * sizeof(void*)},
-        {"on_data_, on_close_ (CallbackSlot)", 2 * sizeof(reactor::CallbackSlot<void(Connection&)>)},
+        {"out_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any), protocol_ (Protocol*), callbacks_ (unique_ptr<CallbackProtocol>: made when a callback is first set)", 4 * sizeof(void*)},
         {"peer_ (PackedAddress; the local address is asked of the kernel)", sizeof(reactor::detail::PackedAddress)},
-        {"fd_ (int)", sizeof(int)},
-        {"state_, closing_kind_ (uint8 enums), 14 one-bit flags", 2 + 2},
+        {"fd_, restore_flags_ (int)", 2 * sizeof(int)},
+        {"state_, closing_kind_ (uint8 enums), 16 one-bit flags", 2 + 2},
     };
     std::size_t sum = 0;
     std::printf("## reactor::Connection, member by member\n\n| members | bytes |\n|---|---:|\n");
