@@ -122,6 +122,7 @@ Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::st
                                            std::source_location where) {
     check_no_read_pending();
     if (kind == ReadKind::until) rare().delimiter = std::move(delimiter);
+    if (in_) in_->scanned = 0;
     Future<std::string> f;
     read_ = PendingRead{.promise = ReadPromise::make(scheduler(), where, f),
                         .n = n,
@@ -133,6 +134,7 @@ Future<std::string> StreamCore::start_read(ReadKind kind, std::size_t n, std::st
 Future<std::optional<std::string>> StreamCore::start_framed_read(ReadKind kind, reactor::FrameFormat format,
                                                                  std::source_location where) {
     check_no_read_pending();
+    if (in_) in_->scanned = 0;
     Future<std::optional<std::string>> f;
     read_ = PendingRead{.promise = ReadPromise::make(scheduler(), where, f),
                         .n = kind == ReadKind::frame ? format.max_size : 0,

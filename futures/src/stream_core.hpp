@@ -186,8 +186,6 @@ private:
         // some, all: at most n (read_all: its limit); exactly: n; frame: the
         // largest payload (the format's max_size).
         std::size_t n = 0;
-        // until, line: bytes already searched (at most limit_).
-        std::size_t scanned = 0;
         ReadKind kind : 3 = ReadKind::some;
         reactor::LengthPrefix prefix : 1 = reactor::LengthPrefix::u32;  // frame
 
@@ -300,7 +298,13 @@ private:
     // frame): a read waiting on an empty buffer takes each chunk straight
     // from the connection (on_data), so a stream whose reader keeps up, an
     // idle one included, pays a pointer.
-    std::unique_ptr<reactor::ByteBuffer> in_;
+    // With the bytes, how far the pending read_until or read_line searched
+    // them already (at most limit_; each read starts it at 0): kept where
+    // the bytes are, so a stream whose reader keeps up pays nothing for it.
+    struct ReadBuffer : reactor::ByteBuffer {
+        std::size_t scanned = 0;
+    };
+    std::unique_ptr<ReadBuffer> in_;
     std::unique_ptr<Rare> rare_;
     // Potentially overlapping, so that the members after it take the tail
     // padding after its kind and prefix, not words of their own: every

@@ -33,7 +33,8 @@ void StreamCore::try_read() {
         std::string_view view = in.view();
         const std::string& delimiter = rare_->delimiter;  // made by start_read
         // Resume the search where the last one stopped, minus a partial delimiter.
-        std::size_t from = r.scanned >= delimiter.size() ? r.scanned - delimiter.size() + 1 : 0;
+        const std::size_t scanned = in_ ? in_->scanned : 0;
+        std::size_t from = scanned >= delimiter.size() ? scanned - delimiter.size() + 1 : 0;
         std::size_t pos = view.find(delimiter, from);
         if (pos != std::string_view::npos) {
             std::size_t end = pos + delimiter.size();
@@ -44,13 +45,13 @@ void StreamCore::try_read() {
         if (view.size() > limit_)
             return fail(LimitOverrunError("stream: the delimiter is not found, and the chunk exceeds the limit",
                                           view.size()));
-        r.scanned = view.size();  // at most limit_
+        if (in_) in_->scanned = view.size();  // at most limit_
         break;
     }
     case ReadKind::line: {
         // As until "\n", then the end (and a '\r' before it) left out.
         std::string_view view = in.view();
-        std::size_t end = view.find('\n', r.scanned);
+        std::size_t end = view.find('\n', in_ ? in_->scanned : 0);
         if (end != std::string_view::npos) {
             if (end + 1 > limit_)
                 return fail(LimitOverrunError("stream: the line end is found, but the line is longer than the limit",
@@ -61,7 +62,7 @@ void StreamCore::try_read() {
         if (view.size() > limit_)
             return fail(LimitOverrunError("stream: the line end is not found, and the line exceeds the limit",
                                           view.size()));
-        r.scanned = view.size();  // at most limit_
+        if (in_) in_->scanned = view.size();  // at most limit_
         break;
     }
     case ReadKind::all:
@@ -128,7 +129,7 @@ constinit const reactor::ByteBuffer no_bytes{};
 const reactor::ByteBuffer& StreamCore::in() const noexcept { return in_ ? *in_ : no_bytes; }
 
 reactor::ByteBuffer& StreamCore::in_to_append() {
-    if (!in_) in_ = std::make_unique<reactor::ByteBuffer>();
+    if (!in_) in_ = std::make_unique<ReadBuffer>();
     return *in_;
 }
 

@@ -219,7 +219,8 @@ private:
     struct Running {
         CallbackSlot& slot;
         Function f;
-        Running(CallbackSlot& s, Function fn) : slot(s), f(std::move(fn)) {}
+        // By reference: the callback moves once, from its slot to here.
+        Running(CallbackSlot& s, Function&& fn) : slot(s), f(std::move(fn)) {}
         Running(const Running&) = delete;
         Running& operator=(const Running&) = delete;
         ~Running() {

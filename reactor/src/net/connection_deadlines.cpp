@@ -103,7 +103,12 @@ void Connection::note_write_time() noexcept {
     detail::DeadlineQueues& queues = deadline_queues();
     queues.clocks(fd_).idle_start = scheduler().now();
     queues.touch<DeadlineKind::idle>(*timeouts_, fd_);
-    if (!out_) return;
+    if (out_) note_output_time(queues);
+}
+
+// Apart from note_write_time, whose common case (everything sent, no
+// output waiting) then needs fewer registers.
+void Connection::note_output_time(detail::DeadlineQueues& queues) noexcept {
     out_->write_start = scheduler().now();
     queues.touch<DeadlineKind::write>(*timeouts_, fd_);
 }

@@ -68,7 +68,15 @@ void Connection::on_readable() {
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
         note_read();
-        if (protocol_) protocol_->on_data(std::string_view(buf, static_cast<std::size_t>(n)));
+        const std::string_view data(buf, static_cast<std::size_t>(n));
+        // The callbacks' protocol is called as what it is (a final class: no
+        // virtual call), so a callback connection's read costs what its data
+        // callback did before the callbacks were a protocol.
+        if (protocol_ == callbacks_.get()) {
+            if (protocol_) callbacks_->on_data(data);
+        } else {
+            protocol_->on_data(data);
+        }
         return;
     }
     if (n == 0) return on_eof();

@@ -62,7 +62,9 @@ struct TimeoutGroup;
 enum class DeadlineKind : unsigned char;
 }  // namespace detail
 
-class REACTOR_API Connection final : public Transport, private FdOwner {
+// FdOwner first: the loop's calls (on_ready) and the deadline queues' casts
+// from FdOwner need no adjustment of `this`.
+class REACTOR_API Connection final : private FdOwner, public Transport {
     struct Passkey {};
 
 public:
@@ -299,6 +301,7 @@ private:
     }
     void note_read_time() noexcept;
     void note_write_time() noexcept;
+    [[gnu::noinline]] void note_output_time(detail::DeadlineQueues& queues) noexcept;
     void output_queued();  // the first bytes the kernel did not take: the write clock starts
     bool has_output() const noexcept { return out_ && !out_->empty(); }
     // Output the kernel has not taken yet, with the write deadline's clock
