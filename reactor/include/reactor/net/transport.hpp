@@ -49,8 +49,10 @@ public:
     virtual void on_pause_writing() {}
     virtual void on_resume_writing() {}
     // The output buffer became empty: everything written so far was handed
-    // on. Called only while wants_drained() is true (a transport asks it
-    // when the protocol is set), on a later iteration than the write.
+    // on, told on a later iteration than the write. Only to a protocol that
+    // wants it: a transport reads wants_drained() when the protocol is set
+    // (a drain costs a loop turn per write, so it does not ask per write),
+    // and the answer given then holds while the protocol is set.
     virtual bool wants_drained() const noexcept { return false; }
     virtual void on_drained() {}
     // Once, on a later iteration than the event that closed the transport:
