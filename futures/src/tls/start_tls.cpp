@@ -39,7 +39,11 @@ public:
             if (end->kind == reactor::EndKind::scheduler_closed || end->kind == reactor::EndKind::local) {
                 promise_.cancel();
             } else {
-                promise_.set_exception(StreamError(*end));
+                try {
+                    promise_.set_exception(StreamError(*end));
+                } catch (...) {  // no memory for the error (a destructor must not throw): cancelled instead
+                    promise_.cancel();
+                }
             }
         }
     }
