@@ -147,9 +147,12 @@ void Connection::feed(std::string_view fresh) {
 }
 
 void Connection::advance() {
-    if (!handshake_done_) {
+    if (!handshake_done()) {
+        // Ending before it finished: the engine is not run again (the
+        // transport, closing, reads nothing more anyway).
+        if (state() != State::handshaking) return;
         do_handshake();
-        if (!handshake_done_) return;
+        if (!handshake_done()) return;
     }
     read_plaintext();
 }
@@ -186,10 +189,15 @@ void Connection::do_handshake() {
     fail(EndKind::handshake_failed, openssl_error_text(), false);
 }
 
+// What was asked during the handshake waits, in a phase of its own, for the
+// pending plaintext and the handshake callback.
 void Connection::on_handshake_done() {
-    handshake_done_ = true;
+    switch (phase_) {
+    case Phase::handshaking_then_write_eof: set_phase(Phase::handshaken_then_write_eof); break;
+    case Phase::handshaking_then_close: set_phase(Phase::handshaken_then_close); break;
+    default: set_phase(Phase::open); break;
+    }
     timer_.cancel();
-    if (state_ == State::handshaking) set_state(State::open);
     deliver_high_water();
     if (!pending_plaintext_.empty()) {
         std::string plaintext = std::exchange(pending_plaintext_, {});
@@ -197,10 +205,10 @@ void Connection::on_handshake_done() {
     }
     update_transport_reading();
     on_handshake_.invoke(*this);
-    if (state_ != State::open) return;
-    if (close_wanted_) {
+    if (state() != State::open) return;
+    if (phase_ == Phase::handshaken_then_close) {
         do_close();
-    } else if (write_eof_wanted_ && !sent_close_notify_) {
+    } else if (phase_ == Phase::handshaken_then_write_eof) {
         do_write_eof();
     }
     check_low_water();
@@ -208,7 +216,9 @@ void Connection::on_handshake_done() {
 
 void Connection::read_plaintext() {
     char* buf = plaintext_scratch();
-    while (reading_wanted_ && !peer_closed_ && state_ == State::open) {
+    // Records are read with both directions open, or after our close_notify
+    // until the peer's (write_eof); not once the peer's arrived.
+    while (reading_wanted_ && (phase_ == Phase::open || phase_ == Phase::write_ended)) {
         std::size_t n = 0;
         ERR_clear_error();
         int r;
@@ -273,10 +283,10 @@ bool Connection::encrypt(std::string_view data) {
 // ---------------------------------------------------------------- writing
 
 bool Connection::write(std::string_view data) {
-    if (!is_open() || write_eof_wanted_ || close_wanted_) return false;
+    if (!writable()) return false;
     check_thread("tls::Connection::write");
     if (data.empty()) return true;
-    if (handshake_done_) return encrypt(data);
+    if (handshake_done()) return encrypt(data);
     pending_plaintext_.append(data);
     if (!above_high_ && buffered() > transport_->high_water()) {
         above_high_ = true;
@@ -313,7 +323,7 @@ void Connection::check_low_water() {
 
 // Reading the transport goes on during the handshake whatever the user asked.
 void Connection::update_transport_reading() {
-    if (!handshake_done_ || reading_wanted_) {
+    if (!handshake_done() || reading_wanted_) {
         transport_->resume_reading();
     } else {
         transport_->pause_reading();
@@ -328,7 +338,7 @@ void Connection::pause_reading() {
 
 void Connection::resume_reading() {
     check_thread("tls::Connection::resume_reading");
-    if (reading_wanted_ || state_ == State::closed) return;
+    if (reading_wanted_ || state() == State::closed) return;
     reading_wanted_ = true;
     update_transport_reading();
     schedule_read();
@@ -337,24 +347,24 @@ void Connection::resume_reading() {
 // Ciphertext the engine left unread while paused, a record it holds, or an
 // EOF not yet acted on: read on a later iteration (never from inside resume_reading).
 void Connection::schedule_read() {
-    if (read_scheduled_ || !handshake_done_) return;
+    if (read_scheduled_ || !handshake_done()) return;
     if (unread_input_.empty() && SSL_pending(ssl_) == 0 && !input_eof_) return;
     read_scheduled_ = true;
     transport_->scheduler().call_soon([weak = weak_from_this()] {
         auto self = weak.lock();
         if (!self) return;
         self->read_scheduled_ = false;
-        if (self->state_ == State::open && self->reading_wanted_) self->feed({});
+        if (self->state() == State::open && self->reading_wanted_) self->feed({});
     });
 }
 
 // The transport stays open for writing: the engine decides what its EOF means.
 bool Connection::on_eof() {
-    if (state_ == State::closed) return true;
+    if (state() == State::closed) return true;
     input_eof_ = true;
-    if (peer_closed_) {
+    if (at_eof()) {
         // TCP's end after close_notify. Done, unless the user still writes (EOF callback).
-        if (sent_close_notify_ || state_ != State::open) transport_->close();
+        if (phase_ != Phase::read_ended) transport_->close();
         return true;
     }
     // The engine decides: a handshake cut short, or a truncation (no

@@ -16,25 +16,25 @@
 
 namespace reactor::tls {
 
-void Connection::set_state(State to) {
-    if (!may_move(state_, to)) [[unlikely]]
+void Connection::set_phase(Phase to) {
+    if (!may_move(phase_, to)) [[unlikely]]
         throw std::logic_error(fmt::format("reactor::tls: a connection moved from {} to {}: a bug of reactor::tls",
-                                           to_string(state_), to_string(to)));
-    state_ = to;
+                                           to_string(phase_), to_string(to)));
+    phase_ = to;
 }
 
 void Connection::on_peer_close_notify() {
-    peer_closed_ = true;
-    if (sent_close_notify_) {  // both sides said goodbye
+    if (phase_ == Phase::write_ended) {  // both sides said goodbye
         ending_ = End(EndKind::eof);
-        set_state(State::shutting_down);
+        set_phase(Phase::shutting_down_read_ended);
         transport_->close();
         return;
     }
+    set_phase(Phase::read_ended);
     if (protocol_ && protocol_->on_eof()) return;  // it writes on, then write_eof() or close()
-    if (state_ != State::open) return;  // it closed already
+    if (phase_ != Phase::read_ended) return;  // it closed already
     ending_ = End(EndKind::eof);
-    set_state(State::shutting_down);
+    set_phase(Phase::shutting_down_read_ended);
     send_close_notify();
     transport_->close();
     if (transport_->state() == reactor::Connection::State::closing)
@@ -42,9 +42,10 @@ void Connection::on_peer_close_notify() {
 }
 
 
+// Once, after the handshake: the caller has moved to a phase that says it
+// was sent (write_ended, or shutting down), so what runs during the write
+// (the high-water callback) sees it sent.
 void Connection::send_close_notify() {
-    if (sent_close_notify_ || !handshake_done_) return;
-    sent_close_notify_ = true;
     ERR_clear_error();
     {
         InEngine engine(*this);
@@ -58,20 +59,25 @@ void Connection::send_close_notify() {
 }
 
 void Connection::write_eof() {
-    if (!is_open() || write_eof_wanted_ || close_wanted_) return;
+    if (!writable()) return;
     check_thread("tls::Connection::write_eof");
-    write_eof_wanted_ = true;
-    if (handshake_done_) do_write_eof();  // else once the handshake is done, after the pending plaintext
+    if (phase_ == Phase::handshaking) {
+        set_phase(Phase::handshaking_then_write_eof);  // done once the handshake is, after the pending plaintext
+        return;
+    }
+    do_write_eof();
 }
 
 void Connection::do_write_eof() {
-    send_close_notify();
-    if (peer_closed_) {  // the peer said goodbye first: we are done
+    if (phase_ == Phase::read_ended) {  // the peer said goodbye first: we are done
+        set_phase(Phase::shutting_down_read_ended);
+        send_close_notify();
         ending_ = End(EndKind::eof);
-        set_state(State::shutting_down);
         transport_->close();
         return;
     }
+    set_phase(Phase::write_ended);
+    send_close_notify();
     transport_->write_eof();  // TCP's FIN after close_notify, once flushed
     // Reading goes on until the peer's close_notify: bounded.
     arm_timer(options_.shutdown_timeout, EndKind::shutdown_timeout);
@@ -79,18 +85,20 @@ void Connection::do_write_eof() {
 
 void Connection::close() {
     check_thread("tls::Connection::close");
-    if (state_ == State::shutting_down || state_ == State::closed || close_wanted_) return;
-    if (!handshake_done_ && !pending_plaintext_.empty()) {
-        close_wanted_ = true;  // the plaintext goes out once the handshake is done, then close_notify
+    if (!is_open() || phase_ == Phase::handshaking_then_close || phase_ == Phase::handshaken_then_close) return;
+    if (state() == State::handshaking && !pending_plaintext_.empty()) {
+        set_phase(Phase::handshaking_then_close);  // the plaintext goes out once the handshake is done, then close_notify
         return;
     }
     do_close();
 }
 
 void Connection::do_close() {
-    set_state(State::shutting_down);
+    // Not during a handshake (there is no session to close), nor twice.
+    const bool send = handshake_done() && phase_ != Phase::write_ended;
+    set_phase(shutting_down_from(phase_));
     if (!ending_) ending_ = End(EndKind::local);
-    send_close_notify();  // not during a handshake: there is no session to close
+    if (send) send_close_notify();
     transport_->close();
     if (transport_->state() == reactor::Connection::State::closing) {
         arm_timer(options_.shutdown_timeout, EndKind::shutdown_timeout);  // bounds the flush
@@ -100,10 +108,10 @@ void Connection::do_close() {
 }
 
 void Connection::abort() {
-    if (state_ == State::closed) return;
+    if (state() == State::closed) return;
     check_thread("tls::Connection::abort");
     if (!ending_) ending_ = End(EndKind::local);
-    set_state(State::shutting_down);
+    set_phase(shutting_down_from(phase_));
     pending_plaintext_.clear();
     timer_.cancel();
     transport_->abort();
@@ -115,10 +123,10 @@ void Connection::abort() {
 // truncation): that is still our failure. An alert the engine made is
 // already with the transport: a graceful close flushes it.
 void Connection::fail(EndKind kind, std::string detail, bool abortive) {
-    if (state_ == State::closed) return;
+    if (state() == State::closed) return;
     const bool transport_open = transport_->state() != reactor::Connection::State::closed;
     if (!ending_ && (transport_open || transport_closed_by_engine_)) ending_ = End(kind, {}, std::move(detail));
-    set_state(State::shutting_down);
+    set_phase(shutting_down_from(phase_));
     pending_plaintext_.clear();
     if (abortive) {
         timer_.cancel();
@@ -140,8 +148,8 @@ void Connection::fail(EndKind kind, std::string detail, bool abortive) {
 // it. The handshake cannot go on: no longer in progress (max_handshakes).
 void Connection::handshake_transport_lost() {
     transport_closed_by_engine_ = false;  // what closed it was no alert of ours
-    if (state_ == State::closed) return;
-    set_state(State::shutting_down);
+    if (state() == State::closed) return;
+    set_phase(shutting_down_from(phase_));
     pending_plaintext_.clear();
     timer_.cancel();
 }
@@ -157,12 +165,12 @@ void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
     if (after <= std::chrono::milliseconds::zero()) return;
     timer_ = transport_->scheduler().call_later(after, [weak = weak_from_this(), kind] {
         auto self = weak.lock();
-        if (!self || self->state_ == State::closed) return;
-        if (kind == EndKind::handshake_timeout && self->handshake_done_) return;
+        if (!self || self->state() == State::closed) return;
+        if (kind == EndKind::handshake_timeout && self->handshake_done()) return;
         // A graceful end that could not finish becomes the timeout; a
         // failure keeps its own reason (the timeout only bounded its flush).
         if (!self->ending_ || self->ending_->clean() || kind == EndKind::handshake_timeout) self->ending_ = End(kind);
-        self->set_state(State::shutting_down);
+        self->set_phase(shutting_down_from(self->phase_));
         self->pending_plaintext_.clear();
         self->transport_->abort();
     });
@@ -177,11 +185,10 @@ void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
 // what it would have been had that write succeeded.
 void Connection::on_closed(const reactor::End& r) {
     const std::shared_ptr<Connection> keep = std::move(self_);  // released as we return
-    set_state(State::closed);
+    set_phase(closed_from(phase_));
     timer_.cancel();
     timer_ = Handle();  // never used again: we may outlive the Scheduler
-    const bool peer_gone_after_close_notify =
-        peer_closed_ && (r.kind == EndKind::reset || r.kind == EndKind::error);
+    const bool peer_gone_after_close_notify = at_eof() && (r.kind == EndKind::reset || r.kind == EndKind::error);
     End reason = r;
     if (ending_ && (r.clean() || !ending_->clean() || peer_gone_after_close_notify)) {
         reason = std::move(*ending_);
@@ -189,7 +196,7 @@ void Connection::on_closed(const reactor::End& r) {
         // The transport closed by itself: our write side was shut (write_eof)
         // and TCP's EOF came, or the peer left after its close_notify while
         // the EOF callback's writes went on.
-        reason = End(peer_closed_ ? EndKind::eof : EndKind::truncated);
+        reason = End(at_eof() ? EndKind::eof : EndKind::truncated);
     }
     ending_ = reason;  // end()
     unread_input_.clear();
@@ -200,7 +207,16 @@ void Connection::on_closed(const reactor::End& r) {
 // ours the same, and let ourselves go (no user callback runs).
 void Connection::on_abandoned() noexcept {
     const std::shared_ptr<Connection> keep = std::move(self_);
-    if (state_ != State::closed) set_state(State::closed);  // allowed from any state: cannot throw
+    // Allowed from every phase: cannot throw.
+    static_assert([] {
+        for (int p = 0; p <= static_cast<int>(Phase::closed_read_ended); ++p)
+            if (const auto from = static_cast<Phase>(p);
+                state_of(from) != State::closed &&
+                (!may_move(from, closed_from(from)) || !may_move(from, shutting_down_from(from))))
+                return false;
+        return true;
+    }());
+    if (state() != State::closed) set_phase(closed_from(phase_));
     ending_.reset();  // it did not end: end() stays null
     tell_end([](reactor::Protocol& told) { told.on_abandoned(); });
 }

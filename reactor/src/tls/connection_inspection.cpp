@@ -22,6 +22,25 @@ std::string_view to_string(Connection::State state) noexcept {
     return "unknown";
 }
 
+std::string_view to_string(Connection::Phase phase) noexcept {
+    switch (phase) {
+    case Connection::Phase::handshaking: return "handshaking";
+    case Connection::Phase::handshaking_then_write_eof: return "handshaking_then_write_eof";
+    case Connection::Phase::handshaking_then_close: return "handshaking_then_close";
+    case Connection::Phase::handshaken_then_write_eof: return "handshaken_then_write_eof";
+    case Connection::Phase::handshaken_then_close: return "handshaken_then_close";
+    case Connection::Phase::open: return "open";
+    case Connection::Phase::write_ended: return "write_ended";
+    case Connection::Phase::read_ended: return "read_ended";
+    case Connection::Phase::shutting_down_in_handshake: return "shutting_down_in_handshake";
+    case Connection::Phase::shutting_down: return "shutting_down";
+    case Connection::Phase::shutting_down_read_ended: return "shutting_down_read_ended";
+    case Connection::Phase::closed_in_handshake: return "closed_in_handshake";
+    case Connection::Phase::closed: return "closed";
+    case Connection::Phase::closed_read_ended: return "closed_read_ended";
+    }
+    return "unknown";
+}
 
 bool Connection::is_server() const noexcept { return SSL_is_server(ssl_) == 1; }
 

@@ -14,7 +14,7 @@ namespace reactor::tls {
 
 void Connection::set_protocol(reactor::Protocol* protocol) {
     check_thread("tls::Connection::set_protocol");
-    if (state_ != State::closed) protocol_ = protocol;  // closed: its end was told, nothing more is
+    if (state() != State::closed) protocol_ = protocol;  // closed: its end was told, nothing more is
 }
 
 void Connection::set_data_callback(DataFunction cb) {
@@ -46,7 +46,7 @@ void Connection::set_low_water_callback(EventFunction cb) {
 // decides what it means), its water marks and its drain (ours count the
 // plaintext waiting for the handshake too).
 void Connection::on_data(std::string_view ciphertext) {
-    if (state_ == State::closed || peer_closed_) return;  // nothing may follow close_notify
+    if (state() == State::closed || at_eof()) return;  // nothing may follow close_notify
     feed(ciphertext);
 }
 
@@ -57,7 +57,7 @@ void Connection::on_pause_writing() {
 
 void Connection::on_drained() {
     check_low_water();
-    if (handshake_done_ && state_ == State::open && pending_plaintext_.empty() && protocol_ &&
+    if (state() == State::open && pending_plaintext_.empty() && protocol_ &&
         protocol_->wants_drained())
         protocol_->on_drained();
 }

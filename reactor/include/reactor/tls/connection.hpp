@@ -30,7 +30,7 @@
 // calls back synchronously, except write(), which may run the high-water
 // callback before it returns (as the plain Connection).
 //
-// Life:
+// Life (State; Connection::Phase says where within it, docs/tls.md "States"):
 //   handshaking ──handshake done──> open ──close()/write_eof()──> shutting down ──> closed
 //        │ failure, timeout             │ peer close_notify, truncation, error        ^
 //        └──────────────────────────────┴──────────────────────────────────────────────┘
@@ -97,19 +97,83 @@ class REACTOR_API Connection final : public reactor::Transport,
     struct Passkey {};
 
 public:
+    // What users test: four coarse stages (the life drawn above).
     enum class State : std::uint8_t { handshaking, open, shutting_down, closed };
+    // Where a connection is in its life, finer than State: the one thing the
+    // class keeps about its stage (no flags beside it). Each Phase is within
+    // one State (state_of), so State stays what users test and Phase says
+    // the rest: whether the handshake finished, which direction has ended
+    // (our close_notify sent, the peer's arrived), and what was asked while
+    // the handshake ran. Public for diagnostics and for the check that
+    // docs/tls.md draws may_move's table; State is the stable contract.
+    enum class Phase : std::uint8_t {
+        // The handshake in progress (State::handshaking), and what was asked
+        // meanwhile, carried out once it is done, after the plaintext
+        // written before it:
+        handshaking,
+        handshaking_then_write_eof,  // write_eof() was called
+        handshaking_then_close,      // close() was called with plaintext pending
+        // The handshake done (State::open):
+        handshaken_then_write_eof,  // the pending plaintext and the handshake callback go first, then write_eof()
+        handshaken_then_close,      // the same, then close()
+        open,                       // both directions
+        write_ended,                // our close_notify sent (write_eof()): reading on until the peer's
+        read_ended,                 // the peer's close_notify arrived (at_eof()): writing on (the EOF callback)
+        // The transport closing or aborted (State::shutting_down), and
+        // closed (State::closed), each by how far the connection got:
+        shutting_down_in_handshake,  // the handshake never finished
+        shutting_down,
+        shutting_down_read_ended,    // after the peer's close_notify
+        closed_in_handshake,
+        closed,
+        closed_read_ended,
+    };
+    static constexpr State state_of(Phase phase) noexcept {
+        switch (phase) {
+        case Phase::handshaking:
+        case Phase::handshaking_then_write_eof:
+        case Phase::handshaking_then_close: return State::handshaking;
+        case Phase::handshaken_then_write_eof:
+        case Phase::handshaken_then_close:
+        case Phase::open:
+        case Phase::write_ended:
+        case Phase::read_ended: return State::open;
+        case Phase::shutting_down_in_handshake:
+        case Phase::shutting_down:
+        case Phase::shutting_down_read_ended: return State::shutting_down;
+        case Phase::closed_in_handshake:
+        case Phase::closed:
+        case Phase::closed_read_ended: return State::closed;
+        }
+        return State::closed;
+    }
     // The moves a connection makes, and no others (docs/tls.md, "States",
-    // draws them, and a test holds the drawing to this): handshaking -> open;
-    // handshaking or open -> shutting_down; any but closed -> closed (the
-    // transport closed). Staying put is no move. Any other is a bug of this
-    // class, refused with std::logic_error (asyncio's SSLProtocol._set_state).
-    static constexpr bool may_move(State from, State to) noexcept {
-        if (from == to) return from != State::closed;
+    // draws them, and a test holds the drawing to this). Staying put is no
+    // move. Any other is a bug of this class, refused with std::logic_error
+    // (asyncio's SSLProtocol._set_state).
+    static constexpr bool may_move(Phase from, Phase to) noexcept {
+        using enum Phase;
+        if (from == to) return state_of(from) != State::closed;
         switch (from) {
-        case State::handshaking: return true;
-        case State::open: return to != State::handshaking;
-        case State::shutting_down: return to == State::closed;
-        case State::closed: return false;
+        case handshaking:
+            return to == handshaking_then_write_eof || to == handshaking_then_close || to == open ||
+                   to == shutting_down_in_handshake || to == closed_in_handshake;
+        case handshaking_then_write_eof:
+            return to == handshaking_then_close || to == handshaken_then_write_eof ||
+                   to == shutting_down_in_handshake || to == closed_in_handshake;
+        case handshaking_then_close:
+            return to == handshaken_then_close || to == shutting_down_in_handshake || to == closed_in_handshake;
+        case handshaken_then_write_eof: return to == write_ended || to == shutting_down || to == closed;
+        case handshaken_then_close: return to == shutting_down || to == closed;
+        case open: return to == write_ended || to == read_ended || to == shutting_down || to == closed;
+        case write_ended: return to == shutting_down_read_ended || to == shutting_down || to == closed;
+        case read_ended: return to == shutting_down_read_ended || to == closed_read_ended;
+        case shutting_down_in_handshake: return to == closed_in_handshake;
+        case shutting_down: return to == closed;
+        case shutting_down_read_ended: return to == closed_read_ended;
+        case closed_in_handshake:
+        case closed:
+        case closed_read_ended: return false;
         }
         return false;
     }
@@ -190,7 +254,10 @@ public:
     // ---- reading ----
     void pause_reading() override;
     void resume_reading() override;  // data already decrypted is delivered on a later iteration
-    bool at_eof() const noexcept override { return peer_closed_; }  // the peer's close_notify arrived
+    bool at_eof() const noexcept override {  // the peer's close_notify arrived
+        return phase_ == Phase::read_ended || phase_ == Phase::shutting_down_read_ended ||
+               phase_ == Phase::closed_read_ended;
+    }
 
     // ---- ending ----
     // Sends close_notify (after the pending plaintext), then shuts down the
@@ -204,11 +271,15 @@ public:
     void abort() override;
 
     // ---- inspection ----
-    State state() const noexcept { return state_; }
-    bool is_open() const noexcept override { return state_ == State::handshaking || state_ == State::open; }
+    State state() const noexcept { return state_of(phase_); }
+    Phase phase() const noexcept { return phase_; }
+    bool is_open() const noexcept override { return state() == State::handshaking || state() == State::open; }
     // How it ended, once closed (what the close callback was told); null before.
-    const End* end() const noexcept { return state_ == State::closed && ending_ ? &*ending_ : nullptr; }
-    bool handshake_done() const noexcept { return handshake_done_; }
+    const End* end() const noexcept { return state() == State::closed && ending_ ? &*ending_ : nullptr; }
+    bool handshake_done() const noexcept {
+        return state() != State::handshaking && phase_ != Phase::shutting_down_in_handshake &&
+               phase_ != Phase::closed_in_handshake;
+    }
     bool is_server() const noexcept;
     // The negotiated ALPN protocol ("h2", "http/1.1"), empty if none.
     std::string alpn_protocol() const;
@@ -239,7 +310,7 @@ private:
     // Debug mode's owner-thread check (see the header comment); a closed
     // connection is not checked: its members do nothing, its loop may be gone.
     void check_thread(const char* member) const {
-        if (state_ != State::closed)
+        if (state() != State::closed)
             transport_->scheduler().check_owner_thread(member, nullptr, &transport_->made_at(), "TLS connection");
     }
     static std::shared_ptr<Connection> start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
@@ -268,7 +339,31 @@ private:
     void fail(EndKind kind, std::string detail, bool abortive);
     void handshake_transport_lost();  // a flight's write failed, the engine fine: the transport's end is the end
     void arm_timer(std::chrono::milliseconds after, EndKind kind);
-    void set_state(State to);  // checked: may_move
+    void set_phase(Phase to);  // checked: may_move
+    // Where close(), abort(), a failure or a timeout moves it, and where the
+    // transport's close does: the shutting_down or closed phase that keeps
+    // how far it got.
+    static constexpr Phase shutting_down_from(Phase from) noexcept {
+        switch (state_of(from)) {
+        case State::handshaking: return Phase::shutting_down_in_handshake;
+        case State::open: return from == Phase::read_ended ? Phase::shutting_down_read_ended : Phase::shutting_down;
+        case State::shutting_down:
+        case State::closed: return from;
+        }
+        return from;
+    }
+    static constexpr Phase closed_from(Phase from) noexcept {
+        switch (shutting_down_from(from)) {
+        case Phase::shutting_down_in_handshake: return Phase::closed_in_handshake;
+        case Phase::shutting_down_read_ended: return Phase::closed_read_ended;
+        case Phase::shutting_down: return Phase::closed;
+        default: return from;  // closed already
+        }
+    }
+    // write() and write_eof() are taken: not ending, nor asked to end.
+    bool writable() const noexcept {
+        return phase_ == Phase::handshaking || phase_ == Phase::open || phase_ == Phase::read_ended;
+    }
     void check_low_water();
     void update_transport_reading();
     void schedule_read();
@@ -290,9 +385,19 @@ private:
     void feed(std::string_view fresh);
     std::string_view input_;    // ciphertext the engine may read now
     std::string unread_input_;  // ciphertext left unread when the engine stopped (reading paused)
-    bool input_eof_ = false;    // the transport read EOF: the engine sees it after `input_`
-    bool transport_closed_by_engine_ = false;  // an engine write failed and closed it (see fail())
+    // The transport read EOF: the engine sees it after `input_`. Not a
+    // phase: it is the end of the engine's input, as `input_` is its input;
+    // what it means (the peer's close_notify came first, or a truncation)
+    // the engine decides when it reads it, which waits while reading is
+    // paused, and the phase moves then.
+    bool input_eof_ = false;
+    // An engine write failed and closed the transport (see fail()). Not a
+    // phase: it says, during one engine call, who closed the transport (our
+    // alert, or the transport's own failure), for the close reason fail() sets.
+    bool transport_closed_by_engine_ = false;
     int in_engine_ = 0;         // inside an OpenSSL call: user callbacks wait (see deliver_high_water)
+    // The transport crossed its high mark while the engine ran: told once
+    // it is out. I/O bookkeeping, as above_high_, in any phase.
     bool high_water_deferred_ = false;
     void deliver_high_water();
     Options options_;
@@ -308,19 +413,20 @@ private:
     reactor::Protocol* protocol_ = nullptr;  // see set_protocol
     std::unique_ptr<Callbacks> callbacks_;    // once a callback was set; kept until we go
     CallbackSlot<void(Connection&)> on_handshake_;
-    State state_ = State::handshaking;
-    bool handshake_done_ = false;
-    bool reading_wanted_ = true;    // not paused by the user
+    Phase phase_ = Phase::handshaking;  // moved only by set_phase
+    // Not phases: I/O bookkeeping that holds the same in any phase, as the
+    // plain connection's. The user paused reading (pause_reading: asked in
+    // any phase, kept for when reading happens); a read is scheduled
+    // (schedule_read: one at a time); above the high-water mark (flow
+    // control of what is buffered, which rises and falls in any phase).
+    bool reading_wanted_ = true;
     bool read_scheduled_ = false;
-    bool peer_closed_ = false;      // the peer's close_notify arrived
-    bool sent_close_notify_ = false;
-    bool write_eof_wanted_ = false; // write_eof() called (maybe before the handshake)
-    bool close_wanted_ = false;     // close() called before the handshake finished
     bool above_high_ = false;
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
 
 REACTOR_API std::string_view to_string(Connection::State state) noexcept;
+REACTOR_API std::string_view to_string(Connection::Phase phase) noexcept;
 
 }  // namespace reactor::tls
