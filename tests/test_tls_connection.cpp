@@ -995,6 +995,66 @@ BOOST_AUTO_TEST_CASE(in_debug_mode_a_tls_connection_touched_from_another_thread_
     CHECK_EMPTY(sched);
 }
 
+// write_eof() or close() asked during the handshake: writes are refused
+// from then on; once the handshake is done, the plaintext written before it
+// goes, then the handshake callback runs, then our close_notify. After
+// write_eof() the echo is read until the peer's close_notify answers ours;
+// close() reads nothing more. The closed phase still says where the
+// connection got (the handshake done; whether the peer's close_notify came).
+BOOST_AUTO_TEST_CASE(an_end_asked_during_the_handshake_moves_through_its_phases) {
+    using Phase = tls::Connection::Phase;
+    using State = tls::Connection::State;
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::TlsEchoServer server(sched, reactor_test::server_context());
+    for (const bool write_eof : {true, false}) {
+        BOOST_TEST_CONTEXT((write_eof ? "write_eof()" : "close()")) {
+            std::optional<Phase> in_handshake_callback, at_echo;
+            bool late_write_taken = true;
+            Client client(sched, server.address(), reactor_test::client_context(), "localhost", [&](Client& c) {
+                in_handshake_callback = c.conn->phase();
+                late_write_taken = c.conn->write("late");
+            });
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.conn != nullptr; }));
+            tls::Connection& conn = *client.conn;
+            BOOST_REQUIRE((conn.phase() == Phase::handshaking));  // its ClientHello is out, no answer read yet
+            conn.set_data_callback([&](tls::Connection& c, std::string_view d) {
+                client.received += d;
+                at_echo = c.phase();
+            });
+            BOOST_TEST(conn.write("hello"));
+            if (write_eof) {
+                conn.write_eof();
+                BOOST_TEST((conn.phase() == Phase::handshaking_then_write_eof));
+            } else {
+                conn.close();
+                BOOST_TEST((conn.phase() == Phase::handshaking_then_close));
+            }
+            BOOST_TEST((conn.state() == State::handshaking));
+            BOOST_TEST(!conn.write("refused"));
+            BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.closed(); }));
+            BOOST_TEST((in_handshake_callback ==
+                        (write_eof ? Phase::handshaken_then_write_eof : Phase::handshaken_then_close)));
+            BOOST_TEST(!late_write_taken);
+            BOOST_TEST(conn.handshake_done());
+            if (write_eof) {
+                BOOST_TEST((at_echo == Phase::write_ended));
+                BOOST_TEST(client.received == "hello");
+                BOOST_TEST(client.reason->to_string() == "eof");
+                BOOST_TEST((conn.phase() == Phase::closed_read_ended));
+                BOOST_TEST(conn.at_eof());
+            } else {
+                BOOST_TEST(!at_echo.has_value());
+                BOOST_TEST(client.reason->to_string() == "local");
+                BOOST_TEST((conn.phase() == Phase::closed));
+                BOOST_TEST(!conn.at_eof());
+            }
+        }
+    }
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server.closes.size() == 2u; }));
+    BOOST_TEST(server.closes[0].to_string() == "eof");  // its answer was ours to read
+    finish(sched, *server.listener);
+}
+
 // docs/tls.md's "States" tables are the ones tls::Connection checks: every
 // phase is listed with the State it is within (state_of), every edge drawn
 // is allowed by may_move and every allowed move is drawn; nothing moves out
