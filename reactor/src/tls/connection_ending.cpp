@@ -15,6 +15,44 @@
 #include "engine_bio.hpp"
 
 namespace reactor::tls {
+namespace {
+
+using Phase = Connection::Phase;
+using State = Connection::State;
+
+// Where close(), abort(), a failure or a timeout moves a connection, and
+// where the transport's close does: the shutting_down or closed phase that
+// keeps how far it got.
+constexpr Phase shutting_down_from(Phase from) noexcept {
+    switch (Connection::state_of(from)) {
+    case State::handshaking: return Phase::shutting_down_in_handshake;
+    case State::open: return from == Phase::read_ended ? Phase::shutting_down_read_ended : Phase::shutting_down;
+    case State::shutting_down:
+    case State::closed: return from;
+    }
+    return from;
+}
+
+constexpr Phase closed_from(Phase from) noexcept {
+    switch (shutting_down_from(from)) {
+    case Phase::shutting_down_in_handshake: return Phase::closed_in_handshake;
+    case Phase::shutting_down_read_ended: return Phase::closed_read_ended;
+    case Phase::shutting_down: return Phase::closed;
+    default: return from;  // closed already
+    }
+}
+
+// Every phase may move to its own: ending cannot be refused (on_abandoned is noexcept).
+static_assert([] {
+    for (int p = 0; p <= static_cast<int>(Phase::closed_read_ended); ++p)
+        if (const auto from = static_cast<Phase>(p);
+            Connection::state_of(from) != State::closed &&
+            (!Connection::may_move(from, closed_from(from)) || !Connection::may_move(from, shutting_down_from(from))))
+            return false;
+    return true;
+}());
+
+}  // namespace
 
 void Connection::set_phase(Phase to) {
     if (!may_move(phase_, to)) [[unlikely]]
@@ -207,16 +245,7 @@ void Connection::on_closed(const reactor::End& r) {
 // ours the same, and let ourselves go (no user callback runs).
 void Connection::on_abandoned() noexcept {
     const std::shared_ptr<Connection> keep = std::move(self_);
-    // Allowed from every phase: cannot throw.
-    static_assert([] {
-        for (int p = 0; p <= static_cast<int>(Phase::closed_read_ended); ++p)
-            if (const auto from = static_cast<Phase>(p);
-                state_of(from) != State::closed &&
-                (!may_move(from, closed_from(from)) || !may_move(from, shutting_down_from(from))))
-                return false;
-        return true;
-    }());
-    if (state() != State::closed) set_phase(closed_from(phase_));
+    if (state() != State::closed) set_phase(closed_from(phase_));  // allowed from every phase: cannot throw
     ending_.reset();  // it did not end: end() stays null
     tell_end([](reactor::Protocol& told) { told.on_abandoned(); });
 }

@@ -99,13 +99,11 @@ class REACTOR_API Connection final : public reactor::Transport,
 public:
     // What users test: four coarse stages (the life drawn above).
     enum class State : std::uint8_t { handshaking, open, shutting_down, closed };
-    // Where a connection is in its life, finer than State: the one thing the
-    // class keeps about its stage (no flags beside it). Each Phase is within
-    // one State (state_of), so State stays what users test and Phase says
-    // the rest: whether the handshake finished, which direction has ended
-    // (our close_notify sent, the peer's arrived), and what was asked while
-    // the handshake ran. Public for diagnostics and for the check that
-    // docs/tls.md draws may_move's table; State is the stable contract.
+    // Where a connection is in its life: the one thing the class keeps about
+    // its stage. Finer than State (each Phase is within one: state_of), it
+    // says whether the handshake finished, which direction has ended, and
+    // what was asked while the handshake ran. Public for diagnostics and for
+    // the check of docs/tls.md against may_move; State is the stable contract.
     enum class Phase : std::uint8_t {
         // The handshake in progress (State::handshaking), and what was asked
         // meanwhile, carried out once it is done, after the plaintext
@@ -128,24 +126,12 @@ public:
         closed,
         closed_read_ended,
     };
+    // The enumerators go in the order of life, grouped by State.
     static constexpr State state_of(Phase phase) noexcept {
-        switch (phase) {
-        case Phase::handshaking:
-        case Phase::handshaking_then_write_eof:
-        case Phase::handshaking_then_close: return State::handshaking;
-        case Phase::handshaken_then_write_eof:
-        case Phase::handshaken_then_close:
-        case Phase::open:
-        case Phase::write_ended:
-        case Phase::read_ended: return State::open;
-        case Phase::shutting_down_in_handshake:
-        case Phase::shutting_down:
-        case Phase::shutting_down_read_ended: return State::shutting_down;
-        case Phase::closed_in_handshake:
-        case Phase::closed:
-        case Phase::closed_read_ended: return State::closed;
-        }
-        return State::closed;
+        return phase < Phase::handshaken_then_write_eof    ? State::handshaking
+               : phase < Phase::shutting_down_in_handshake ? State::open
+               : phase < Phase::closed_in_handshake        ? State::shutting_down
+                                                           : State::closed;
     }
     // The moves a connection makes, and no others (docs/tls.md, "States",
     // draws them, and a test holds the drawing to this). Staying put is no
@@ -171,11 +157,8 @@ public:
         case shutting_down_in_handshake: return to == closed_in_handshake;
         case shutting_down: return to == closed;
         case shutting_down_read_ended: return to == closed_read_ended;
-        case closed_in_handshake:
-        case closed:
-        case closed_read_ended: return false;
+        default: return false;  // closed: the close callback ran
         }
-        return false;
     }
 
     using DataCallback = std::function<void(Connection&, std::string_view plaintext)>;
@@ -340,26 +323,6 @@ private:
     void handshake_transport_lost();  // a flight's write failed, the engine fine: the transport's end is the end
     void arm_timer(std::chrono::milliseconds after, EndKind kind);
     void set_phase(Phase to);  // checked: may_move
-    // Where close(), abort(), a failure or a timeout moves it, and where the
-    // transport's close does: the shutting_down or closed phase that keeps
-    // how far it got.
-    static constexpr Phase shutting_down_from(Phase from) noexcept {
-        switch (state_of(from)) {
-        case State::handshaking: return Phase::shutting_down_in_handshake;
-        case State::open: return from == Phase::read_ended ? Phase::shutting_down_read_ended : Phase::shutting_down;
-        case State::shutting_down:
-        case State::closed: return from;
-        }
-        return from;
-    }
-    static constexpr Phase closed_from(Phase from) noexcept {
-        switch (shutting_down_from(from)) {
-        case Phase::shutting_down_in_handshake: return Phase::closed_in_handshake;
-        case Phase::shutting_down_read_ended: return Phase::closed_read_ended;
-        case Phase::shutting_down: return Phase::closed;
-        default: return from;  // closed already
-        }
-    }
     // write() and write_eof() are taken: not ending, nor asked to end.
     bool writable() const noexcept {
         return phase_ == Phase::handshaking || phase_ == Phase::open || phase_ == Phase::read_ended;
