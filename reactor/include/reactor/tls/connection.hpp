@@ -103,7 +103,9 @@ public:
     // its stage. Finer than State (each Phase is within one: state_of), it
     // says whether the handshake finished, which direction has ended, and
     // what was asked while the handshake ran. Public for diagnostics and for
-    // the check of docs/tls.md against may_move; State is the stable contract.
+    // the check of docs/tls.md against may_move. State is the stable contract
+    // and keeps its four values: code that asks state() == State::open means
+    // "the handshake done, not shutting down", true of five phases.
     enum class Phase : std::uint8_t {
         // The handshake in progress (State::handshaking), and what was asked
         // meanwhile, carried out once it is done, after the plaintext
