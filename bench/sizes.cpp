@@ -697,8 +697,8 @@ void print_connection_fields() {
         {"set_ (ConnectionSet*)", sizeof(void*)},
         {"out_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any), protocol_ (Protocol*), callbacks_ (unique_ptr<CallbackProtocol>: made when a callback is first set)", 4 * sizeof(void*)},
         {"peer_ (PackedAddress; the local address is asked of the kernel)", sizeof(reactor::detail::PackedAddress)},
-        {"fd_, restore_flags_ (int)", 2 * sizeof(int)},
-        {"state_, closing_kind_ (uint8 enums), 16 one-bit flags", 2 + 2},
+        {"fd_ (int)", sizeof(int)},
+        {"state_, closing_kind_ (uint8 enums), 17 one-bit flags", 2 + 3},
     };
     std::size_t sum = 0;
     std::printf("## reactor::Connection, member by member\n\n| members | bytes |\n|---|---:|\n");

@@ -739,8 +739,8 @@ BOOST_AUTO_TEST_CASE(destroying_the_scheduler_ends_its_open_connections) {
     reactor_test::SocketPair open_pair;
     reactor_test::SocketPair closing_pair;
     int close_callbacks = 0;
-    std::weak_ptr<Connection> open_watch;
-    std::weak_ptr<Connection> closing_watch;
+    ConnectionPtr open_kept;  // kept past the loop, to count who else holds them
+    ConnectionPtr closing_kept;
     auto capture = std::make_shared<int>(0);  // held by a callback: released with it
     std::weak_ptr<int> capture_watch = capture;
     {
@@ -759,11 +759,15 @@ BOOST_AUTO_TEST_CASE(destroying_the_scheduler_ends_its_open_connections) {
         BOOST_TEST(closing->write(std::string(1 << 20, 'x')));
         closing->close();
         BOOST_TEST((closing->state() == Connection::State::closing));
-        open_watch = open;
-        closing_watch = closing;
-    }  // the connections are referenced only by themselves here
-    BOOST_TEST(open_watch.expired());  // freed, not leaked
-    BOOST_TEST(closing_watch.expired());
+        open_kept = open;
+        closing_kept = closing;
+    }  // here the connections let go of themselves and their callbacks
+    BOOST_TEST(open_kept.use_count() == 1u);  // ours alone: freed with it, not leaked
+    BOOST_TEST(closing_kept.use_count() == 1u);
+    BOOST_TEST(!open_kept->is_open());
+    BOOST_TEST(!closing_kept->is_open());
+    open_kept.reset();  // AddressSanitizer: nothing here may touch the loop
+    closing_kept.reset();
     BOOST_TEST(capture_watch.expired());  // their callbacks destroyed...
     BOOST_TEST(close_callbacks == 0);     // ...without running: what they refer to may be gone
     char c;
@@ -776,7 +780,7 @@ BOOST_AUTO_TEST_CASE(destroying_the_scheduler_ends_its_open_connections) {
 // and holds the connection in turn: not dropped, the pair would leak.
 BOOST_AUTO_TEST_CASE(a_close_callback_still_queued_when_the_scheduler_goes_is_dropped_not_leaked) {
     reactor_test::SocketPair pair;
-    std::weak_ptr<Connection> watch;
+    ConnectionPtr kept;  // kept past the loop, to count who else holds it
     int close_callbacks = 0;
     {
         reactor::Scheduler sched(on(reactor_test::backend_under_test()));
@@ -785,45 +789,43 @@ BOOST_AUTO_TEST_CASE(a_close_callback_still_queued_when_the_scheduler_goes_is_dr
         c->set_close_callback([c, &close_callbacks](Connection&, const reactor::CloseReason&) { ++close_callbacks; });
         c->abort();  // queues the close callback; the loop never runs it
         BOOST_TEST((c->state() == Connection::State::closed));
-        watch = c;
+        kept = c;
     }
-    BOOST_TEST(watch.expired());  // the cycle through the callback's capture is broken
+    BOOST_TEST(kept.use_count() == 1u);  // the cycle through the callback's capture is broken: ours alone
+    kept.reset();
     BOOST_TEST(close_callbacks == 0);
 }
 
-// shared_from_this() works whenever someone owns the connection, as
-// std::enable_shared_from_this's: while open (it owns itself), inside its
-// close callback, and after it while the user keeps it. Connection keeps one
-// 16-byte reference to itself for it (strong while open, weak after).
+// shared_from_this() is a handle whenever the connection lives, as
+// std::enable_shared_from_this's: while open (it holds itself), inside its
+// close callback (its close call holds it), and after it while the user
+// keeps it. An open connection holds one count of itself, given up after its
+// close callback (reactor/ref.hpp).
 BOOST_AUTO_TEST_CASE(shared_from_this_works_while_anyone_owns_the_connection) {
     const reactor::Backend backend = reactor_test::backend_under_test();
     reactor::Scheduler sched(on(backend));
     reactor_test::SocketPair pair;
-    std::weak_ptr<Connection> weak;
     bool closed = false;
+    Connection* raw = nullptr;
     {
-        Connection* raw = nullptr;
-        {
-            ConnectionPtr c = Connection::adopt(sched, ::dup(pair.a.get()));
-            raw = c.get();
-            weak = c->weak_from_this();
-        }
-        BOOST_TEST(raw->shared_from_this().get() == raw);  // owned by itself alone
-        raw->set_close_callback([&](Connection& c, const CloseReason&) {
-            closed = true;
-            BOOST_TEST(c.shared_from_this().get() == &c);  // owned by its close call
-        });
-        raw->close();
-        sched.run();
+        ConnectionPtr c = Connection::adopt(sched, ::dup(pair.a.get()));
+        raw = c.get();
+        BOOST_TEST(c.use_count() == 2u);  // ours and its own
     }
+    BOOST_TEST(raw->shared_from_this().get() == raw);  // held by itself alone
+    BOOST_TEST(raw->shared_from_this().use_count() == 2u);
+    raw->set_close_callback([&](Connection& c, const CloseReason&) {
+        closed = true;
+        BOOST_TEST(c.shared_from_this().get() == &c);  // held by its close call
+    });
+    raw->close();
+    sched.run();  // nobody kept it: freed after its close callback (AddressSanitizer would see it used after)
     BOOST_TEST(closed);
-    BOOST_TEST(weak.expired());  // nobody kept it: released after its close callback
 
     ConnectionPtr kept = Connection::adopt(sched, ::dup(pair.b.get()));
     kept->close();
     sched.run();
     BOOST_TEST(kept->state() == Connection::State::closed);
     BOOST_TEST(kept->shared_from_this() == kept);  // closed, kept by us
-    BOOST_TEST(kept->weak_from_this().lock() == kept);
-    BOOST_TEST(kept.use_count() == 1);  // ours only: what it keeps of itself is weak now
+    BOOST_TEST(kept.use_count() == 1u);  // ours only: it gave up its own count
 }

@@ -540,9 +540,12 @@ struct LineServerState {
 // could run. Its close callback checks that the connection still names the
 // peer it was accepted from.
 void serve_lines(LineServerState& server, const ConnectionPtr& c) {
-    server.sessions.push_back(std::weak_ptr<Connection>(c));
+    // Freed with the line callback, which holds the connection: the token
+    // says the connection's end let go of it.
+    auto token = std::make_shared<int>(0);
+    server.sessions.push_back(token);
     const std::string peer = c->peer_address().to_string();
-    reactor::LineReader::attach(c, [&server, c](Connection&, std::string_view line) {
+    reactor::LineReader::attach(c, [&server, c, token](Connection&, std::string_view line) {
         if (line != "quit") {
             c->write(fmt::format("{}\n", line));
             return;

@@ -28,9 +28,9 @@
 //   that never say hello (the squatted port must keep at most
 //   max_handshakes of them). Then every host crashes, the server's
 //   handshakes still in progress: no TLS connection may outlive its loop
-//   (each is watched through a weak_ptr: a close callback dropped unrun
-//   with its loop must not leave a TLS connection and its transport
-//   holding each other).
+//   (each is kept by a handle of the test, which must then be the only one
+//   left: a close callback dropped unrun with its loop must not leave a TLS
+//   connection and its transport holding each other).
 //
 // Virtual time only: a seed's run depends on the seed alone.
 #include <boost/test/unit_test.hpp>
@@ -405,10 +405,10 @@ constexpr std::uint16_t kSquattedPort = 445;  // max_handshakes, plain clients t
 constexpr std::size_t kMaxHandshakes = 3;
 constexpr std::chrono::seconds kShutdownTimeout{30};
 
-// A server's side of one accepted TLS connection, watched without keeping it.
+// A server's side of one accepted TLS connection (kept, to count who else holds it).
 struct ServerSide {
     std::uint16_t port = 0;
-    std::weak_ptr<tls::Connection> conn;
+    tls::ConnectionPtr conn;
     std::string received;
     std::optional<reactor::End> end;
     bool peer_closed = false;  // the client's close_notify had arrived when it closed
@@ -439,7 +439,7 @@ struct TlsClient {
     std::string message, echoed;
     tls::ConnectionPtr conn;
     std::vector<ConnectionPtr> plain;  // squat
-    std::weak_ptr<tls::Connection> watch;
+    tls::ConnectionPtr watch;  // kept, to count who else holds it
     Duration ended_at{-1};
     Duration eof_at{-1};  // deaf: when write_eof() went
     std::optional<reactor::End> end;
@@ -631,7 +631,7 @@ void tls_world(sim::World& world) {
     for (const auto& side : sides) {
         if (!failure.empty()) break;
         if (side->port == kSquattedPort) {
-            if (auto c = side->conn.lock(); c && c->state() == tls::Connection::State::handshaking) ++squatting;
+            if (side->conn->state() == tls::Connection::State::handshaking) ++squatting;
             continue;
         }
         if (!side->end) continue;
@@ -650,8 +650,8 @@ void tls_world(sim::World& world) {
     // Every loop is gone: so is every TLS connection.
     if (failure.empty()) {
         std::size_t alive = 0;
-        for (const auto& side : sides) alive += !side->conn.expired();
-        for (const auto& c : clients) alive += !c->watch.expired();
+        for (const auto& side : sides) alive += side->conn.use_count() > 1;
+        for (const auto& c : clients) alive += c->watch && c->watch.use_count() > (c->conn ? 2u : 1u);
         if (alive > 0) failure = fmt::format("{} TLS connection(s) outlived their crashed loops", alive);
     }
     if (!failure.empty()) throw std::runtime_error(failure);

@@ -899,7 +899,7 @@ private:
 BOOST_AUTO_TEST_CASE(a_transports_end_reaches_the_read_whole) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     reactor_test::SocketPair pair;
-    auto owned = std::make_shared<EndingTransport>(reactor::Connection::adopt(sched, ::dup(pair.a.get())));
+    auto owned = reactor::make_ref<EndingTransport>(reactor::Connection::adopt(sched, ::dup(pair.a.get())));
     EndingTransport& transport = *owned;
     Stream stream = Stream::from(std::move(owned));
     auto read = stream.read();

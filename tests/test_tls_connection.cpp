@@ -718,7 +718,7 @@ BOOST_AUTO_TEST_CASE(the_end_of_the_loop_ends_open_tls_connections) {
 }
 
 BOOST_AUTO_TEST_CASE(destroying_the_scheduler_with_tls_connections_open_frees_them_without_callbacks) {
-    std::weak_ptr<tls::Connection> client_watch, server_watch;
+    tls::ConnectionPtr client_kept, server_kept;  // kept past the loop, to count who else holds them
     bool any_close_callback = false;
     {
         reactor::Scheduler sched(on(reactor_test::backend_under_test()));
@@ -727,16 +727,21 @@ BOOST_AUTO_TEST_CASE(destroying_the_scheduler_with_tls_connections_open_frees_th
                       [](Client& c) { c.conn->write("ping"); });
         BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return client.received == "ping"; }));
         client.conn->set_close_callback([&](tls::Connection&, const reactor::End&) { any_close_callback = true; });
-        client_watch = client.conn;
-        server_watch = server.handshaken.at(0);
+        client_kept = client.conn;
+        server_kept = server.handshaken.at(0);
         client.conn.reset();
         server.handshaken.clear();
         server.listener.reset();
         // The Scheduler goes without close(): ASan checks nothing is touched after it.
     }
     BOOST_TEST(!any_close_callback);
-    BOOST_TEST(client_watch.expired());  // freed with the loop, not leaked
-    BOOST_TEST(server_watch.expired());
+    BOOST_TEST(client_kept.use_count() == 1u);  // ours alone: freed with it, not leaked
+    BOOST_TEST(server_kept.use_count() == 1u);
+    // Each plain connection is held by its TLS connection alone (and the handle made here).
+    BOOST_TEST(client_kept->socket().shared_from_this().use_count() == 2u);
+    BOOST_TEST(server_kept->socket().shared_from_this().use_count() == 2u);
+    client_kept.reset();  // AddressSanitizer: nothing here may touch the loop
+    server_kept.reset();
 }
 
 BOOST_AUTO_TEST_CASE(drain_after_the_handshake_and_no_writes_once_closing) {

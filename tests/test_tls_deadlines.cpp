@@ -249,11 +249,10 @@ BOOST_AUTO_TEST_CASE(beyond_max_handshakes_the_oldest_is_ended_and_a_real_client
     options.max_handshakes = kMax;
     BOOST_TEST(tls::Options{}.max_handshakes == 0u);  // no limit unless asked
     std::size_t most_in_handshake = 0;
-    std::vector<std::weak_ptr<tls::Connection>> all;
+    std::vector<tls::ConnectionPtr> all;
     auto in_handshake = [&] {
         std::size_t n = 0;
-        for (const auto& w : all)
-            if (auto c = w.lock(); c && c->state() == tls::Connection::State::handshaking) ++n;
+        for (const auto& c : all) n += c->state() == tls::Connection::State::handshaking;
         return n;
     };
     auto listener = tls::listen(

@@ -31,14 +31,14 @@ using namespace std::chrono_literals;
 namespace {
 
 // [snippet:user_protocol]
-// Echoes what it receives in upper case. It holds itself from start() until
-// its transport tells it the end, as the library's layers do: the transport
-// keeps only a plain pointer to its protocol.
-class UpperEcho final : public reactor::Protocol {
+// Echoes what it receives in upper case. Owned as the library's layers are
+// (reactor/ref.hpp): it holds one count of itself from start() until its
+// transport tells it the end; the transport keeps only a plain pointer to it.
+class UpperEcho final : public reactor::Protocol, public reactor::RefCounted {
 public:
-    static std::shared_ptr<UpperEcho> start(std::shared_ptr<reactor::Transport> transport) {
-        std::shared_ptr<UpperEcho> echo(new UpperEcho(transport));
-        echo->self_ = echo;
+    static reactor::Ref<UpperEcho> start(reactor::TransportPtr transport) {
+        reactor::Ref<UpperEcho> echo(new UpperEcho(transport));
+        echo->add_ref();                      // its own count, given back in on_closed
         transport->set_protocol(echo.get());  // told everything from now on
         return echo;
     }
@@ -50,13 +50,13 @@ public:
     }
     // on_eof() is not overridden: at the peer's EOF the transport flushes
     // what was written, then closes (End eof).
-    void on_closed(const reactor::End&) override { self_.reset(); }  // the transport let go of us
-    void on_abandoned() noexcept override { self_.reset(); }         // the loop ended first
+    void on_closed(const reactor::End&) override { let_go(); }  // the transport let go of us
+    void on_abandoned() noexcept override { let_go(); }         // the loop ended first
 
 private:
-    explicit UpperEcho(std::shared_ptr<reactor::Transport> transport) : transport_(std::move(transport)) {}
-    std::shared_ptr<reactor::Transport> transport_;  // plain, TLS or yours: the same calls
-    std::shared_ptr<UpperEcho> self_;
+    explicit UpperEcho(reactor::TransportPtr transport) : transport_(std::move(transport)) {}
+    void let_go() noexcept { reactor::Ref<UpperEcho>::adopt(this).reset(); }  // may free us: touch nothing after
+    reactor::TransportPtr transport_;  // plain, TLS or yours: the same calls
 };
 // [end-snippet:user_protocol]
 
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_SUITE(networking_md)
 BOOST_AUTO_TEST_CASE(a_protocol_of_ones_own) {
     reactor::Scheduler sched;
     const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);
-    std::weak_ptr<UpperEcho> server_side;
+    reactor::Ref<UpperEcho> server_side;  // kept, to count who else holds it
     // [snippet:user_protocol_listen]
     auto listener = reactor::Listener::listen(sched, address, [&](const reactor::ConnectionPtr& c) {
         server_side = UpperEcho::start(c);  // the connection's protocol: no callbacks made
@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(a_protocol_of_ones_own) {
     BOOST_TEST(reply == "HELLO");
     BOOST_REQUIRE(client_end.has_value());
     BOOST_TEST((client_end->kind == reactor::EndKind::eof));  // the server closed after its answer
-    BOOST_TEST(server_side.expired());  // it let itself go when told the close
+    BOOST_TEST(server_side.use_count() == 1u);  // it let itself go when told the close: ours alone
     BOOST_TEST(sched.empty());
 }
 

@@ -46,7 +46,7 @@ void apply_options(reactor::Connection& conn, const StreamOptions& options) {
 
 }  // namespace
 
-Stream Stream::from(std::shared_ptr<reactor::Transport> transport, StreamOptions options) {
+Stream Stream::from(reactor::TransportPtr transport, StreamOptions options) {
     if (!transport) throw std::invalid_argument("Stream::from: null transport");
     apply_options(transport->socket(), options);
     detail::Ref<detail::StreamCore> core(new detail::StreamCore(std::move(transport), options));
@@ -120,7 +120,7 @@ reactor::Address Stream::peer_address() const { return core().connection().peer_
 reactor::Scheduler& Stream::scheduler() const { return core().scheduler(); }
 reactor::tls::Connection* Stream::tls() const { return core().transport().tls(); }
 reactor::Transport& Stream::transport() const { return core().transport(); }
-void Stream::replace_transport(const std::function<std::shared_ptr<reactor::Transport>(reactor::Transport&)>& make) {
+void Stream::replace_transport(const std::function<reactor::TransportPtr(reactor::Transport&)>& make) {
     core().replace_transport(make);
 }
 

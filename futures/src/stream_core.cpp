@@ -75,7 +75,7 @@ void StreamCore::attach() {
 // dropped (without closing it). Nothing is read in between: the loop does not
 // run while we are here.
 void StreamCore::replace_transport(
-    const std::function<std::shared_ptr<reactor::Transport>(reactor::Transport&)>& make) {
+    const std::function<reactor::TransportPtr(reactor::Transport&)>& make) {
     if (closing_ || closed_ || !transport_->is_open())
         throw InvalidStateError("stream: cannot replace the transport of a closing or closed stream");
     if (eof_) throw InvalidStateError("stream: cannot replace the transport after the peer's EOF");
@@ -85,7 +85,7 @@ void StreamCore::replace_transport(
             "layer's: the peer spoke before its turn)",
             in().size()));
     transport_->set_protocol(nullptr);
-    std::shared_ptr<reactor::Transport> next;
+    reactor::TransportPtr next;
     try {
         next = make(*transport_);
         if (!next) throw std::invalid_argument("stream: replace_transport: no transport made");

@@ -52,7 +52,7 @@ public:
     enum class ReadKind : std::uint8_t { some, exactly, until, line, frame, all };
 
     // Over any transport: a plain connection, TLS, one of the user's.
-    StreamCore(std::shared_ptr<reactor::Transport> transport, const StreamOptions& options)
+    StreamCore(reactor::TransportPtr transport, const StreamOptions& options)
         : transport_(std::move(transport)), limit_(options.limit) {}
     // The last handle went: closes an open connection gracefully; the
     // promises still pending break (cancelled, naming their lines).
@@ -69,7 +69,7 @@ public:
     // transport no longer open is no stream's: the stream is closed at once.
     void attach();
     // Stream::replace_transport (STARTTLS): see there.
-    void replace_transport(const std::function<std::shared_ptr<reactor::Transport>(reactor::Transport&)>& make);
+    void replace_transport(const std::function<reactor::TransportPtr(reactor::Transport&)>& make);
 
     // One pending read at a time, else InvalidStateError.
     Future<std::string> start_read(ReadKind kind, std::size_t n, std::string delimiter, std::source_location where);
@@ -292,7 +292,7 @@ private:
     // The transport, and through it the connection and its loop. Its open
     // end owns itself (a connection until its close was told); this keeps
     // the object for the stream's inspection after that.
-    std::shared_ptr<reactor::Transport> transport_;
+    reactor::TransportPtr transport_;
     // The bytes received and not read yet, in a block made when bytes first
     // have to wait (a reader slower than its peer, a partial line or
     // frame): a read waiting on an empty buffer takes each chunk straight

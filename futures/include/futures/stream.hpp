@@ -87,7 +87,7 @@ public:
     // it takes over from its callbacks. The deadlines of options.connection
     // are set on its socket (transport->socket()). A transport no longer
     // open makes a closed stream: reads see the end of input.
-    static Stream from(std::shared_ptr<reactor::Transport> transport, StreamOptions options = {});
+    static Stream from(reactor::TransportPtr transport, StreamOptions options = {});
     // Takes ownership of `fd` (a socket, a pipe end or a terminal), as
     // reactor::Connection::adopt does, with the same errors: a regular file or
     // a directory throws std::invalid_argument naming its type. A write-only
@@ -228,7 +228,7 @@ public:
     // transport. Throws InvalidStateError when the stream is closing or
     // closed, after the peer's EOF, or while bytes received are not read yet
     // (they would belong to the new layer: the peer spoke before its turn).
-    void replace_transport(const std::function<std::shared_ptr<reactor::Transport>(reactor::Transport&)>& make);
+    void replace_transport(const std::function<reactor::TransportPtr(reactor::Transport&)>& make);
 
 private:
     friend class detail::ServerCore;

@@ -66,8 +66,8 @@ Future<void> start_tls(Stream stream, reactor::tls::ContextPtr context, std::str
     if (!context) throw std::invalid_argument("start_tls: no context");
     Promise<void> handshake(stream.scheduler(), where, "TLS handshake");
     Future<void> done = handshake.get_future();
-    std::weak_ptr<tls::Connection> started;
-    stream.replace_transport([&](reactor::Transport& plain) -> std::shared_ptr<reactor::Transport> {
+    tls::ConnectionPtr started;
+    stream.replace_transport([&](reactor::Transport& plain) -> reactor::TransportPtr {
         const reactor::ConnectionPtr conn = plain.socket().shared_from_this();
         tls::ConnectionPtr t = context->role() == tls::Context::Role::server
                                    ? tls::Connection::start_server(conn, context, options)
@@ -76,12 +76,12 @@ Future<void> start_tls(Stream stream, reactor::tls::ContextPtr context, std::str
         started = t;
         return t;
     });
-    // Cancelling the future aborts the connection. Weak: the connection
-    // (its handshake callback) holds the future's state.
+    // Cancelling the future aborts the connection. The connection (its
+    // handshake callback) holds the future's state, which holds it here: a
+    // cycle the handshake's end breaks (the callback runs or is dropped).
     done.add_done_callback(
-        [started](Future<void>& f) {
-            if (!f.cancelled()) return;
-            if (auto t = started.lock(); t && t->is_open()) t->abort();
+        [started = std::move(started)](Future<void>& f) {
+            if (f.cancelled() && started->is_open()) started->abort();
         },
         where);
     return done;

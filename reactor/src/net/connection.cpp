@@ -64,15 +64,14 @@ void Connection::check_options(const ConnectionOptions& options) {
     if (options.read_size == 0) throw std::invalid_argument("reactor: read_size must be positive");
 }
 
-std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, ConnectionOptions options,
-                                              std::source_location where) {
+ConnectionPtr Connection::adopt(Scheduler& sched, int fd, ConnectionOptions options, std::source_location where) {
     Kernel* const kernel = sched.kernel();
     detail::UniqueFd owned(kernel, fd);
     check_options(options);
     const FdKind kind = inspect_fd(kernel, fd);  // connection_fd.cpp
     // A profile of its own, freed here unless the connection joins it.
     auto profile = std::make_unique<detail::ConnectionProfile>(sched, where, options);
-    auto conn = std::make_shared<Connection>(Passkey{}, *profile, fd, options);
+    ConnectionPtr conn(new Connection(Passkey{}, *profile, fd, options));
     profile.release();  // its member's now
     owned.release();    // ours now: ~Connection closes it
     conn->adapt_to_fd_kind(kind);
@@ -82,19 +81,18 @@ std::shared_ptr<Connection> Connection::adopt(Scheduler& sched, int fd, Connecti
 
 // The listener accepted `fd` with accept4(SOCK_NONBLOCK): a connected stream
 // socket, read-write, non-blocking. accept4 gave the peer's address.
-std::shared_ptr<Connection> Connection::adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
-                                                       const ConnectionOptions& options) {
+ConnectionPtr Connection::adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
+                                         const ConnectionOptions& options) {
     detail::UniqueFd owned(profile.kernel, fd);
     check_options(options);
-    auto conn = std::make_shared<Connection>(Passkey{}, profile, fd, options);
+    ConnectionPtr conn(new Connection(Passkey{}, profile, fd, options));
     owned.release();
     conn->peer_ = peer;
     return start(std::move(conn));
 }
 
-std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) {
+ConnectionPtr Connection::start(ConnectionPtr conn) {
     Scheduler& sched = conn->scheduler();
-    conn->self_.weak = conn;  // shared_from_this() works from here on
     sched.set_fd_owner(conn->fd_, *conn);  // release_fd forgets it before closing
     // Registering may throw (select: fd >= FD_SETSIZE); `conn` then dies here
     // and its destructor closes the fd. Only a registered connection owns itself.
@@ -106,7 +104,7 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Connection> conn) 
 }
 
 Connection::Connection(Passkey, detail::ConnectionProfile& profile, int fd, const ConnectionOptions& options)
-    : profile_(&profile), fd_(fd) {
+    : fd_(fd), profile_(&profile) {
     pause_above_high_ = options.pause_reading_above_high_water;
     direct_ = profile.kernel == nullptr;  // adapt_to_fd_kind clears it for a pipe or terminal
     const Duration zero = Duration::zero();
@@ -126,37 +124,12 @@ Connection::~Connection() {
         detail::close_fd(kernel(), fd_);
     }
     profile_->leave();  // last: the loop may be gone, the profile is not
-    if (owns_itself_) {
-        std::destroy_at(&self_.strong);  // not reached: an owner of itself is not destroyed
-    } else {
-        std::destroy_at(&self_.weak);
-    }
 }
 
-std::shared_ptr<Connection> Connection::shared_from_this() const {
-    if (owns_itself_) return self_.strong;
-    return std::shared_ptr<Connection>(self_.weak);  // throws std::bad_weak_ptr if expired
-}
-
-std::weak_ptr<Connection> Connection::weak_from_this() const noexcept {
-    if (owns_itself_) return self_.strong;
-    return self_.weak;
-}
-
-void Connection::own_self() {
-    std::shared_ptr<Connection> strong(self_.weak);
-    std::destroy_at(&self_.weak);
-    std::construct_at(&self_.strong, std::move(strong));
-    owns_itself_ = true;
-}
-
-std::shared_ptr<Connection> Connection::disown_self() noexcept {
+ConnectionPtr Connection::disown_self() noexcept {
     if (!owns_itself_) return nullptr;
-    std::shared_ptr<Connection> strong = std::move(self_.strong);
-    std::destroy_at(&self_.strong);
-    std::construct_at(&self_.weak, strong);
     owns_itself_ = false;
-    return strong;
+    return ConnectionPtr::adopt(this);
 }
 
 Connection::Output& Connection::output() {
@@ -261,11 +234,11 @@ void Connection::fail(int error) {
 // It keeps the End's kind and error, not an End (a plain connection's has no
 // detail), so that it fits a Callback's inline buffer.
 struct Connection::CloseCall {
-    std::shared_ptr<Connection> self;
+    ConnectionPtr self;
     EndKind kind;
     std::error_code error;
 
-    CloseCall(std::shared_ptr<Connection> c, const End& r) : self(std::move(c)), kind(r.kind), error(r.error) {}
+    CloseCall(ConnectionPtr c, const End& r) : self(std::move(c)), kind(r.kind), error(r.error) {}
     CloseCall(CloseCall&&) noexcept = default;
     CloseCall& operator=(CloseCall&&) = delete;
     ~CloseCall() {
@@ -295,7 +268,10 @@ void Connection::release_fd(bool abortive) {
     reader_registered_ = writer_registered_ = false;
     Kernel* const k = kernel();
     if (abortive && is_socket_) detail::set_linger_zero(k, fd_);
-    if (restore_flags_ >= 0) detail::sys::fcntl(k, fd_, F_SETFL, restore_flags_);  // adopt_stdio: the description outlives us
+    if (restore_blocking_) {  // adopt_stdio: the description outlives us
+        const int flags = detail::sys::fcntl(k, fd_, F_GETFL);
+        if (flags >= 0) detail::sys::fcntl(k, fd_, F_SETFL, flags & ~O_NONBLOCK);
+    }
     detail::close_fd(k, fd_);
     fd_ = -1;
     drop_output();

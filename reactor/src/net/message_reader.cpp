@@ -13,8 +13,7 @@ namespace {
 constexpr std::size_t kKeptBuffer = 4096;
 }  // namespace
 
-MessageReader::MessageReader(const std::shared_ptr<Connection>& conn, MessageCallback on_message,
-                             EndKind too_large)
+MessageReader::MessageReader(const ConnectionPtr& conn, MessageCallback on_message, EndKind too_large)
     : conn_(conn), on_message_(std::move(on_message)), too_large_(too_large) {
     if (!conn) throw std::invalid_argument("reader: null connection");
     if (!on_message_) throw std::invalid_argument("reader: empty message callback");
@@ -109,7 +108,7 @@ void MessageReader::on_eof(Connection& conn) {
 void MessageReader::pause() {
     if (paused_) return;
     paused_ = true;
-    if (auto conn = conn_.lock()) conn->pause_reading();
+    conn_->pause_reading();
 }
 
 void MessageReader::resume() {
@@ -117,16 +116,14 @@ void MessageReader::resume() {
     paused_ = false;
     // Messages received before the pause go first, from the loop; reading
     // resumes only after them, so nothing new overtakes them.
-    const std::shared_ptr<Connection> conn = conn_.lock();
-    if (!conn) return;
-    conn->scheduler().call_soon([weak = weak_from_this()] {
+    conn_->scheduler().call_soon([weak = weak_from_this()] {
         if (auto self = weak.lock()) self->deliver_buffered();
     });
 }
 
 void MessageReader::deliver_buffered() {
-    const std::shared_ptr<Connection> conn = conn_.lock();
-    if (!conn || !attached_ || paused_) return;
+    Connection* const conn = conn_.get();
+    if (!attached_ || paused_) return;
     std::string_view rest = in_.view();
     try {
         deliver(*conn, rest);
@@ -150,11 +147,9 @@ std::string MessageReader::detach() {
     std::string rest(delivering_ ? pending_ : in_.view());
     if (!delivering_) in_.release();
     scanned_ = 0;
-    if (auto conn = conn_.lock()) {
-        conn->set_data_callback(nullptr);
-        conn->set_eof_callback(nullptr);
-        if (paused_) conn->resume_reading();  // the pause was ours; plain reads start as the user left them
-    }
+    conn_->set_data_callback(nullptr);
+    conn_->set_eof_callback(nullptr);
+    if (paused_) conn_->resume_reading();  // the pause was ours; plain reads start as the user left them
     paused_ = false;
     return rest;
 }

@@ -45,7 +45,7 @@ ConnectionPtr adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options) {
         detail::sys::fcntl(kernel, fd, F_SETFL, flags);
         throw;
     }
-    conn->restore_flags_ = flags;
+    conn->restore_blocking_ = (flags & O_NONBLOCK) == 0;
     return conn;
 }
 

@@ -53,19 +53,18 @@ char* plaintext_scratch() {
 
 // ---------------------------------------------------------------- starting
 
-std::shared_ptr<Connection> Connection::start_server(const reactor::ConnectionPtr& transport,
-                                                     std::shared_ptr<Context> context, Options options) {
+ConnectionPtr Connection::start_server(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                                       Options options) {
     return start(transport, std::move(context), true, {}, options);
 }
 
-std::shared_ptr<Connection> Connection::start_client(const reactor::ConnectionPtr& transport,
-                                                     std::shared_ptr<Context> context, std::string server_name,
-                                                     Options options) {
+ConnectionPtr Connection::start_client(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                                       std::string server_name, Options options) {
     return start(transport, std::move(context), false, std::move(server_name), options);
 }
 
-std::shared_ptr<Connection> Connection::start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
-                                              bool server, std::string server_name, Options options) {
+ConnectionPtr Connection::start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context, bool server,
+                                std::string server_name, Options options) {
     if (!transport || !transport->is_open()) throw std::invalid_argument("reactor::tls: the transport is not open");
     if (!context) throw std::invalid_argument("reactor::tls: no context");
     if ((context->role() == Context::Role::server) != server)
@@ -78,7 +77,7 @@ std::shared_ptr<Connection> Connection::start(const reactor::ConnectionPtr& tran
         server ? std::string() : fmt::format("{}:{}", server_name, transport->peer_address().port());
     SSL* ssl = context->new_ssl(cache_key);
     // Owns `ssl` from here: an exception below frees it, the transport untouched.
-    auto self = std::make_shared<Connection>(Passkey{}, transport, std::move(context), ssl, options);
+    ConnectionPtr self(new Connection(Passkey{}, transport, std::move(context), ssl, options));
     BIO* bio = new_engine_bio(*self);
     if (!bio) throw Error(with_openssl_errors("reactor::tls: cannot make the engine's BIO"));
     SSL_set_bio(ssl, bio, bio);  // one reference, for both directions
@@ -110,16 +109,17 @@ Connection::Connection(Passkey, reactor::ConnectionPtr transport, std::shared_pt
                        Options options)
     : transport_(std::move(transport)), context_(std::move(context)), ssl_(ssl), options_(options) {}
 
-// No timer to cancel: one still pending holds only a weak_ptr (and the
-// Scheduler may be gone by now: a Handle must not outlive it).
+// No timer to cancel: one still pending holds us (on_closed cancelled it;
+// the Scheduler may be gone by now: a Handle must not outlive it).
 Connection::~Connection() { SSL_free(ssl_); }  // and its BIO
 
-// We become the transport's protocol, and own ourselves until it tells us
-// how it closed (or that the loop ended first): we live exactly as long as
-// the transport is open, plus its close, like the transport itself.
+// We become the transport's protocol, and hold one count of ourselves until
+// it tells us how it closed (or that the loop ended first: on_closed and
+// on_abandoned give it back): we live exactly as long as the transport is
+// open, plus its close, like the transport itself.
 void Connection::attach() {
     transport_->set_protocol(this);
-    self_ = shared_from_this();
+    add_ref();
     transport_->resume_reading();  // the handshake needs it, whatever the plain connection did
 }
 
@@ -350,9 +350,7 @@ void Connection::schedule_read() {
     if (read_scheduled_ || !handshake_done()) return;
     if (unread_input_.empty() && SSL_pending(ssl_) == 0 && !input_eof_) return;
     read_scheduled_ = true;
-    transport_->scheduler().call_soon([weak = weak_from_this()] {
-        auto self = weak.lock();
-        if (!self) return;
+    transport_->scheduler().call_soon([self = shared_from_this()] {
         self->read_scheduled_ = false;
         if (self->state() == State::open && self->reading_wanted_) self->feed({});
     });

@@ -59,6 +59,8 @@ void Connection::set_phase(Phase to) {
         throw std::logic_error(fmt::format("reactor::tls: a connection moved from {} to {}: a bug of reactor::tls",
                                            to_string(phase_), to_string(to)));
     phase_ = to;
+    // The handshake is over (done, failed, abandoned): no HandshakeLimit counts it.
+    if (state_of(to) != State::handshaking) ListMember<Connection>::unlink();
 }
 
 void Connection::on_peer_close_notify() {
@@ -201,9 +203,9 @@ void Connection::records_lost() {
 void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
     timer_.cancel();
     if (after <= std::chrono::milliseconds::zero()) return;
-    timer_ = transport_->scheduler().call_later(after, [weak = weak_from_this(), kind] {
-        auto self = weak.lock();
-        if (!self || self->state() == State::closed) return;
+    // The timer holds us until it runs or is cancelled (on_closed cancels it).
+    timer_ = transport_->scheduler().call_later(after, [self = shared_from_this(), kind] {
+        if (self->state() == State::closed) return;
         if (kind == EndKind::handshake_timeout && self->handshake_done()) return;
         // A graceful end that could not finish becomes the timeout; a
         // failure keeps its own reason (the timeout only bounded its flush).
@@ -222,7 +224,7 @@ void Connection::arm_timer(std::chrono::milliseconds after, EndKind kind) {
 // gone: EPIPE, ECONNRESET) is not a failure of the transport: the reason is
 // what it would have been had that write succeeded.
 void Connection::on_closed(const reactor::End& r) {
-    const std::shared_ptr<Connection> keep = std::move(self_);  // released as we return
+    const ConnectionPtr keep = ConnectionPtr::adopt(this);  // our own count (attach): released as we return
     set_phase(closed_from(phase_));
     timer_.cancel();
     timer_ = Handle();  // never used again: we may outlive the Scheduler
@@ -244,7 +246,7 @@ void Connection::on_closed(const reactor::End& r) {
 // The loop ended before the transport could tell us how it closed: we tell
 // ours the same, and let ourselves go (no user callback runs).
 void Connection::on_abandoned() noexcept {
-    const std::shared_ptr<Connection> keep = std::move(self_);
+    const ConnectionPtr keep = ConnectionPtr::adopt(this);
     if (state() != State::closed) set_phase(closed_from(phase_));  // allowed from every phase: cannot throw
     ending_.reset();  // it did not end: end() stays null
     tell_end([](reactor::Protocol& told) { told.on_abandoned(); });

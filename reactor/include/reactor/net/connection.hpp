@@ -3,10 +3,10 @@
 // domain, or any other pollable stream fd: a pipe end, a terminal, stdin or
 // stdout when they are one of these (reactor/net/pipe.hpp has the helpers).
 //
-// Owns its fd. An open connection owns itself (nobody has to keep a pointer);
-// once closed it is released on a later loop iteration, after its close
-// callback has run, so it is never freed while one of its callbacks is on the
-// stack. Loop thread only (debug mode refuses and reports a call from
+// Owns its fd. Held by ConnectionPtr handles (reactor::Ref, reactor/ref.hpp);
+// an open connection holds one itself (nobody has to keep a pointer); once
+// closed it lets it go on a later loop iteration, after its close callback
+// has run, so it is never freed while one of its callbacks is on the stack. Loop thread only (debug mode refuses and reports a call from
 // another thread: docs/cores.md, "The ownership rule"). No member calls back
 // synchronously, except write(), which may run the high-water callback
 // before it returns (as asyncio's pause_writing()).
@@ -48,6 +48,8 @@
 namespace reactor {
 
 class ConnectionSet;
+class Connection;
+using ConnectionPtr = Ref<Connection>;
 
 // Why a connection closed, as given to its close callback: a reactor::End
 // (reactor/net/end.hpp). Scheduler::close() aborts the connections still
@@ -97,7 +99,7 @@ public:
     // thread only. `where` is what Scheduler::live() names the connection
     // by: a connection a Listener accepts is named by the line that made the
     // listener, one connect() makes by the connect() call.
-    static std::shared_ptr<Connection> adopt(Scheduler& sched, int fd, ConnectionOptions options = {},
+    static ConnectionPtr adopt(Scheduler& sched, int fd, ConnectionOptions options = {},
                                              std::source_location where = std::source_location::current());
 
     // Joins `profile` (its loop, line, marks and read size: its listener's,
@@ -107,12 +109,9 @@ public:
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
 
-    // As std::enable_shared_from_this's: a shared_ptr to this connection,
-    // which works whenever anyone owns it (it owns itself while open, and its
-    // close call owns it while its close callback runs); std::bad_weak_ptr if
-    // nobody does (in its destructor, say).
-    std::shared_ptr<Connection> shared_from_this() const;
-    std::weak_ptr<Connection> weak_from_this() const noexcept;
+    // A handle to this connection (as std::enable_shared_from_this's), for
+    // a callback to keep it: never in its destructor.
+    ConnectionPtr shared_from_this() const noexcept { return ConnectionPtr(const_cast<Connection*>(this)); }
 
     // ---- what it tells (reactor/net/transport.hpp) ----
     // One Protocol at a time: a layer over the connection (a futures::Stream,
@@ -277,7 +276,7 @@ private:
     // recv(2) or read(2) through the loop's kernel (Scheduler::kernel()), or
     // read(2) of a pipe or terminal: everything but a real socket (direct_).
     long transfer_in_indirect(char* buffer, std::size_t n) noexcept;
-    friend std::shared_ptr<Connection> adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
+    friend ConnectionPtr adopt_stdio(Scheduler& sched, int fd, ConnectionOptions options);
     // Deadlines (connection_deadlines.cpp): the loop's DeadlineQueues time
     // them, in the group of connections with our three timeouts.
     friend class detail::DeadlineQueues;
@@ -318,26 +317,24 @@ private:
     // GroupListener's loops, as theirs.
     friend class Listener;
     friend class GroupListener;
-    static std::shared_ptr<Connection> adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
+    static ConnectionPtr adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
                                                       const ConnectionOptions& options);
     static void check_options(const ConnectionOptions& options);
-    static std::shared_ptr<Connection> start(std::shared_ptr<Connection> conn);
+    static ConnectionPtr start(ConnectionPtr conn);
 
-    // Largest members first, so the bytes pack without holes.
+    // fd_ first: it takes the four bytes after the count (Transport's
+    // tail); then the largest members, so the bytes pack without holes.
+    int fd_;
     // Our loop, the line that made us, the water marks and the read size:
     // shared with the connections its listener accepted (detail::ConnectionProfile).
     detail::ConnectionProfile* profile_;
-    // What it keeps of itself: while open or closing, a shared_ptr (it owns
-    // itself); before and after, a weak_ptr for shared_from_this(). Which
-    // one: owns_itself_.
-    union SelfReference {
-        std::weak_ptr<Connection> weak;
-        std::shared_ptr<Connection> strong;
-        SelfReference() noexcept : weak() {}
-        ~SelfReference() {}  // ~Connection destroys the one in use
-    } self_;
-    void own_self();                                  // weak -> strong
-    std::shared_ptr<Connection> disown_self() noexcept;  // strong -> weak: the strong one, to drop when done
+    // While open or closing it holds one count of itself (owns_itself_),
+    // given up as the close is told: the returned handle, dropped when done.
+    void own_self() noexcept {
+        add_ref();
+        owns_itself_ = true;
+    }
+    ConnectionPtr disown_self() noexcept;
     friend class ConnectionSet;
     // The set it is in, if any; left as it closes. A plain pointer: a set
     // keeps itself alive while it has members (ConnectionSet::self_).
@@ -349,8 +346,6 @@ private:
     // running when it is replaced).
     std::unique_ptr<Callbacks> callbacks_;
     detail::PackedAddress peer_;  // as of adoption: see peer_address()
-    int fd_;
-    int restore_flags_ = -1;  // adopt_stdio: the file status flags to put back when closing
     State state_ = State::open;
     EndKind closing_kind_ = EndKind::local;  // what `closing` reports once flushed
     bool reading_wanted_ : 1 = true;  // not paused by the user
@@ -368,10 +363,11 @@ private:
     bool pause_above_high_ : 1 = false;   // ConnectionOptions::pause_reading_above_high_water
     bool callbacks_dropped_ : 1 = false;  // see callbacks_dropped()
     bool drain_wanted_ : 1 = false;       // the protocol wants on_drained (Protocol::wants_drained)
-    bool owns_itself_ : 1 = false;        // which of self_ is in use
+    bool owns_itself_ : 1 = false;        // see own_self()
+    // adopt_stdio made a shared description non-blocking: blocking again
+    // when we close (the process's other users of it expect it so).
+    bool restore_blocking_ : 1 = false;
 };
-
-using ConnectionPtr = std::shared_ptr<Connection>;
 
 REACTOR_API std::string_view to_string(Connection::State state) noexcept;
 

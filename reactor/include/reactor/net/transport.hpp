@@ -26,6 +26,7 @@
 
 #include "reactor/export.hpp"
 #include "reactor/net/end.hpp"
+#include "reactor/ref.hpp"
 
 namespace reactor {
 
@@ -68,7 +69,9 @@ protected:
     ~Protocol() = default;
 };
 
-class REACTOR_API Transport {
+// Owned through reactor::Ref handles (reactor/ref.hpp): an open transport
+// holds one count itself, released as its close is told.
+class REACTOR_API Transport : public RefCounted {
 public:
     // The protocol told of what happens from now on, or none (nullptr): then
     // received data is discarded and the peer's EOF closes the transport.
@@ -106,7 +109,9 @@ public:
     virtual tls::Connection* tls() noexcept { return nullptr; }
 
 protected:
-    ~Transport() = default;
+    ~Transport() override = default;
 };
+
+using TransportPtr = Ref<Transport>;
 
 }  // namespace reactor

@@ -70,6 +70,7 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/export.hpp"
 #include "reactor/handle.hpp"
+#include "reactor/intrusive_list.hpp"
 #include "reactor/net/connection.hpp"
 #include "reactor/net/detail/callback_protocol.hpp"
 #include "reactor/net/transport.hpp"
@@ -90,10 +91,14 @@ struct Options {
 };
 
 class HandshakeLimit;
+class Connection;
+// Held as a plain connection is (reactor/ref.hpp): an attached TLS connection
+// holds one count itself until its transport tells it how it closed.
+using ConnectionPtr = reactor::Ref<Connection>;
 
 class REACTOR_API Connection final : public reactor::Transport,
                                      private reactor::Protocol,
-                                     public std::enable_shared_from_this<Connection> {
+                                     private reactor::ListMember<Connection> {
     struct Passkey {};
 
 public:
@@ -182,15 +187,18 @@ public:
     // std::invalid_argument for a closed transport or a context of the wrong
     // role; the transport is then left as it was. Throws std::bad_alloc if
     // the transport cannot queue the client's first flight; it is then aborted.
-    static std::shared_ptr<Connection> start_server(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
-                                                    Options options = {});
-    static std::shared_ptr<Connection> start_client(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
-                                                    std::string server_name, Options options = {});
+    static ConnectionPtr start_server(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                                      Options options = {});
+    static ConnectionPtr start_client(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                                      std::string server_name, Options options = {});
 
     Connection(Passkey, reactor::ConnectionPtr transport, std::shared_ptr<Context> context, SSL* ssl, Options options);
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
+    // A handle to this connection, for a callback to keep it (as the plain
+    // connection's): never in its destructor.
+    ConnectionPtr shared_from_this() const noexcept { return ConnectionPtr(const_cast<Connection*>(this)); }
 
     // ---- what it tells (as the plain Connection's: reactor/net/transport.hpp) ----
     // One Protocol at a time, or the callbacks below (a protocol made when
@@ -292,14 +300,16 @@ public:
 
 private:
     friend class HandshakeLimit;  // ends the oldest handshake in progress (fail)
+    // In a HandshakeLimit's list while the handshake is in progress.
+    friend class reactor::IntrusiveList<Connection>;
     // Debug mode's owner-thread check (see the header comment); a closed
     // connection is not checked: its members do nothing, its loop may be gone.
     void check_thread(const char* member) const {
         if (state() != State::closed)
             transport_->scheduler().check_owner_thread(member, nullptr, &transport_->made_at(), "TLS connection");
     }
-    static std::shared_ptr<Connection> start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
-                                             bool server, std::string server_name, Options options);
+    static ConnectionPtr start(const reactor::ConnectionPtr& transport, std::shared_ptr<Context> context,
+                               bool server, std::string server_name, Options options);
     void attach();
     // What the plain connection tells us (reactor::Protocol).
     void on_data(std::string_view ciphertext) override;
@@ -372,9 +382,6 @@ private:
     // closed, what it said (end()).
     std::optional<End> ending_;
     Handle timer_;        // the handshake or the shutdown timeout
-    // Ourselves, from attach() until the transport told us of its close or
-    // of the loop's end: an open TLS connection owns itself.
-    std::shared_ptr<Connection> self_;
     reactor::Protocol* protocol_ = nullptr;  // see set_protocol
     std::unique_ptr<Callbacks> callbacks_;    // once a callback was set; kept until we go
     CallbackSlot<void(Connection&)> on_handshake_;
@@ -388,8 +395,6 @@ private:
     bool read_scheduled_ = false;
     bool above_high_ = false;
 };
-
-using ConnectionPtr = std::shared_ptr<Connection>;
 
 REACTOR_API std::string_view to_string(Connection::State state) noexcept;
 REACTOR_API std::string_view to_string(Connection::Phase phase) noexcept;

@@ -7,7 +7,8 @@
 // when one grows past the maximum.
 //
 // Owned by the connection's callbacks (and by any handle the user keeps):
-// dropped with them when the connection closes. Holds the connection weakly.
+// dropped with them when the connection closes (so its handle on the
+// connection makes no cycle past the close).
 // Messages are cut straight from the bytes a read brought in, with no copy,
 // when nothing was left over from the previous read; only an incomplete
 // message is copied, and it never exceeds the maximum plus one read. A
@@ -70,7 +71,7 @@ protected:
         std::size_t length = 0;    // message: its content's size
         std::size_t consumed = 0;  // message: the bytes it takes, framing included
     };
-    MessageReader(const std::shared_ptr<Connection>& conn, MessageCallback on_message, EndKind too_large);
+    MessageReader(const ConnectionPtr& conn, MessageCallback on_message, EndKind too_large);
     // Takes over the connection's callbacks; once, right after construction.
     void start(Connection& conn);
     // The first message of `bytes`, which start at a message boundary. The
@@ -92,7 +93,7 @@ private:
     bool may_deliver(const Connection& conn) const noexcept { return attached_ && !paused_ && conn.is_open(); }
     void deliver_buffered();  // resume(): from the loop
 
-    std::weak_ptr<Connection> conn_;
+    ConnectionPtr conn_;
     MessageCallback on_message_;
     EofCallback on_eof_;
     ByteBuffer in_;              // the start of the next message, when a read ended inside one
