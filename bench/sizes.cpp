@@ -636,7 +636,7 @@ void row(const char* name, std::size_t size, const char* note = "") {
 
 void print_sizes() {
     std::printf("## sizeof\n\n| type | bytes | note |\n|---|---:|---|\n");
-    row("reactor::Connection", sizeof(reactor::Connection), "one per connection, in a make_shared block");
+    row("reactor::Connection", sizeof(reactor::Connection), "one per connection, one heap block (its count inside)");
     row("reactor::Address", sizeof(reactor::Address), "what local_address()/peer_address() return");
     row("sockaddr_storage", sizeof(sockaddr_storage), "inside Address");
     row("reactor::detail::PackedAddress", sizeof(reactor::detail::PackedAddress),
@@ -692,12 +692,11 @@ void print_connection_fields() {
     };
     const Field fields[] = {
         {"bases FdOwner and Transport (a vtable pointer each)", 2 * sizeof(void*)},
+        {"the count (reactor::RefCounted, Transport's base: its handles and its own), fd_ (int)", 4 + sizeof(int)},
         {"profile_ (its loop, line, water marks and read size, shared: detail::ConnectionProfile)", sizeof(void*)},
-        {"self_ (a shared_ptr while open, a weak_ptr after: for shared_from_this())", sizeof(std::shared_ptr<Connection>)},
         {"set_ (ConnectionSet*)", sizeof(void*)},
         {"out_ (unique_ptr: made on first use), timeouts_ (its deadline group, if any), protocol_ (Protocol*), callbacks_ (unique_ptr<CallbackProtocol>: made when a callback is first set)", 4 * sizeof(void*)},
         {"peer_ (PackedAddress; the local address is asked of the kernel)", sizeof(reactor::detail::PackedAddress)},
-        {"fd_ (int)", sizeof(int)},
         {"state_, closing_kind_ (uint8 enums), 17 one-bit flags", 2 + 3},
     };
     std::size_t sum = 0;
@@ -714,8 +713,8 @@ void print_connection_fields() {
     if (rest < 0 || rest > 64)
         std::printf("**This list is stale**: reactor/net/connection.hpp has changed; update "
                     "print_connection_fields() in bench/sizes.cpp.\n\n");
-    std::printf("adopt() makes it with make_shared: one heap block with the shared_ptr control block (the "
-                "Connection::adopt blocks below).\n\n");
+    std::printf("adopt() makes it with new: one heap block, its count inside (the Connection::adopt blocks "
+                "below).\n\n");
 }
 
 // One scenario's row of the summary table, then its blocks by call site.
