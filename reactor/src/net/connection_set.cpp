@@ -17,7 +17,7 @@ void ConnectionSet::add(const ConnectionPtr& conn) {
     if (&conn->scheduler() != &sched_)
         throw std::invalid_argument("ConnectionSet::add: the connection belongs to another loop than the set");
     if (ConnectionSet* old = std::exchange(conn->set_, nullptr)) old->remove(*conn);  // may free `old`
-    if (++size_ == 1) self_ = shared_from_this();
+    if (++size_ == 1) add_ref();  // it holds itself while it has members
     conn->set_ = this;
 }
 
@@ -28,7 +28,7 @@ void ConnectionSet::remove(Connection& /*leaving*/) {
     if (size_ == 0) {
         schedule_waiters();
         // Last: this may free the set, when nobody else holds it.
-        auto release = std::move(self_);
+        ConnectionSetPtr::adopt(this).reset();
     }
 }
 

@@ -13,31 +13,32 @@
 // member costs the set nothing (issue 22: a listener's set has every
 // connection). close_all() and abort_all() find the members among the loop's
 // open connections, in fd order. Owned through a
-// shared_ptr, and by itself while it has members (they hold it by plain
-// pointer): a when_empty() callback still runs when whoever made the set (a
-// Listener) is gone first. Loop thread only; never
+// ConnectionSetPtr (reactor/ref.hpp), and by itself while it has members
+// (one count of its own; they hold it by plain pointer): a when_empty()
+// callback still runs when whoever made the set (a Listener) is gone first. Loop thread only; never
 // calls back synchronously.
 #pragma once
 
 #include <cstddef>
 #include <functional>
-#include <memory>
 #include <vector>
 
 #include "reactor/export.hpp"
 #include "reactor/net/connection.hpp"
 #include "reactor/net/server_gate.hpp"
+#include "reactor/ref.hpp"
 #include "reactor/scheduler.hpp"
 
 namespace reactor {
 
-class REACTOR_API ConnectionSet : public std::enable_shared_from_this<ConnectionSet> {
+class ConnectionSet;
+using ConnectionSetPtr = Ref<ConnectionSet>;
+
+class REACTOR_API ConnectionSet final : public RefCounted {
     struct Passkey {};
 
 public:
-    static std::shared_ptr<ConnectionSet> create(Scheduler& sched) {
-        return std::make_shared<ConnectionSet>(Passkey{}, sched);
-    }
+    static ConnectionSetPtr create(Scheduler& sched) { return make_ref<ConnectionSet>(Passkey{}, sched); }
     ConnectionSet(Passkey, Scheduler& sched) : sched_(sched), gate_(ServerGate::create(sched)) {}
     ConnectionSet(const ConnectionSet&) = delete;
     ConnectionSet& operator=(const ConnectionSet&) = delete;
@@ -76,9 +77,6 @@ private:
     std::function<void()> leave_hook_;
     std::vector<std::function<void()>> empty_waiters_;
     ServerGatePtr gate_;
-    std::shared_ptr<ConnectionSet> self_;  // while it has members
 };
-
-using ConnectionSetPtr = std::shared_ptr<ConnectionSet>;
 
 }  // namespace reactor
