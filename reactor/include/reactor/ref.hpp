@@ -12,6 +12,16 @@
 // converts to Ref<Base>. There is no weak handle: what must not keep an
 // object alive is told of its end (the close callback, Protocol::on_closed).
 //
+// Which objects: those that hold themselves while open (Connection,
+// tls::Connection, ConnectionSet; a futures::Stream's core counts its
+// handles the same way, loop-bound, in futures::detail::Ref). The objects
+// that belong to whoever holds them and close when dropped (Listener,
+// UdpSocket, LineReader), or to the pending work that runs them
+// (Connector, a server's end), stay std::shared_ptrs: their deferred
+// callbacks and their cancellers must see them weakly (a dropped socket
+// closes now, not after a callback it queued), which a count without a
+// control block cannot offer.
+//
 // The count is atomic, as std::shared_ptr's: a handle may be copied or
 // dropped on any thread (the object itself is still touched, and freed by
 // the last handle, under the ownership rule of docs/cores.md).
