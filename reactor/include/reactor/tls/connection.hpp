@@ -196,8 +196,7 @@ public:
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
-    // A handle to this connection, for a callback to keep it (as the plain
-    // connection's): never in its destructor.
+    // A handle to this connection (as the plain connection's): never in its destructor.
     ConnectionPtr shared_from_this() const noexcept { return ConnectionPtr(const_cast<Connection*>(this)); }
 
     // ---- what it tells (as the plain Connection's: reactor/net/transport.hpp) ----
@@ -300,8 +299,7 @@ public:
 
 private:
     friend class HandshakeLimit;  // ends the oldest handshake in progress (fail)
-    // In a HandshakeLimit's list while the handshake is in progress.
-    friend class reactor::IntrusiveList<Connection>;
+    friend class reactor::IntrusiveList<Connection>;  // a HandshakeLimit's, while in handshake
     // Debug mode's owner-thread check (see the header comment); a closed
     // connection is not checked: its members do nothing, its loop may be gone.
     void check_thread(const char* member) const {
