@@ -187,7 +187,7 @@ Scope::Scope(reactor::Scheduler& sched, ScopeOptions options, std::source_locati
     auto s = detail::Ref<detail::ScopeState>::adopt(new detail::ScopeState(sched, where, std::move(options)));
     detail::register_scope(*s);
     if (deadline) s->set_deadline(*deadline);
-    state_ = s.release_ownership();
+    state_ = s.leak();
 }
 
 Scope::Scope(Scope& parent, ScopeOptions options, std::source_location where)

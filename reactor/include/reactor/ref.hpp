@@ -22,9 +22,12 @@
 // closes now, not after a callback it queued), which a count without a
 // control block cannot offer.
 //
-// The count is atomic, as std::shared_ptr's: a handle may be copied or
-// dropped on any thread (the object itself is still touched, and freed by
-// the last handle, under the ownership rule of docs/cores.md).
+// RefCounted's count is atomic, as std::shared_ptr's: a handle may be
+// copied or dropped on any thread (the object itself is still touched, and
+// freed by the last handle, under the ownership rule of docs/cores.md). A
+// Ref holds any class with add_ref() and release() members of its own (a
+// futures state, counted on its loop alone, returns to its pool instead of
+// being deleted).
 #pragma once
 
 #include <atomic>
@@ -57,6 +60,7 @@ private:
     void release() const noexcept {
         if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
     }
+    std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
     mutable std::atomic<std::uint32_t> refs_{0};
 };
 
@@ -69,9 +73,9 @@ public:
     constexpr Ref(std::nullptr_t) noexcept {}  // NOLINT: as shared_ptr's
     // Counts one more handle to `p` (a new object: its first).
     explicit Ref(T* p) noexcept : p_(p) {
-        if (p_) counted().add_ref();
+        if (p_) p_->add_ref();
     }
-    // Takes over a count already taken (RefCounted::add_ref).
+    // Takes over a count already taken (add_ref).
     static Ref adopt(T* p) noexcept {
         Ref r;
         r.p_ = p;
@@ -92,7 +96,7 @@ public:
     ~Ref() { reset(); }
 
     void reset() noexcept {
-        if (T* p = std::exchange(p_, nullptr)) static_cast<const RefCounted&>(*p).release();
+        if (T* p = std::exchange(p_, nullptr)) p->release();
     }
     void swap(Ref& other) noexcept { std::swap(p_, other.p_); }
 
@@ -103,7 +107,7 @@ public:
     // The handles counted now, the object's own included (as shared_ptr's:
     // for tests and diagnostics; 0 if null).
     std::uint32_t use_count() const noexcept {
-        return p_ ? counted().refs_.load(std::memory_order_relaxed) : 0;
+        return p_ ? p_->use_count() : 0;
     }
 
     // Lets go of the pointer without counting down: for Ref<Base>'s move.
@@ -120,8 +124,6 @@ public:
     }
 
 private:
-    const RefCounted& counted() const noexcept { return static_cast<const RefCounted&>(*p_); }
-
     T* p_ = nullptr;
 };
 
