@@ -35,7 +35,7 @@ void Connection::update_reader() {
     const bool held_back = pause_above_high_ && above_high_;  // ConnectionOptions::pause_reading_above_high_water
     bool want = state_ == State::open && (watch_reader_gone_ || (reading_wanted_ && !held_back && !read_eof_));
     if (want == reader_registered_) return;
-    watch_fd(want, writer_registered_);  // self_ keeps `this` alive while watched
+    watch_fd(want, writer_registered_);  // our own count keeps `this` alive while watched
     reader_registered_ = want;
     if (!has_deadlines()) return;
     if (want) {

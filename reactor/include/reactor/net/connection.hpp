@@ -337,7 +337,7 @@ private:
     ConnectionPtr disown_self() noexcept;
     friend class ConnectionSet;
     // The set it is in, if any; left as it closes. A plain pointer: a set
-    // keeps itself alive while it has members (ConnectionSet::self_).
+    // keeps itself alive while it has members (a count of its own).
     ConnectionSet* set_ = nullptr;
     std::unique_ptr<Output> out_;             // output the kernel has not taken yet, if any
     detail::TimeoutGroup* timeouts_ = nullptr;  // once a timeout is set: its loop's group
