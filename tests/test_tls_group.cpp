@@ -312,6 +312,38 @@ BOOST_AUTO_TEST_CASE(a_garbage_client_is_closed_and_every_loop_goes_on_serving) 
     CHECK_EMPTY(sched);
 }
 
+// max_handshakes over a group: each loop keeps its own HandshakeLimit in
+// the listener's accept callback, which goes with whichever thread lets go
+// of the listener last, while the other loop still runs handshakes. A limit
+// sees its connections only by tokens they drop themselves, so that thread
+// touches no connection of another loop (TSan runs this suite; ASan would
+// see a connection reach into a freed limit).
+BOOST_AUTO_TEST_CASE(a_listener_with_max_handshakes_goes_while_its_loops_hold_handshakes) {
+    LoopGroup group(loops(2));
+    std::atomic<int> accepted{0};
+    tls::Options tls_options;
+    tls_options.max_handshakes = 2;  // one per loop: the third of a loop ends its oldest
+    reactor::GroupListener::Options options;
+    options.spreading = Spreading::round_robin;
+    auto listener = tls::listen(
+        group, reactor_test::any_loopback(), reactor_test::server_context(),
+        [&accepted](const tls::ConnectionPtr&, std::size_t) { ++accepted; }, options, tls_options);
+    group.start();
+    constexpr int kSilent = 6;  // connect, never say hello: each stays in its handshake
+    std::vector<int> silent;
+    for (int i = 0; i < kSilent; ++i) {
+        silent.push_back(reactor_test::connect_blocking(listener->address().port()));
+        BOOST_REQUIRE(silent.back() >= 0);
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (accepted.load() < kSilent && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BOOST_REQUIRE(accepted.load() == kSilent);
+    listener.reset();  // from this thread, both loops running their handshakes
+    group.stop();      // each loop ends its own
+    for (int fd : silent) ::close(fd);
+}
+
 BOOST_AUTO_TEST_CASE(a_client_context_is_refused) {
     LoopGroup group(loops(2));
     BOOST_CHECK_THROW(static_cast<void>(tls::listen(group, reactor_test::any_loopback(), reactor_test::client_context(),

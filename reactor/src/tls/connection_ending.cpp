@@ -60,7 +60,7 @@ void Connection::set_phase(Phase to) {
                                            to_string(phase_), to_string(to)));
     phase_ = to;
     // The handshake is over (done, failed, abandoned): no HandshakeLimit counts it.
-    if (state_of(to) != State::handshaking) ListMember<Connection>::unlink();
+    if (state_of(to) != State::handshaking) handshake_token_.reset();
 }
 
 void Connection::on_peer_close_notify() {

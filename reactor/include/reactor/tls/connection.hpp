@@ -70,7 +70,6 @@
 #include "reactor/callback_slot.hpp"
 #include "reactor/export.hpp"
 #include "reactor/handle.hpp"
-#include "reactor/intrusive_list.hpp"
 #include "reactor/net/connection.hpp"
 #include "reactor/net/detail/callback_protocol.hpp"
 #include "reactor/net/transport.hpp"
@@ -97,8 +96,7 @@ class Connection;
 using ConnectionPtr = reactor::Ref<Connection>;
 
 class REACTOR_API Connection final : public reactor::Transport,
-                                     private reactor::Protocol,
-                                     private reactor::ListMember<Connection> {
+                                     private reactor::Protocol {
     struct Passkey {};
 
 public:
@@ -299,7 +297,6 @@ public:
 
 private:
     friend class HandshakeLimit;  // ends the oldest handshake in progress (fail)
-    friend class reactor::IntrusiveList<Connection>;  // a HandshakeLimit's, while in handshake
     // Debug mode's owner-thread check (see the header comment); a closed
     // connection is not checked: its members do nothing, its loop may be gone.
     void check_thread(const char* member) const {
@@ -380,6 +377,9 @@ private:
     // closed, what it said (end()).
     std::optional<End> ending_;
     Handle timer_;        // the handshake or the shutdown timeout
+    // While in handshake under a HandshakeLimit: what it sees us by (weakly,
+    // from whatever thread drops it), let go as the handshake ends.
+    std::shared_ptr<Connection* const> handshake_token_;
     reactor::Protocol* protocol_ = nullptr;  // see set_protocol
     std::unique_ptr<Callbacks> callbacks_;    // once a callback was set; kept until we go
     CallbackSlot<void(Connection&)> on_handshake_;

@@ -12,17 +12,21 @@
 // hold every slot until their handshake_timeout, and keep every real client
 // out meanwhile, for as long as they keep coming. Ending the oldest, a real
 // client (whose handshake takes a few round trips) is only ended if
-// max_handshakes others start after it before it finishes. The handshakes
-// are a list through the connections themselves: one leaves it as its
-// handshake ends (done, failed, or the connection gone), so the count is
-// exact and keeps no connection alive. Loop thread only (the connections' loop).
+// max_handshakes others start after it before it finishes. It sees each
+// connection by a token the connection drops as its handshake ends (done,
+// failed, or the connection gone): it keeps no connection alive, and may be
+// dropped from any thread (a GroupListener's accept callback goes with
+// whichever loop lets go of it last). The count is kept lazily: a handshake
+// that ended leaves it at the next started() (amortised O(1); at most max
+// entries are kept). Loop thread only otherwise (the connections' loop).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <memory>
 
 #include "reactor/export.hpp"
-#include "reactor/intrusive_list.hpp"
 #include "reactor/tls/connection.hpp"
 
 namespace reactor::tls {
@@ -31,23 +35,23 @@ class REACTOR_API HandshakeLimit {
 public:
     // At most `max` handshakes in progress at once (at least 1: 0 counts as 1).
     explicit HandshakeLimit(std::size_t max) noexcept : max_(max == 0 ? 1 : max) {}
-    // A copy has the same bound and counts nothing yet (one per loop, say).
-    HandshakeLimit(const HandshakeLimit& other) noexcept : max_(other.max_) {}
-    HandshakeLimit& operator=(const HandshakeLimit&) = delete;
 
     // `conn` has just started its handshake: counted; if max() were already
     // in progress, the oldest of them is aborted first.
     void started(const ConnectionPtr& conn);
 
     // Handshakes in progress now (started, not finished, not failed).
-    std::size_t in_progress() const noexcept { return started_.size(); }
+    std::size_t in_progress();
     std::size_t max() const noexcept { return max_; }
     // Handshakes aborted to make room.
     std::uint64_t evicted() const noexcept { return evicted_; }
 
 private:
+    void compact();
+
     std::size_t max_;
-    IntrusiveList<Connection> started_;  // in start order
+    // In start order; some may have ended (their token expired).
+    std::deque<std::weak_ptr<Connection* const>> started_;
     std::uint64_t evicted_ = 0;
 };
 
