@@ -1,33 +1,30 @@
 // SPDX-License-Identifier: MIT
 // reactor::RefCounted and reactor::Ref: how the loop's I/O objects are owned.
 //
-// One idiom for every object of the connection stack (a Connection, a TLS
-// connection): the object carries its own count (no control block beside
+// One idiom for the connection stack (Connection, tls::Connection,
+// ConnectionSet): the object carries its own count (no control block beside
 // it: one heap block, one word per handle), a Ref is a handle that counts,
-// and an open object holds one count itself, the loop's, released as its
-// close is told (so nobody has to keep a pointer to an open connection, and
-// its callbacks may drop every handle). Seastar's lw_shared_ptr and Boost's
-// intrusive_ptr are the same idea. A Ref reads as a std::shared_ptr: copy,
-// move, ->, *, get(), a test for null, comparison and hashing; Ref<Derived>
+// and an open object holds one count itself, released as its close is told
+// (so nobody has to keep a pointer to an open connection, and its callbacks
+// may drop every handle). Seastar's lw_shared_ptr and Boost's intrusive_ptr
+// are the same idea. A Ref reads as a std::shared_ptr: copy, move, ->, *,
+// get(), a test for null, comparison, hashing, use_count(); Ref<Derived>
 // converts to Ref<Base>. There is no weak handle: what must not keep an
 // object alive is told of its end (the close callback, Protocol::on_closed).
 //
-// Which objects: those that hold themselves while open (Connection,
-// tls::Connection, ConnectionSet; a futures::Stream's core counts its
-// handles the same way, loop-bound, in futures::detail::Ref). The objects
-// that belong to whoever holds them and close when dropped (Listener,
-// UdpSocket, LineReader), or to the pending work that runs them
-// (Connector, a server's end), stay std::shared_ptrs: their deferred
+// A Ref holds any class with add_ref() and release() of its own: the
+// futures' states and a Stream's core count on their loop alone (no
+// atomics) and return to a pool or close instead of being deleted.
+// RefCounted's count is atomic, as std::shared_ptr's: a handle may be copied
+// or dropped on any thread (the object is still touched, and freed by the
+// last handle, under the ownership rule of docs/cores.md).
+//
+// What stays a std::shared_ptr: the objects that belong to whoever holds
+// them and close when dropped (Listener, UdpSocket, LineReader), or to the
+// pending work that runs them (Connector, a server's end). Their queued
 // callbacks and their cancellers must see them weakly (a dropped socket
 // closes now, not after a callback it queued), which a count without a
 // control block cannot offer.
-//
-// RefCounted's count is atomic, as std::shared_ptr's: a handle may be
-// copied or dropped on any thread (the object itself is still touched, and
-// freed by the last handle, under the ownership rule of docs/cores.md). A
-// Ref holds any class with add_ref() and release() members of its own (a
-// futures state, counted on its loop alone, returns to its pool instead of
-// being deleted).
 #pragma once
 
 #include <atomic>
