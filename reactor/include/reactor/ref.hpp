@@ -45,7 +45,9 @@ public:
 
 protected:
     RefCounted() noexcept = default;
-    virtual ~RefCounted() = default;
+    // Pure: only a base (the compiler then never takes an object for a bare
+    // RefCounted when it guesses what `delete this` destroys).
+    virtual ~RefCounted() = 0;
 
     // For the object's own count (an open connection's): taken, and given
     // back by Ref::adopt.
@@ -60,6 +62,8 @@ private:
     std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
     mutable std::atomic<std::uint32_t> refs_{0};
 };
+
+inline RefCounted::~RefCounted() = default;
 
 template <class T>
 class Ref {
