@@ -122,11 +122,10 @@ void MessageReader::resume() {
 }
 
 void MessageReader::deliver_buffered() {
-    Connection* const conn = conn_.get();
     if (!attached_ || paused_) return;
     std::string_view rest = in_.view();
     try {
-        deliver(*conn, rest);
+        deliver(*conn_, rest);
     } catch (...) {
         if (attached_) keep_only(rest);
         throw;
@@ -136,7 +135,7 @@ void MessageReader::deliver_buffered() {
         return;
     }
     keep_only(rest);
-    if (!paused_ && conn->is_open()) conn->resume_reading();
+    if (!paused_ && conn_->is_open()) conn_->resume_reading();
 }
 
 std::string MessageReader::detach() {

@@ -6,8 +6,9 @@
 // Owns its fd. Held by ConnectionPtr handles (reactor::Ref, reactor/ref.hpp);
 // an open connection holds one itself (nobody has to keep a pointer); once
 // closed it lets it go on a later loop iteration, after its close callback
-// has run, so it is never freed while one of its callbacks is on the stack. Loop thread only (debug mode refuses and reports a call from
-// another thread: docs/cores.md, "The ownership rule"). No member calls back
+// has run, so it is never freed while one of its callbacks is on the stack.
+// Loop thread only (debug mode refuses and reports a call from another
+// thread: docs/cores.md, "The ownership rule"). No member calls back
 // synchronously, except write(), which may run the high-water callback
 // before it returns (as asyncio's pause_writing()).
 //
@@ -100,7 +101,7 @@ public:
     // by: a connection a Listener accepts is named by the line that made the
     // listener, one connect() makes by the connect() call.
     static ConnectionPtr adopt(Scheduler& sched, int fd, ConnectionOptions options = {},
-                                             std::source_location where = std::source_location::current());
+                               std::source_location where = std::source_location::current());
 
     // Joins `profile` (its loop, line, marks and read size: its listener's,
     // or one adopt() makes for it).
@@ -318,7 +319,7 @@ private:
     friend class Listener;
     friend class GroupListener;
     static ConnectionPtr adopt_accepted(detail::ConnectionProfile& profile, int fd, const Address& peer,
-                                                      const ConnectionOptions& options);
+                                        const ConnectionOptions& options);
     static void check_options(const ConnectionOptions& options);
     static ConnectionPtr start(ConnectionPtr conn);
 

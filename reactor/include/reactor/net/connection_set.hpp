@@ -12,11 +12,11 @@
 // set (a plain pointer, cleared as it leaves) and the set counts them, so a
 // member costs the set nothing (issue 22: a listener's set has every
 // connection). close_all() and abort_all() find the members among the loop's
-// open connections, in fd order. Owned through a
-// ConnectionSetPtr (reactor/ref.hpp), and by itself while it has members
-// (one count of its own; they hold it by plain pointer): a when_empty()
-// callback still runs when whoever made the set (a Listener) is gone first. Loop thread only; never
-// calls back synchronously.
+// open connections, in fd order. Owned through a ConnectionSetPtr
+// (reactor/ref.hpp), and by itself while it has members (one count of its
+// own; they hold it by plain pointer): a when_empty() callback still runs
+// when whoever made the set (a Listener) is gone first. Loop thread only;
+// never calls back synchronously.
 #pragma once
 
 #include <cstddef>
