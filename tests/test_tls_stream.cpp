@@ -482,6 +482,50 @@ BOOST_AUTO_TEST_CASE(start_tls_upgrades_a_plaintext_conversation_in_place) {
     CHECK_EMPTY(sched);
 }
 
+// The handshake callback belongs to start_tls until the handshake is done:
+// replacing it then fails the wait with a clear error (not a broken
+// promise), and the connection goes on: the user's callback runs, data flows.
+BOOST_AUTO_TEST_CASE(replacing_the_handshake_callback_during_start_tls_fails_its_wait_clearly) {
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    Tls contexts;
+    std::optional<Stream> server_side;
+    auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
+        server_side = s;
+        return s.wait_closed();
+    });
+    Stream client = wait(sched, futures::open_connection(sched, server.address())).result();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_side.has_value(); }));
+    Stream& srv = *server_side;
+    Future<void> server_handshake = futures::start_tls(srv, contexts.server);
+    Future<void> client_handshake = futures::start_tls(client, contexts.client, "localhost");
+    int handshakes_seen = 0;
+    client.tls()->set_handshake_callback([&](tls::Connection& c) {
+        ++handshakes_seen;
+        BOOST_TEST(c.handshake_done());
+    });
+    BOOST_TEST(client_handshake.failed());  // at once: nothing could complete it any more
+    try {
+        client_handshake.result();
+        BOOST_FAIL("the wait should have failed");
+    } catch (const futures::InvalidStateError& e) {
+        BOOST_TEST(std::string(e.what()).find("handshake callback was replaced") != std::string::npos);
+    }
+    wait(sched, server_handshake).result();
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return handshakes_seen == 1; }));
+    client.write("still encrypted\n");
+    BOOST_TEST(wait(sched, srv.read_until("\n")).result() == "still encrypted\n");
+    BOOST_TEST(client.tls()->handshake_done());
+    client.close();
+    wait(sched, client.wait_closed()).result();
+    srv.close();
+    server.close();
+    server_side.reset();
+    client = {};
+    sched.run();
+    BOOST_TEST(handshakes_seen == 1);
+    CHECK_EMPTY(sched);
+}
+
 BOOST_AUTO_TEST_CASE(start_tls_refuses_a_stream_holding_unread_bytes) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     Tls contexts;

@@ -31,19 +31,24 @@ public:
     HandshakeWait& operator=(HandshakeWait&&) = delete;
     ~HandshakeWait() {
         if (!promise_.is_pending()) return;
-        // Dropped unrun: the connection ended before its handshake was done.
-        // Scheduler::close() or our own close()/abort() cancel the wait;
-        // anything else fails it. No end: the loop was abandoned, and the
-        // promise breaks as it goes.
-        if (const reactor::End* end = conn_->end()) {
+        // Dropped unrun. With the connection still there, the user replaced
+        // or cleared its handshake callback: nothing will tell us the
+        // handshake's end, which the wait then fails naming why (a broken
+        // promise would not). Else the connection ended before its handshake
+        // was done: Scheduler::close() or our own close()/abort() cancel the
+        // wait; anything else fails it. No end: the loop was abandoned, and
+        // the promise breaks as it goes.
+        if (conn_->state() != tls::Connection::State::closed) {
+            fail([] {
+                return InvalidStateError("start_tls: the TLS connection's handshake callback was replaced before "
+                                         "its handshake finished, so the handshake's end can no longer be awaited: "
+                                         "set it after the start_tls future completes");
+            });
+        } else if (const reactor::End* end = conn_->end()) {
             if (end->kind == reactor::EndKind::scheduler_closed || end->kind == reactor::EndKind::local) {
                 promise_.cancel();
             } else {
-                try {
-                    promise_.set_exception(StreamError(*end));
-                } catch (...) {  // no memory for the error (a destructor must not throw): cancelled instead
-                    promise_.cancel();
-                }
+                fail([end] { return StreamError(*end); });
             }
         }
     }
@@ -53,6 +58,16 @@ public:
     }
 
 private:
+    // Fails the wait with make_error()'s error, made here: a destructor must not throw.
+    template <class MakeError>
+    void fail(MakeError make_error) noexcept {
+        try {
+            promise_.set_exception(make_error());
+        } catch (...) {  // no memory for the error (a destructor must not throw): cancelled instead
+            promise_.cancel();
+        }
+    }
+
     Promise<void> promise_;
     tls::Connection* conn_;
 };
