@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // start_tls: a TLS connection over a stream's plain connection, put in its
 // place as the stream's transport (Stream::replace_transport), and a future
-// of its handshake. The TLS connection's handshake callback holds the only
-// reference to that future's promise: it completes it, and if it is dropped
-// unrun (the connection closed first, or the loop ended) it fails it with
-// how the connection ended, or breaks it (cancelled, naming the user's line).
+// of its handshake. The TLS connection's handshake waiter (not its handshake
+// callback, which stays the user's) holds the only reference to that
+// future's promise: it completes it, and if it is dropped unrun (the
+// connection closed first, or the loop ended) it fails it with how the
+// connection ended, or breaks it (cancelled, naming the user's line).
 // Loop thread only.
 #include <cerrno>
 #include <memory>
@@ -23,7 +24,7 @@ namespace {
 
 namespace tls = reactor::tls;
 
-// The handshake callback. Moved from, it holds nothing.
+// The handshake waiter. Moved from, it holds nothing.
 class HandshakeWait {
 public:
     HandshakeWait(Promise<void> promise, tls::Connection& conn) : promise_(std::move(promise)), conn_(&conn) {}
@@ -31,24 +32,19 @@ public:
     HandshakeWait& operator=(HandshakeWait&&) = delete;
     ~HandshakeWait() {
         if (!promise_.is_pending()) return;
-        // Dropped unrun. With the connection still there, the user replaced
-        // or cleared its handshake callback: nothing will tell us the
-        // handshake's end, which the wait then fails naming why (a broken
-        // promise would not). Else the connection ended before its handshake
-        // was done: Scheduler::close() or our own close()/abort() cancel the
-        // wait; anything else fails it. No end: the loop was abandoned, and
-        // the promise breaks as it goes.
-        if (conn_->state() != tls::Connection::State::closed) {
-            fail([] {
-                return InvalidStateError("start_tls: the TLS connection's handshake callback was replaced before "
-                                         "its handshake finished, so the handshake's end can no longer be awaited: "
-                                         "set it after the start_tls future completes");
-            });
-        } else if (const reactor::End* end = conn_->end()) {
+        // Dropped unrun: the connection ended before its handshake was done.
+        // Scheduler::close() or our own close()/abort() cancel the wait;
+        // anything else fails it. No end: the loop was abandoned, and the
+        // promise breaks as it goes.
+        if (const reactor::End* end = conn_->end()) {
             if (end->kind == reactor::EndKind::scheduler_closed || end->kind == reactor::EndKind::local) {
                 promise_.cancel();
             } else {
-                fail([end] { return StreamError(*end); });
+                try {
+                    promise_.set_exception(StreamError(*end));
+                } catch (...) {  // no memory for the error (a destructor must not throw): cancelled instead
+                    promise_.cancel();
+                }
             }
         }
     }
@@ -58,16 +54,6 @@ public:
     }
 
 private:
-    // Fails the wait with make_error()'s error, made here: a destructor must not throw.
-    template <class MakeError>
-    void fail(MakeError make_error) noexcept {
-        try {
-            promise_.set_exception(make_error());
-        } catch (...) {  // no memory for the error (a destructor must not throw): cancelled instead
-            promise_.cancel();
-        }
-    }
-
     Promise<void> promise_;
     tls::Connection* conn_;
 };
@@ -87,13 +73,13 @@ Future<void> start_tls(Stream stream, reactor::tls::ContextPtr context, std::str
         tls::ConnectionPtr t = context->role() == tls::Context::Role::server
                                    ? tls::Connection::start_server(conn, context, options)
                                    : tls::Connection::start_client(conn, context, std::move(server_name), options);
-        t->set_handshake_callback(HandshakeWait(std::move(handshake), *t));
+        t->set_handshake_waiter(HandshakeWait(std::move(handshake), *t));
         started = t;
         return t;
     });
     // Cancelling the future aborts the connection. The connection (its
-    // handshake callback) holds the future's state, which holds it here: a
-    // cycle the handshake's end breaks (the callback runs or is dropped).
+    // handshake waiter) holds the future's state, which holds it here: a
+    // cycle the handshake's end breaks (the waiter runs or is dropped).
     done.add_done_callback(
         [started = std::move(started)](Future<void>& f) {
             if (f.cancelled() && started->is_open()) started->abort();

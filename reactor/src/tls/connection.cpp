@@ -204,6 +204,11 @@ void Connection::on_handshake_done() {
         if (!encrypt(plaintext)) return;
     }
     update_transport_reading();
+    if (handshaking_) {  // its token went with the handshake: only the waiter may be left
+        const EventFunction waiter = std::move(handshaking_->waiter);
+        handshaking_.reset();
+        if (waiter) waiter(*this);
+    }
     on_handshake_.invoke(*this);
     if (state() != State::open) return;
     if (phase_ == Phase::handshaken_then_close) {

@@ -42,17 +42,44 @@ constexpr Phase closed_from(Phase from) noexcept {
     }
 }
 
+// The table of Connection::may_move (constexpr: the check below uses it).
+constexpr bool moves(Phase from, Phase to) noexcept {
+    using enum Phase;
+    if (from == to) return Connection::state_of(from) != State::closed;
+    switch (from) {
+    case handshaking:
+        return to == handshaking_then_write_eof || to == handshaking_then_close || to == open ||
+               to == shutting_down_in_handshake || to == closed_in_handshake;
+    case handshaking_then_write_eof:
+        return to == handshaking_then_close || to == handshaken_then_write_eof ||
+               to == shutting_down_in_handshake || to == closed_in_handshake;
+    case handshaking_then_close:
+        return to == handshaken_then_close || to == shutting_down_in_handshake || to == closed_in_handshake;
+    case handshaken_then_write_eof: return to == write_ended || to == shutting_down || to == closed;
+    case handshaken_then_close: return to == shutting_down || to == closed;
+    case open: return to == write_ended || to == read_ended || to == shutting_down || to == closed;
+    case write_ended: return to == shutting_down_read_ended || to == shutting_down || to == closed;
+    case read_ended: return to == shutting_down_read_ended || to == closed_read_ended;
+    case shutting_down_in_handshake: return to == closed_in_handshake;
+    case shutting_down: return to == closed;
+    case shutting_down_read_ended: return to == closed_read_ended;
+    default: return false;  // closed: the close callback ran
+    }
+}
+
 // Every phase may move to its own: ending cannot be refused (on_abandoned is noexcept).
 static_assert([] {
     for (int p = 0; p <= static_cast<int>(Phase::closed_read_ended); ++p)
         if (const auto from = static_cast<Phase>(p);
             Connection::state_of(from) != State::closed &&
-            (!Connection::may_move(from, closed_from(from)) || !Connection::may_move(from, shutting_down_from(from))))
+            (!moves(from, closed_from(from)) || !moves(from, shutting_down_from(from))))
             return false;
     return true;
 }());
 
 }  // namespace
+
+bool Connection::may_move(Phase from, Phase to) noexcept { return moves(from, to); }
 
 void Connection::set_phase(Phase to) {
     if (!may_move(phase_, to)) [[unlikely]]
@@ -60,7 +87,7 @@ void Connection::set_phase(Phase to) {
                                            to_string(phase_), to_string(to)));
     phase_ = to;
     // The handshake is over (done, failed, abandoned): no HandshakeLimit counts it.
-    if (state_of(to) != State::handshaking) handshake_token_.reset();
+    if (state_of(to) != State::handshaking && handshaking_) handshaking_->token.reset();
 }
 
 void Connection::on_peer_close_notify() {
@@ -252,19 +279,21 @@ void Connection::on_abandoned() noexcept {
     tell_end([](reactor::Protocol& told) { told.on_abandoned(); });
 }
 
-// The protocol is let go as it is told, the handshake callback dropped
-// first (a wait on the handshake learns from end() that it will not come),
-// and every callback after (whatever the told one set is never called).
+// The protocol is let go as it is told, the handshake waiter and callback
+// dropped first (a wait on the handshake learns from end() that it will not
+// come), and every callback after (whatever the told one set is never called).
 template <class Tell>
 void Connection::tell_end(Tell tell) {
     reactor::Protocol* told = std::exchange(protocol_, nullptr);
     struct DropAll {
         Connection& conn;
         ~DropAll() {
+            conn.handshaking_.reset();
             conn.on_handshake_.reset();
             if (conn.callbacks_) conn.callbacks_->clear();
         }
     } drop_all{*this};
+    handshaking_.reset();
     on_handshake_.reset();
     if (told) tell(*told);
 }

@@ -7,6 +7,7 @@
 #include "reactor/tls/connection.hpp"
 
 #include <memory>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 
@@ -15,6 +16,16 @@ namespace reactor::tls {
 void Connection::set_protocol(reactor::Protocol* protocol) {
     check_thread("tls::Connection::set_protocol");
     if (state() != State::closed) protocol_ = protocol;  // closed: its end was told, nothing more is
+}
+
+// The waiter lives in the handshake's side block (with a HandshakeLimit's
+// token): an idle connection carries a null pointer for both.
+void Connection::set_handshake_waiter(EventFunction waiter) {
+    check_thread("tls::Connection::set_handshake_waiter");
+    if (handshake_done()) throw std::logic_error("tls::Connection::set_handshake_waiter: the handshake is done");
+    if (state() == State::closed) return;  // its end was told: dropped now, it sees end() as it would have then
+    if (!handshaking_) handshaking_ = std::make_unique<Handshaking>();
+    handshaking_->waiter = std::move(waiter);
 }
 
 void Connection::set_data_callback(DataFunction cb) {

@@ -44,8 +44,9 @@ void HandshakeLimit::started(const ConnectionPtr& conn) {
                                  max_),
                      true);
     }
-    conn->handshake_token_ = std::make_shared<Connection* const>(conn.get());
-    started_.push_back(conn->handshake_token_);
+    if (!conn->handshaking_) conn->handshaking_ = std::make_unique<Connection::Handshaking>();
+    conn->handshaking_->token = std::make_shared<Connection* const>(conn.get());
+    started_.push_back(conn->handshaking_->token);
 }
 
 }  // namespace reactor::tls

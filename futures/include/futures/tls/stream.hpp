@@ -96,12 +96,10 @@ namespace futures {
 // answers, a client one starts and sends `server_name`, verified as in
 // open_connection). Done once the handshake is; fails with a StreamError (the
 // pending read, if any, too), or is cancelled if the stream goes first.
-// Cancelling it aborts the connection. Until it completes, the TLS
-// connection's handshake callback (stream.tls()->set_handshake_callback) is
-// its own: replacing it fails it at once with an InvalidStateError that says
-// so (the handshake goes on; your callback runs). Reads and writes may go on
-// meanwhile: writes wait for the handshake, a pending read is served with the
-// decrypted bytes. A free function, so that <futures/stream.hpp> needs no
+// Cancelling it aborts the connection. The TLS connection's handshake
+// callback (stream.tls()->set_handshake_callback) stays yours: it does not
+// complete this future. Reads and writes may go on meanwhile: writes wait
+// for the handshake, a pending read is served with the decrypted bytes. A free function, so that <futures/stream.hpp> needs no
 // TLS. Throws at once (the stream left as it was): InvalidStateError if the
 // stream is already TLS, closing or closed, at EOF, or holds bytes received
 // and not read (the peer spoke TLS before its turn: read the plaintext

@@ -4,31 +4,29 @@
 // a reactor::Transport to the protocol above (a futures::Stream, your own,
 // or the callbacks, which are a protocol made when one is first set).
 //
-// The TLS engine (OpenSSL) talks to a BIO of ours (in memory, as a memory
-// BIO pair would be), never to the socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
+// The TLS engine (OpenSSL) talks to a BIO of ours in memory, never to the
+// socket (asyncio's SSLProtocol over a transport, Asio's ssl::stream engine,
 // libevent's filter mode): the ciphertext the transport receives is what the
 // engine reads, and the records the engine makes go to the transport's
-// write() when each engine call has returned, never from inside OpenSSL (no
-// buffer of ours at rest: the kernel takes them, or the transport's own
-// output buffer keeps them). So
-// there is one write path, and the transport's water marks, deadlines (read/write/idle timeouts),
-// write_eof and close reasons, and the virtual clock kit, all work under TLS
-// unchanged. An idle TLS connection keeps no buffer of its own: only bytes
-// the engine has not read yet (reading paused) are kept.
+// write() once each engine call has returned, never from inside OpenSSL. So
+// there is one write path, and the transport's water marks, deadlines,
+// write_eof, close reasons and the virtual clock kit all work under TLS
+// unchanged. An idle TLS connection keeps no buffer of its own (the kernel or
+// the transport's output buffer has the records): only bytes the engine has
+// not read yet (reading paused) are kept.
 //
 // Owns its transport: after start_server/start_client we are the plain
 // connection's protocol; do not use it directly. Like the transport, an open
 // TLS connection owns itself (from start until its transport has told it of
 // the close, or of the loop's end) and is released after its close callback
-// has run. Loop thread only: in debug mode
-// (Scheduler::Options::debug), a member that acts (the setters, write,
-// write_eof, close, abort, pause/resume_reading, set_water_marks) called
-// from another thread while the loop runs is reported on the loop's
-// exception handler, naming the line that made the transport, and refused
-// with std::logic_error before it changes anything, as the plain
-// Connection's (Scheduler::check_owner_thread). No member
-// calls back synchronously, except write(), which may run the high-water
-// callback before it returns (as the plain Connection).
+// has run. Loop thread only: in debug mode (Scheduler::Options::debug), a
+// member that acts (the setters, write, write_eof, close, abort,
+// pause/resume_reading, set_water_marks) called from another thread while
+// the loop runs is reported on the loop's exception handler, naming the line
+// that made the transport, and refused with std::logic_error before it
+// changes anything, as the plain Connection's (Scheduler::check_owner_thread).
+// No member calls back synchronously, except write(), which may run the
+// high-water callback before it returns (as the plain Connection).
 //
 // Life (State; Connection::Phase says where within it, docs/tls.md "States"):
 //   handshaking ──handshake done──> open ──close()/write_eof()──> shutting down ──> closed
@@ -139,32 +137,10 @@ public:
                                                            : State::closed;
     }
     // The moves a connection makes, and no others (docs/tls.md, "States",
-    // draws them, and a test holds the drawing to this). Staying put is no
+    // draws them, and a test holds the drawing to the table). Staying put is no
     // move. Any other is a bug of this class, refused with std::logic_error
     // (asyncio's SSLProtocol._set_state).
-    static constexpr bool may_move(Phase from, Phase to) noexcept {
-        using enum Phase;
-        if (from == to) return state_of(from) != State::closed;
-        switch (from) {
-        case handshaking:
-            return to == handshaking_then_write_eof || to == handshaking_then_close || to == open ||
-                   to == shutting_down_in_handshake || to == closed_in_handshake;
-        case handshaking_then_write_eof:
-            return to == handshaking_then_close || to == handshaken_then_write_eof ||
-                   to == shutting_down_in_handshake || to == closed_in_handshake;
-        case handshaking_then_close:
-            return to == handshaken_then_close || to == shutting_down_in_handshake || to == closed_in_handshake;
-        case handshaken_then_write_eof: return to == write_ended || to == shutting_down || to == closed;
-        case handshaken_then_close: return to == shutting_down || to == closed;
-        case open: return to == write_ended || to == read_ended || to == shutting_down || to == closed;
-        case write_ended: return to == shutting_down_read_ended || to == shutting_down || to == closed;
-        case read_ended: return to == shutting_down_read_ended || to == closed_read_ended;
-        case shutting_down_in_handshake: return to == closed_in_handshake;
-        case shutting_down: return to == closed;
-        case shutting_down_read_ended: return to == closed_read_ended;
-        default: return false;  // closed: the close callback ran
-        }
-    }
+    static bool may_move(Phase from, Phase to) noexcept;  // connection_ending.cpp: the table
 
     using DataCallback = std::function<void(Connection&, std::string_view plaintext)>;
     using EventCallback = std::function<void(Connection&)>;
@@ -213,6 +189,11 @@ public:
         check_thread("tls::Connection::set_handshake_callback");
         on_handshake_.set(std::move(cb));
     }
+    // For a layer that waits for the handshake (futures::start_tls), apart
+    // from the callback above, which stays the user's: runs once, just before
+    // it; dropped unrun if the handshake never finishes (end() then says why,
+    // unless the loop was abandoned). Throws std::logic_error once it is done.
+    void set_handshake_waiter(EventFunction waiter);
     // The peer sent close_notify. Without an EOF callback the connection then
     // answers with its own and closes (reason eof); with one it
     // stays open for writing: finish with write_eof() or close(). Once it has
@@ -377,9 +358,14 @@ private:
     // closed, what it said (end()).
     std::optional<End> ending_;
     Handle timer_;        // the handshake or the shutdown timeout
-    // While in handshake under a HandshakeLimit: what it sees us by (weakly,
-    // from whatever thread drops it), let go as the handshake ends.
-    std::shared_ptr<Connection* const> handshake_token_;
+    // What only a handshake needs, made once needed, gone with it: the token a
+    // HandshakeLimit sees us by (weakly, from whatever thread drops it; let go
+    // as the handshake ends) and the waiter (until it runs or the end is told).
+    struct Handshaking {
+        std::shared_ptr<Connection* const> token;
+        EventFunction waiter;
+    };
+    std::unique_ptr<Handshaking> handshaking_;
     reactor::Protocol* protocol_ = nullptr;  // see set_protocol
     std::unique_ptr<Callbacks> callbacks_;    // once a callback was set; kept until we go
     CallbackSlot<void(Connection&)> on_handshake_;
