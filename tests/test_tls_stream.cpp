@@ -524,6 +524,55 @@ BOOST_AUTO_TEST_CASE(a_handshake_callback_set_during_start_tls_runs_and_start_tl
     CHECK_EMPTY(sched);
 }
 
+// A TLS stream server's handshakes carry both start_tls's waiter and, under
+// max_handshakes, the limit's token: silent clients beyond the limit are
+// ended oldest first (their waits fail quietly: no handler runs), and a
+// real client is served and echoed.
+BOOST_AUTO_TEST_CASE(a_tls_stream_server_with_max_handshakes_ends_the_oldest_silent_client_and_serves_a_real_one) {
+    constexpr std::size_t kMax = 2;
+    constexpr std::size_t kSilent = 5;
+    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
+    reactor_test::Reports reports(sched);
+    Tls contexts;
+    std::vector<Stream> served;
+    auto server = futures::start_server(
+        sched, reactor::Address::loopback_v4(0),
+        [&](Stream s) {
+            served.push_back(s);
+            return futures::spawn(sched, LineEcho(s));
+        },
+        {}, contexts.server, tls::Options{.max_handshakes = kMax});
+    std::vector<reactor_test::Fd> silent;  // connect, then never send a byte
+    for (std::size_t i = 0; i < kSilent; ++i) {
+        silent.emplace_back(reactor_test::connect_blocking(server.address().port()));
+        BOOST_REQUIRE(silent.back().get() >= 0);
+    }
+    const auto ended = [&](std::size_t i) {
+        char c;
+        const ssize_t n = ::recv(silent[i].get(), &c, 1, MSG_DONTWAIT);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    };
+    BOOST_REQUIRE(reactor_test::run_until(sched, [&] {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < kSilent; ++i) n += ended(i);
+        return n == kSilent - kMax;
+    }));
+    for (std::size_t i = 0; i < kSilent; ++i) BOOST_TEST(ended(i) == (i < kSilent - kMax), "silent client " << i);
+    Stream client = wait(sched, futures::open_connection(sched, server.address(), contexts.client, "localhost")).result();
+    BOOST_REQUIRE(client.write("over the limit\n"));
+    BOOST_TEST(wait(sched, client.read_until("\n")).result() == "echo: over the limit\n");
+    BOOST_TEST(served.size() == 1u);
+    BOOST_TEST(ended(kSilent - kMax));  // the oldest still waiting made room for it
+    BOOST_TEST(reports.size() == 0u);  // a handshake that never finished is no error of the server's
+    client.close();
+    wait(sched, client.wait_closed()).result();
+    server.close();
+    silent.clear();
+    served.clear();
+    sched.run();
+    CHECK_EMPTY(sched);
+}
+
 BOOST_AUTO_TEST_CASE(start_tls_refuses_a_stream_holding_unread_bytes) {
     reactor::Scheduler sched(on(reactor_test::backend_under_test()));
     Tls contexts;
