@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "reactor/net/connection.hpp"
+#include "reactor/net/transport.hpp"
 
 namespace reactor {
 
@@ -25,7 +25,7 @@ std::string make_frame(std::string_view payload, const FrameFormat& format) {
     return frame;
 }
 
-bool write_frame(Connection& conn, std::string_view payload, const FrameFormat& format) {
+bool write_frame(Transport& conn, std::string_view payload, const FrameFormat& format) {
     return conn.write(make_frame(payload, format));
 }
 

@@ -3,20 +3,12 @@
 // reading itself is MessageReader's.
 #include "reactor/net/frame_reader.hpp"
 
-#include <algorithm>
+namespace reactor::detail {
 
-namespace reactor {
+FrameCutting::FrameCutting(Transport* transport, FrameFormat format)
+    : MessageReader(transport, EndKind::frame_too_large), format_(format) {}
 
-std::shared_ptr<FrameReader> FrameReader::attach(const ConnectionPtr& conn, FrameCallback on_frame, FrameFormat format) {
-    auto reader = std::make_shared<FrameReader>(Passkey{}, conn, std::move(on_frame), format);
-    reader->start(*conn);
-    return reader;
-}
-
-FrameReader::FrameReader(Passkey, const ConnectionPtr& conn, FrameCallback on_frame, FrameFormat format)
-    : MessageReader(conn, std::move(on_frame), EndKind::frame_too_large), format_(format) {}
-
-FrameReader::Cut FrameReader::cut(std::string_view bytes, std::size_t /*scanned*/) const {
+FrameCutting::Cut FrameCutting::cut(std::string_view bytes, std::size_t /*scanned*/) const {
     const std::size_t header = prefix_size(format_.prefix);
     if (bytes.size() < header) return {Cut::What::more};
     const std::size_t length = decode_frame_length(format_.prefix, bytes.data());
@@ -25,4 +17,4 @@ FrameReader::Cut FrameReader::cut(std::string_view bytes, std::size_t /*scanned*
     return {Cut::What::message, header, length, header + length};
 }
 
-}  // namespace reactor
+}  // namespace reactor::detail

@@ -5,22 +5,16 @@
 
 #include <stdexcept>
 
-namespace reactor {
+namespace reactor::detail {
 
-std::shared_ptr<LineReader> LineReader::attach(const ConnectionPtr& conn, LineCallback on_line, LineOptions options) {
-    auto reader = std::make_shared<LineReader>(Passkey{}, conn, std::move(on_line), std::move(options));
-    reader->start(*conn);
-    return reader;
-}
-
-LineReader::LineReader(Passkey, const ConnectionPtr& conn, LineCallback on_line, LineOptions options)
-    : MessageReader(conn, std::move(on_line), EndKind::line_too_long),
+LineCutting::LineCutting(Transport* transport, LineOptions options)
+    : MessageReader(transport, EndKind::line_too_long),
       options_(std::move(options)),
       drop_cr_(options_.delimiter == "\n") {
     if (options_.delimiter.empty()) throw std::invalid_argument("LineReader: empty delimiter");
 }
 
-LineReader::Cut LineReader::cut(std::string_view bytes, std::size_t scanned) const {
+LineCutting::Cut LineCutting::cut(std::string_view bytes, std::size_t scanned) const {
     const std::string& delimiter = options_.delimiter;
     // Resume the search where the last one stopped, minus a delimiter that
     // may have begun in its last bytes.
@@ -39,4 +33,4 @@ LineReader::Cut LineReader::cut(std::string_view bytes, std::size_t scanned) con
     return {Cut::What::message, 0, length, end + delimiter.size()};
 }
 
-}  // namespace reactor
+}  // namespace reactor::detail

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The base of LineReader and FrameReader: see reactor/net/detail/message_reader.hpp.
+// The reading of the line and frame readers, over any connection: see
+// reactor/net/detail/message_reader.hpp.
 #include "reactor/net/detail/message_reader.hpp"
 
 #include <stdexcept>
+
+#include "reactor/net/connection.hpp"  // the transport's socket, for its loop
 
 namespace reactor::detail {
 
@@ -13,23 +16,14 @@ namespace {
 constexpr std::size_t kKeptBuffer = 4096;
 }  // namespace
 
-MessageReader::MessageReader(const ConnectionPtr& conn, MessageCallback on_message, EndKind too_large)
-    : conn_(conn), on_message_(std::move(on_message)), too_large_(too_large) {
-    if (!conn) throw std::invalid_argument("reader: null connection");
-    if (!on_message_) throw std::invalid_argument("reader: empty message callback");
+MessageReader::MessageReader(Transport* transport, EndKind too_large)
+    : transport_(transport), too_large_(too_large) {
+    if (!transport) throw std::invalid_argument("reader: null connection");
 }
 
 MessageReader::~MessageReader() = default;
 
-void MessageReader::start(Connection& conn) {
-    attached_ = true;
-    // The connection's callbacks own the reader: it lives as long as they do
-    // (until the connection has closed, or detach()).
-    conn.set_data_callback([self = shared_from_this()](Connection& c, std::string_view data) { self->on_data(c, data); });
-    conn.set_eof_callback([self = shared_from_this()](Connection& c) { self->on_eof(c); });
-}
-
-void MessageReader::on_data(Connection& conn, std::string_view data) {
+void MessageReader::on_data(Transport& conn, std::string_view data) {
     const std::shared_ptr<MessageReader> keep = shared_from_this();  // a callback may detach us
     if (!attached_) return;
     if (in_.empty()) {
@@ -65,7 +59,7 @@ void MessageReader::keep_only(std::string_view rest) noexcept {
     if (in_.empty() && in_.capacity() > kKeptBuffer) in_.release();
 }
 
-void MessageReader::deliver(Connection& conn, std::string_view& bytes) {
+void MessageReader::deliver(Transport& conn, std::string_view& bytes) {
     delivering_ = true;
     struct Done {
         bool& flag;
@@ -86,11 +80,11 @@ void MessageReader::deliver(Connection& conn, std::string_view& bytes) {
         const std::string_view message = bytes.substr(c.offset, c.length);
         bytes.remove_prefix(c.consumed);
         pending_ = bytes;
-        on_message_(conn, message);
+        tell_message(conn, message);
     }
 }
 
-void MessageReader::on_eof(Connection& conn) {
+void MessageReader::on_eof(Transport& conn) {
     const std::shared_ptr<MessageReader> keep = shared_from_this();
     if (!attached_) return;
     // Every complete message was handed over (reading was paused otherwise):
@@ -98,17 +92,13 @@ void MessageReader::on_eof(Connection& conn) {
     const std::string partial(in_.view());
     in_.release();
     scanned_ = 0;
-    if (on_eof_) {
-        on_eof_(conn, partial);
-    } else {
-        conn.close(partial.empty() ? EndKind::eof : EndKind::truncated);
-    }
+    if (!tell_eof(conn, partial)) conn.close(partial.empty() ? EndKind::eof : EndKind::truncated);
 }
 
 void MessageReader::pause() {
     if (paused_) return;
     paused_ = true;
-    conn_->pause_reading();
+    transport_->pause_reading();
 }
 
 void MessageReader::resume() {
@@ -116,7 +106,7 @@ void MessageReader::resume() {
     paused_ = false;
     // Messages received before the pause go first, from the loop; reading
     // resumes only after them, so nothing new overtakes them.
-    conn_->scheduler().call_soon([weak = weak_from_this()] {
+    transport_->socket().scheduler().call_soon([weak = weak_from_this()] {
         if (auto self = weak.lock()) self->deliver_buffered();
     });
 }
@@ -125,7 +115,7 @@ void MessageReader::deliver_buffered() {
     if (!attached_ || paused_) return;
     std::string_view rest = in_.view();
     try {
-        deliver(*conn_, rest);
+        deliver(*transport_, rest);
     } catch (...) {
         if (attached_) keep_only(rest);
         throw;
@@ -135,7 +125,7 @@ void MessageReader::deliver_buffered() {
         return;
     }
     keep_only(rest);
-    if (!paused_ && conn_->is_open()) conn_->resume_reading();
+    if (!paused_ && transport_->is_open()) transport_->resume_reading();
 }
 
 std::string MessageReader::detach() {
@@ -146,9 +136,8 @@ std::string MessageReader::detach() {
     std::string rest(delivering_ ? pending_ : in_.view());
     if (!delivering_) in_.release();
     scanned_ = 0;
-    conn_->set_data_callback(nullptr);
-    conn_->set_eof_callback(nullptr);
-    if (paused_) conn_->resume_reading();  // the pause was ours; plain reads start as the user left them
+    release_callbacks();
+    if (paused_) transport_->resume_reading();  // the pause was ours; plain reads start as the user left them
     paused_ = false;
     return rest;
 }

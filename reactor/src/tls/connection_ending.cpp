@@ -150,9 +150,14 @@ void Connection::do_write_eof() {
     arm_timer(options_.shutdown_timeout, EndKind::shutdown_timeout);
 }
 
-void Connection::close() {
+// close(kind): the End reports `kind` where close() reports local, so a
+// graceful close of ours is ending_ local, whatever its kind (a failure or a
+// timeout under it then wins as it would over close()'s), and close_kind_
+// names it once the transport has closed (on_closed).
+void Connection::close(EndKind kind) {
     check_thread("tls::Connection::close");
     if (!is_open() || phase_ == Phase::handshaking_then_close || phase_ == Phase::handshaken_then_close) return;
+    close_kind_ = kind;
     if (state() == State::handshaking && !pending_plaintext_.empty()) {
         set_phase(Phase::handshaking_then_close);  // the plaintext goes out once the handshake is done, then close_notify
         return;
@@ -178,6 +183,7 @@ void Connection::abort() {
     if (state() == State::closed) return;
     check_thread("tls::Connection::abort");
     if (!ending_) ending_ = End(EndKind::local);
+    close_kind_ = EndKind::local;  // aborted: a reason given to close() before no longer holds
     set_phase(shutting_down_from(phase_));
     pending_plaintext_.clear();
     timer_.cancel();
@@ -259,6 +265,7 @@ void Connection::on_closed(const reactor::End& r) {
     End reason = r;
     if (ending_ && (r.clean() || !ending_->clean() || peer_gone_after_close_notify)) {
         reason = std::move(*ending_);
+        if (reason.kind == EndKind::local) reason.kind = close_kind_;  // close(kind)
     } else if (r.kind == EndKind::eof || peer_gone_after_close_notify) {
         // The transport closed by itself: our write side was shut (write_eof)
         // and TCP's EOF came, or the peer left after its close_notify while

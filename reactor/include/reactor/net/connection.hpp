@@ -196,7 +196,7 @@ public:
     // The same graceful close, reporting `kind` as the reason: for a layer
     // that ends the connection for a reason of its own (LineReader closes
     // with line_too_long). No effect once closing or closed.
-    void close(EndKind kind);
+    void close(EndKind kind) override;
     // Immediate: discard buffered output and close now; the peer sees a reset
     // (TCP). Reason local. Idempotent.
     void abort() override;

@@ -19,7 +19,7 @@
 
 namespace reactor {
 
-class Connection;
+class Transport;
 
 // The width of the length prefix; both are big-endian (network order), as in
 // most protocols that use one (DNS over TCP, the PostgreSQL wire protocol,
@@ -55,9 +55,10 @@ constexpr std::size_t decode_frame_length(LengthPrefix prefix, const char* heade
 // (the peer would refuse it: a bug of the writer, caught where it is made).
 REACTOR_API std::string make_frame(std::string_view payload, const FrameFormat& format = {});
 
-// Writes make_frame(payload, format) with one Connection::write (so the
-// prefix never goes out alone), and returns what that returns. Throws
-// std::length_error as make_frame, writing nothing. Loop thread only.
-REACTOR_API bool write_frame(Connection& conn, std::string_view payload, const FrameFormat& format = {});
+// Writes make_frame(payload, format) with one write (so the prefix never
+// goes out alone) to `conn`, a reactor::Connection or a tls::Connection, and
+// returns what that returns. Throws std::length_error as make_frame, writing
+// nothing. Loop thread only.
+REACTOR_API bool write_frame(Transport& conn, std::string_view payload, const FrameFormat& format = {});
 
 }  // namespace reactor

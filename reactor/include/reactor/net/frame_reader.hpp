@@ -15,11 +15,14 @@
 // connection closes with EndKind::truncated (EndKind::eof at a clean end).
 //
 // Ownership, pause, resume and detach as LineReader's
-// (reactor/net/line_reader.hpp). Loop thread only.
+// (reactor/net/line_reader.hpp); so is the TLS one, reactor::tls::FrameReader
+// (reactor/tls/readers.hpp). Loop thread only.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "reactor/export.hpp"
 #include "reactor/net/connection.hpp"
@@ -27,27 +30,49 @@
 #include "reactor/net/frame.hpp"
 
 namespace reactor {
+namespace detail {
 
-class REACTOR_API FrameReader final : public detail::MessageReader {
+// Where frames end, for every connection type (frame_reader.cpp).
+class REACTOR_API FrameCutting : public MessageReader {
+public:
+    const FrameFormat& format() const noexcept { return format_; }
+
+protected:
+    // Throws std::invalid_argument for a null transport.
+    FrameCutting(Transport* transport, FrameFormat format);
+
+private:
+    Cut cut(std::string_view bytes, std::size_t scanned) const final;
+
+    FrameFormat format_;
+};
+
+}  // namespace detail
+
+template <class Conn>
+class BasicFrameReader final : public detail::TypedReader<Conn, detail::FrameCutting> {
+    using Base = detail::TypedReader<Conn, detail::FrameCutting>;
     struct Passkey {};
 
 public:
     // `payload` is valid only during the call: copy what you keep.
-    using FrameCallback = MessageCallback;
+    using FrameCallback = typename Base::MessageCallback;
+    using typename Base::EofCallback;
 
     // Takes over `conn`'s data and EOF callbacks and calls `on_frame` for
     // each complete frame from the next read on. Throws
     // std::invalid_argument for a null connection or an empty callback.
-    static std::shared_ptr<FrameReader> attach(const ConnectionPtr& conn, FrameCallback on_frame,
-                                               FrameFormat format = {});
+    static std::shared_ptr<BasicFrameReader> attach(const Ref<Conn>& conn, FrameCallback on_frame,
+                                                    FrameFormat format = {}) {
+        auto reader = std::make_shared<BasicFrameReader>(Passkey{}, conn, std::move(on_frame), format);
+        reader->take_callbacks();
+        return reader;
+    }
 
-    FrameReader(Passkey, const ConnectionPtr& conn, FrameCallback on_frame, FrameFormat format);
-    const FrameFormat& format() const noexcept { return format_; }
-
-private:
-    Cut cut(std::string_view bytes, std::size_t scanned) const override;
-
-    FrameFormat format_;
+    BasicFrameReader(Passkey, const Ref<Conn>& conn, FrameCallback on_frame, FrameFormat format)
+        : Base(conn, std::move(on_frame), format) {}
 };
+
+using FrameReader = BasicFrameReader<Connection>;
 
 }  // namespace reactor

@@ -27,12 +27,18 @@
 // Ownership: the reader takes over the connection's data and EOF callbacks
 // and is owned by them (keep the returned pointer only to pause, resume or
 // detach); it ends with the connection. Loop thread only.
+//
+// Over TLS: reactor::tls::LineReader (reactor/tls/readers.hpp), the same
+// reader over a reactor::tls::Connection, whose callbacks take one.
+// BasicLineReader<Conn> is both; the reading is written once, untyped
+// (reactor/net/detail/message_reader.hpp).
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "reactor/export.hpp"
 #include "reactor/net/connection.hpp"
@@ -47,12 +53,35 @@ struct LineOptions {
     std::string delimiter = "\n";
 };
 
-class REACTOR_API LineReader final : public detail::MessageReader {
+namespace detail {
+
+// Where lines end, for every connection type (line_reader.cpp).
+class REACTOR_API LineCutting : public MessageReader {
+public:
+    const LineOptions& options() const noexcept { return options_; }
+
+protected:
+    // Throws std::invalid_argument for a null transport or an empty delimiter.
+    LineCutting(Transport* transport, LineOptions options);
+
+private:
+    Cut cut(std::string_view bytes, std::size_t scanned) const final;
+
+    LineOptions options_;
+    bool drop_cr_;  // the delimiter is "\n": a "\r" before it goes too
+};
+
+}  // namespace detail
+
+template <class Conn>
+class BasicLineReader final : public detail::TypedReader<Conn, detail::LineCutting> {
+    using Base = detail::TypedReader<Conn, detail::LineCutting>;
     struct Passkey {};
 
 public:
     // `line` is valid only during the call: copy what you keep.
-    using LineCallback = MessageCallback;
+    using LineCallback = typename Base::MessageCallback;
+    using typename Base::EofCallback;
 
     // Takes over `conn`'s data and EOF callbacks and calls `on_line` for
     // each complete line from the next read on. Throws
@@ -60,16 +89,17 @@ public:
     // empty delimiter. Lines from inside the callback: the callback may
     // write, close (no more lines then), pause() (the lines already received
     // wait) or detach() (the rest goes back to you).
-    static std::shared_ptr<LineReader> attach(const ConnectionPtr& conn, LineCallback on_line, LineOptions options = {});
+    static std::shared_ptr<BasicLineReader> attach(const Ref<Conn>& conn, LineCallback on_line,
+                                                   LineOptions options = {}) {
+        auto reader = std::make_shared<BasicLineReader>(Passkey{}, conn, std::move(on_line), std::move(options));
+        reader->take_callbacks();
+        return reader;
+    }
 
-    LineReader(Passkey, const ConnectionPtr& conn, LineCallback on_line, LineOptions options);
-    const LineOptions& options() const noexcept { return options_; }
-
-private:
-    Cut cut(std::string_view bytes, std::size_t scanned) const override;
-
-    LineOptions options_;
-    bool drop_cr_;  // the delimiter is "\n": a "\r" before it goes too
+    BasicLineReader(Passkey, const Ref<Conn>& conn, LineCallback on_line, LineOptions options)
+        : Base(conn, std::move(on_line), std::move(options)) {}
 };
+
+using LineReader = BasicLineReader<Connection>;
 
 }  // namespace reactor

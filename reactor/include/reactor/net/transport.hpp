@@ -87,6 +87,12 @@ public:
     virtual void write_eof() = 0;
     // Graceful: stop reading, flush what is buffered, then close.
     virtual void close() = 0;
+    // The same graceful close, reporting `kind` as the End's kind (when the
+    // flush succeeds, as close()'s local): for a layer that ends the
+    // transport for a reason of its own (LineReader: line_too_long). Both
+    // connections override it; a transport of your own that does not closes
+    // as close() does.
+    virtual void close(EndKind /*kind*/) { close(); }
     // Immediate: what is buffered is dropped; the peer sees a reset.
     virtual void abort() = 0;
     virtual void pause_reading() = 0;

@@ -237,7 +237,11 @@ public:
     void write_eof() override;
     // Graceful: stop reading, flush, send close_notify, close the transport
     // once flushed (bounded by shutdown_timeout). Reason local. Idempotent.
-    void close() override;
+    void close() override { close(EndKind::local); }
+    // The same graceful close, reporting `kind` as the End's kind instead of
+    // local (Transport::close(EndKind): a reader's line_too_long). As for
+    // close(), a failure or a timeout under the flush is the reason instead.
+    void close(EndKind kind) override;
     // Immediate: no close_notify, buffered data dropped, the peer sees a reset.
     void abort() override;
 
@@ -369,6 +373,8 @@ private:
     reactor::Protocol* protocol_ = nullptr;  // see set_protocol
     std::unique_ptr<Callbacks> callbacks_;    // once a callback was set; kept until we go
     CallbackSlot<void(Connection&)> on_handshake_;
+    // What a graceful close of ours (ending_ local) reports: close(kind)'s kind.
+    EndKind close_kind_ = EndKind::local;
     Phase phase_ = Phase::handshaking;  // moved only by set_phase
     // Not phases: I/O bookkeeping that holds the same in any phase, as the
     // plain connection's. The user paused reading (pause_reading: asked in

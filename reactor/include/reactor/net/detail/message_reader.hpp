@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: MIT
-// Internal base of LineReader and FrameReader (reactor/net/line_reader.hpp,
-// frame_reader.hpp): what reading messages off a Connection takes, whatever
-// marks their ends. It takes over the connection's data and EOF callbacks,
-// cuts complete messages out of what arrives and hands each to the user,
-// keeps the bytes of the message not complete yet, and ends the connection
-// when one grows past the maximum.
+// Internal base of the line and frame readers (reactor/net/line_reader.hpp,
+// frame_reader.hpp): what reading messages off a connection takes, whatever
+// marks their ends and whatever the connection is (a plain one or a TLS
+// one: both are a reactor::Transport). It cuts complete messages out of
+// what arrives and hands each over, keeps the bytes of the message not
+// complete yet, and ends the connection when one grows past the maximum.
+//
+// Three layers, so that each corner case is handled once:
+//   MessageReader          the reading (message_reader.cpp), over a Transport
+//   LineCutting, FrameCutting   where a message ends (line_reader.cpp, frame_reader.cpp)
+//   TypedReader<Conn, Cutting>  the connection's own callbacks and the user's,
+//                               typed (Conn: reactor::Connection or
+//                               reactor::tls::Connection): a template, here
 //
 // Owned by the connection's callbacks (and by any handle the user keeps):
 // dropped with them when the connection closes (so its handle on the
@@ -21,21 +28,20 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "reactor/export.hpp"
 #include "reactor/net/byte_buffer.hpp"
-#include "reactor/net/connection.hpp"
+#include "reactor/net/end.hpp"
+#include "reactor/net/transport.hpp"
 
 namespace reactor::detail {
 
 class REACTOR_API MessageReader : public std::enable_shared_from_this<MessageReader> {
 public:
-    using MessageCallback = std::function<void(Connection&, std::string_view message)>;
-    using EofCallback = std::function<void(Connection&, std::string_view partial)>;
-
     virtual ~MessageReader();
     MessageReader(const MessageReader&) = delete;
     MessageReader& operator=(const MessageReader&) = delete;
@@ -55,13 +61,6 @@ public:
     // Bytes received and not handed over yet, kept here between reads (the
     // start of the next message, or messages waiting while paused).
     std::size_t buffered() const noexcept { return in_.size(); }
-    // The peer finished sending: `partial` holds the bytes after the last
-    // complete message ("" at a clean end). With this callback the
-    // connection stays open for writing, as with Connection's EOF callback:
-    // finish with close() or write_eof(). Without it the connection closes
-    // gracefully by itself, reason eof at a clean end, EndKind::truncated
-    // when the input ended inside a message (whose bytes are dropped).
-    void set_eof_callback(EofCallback cb) { on_eof_ = std::move(cb); }
 
 protected:
     // What the subclass finds at the front of the bytes.
@@ -71,38 +70,103 @@ protected:
         std::size_t length = 0;    // message: its content's size
         std::size_t consumed = 0;  // message: the bytes it takes, framing included
     };
-    MessageReader(const ConnectionPtr& conn, MessageCallback on_message, EndKind too_large);
-    // Takes over the connection's callbacks; once, right after construction.
-    void start(Connection& conn);
+    // Throws std::invalid_argument for a null transport.
+    MessageReader(Transport* transport, EndKind too_large);
     // The first message of `bytes`, which start at a message boundary. The
     // first `scanned` bytes were looked at before and hold no complete message
     // (for a search that resumes where it stopped).
     virtual Cut cut(std::string_view bytes, std::size_t scanned) const = 0;
 
+    // What the connection's callbacks call (the typed layer sets them).
+    void on_data(Transport& transport, std::string_view data);
+    void on_eof(Transport& transport);
+    // The typed layer: the user's message callback; the user's EOF callback,
+    // false when there is none; and detach()'s clearing of the connection's
+    // data and EOF callbacks.
+    virtual void tell_message(Transport& transport, std::string_view message) = 0;
+    virtual bool tell_eof(Transport& transport, std::string_view partial) = 0;
+    virtual void release_callbacks() = 0;
+    // Marks the reader attached; the typed layer then sets the callbacks.
+    void start() noexcept { attached_ = true; }
+    Transport& transport() const noexcept { return *transport_; }
+
 private:
-    void on_data(Connection& conn, std::string_view data);
-    void on_eof(Connection& conn);
     // Hands over every complete message at the front of `bytes` while it
     // may, leaving in `bytes` what follows them (kept up to date before each
     // callback, so that a callback that throws loses nothing). Stops early on
     // pause, detach, close or a message too large (which ends the connection
     // and leaves `bytes` empty).
-    void deliver(Connection& conn, std::string_view& bytes);
+    void deliver(Transport& transport, std::string_view& bytes);
     // in_ keeps only `rest`, a view of its end.
     void keep_only(std::string_view rest) noexcept;
-    bool may_deliver(const Connection& conn) const noexcept { return attached_ && !paused_ && conn.is_open(); }
+    bool may_deliver(const Transport& transport) const noexcept {
+        return attached_ && !paused_ && transport.is_open();
+    }
     void deliver_buffered();  // resume(): from the loop
 
-    ConnectionPtr conn_;
-    MessageCallback on_message_;
-    EofCallback on_eof_;
+    TransportPtr transport_;
     ByteBuffer in_;              // the start of the next message, when a read ended inside one
     std::string_view pending_;   // during deliver(): what follows the message being handed over
     std::size_t scanned_ = 0;    // of in_: see cut()
-    EndKind too_large_;        // the close reason when a message is over the maximum
+    EndKind too_large_;          // the close reason when a message is over the maximum
     bool attached_ = false;
     bool paused_ = false;
     bool delivering_ = false;
+};
+
+// The typed layer over a cutting (LineCutting, FrameCutting): the callbacks
+// of the connection type `Conn`, and the user's, which take a `Conn&`.
+template <class Conn, class Cutting>
+class TypedReader : public Cutting {
+public:
+    // `message` and `partial` are valid only during the call: copy what you keep.
+    using MessageCallback = std::function<void(Conn&, std::string_view message)>;
+    using EofCallback = std::function<void(Conn&, std::string_view partial)>;
+
+    // The peer finished sending (a FIN; under TLS its close_notify):
+    // `partial` holds the bytes after the last complete message ("" at a
+    // clean end). With this callback the connection stays open for writing,
+    // as with the connection's own EOF callback: finish with close() or
+    // write_eof(). Without it the connection closes gracefully by itself,
+    // reason eof at a clean end, EndKind::truncated when the input ended
+    // inside a message (whose bytes are dropped).
+    void set_eof_callback(EofCallback cb) { on_eof_ = std::move(cb); }
+
+protected:
+    template <class... CuttingArgs>
+    TypedReader(const reactor::Ref<Conn>& conn, MessageCallback on_message, CuttingArgs&&... cutting_args)
+        : Cutting(conn.get(), std::forward<CuttingArgs>(cutting_args)...), on_message_(std::move(on_message)) {
+        if (!on_message_) throw std::invalid_argument("reader: empty message callback");
+    }
+
+    // Takes over the connection's data and EOF callbacks, which own the
+    // reader from now on (until the connection has closed, or detach());
+    // once, right after construction.
+    void take_callbacks() {
+        this->start();
+        Conn& conn = typed();
+        const auto self = std::static_pointer_cast<TypedReader>(this->shared_from_this());
+        conn.set_data_callback([self](Conn& c, std::string_view data) { self->on_data(c, data); });
+        conn.set_eof_callback([self](Conn& c) { self->on_eof(c); });
+    }
+
+private:
+    Conn& typed() const noexcept { return static_cast<Conn&>(this->transport()); }
+    void tell_message(Transport& transport, std::string_view message) final {
+        on_message_(static_cast<Conn&>(transport), message);
+    }
+    bool tell_eof(Transport& transport, std::string_view partial) final {
+        if (!on_eof_) return false;
+        on_eof_(static_cast<Conn&>(transport), partial);
+        return true;
+    }
+    void release_callbacks() final {
+        typed().set_data_callback(nullptr);
+        typed().set_eof_callback(nullptr);
+    }
+
+    MessageCallback on_message_;
+    EofCallback on_eof_;
 };
 
 }  // namespace reactor::detail
