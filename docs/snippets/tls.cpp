@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// docs/tls.md: a TLS server and a verifying client, a protocol of one's own
-// over TLS and the connection's end(), STARTTLS, ALPN and SNI,
-// the close reasons of failures, certificates made for tests, and streams
-// over TLS (reactor::futures_tls). Loopback only; every case ends by itself.
+// docs/tls.md: a TLS server and a verifying client, a line server over TLS
+// (reactor::tls::LineReader), a protocol of one's own over TLS and the
+// connection's end(), STARTTLS, ALPN and SNI, the close reasons of failures,
+// certificates made for tests, and streams over TLS (reactor::futures_tls).
+// Loopback only; every case ends by itself.
 // (Built only with reactor::tls.)
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 #include <futures/futures.hpp>
 #include <futures/tls/stream.hpp>
 #include <reactor/loop_group.hpp>
@@ -26,6 +29,7 @@
 #include <reactor/tls/connection.hpp>
 #include <reactor/tls/context.hpp>
 #include <reactor/tls/listen.hpp>
+#include <reactor/tls/readers.hpp>
 
 using namespace std::chrono_literals;
 
@@ -109,6 +113,55 @@ BOOST_AUTO_TEST_CASE(server_and_verifying_client) {
     BOOST_TEST(got == "hello");
     BOOST_TEST(subject == "CN=localhost,O=reactor test");
     BOOST_TEST(closed->to_string() == "local");
+    listener->close();
+    sched.run();
+    BOOST_TEST(sched.empty());
+}
+
+BOOST_AUTO_TEST_CASE(lines_over_tls) {
+    reactor::Scheduler sched;
+    const reactor::Address address = reactor::Address::parse("127.0.0.1", 0);
+    reactor::tls::ServerOptions options;
+    options.identity = certificates().server.identity();
+    auto context = reactor::tls::Context::server(options);
+    std::vector<reactor::End> reasons;
+    // [snippet:line_reader]
+    auto listener = reactor::tls::listen(sched, address, context, [&](const reactor::tls::ConnectionPtr& c) {
+        reactor::tls::LineReader::attach(
+            c,
+            [](reactor::tls::Connection& c, std::string_view line) {  // decrypted: "hello", without its end
+                if (line == "quit") return c.close();
+                c.write(fmt::format("Got: {}\n", line));
+            },
+            {.max_length = 1024});  // a longer line: close_notify, and EndKind::line_too_long
+        c->set_close_callback([&](reactor::tls::Connection&, const reactor::End& why) { reasons.push_back(why); });
+    });
+    // [end-snippet:line_reader]
+    // Two clients: one says two lines, the second of them "quit"; the other
+    // sends a line too long.
+    std::vector<std::string> got(2);
+    std::vector<reactor::End> client_ends;
+    const std::vector<std::string> sent = {"hello\r\nquit\n", std::string(2000, 'x')};
+    for (std::size_t i = 0; i < sent.size(); ++i) {
+        reactor::tls::connect(sched, listener->address(), client_context(), "localhost",
+                              [&, i](reactor::tls::ConnectionPtr c, std::error_code error) {
+                                  if (error) return listener->close();
+                                  c->write(sent[i]);  // sent once the handshake is done
+                                  c->set_data_callback([&, i](reactor::tls::Connection&, std::string_view data) {
+                                      got[i] += data;
+                                  });
+                                  c->set_close_callback([&](reactor::tls::Connection&, const reactor::End& why) {
+                                      client_ends.push_back(why);
+                                  });
+                              });
+        BOOST_REQUIRE(run_until(sched, [&] { return client_ends.size() == i + 1 && reasons.size() == i + 1; }));
+    }
+    BOOST_TEST(got[0] == "Got: hello\n");
+    BOOST_TEST(reasons[0].to_string() == "local");  // "quit"
+    BOOST_TEST(got[1] == "");
+    BOOST_TEST(reasons[1].to_string() == "line too long");
+    BOOST_TEST(client_ends[0].to_string() == "eof");  // the server's close_notify, both times
+    BOOST_TEST(client_ends[1].to_string() == "eof");
     listener->close();
     sched.run();
     BOOST_TEST(sched.empty());

@@ -150,6 +150,8 @@ void Connection::do_write_eof() {
     arm_timer(options_.shutdown_timeout, EndKind::shutdown_timeout);
 }
 
+void Connection::close() { close(EndKind::local); }
+
 // close(kind): the End reports `kind` where close() reports local, so a
 // graceful close of ours is ending_ local, whatever its kind (a failure or a
 // timeout under it then wins as it would over close()'s), and close_kind_

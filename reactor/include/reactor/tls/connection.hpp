@@ -237,7 +237,7 @@ public:
     void write_eof() override;
     // Graceful: stop reading, flush, send close_notify, close the transport
     // once flushed (bounded by shutdown_timeout). Reason local. Idempotent.
-    void close() override { close(EndKind::local); }
+    void close() override;
     // The same graceful close, reporting `kind` as the End's kind instead of
     // local (Transport::close(EndKind): a reader's line_too_long). As for
     // close(), a failure or a timeout under the flush is the reason instead.
