@@ -35,6 +35,13 @@ struct Outcome {
 };
 Outcome outcome_of(SSL* ssl, int r) noexcept { return {r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, r)}; }
 
+// SSL_get_error needs the thread's error queue empty before each engine
+// call. It nearly always is: ERR_peek_error only looks, where
+// ERR_clear_error rewrites every slot of the queue, on every engine call.
+void clear_openssl_errors() noexcept {
+    if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 bool is_ip_literal(const std::string& host) {
     unsigned char addr[sizeof(in6_addr)];
     return ::inet_pton(AF_INET, host.c_str(), addr) == 1 || ::inet_pton(AF_INET6, host.c_str(), addr) == 1;
@@ -81,7 +88,7 @@ ConnectionPtr Connection::start(const reactor::ConnectionPtr& transport, std::sh
     BIO* bio = new_engine_bio(*self);
     if (!bio) throw Error(with_openssl_errors("reactor::tls: cannot make the engine's BIO"));
     SSL_set_bio(ssl, bio, bio);  // one reference, for both directions
-    ERR_clear_error();
+    clear_openssl_errors();
     if (server) {
         SSL_set_accept_state(ssl);
     } else {
@@ -139,10 +146,10 @@ void Connection::feed(std::string_view fresh) {
     advance();
     if (kept) {
         unread_input_.erase(0, unread_input_.size() - input_.size());
-    } else {
-        unread_input_.assign(input_);
+        if (unread_input_.empty()) std::string().swap(unread_input_);  // an idle connection keeps no buffer
+    } else if (!input_.empty()) {
+        unread_input_.assign(input_);  // else it stays as it was: empty, no buffer
     }
-    if (unread_input_.empty()) std::string().swap(unread_input_);  // an idle connection keeps no buffer
     input_ = {};
 }
 
@@ -170,7 +177,7 @@ std::string Connection::openssl_error_text() {
 }
 
 void Connection::do_handshake() {
-    ERR_clear_error();
+    clear_openssl_errors();
     int r;
     bool flushed = false;
     {
@@ -225,7 +232,7 @@ void Connection::read_plaintext() {
     // until the peer's (write_eof); not once the peer's arrived.
     while (reading_wanted_ && (phase_ == Phase::open || phase_ == Phase::write_ended)) {
         std::size_t n = 0;
-        ERR_clear_error();
+        clear_openssl_errors();
         int r;
         bool flushed = false;
         {
@@ -242,6 +249,10 @@ void Connection::read_plaintext() {
         if (r == 1) {
             if (protocol_) protocol_->on_data(std::string_view(buf, n));
             if (!flushed) return;
+            // All the ciphertext read and nothing left in the engine: another
+            // call could only say "want read" (and its record buffer would be
+            // allocated for it and released again).
+            if (input_.empty() && !input_eof_ && !SSL_has_pending(ssl_)) return;
             continue;
         }
         if (outcome.fine()) return;
@@ -260,7 +271,7 @@ constexpr std::size_t kEngineWriteChunk = 4 * kRecordPlaintext;
 bool Connection::encrypt(std::string_view data) {
     while (!data.empty()) {
         std::size_t written = 0;
-        ERR_clear_error();
+        clear_openssl_errors();
         int r;
         bool flushed = false;
         {
@@ -295,6 +306,7 @@ bool Connection::write(std::string_view data) {
     pending_plaintext_.append(data);
     if (!above_high_ && buffered() > transport_->high_water()) {
         above_high_ = true;
+        transport_->set_protocol(this);  // wants_drained() changed
         if (protocol_) protocol_->on_pause_writing();
         return transport_->state() != reactor::Connection::State::closed;
     }
@@ -315,12 +327,14 @@ void Connection::deliver_high_water() {
     high_water_deferred_ = false;
     if (above_high_ || buffered() <= transport_->high_water()) return;
     above_high_ = true;
+    transport_->set_protocol(this);  // wants_drained() changed
     if (protocol_) protocol_->on_pause_writing();
 }
 
 void Connection::check_low_water() {
     if (!above_high_ || buffered() > transport_->low_water()) return;
     above_high_ = false;
+    transport_->set_protocol(this);  // wants_drained() changed
     if (protocol_) protocol_->on_resume_writing();
 }
 

@@ -15,7 +15,9 @@ namespace reactor::tls {
 
 void Connection::set_protocol(reactor::Protocol* protocol) {
     check_thread("tls::Connection::set_protocol");
-    if (state() != State::closed) protocol_ = protocol;  // closed: its end was told, nothing more is
+    if (state() == State::closed) return;  // its end was told, nothing more is
+    protocol_ = protocol;
+    transport_->set_protocol(this);  // wants_drained() may have changed
 }
 
 // The waiter lives in the handshake's side block (with a HandshakeLimit's
@@ -43,6 +45,7 @@ void Connection::set_eof_callback(EventFunction cb) {
 void Connection::set_drain_callback(EventFunction cb) {
     check_thread("tls::Connection::set_drain_callback");
     Callbacks::set_rare(*this, callbacks_, &Callbacks::Rare::drain, std::move(cb));
+    if (state() != State::closed) transport_->set_protocol(this);  // wants_drained() may have changed
 }
 void Connection::set_high_water_callback(EventFunction cb) {
     check_thread("tls::Connection::set_high_water_callback");
@@ -60,6 +63,14 @@ void Connection::on_data(std::string_view ciphertext) {
     if (state() == State::closed || at_eof()) return;  // nothing may follow close_notify
     feed(ciphertext);
 }
+
+// The transport's drain costs it a loop turn after each write: asked for
+// only while it may tell something. Above our high mark, a fall to the low
+// one the transport's own marks do not show (plaintext that waited for the
+// handshake counts too); or the protocol above wants its drain. Each time the
+// answer may change (a mark crossed, a protocol or drain callback set), we
+// set ourselves again as the transport's protocol: it reads the answer then.
+bool Connection::wants_drained() const noexcept { return above_high_ || (protocol_ && protocol_->wants_drained()); }
 
 void Connection::on_pause_writing() {
     high_water_deferred_ = true;

@@ -296,7 +296,7 @@ private:
     bool on_eof() override;  // stays open: the engine decides
     void on_pause_writing() override;
     void on_resume_writing() override { check_low_water(); }
-    bool wants_drained() const noexcept override { return true; }
+    bool wants_drained() const noexcept override;
     void on_drained() override;
     void on_closed(const reactor::End& reason) override;
     void on_abandoned() noexcept override;
