@@ -7,7 +7,8 @@
 // port, no_delay; the certificate chain and key come from the command line
 // (no password callback, no DH file: ECDHE), and the context is
 // ssl::context::tls_server with OpenSSL's defaults otherwise (session
-// tickets on, as ours; buffers not released, Asio's default).
+// tickets on, as ours; Asio's engine sets SSL_MODE_RELEASE_BUFFERS itself,
+// as ours does: each side's record buffers come and go with each record).
 // usage: asio_tls_echo CHAIN KEY [PORT]   (0 or none: any free port; prints "listening on 127.0.0.1:PORT (epoll)")
 #include <cstdio>
 #include <cstdlib>
