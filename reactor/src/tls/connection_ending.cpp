@@ -44,7 +44,7 @@ constexpr Phase closed_from(Phase from) noexcept {
 
 // The table of Connection::may_move (constexpr: the check below uses it).
 constexpr bool moves(Phase from, Phase to) noexcept {
-    using enum Phase;
+    using enum Connection::Phase;  // not the alias Phase: clang 15 (the fuzz build) refuses one
     if (from == to) return Connection::state_of(from) != State::closed;
     switch (from) {
     case handshaking:
