@@ -7,8 +7,6 @@
 // that arrive together are all read, one data callback each, with no engine
 // call that could only say "want read" between them.
 // Unix socket pairs; on every selector backend.
-#include <sys/socket.h>
-
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
@@ -40,12 +38,7 @@ struct EchoPair {
     std::optional<reactor::End> server_reason, client_reason;
 
     bool start(reactor::Scheduler& sched) {
-        int fds[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) return false;
-        server = tls::Connection::start_server(reactor::Connection::adopt(sched, fds[0]),
-                                               reactor_test::server_context());
-        client = tls::Connection::start_client(reactor::Connection::adopt(sched, fds[1]),
-                                               reactor_test::client_context(), "localhost");
+        if (!reactor_test::start_over_socketpair(sched, server, client)) return false;
         bool client_done = false;
         server->set_data_callback([](tls::Connection& c, std::string_view d) { c.write(d); });
         server->set_close_callback([this](tls::Connection&, const reactor::End& r) { server_reason = r; });

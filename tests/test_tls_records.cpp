@@ -173,12 +173,7 @@ struct PairedTls {
     tls::ConnectionPtr server, client;
     std::optional<reactor::End> server_reason, client_reason;
     bool ready(reactor::Scheduler& sched) {
-        int fds[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) return false;
-        server = tls::Connection::start_server(reactor::Connection::adopt(sched, fds[0]),
-                                               reactor_test::server_context());
-        client = tls::Connection::start_client(reactor::Connection::adopt(sched, fds[1]),
-                                               reactor_test::client_context(), "localhost");
+        if (!reactor_test::start_over_socketpair(sched, server, client)) return false;
         bool server_done = false, client_done = false;
         server->set_handshake_callback([&](tls::Connection&) { server_done = true; });
         client->set_handshake_callback([&](tls::Connection&) { client_done = true; });

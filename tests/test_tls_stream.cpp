@@ -231,6 +231,20 @@ struct KeepingServer {
     }
 };
 
+// A plaintext conversation on 127.0.0.1, before a STARTTLS: a stream server
+// that keeps its one client's stream (server_side), and that client.
+struct PlaintextPair {
+    reactor::Scheduler sched{on(reactor_test::backend_under_test())};
+    Tls contexts;
+    std::optional<Stream> server_side;
+    futures::StreamServer server = futures::start_server(sched, reactor::Address::loopback_v4(0), [this](Stream s) {
+        server_side = s;
+        return s.wait_closed();
+    });
+    Stream client = wait(sched, futures::open_connection(sched, server.address())).result();
+    PlaintextPair() { BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_side.has_value(); })); }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(echo_of_lines_over_tls_with_both_open_connection_forms) {
@@ -431,16 +445,7 @@ BOOST_AUTO_TEST_CASE(a_reset_under_the_handshake_fails_open_connection_with_econ
     CHECK_EMPTY(h.sched);
 }
 
-BOOST_AUTO_TEST_CASE(start_tls_upgrades_a_plaintext_conversation_in_place) {
-    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
-    Tls contexts;
-    std::optional<Stream> server_side;
-    auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
-        server_side = s;
-        return s.wait_closed();
-    });
-    Stream client = wait(sched, futures::open_connection(sched, server.address())).result();
-    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_side.has_value(); }));
+BOOST_FIXTURE_TEST_CASE(start_tls_upgrades_a_plaintext_conversation_in_place, PlaintextPair) {
     Stream& srv = *server_side;
     BOOST_TEST(client.tls() == nullptr);
     // The plaintext part (SMTP-like): a greeting, then STARTTLS and its go-ahead.
@@ -485,16 +490,7 @@ BOOST_AUTO_TEST_CASE(start_tls_upgrades_a_plaintext_conversation_in_place) {
 // start_tls waits with the TLS connection's handshake waiter: the handshake
 // callback stays the user's, and setting one during start_tls leaves the
 // wait whole; both run once the handshake is done.
-BOOST_AUTO_TEST_CASE(a_handshake_callback_set_during_start_tls_runs_and_start_tls_still_completes) {
-    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
-    Tls contexts;
-    std::optional<Stream> server_side;
-    auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
-        server_side = s;
-        return s.wait_closed();
-    });
-    Stream client = wait(sched, futures::open_connection(sched, server.address())).result();
-    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_side.has_value(); }));
+BOOST_FIXTURE_TEST_CASE(a_handshake_callback_set_during_start_tls_runs_and_start_tls_still_completes, PlaintextPair) {
     Stream& srv = *server_side;
     Future<void> server_handshake = futures::start_tls(srv, contexts.server);
     Future<void> client_handshake = futures::start_tls(client, contexts.client, "localhost");
@@ -573,16 +569,7 @@ BOOST_AUTO_TEST_CASE(a_tls_stream_server_with_max_handshakes_ends_the_oldest_sil
     CHECK_EMPTY(sched);
 }
 
-BOOST_AUTO_TEST_CASE(start_tls_refuses_a_stream_holding_unread_bytes) {
-    reactor::Scheduler sched(on(reactor_test::backend_under_test()));
-    Tls contexts;
-    std::optional<Stream> server_side;
-    auto server = futures::start_server(sched, reactor::Address::loopback_v4(0), [&](Stream s) {
-        server_side = s;
-        return s.wait_closed();
-    });
-    Stream client = wait(sched, futures::open_connection(sched, server.address())).result();
-    BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_side.has_value(); }));
+BOOST_FIXTURE_TEST_CASE(start_tls_refuses_a_stream_holding_unread_bytes, PlaintextPair) {
     client.write("STARTTLS\nnot yet\n");  // a peer that speaks before its turn
     BOOST_REQUIRE(reactor_test::run_until(sched, [&] { return server_side->buffered() == 17u; }));
     BOOST_CHECK_THROW((void)futures::start_tls(*server_side, contexts.server), futures::InvalidStateError);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include <filesystem>
 #include <fstream>
@@ -68,6 +69,19 @@ inline reactor::tls::ContextPtr server_context(const reactor::tls::IssuedCertifi
 }
 
 inline reactor::tls::ContextPtr client_context() { return reactor::tls::Context::client(client_options()); }
+
+// A TLS server and a client started over one AF_UNIX stream socket pair on
+// `sched` (no TCP between them), their handshakes under way; false if the
+// kernel refuses the pair.
+inline bool start_over_socketpair(reactor::Scheduler& sched, reactor::tls::ConnectionPtr& server,
+                                  reactor::tls::ConnectionPtr& client) {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) return false;
+    server = reactor::tls::Connection::start_server(reactor::Connection::adopt(sched, fds[0]), server_context());
+    client = reactor::tls::Connection::start_client(reactor::Connection::adopt(sched, fds[1]), client_context(),
+                                                    "localhost");
+    return true;
+}
 
 // A TLS echo server: every byte back; reading pauses while the echoes wait
 // above the high mark and resumes at the low mark. Records each close

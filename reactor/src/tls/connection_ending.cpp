@@ -296,8 +296,7 @@ void Connection::tell_end(Tell tell) {
     reactor::Protocol* told = std::exchange(protocol_, nullptr);
     struct DropAll {
         Connection& conn;
-        ~DropAll() {
-            conn.handshaking_.reset();
+        ~DropAll() {  // (no waiter can come back: a closed connection refuses one)
             conn.on_handshake_.reset();
             if (conn.callbacks_) conn.callbacks_->clear();
         }

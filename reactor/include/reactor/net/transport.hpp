@@ -51,9 +51,9 @@ public:
     virtual void on_resume_writing() {}
     // The output buffer became empty: everything written so far was handed
     // on, told on a later iteration than the write. Only to a protocol that
-    // wants it: a transport reads wants_drained() when the protocol is set
-    // (a drain costs a loop turn per write, so it does not ask per write),
-    // and the answer given then holds while the protocol is set.
+    // wants it: a transport reads wants_drained() as the protocol is set (a
+    // drain costs a loop turn per write) and keeps that answer; a protocol
+    // whose answer changes sets itself again (tls::Connection does).
     virtual bool wants_drained() const noexcept { return false; }
     virtual void on_drained() {}
     // Once, on a later iteration than the event that closed the transport:
